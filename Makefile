@@ -1,0 +1,70 @@
+# Lachesis build. `make build` compiles the Go core once as a c-shared
+# library and the thin C plugins against the Debian source of the installed
+# Slurm; everything links with -z nodelete because Slurm dlcloses plugins
+# and a Go runtime cannot be unloaded.
+SHELL      := /bin/bash
+GO         ?= go
+BUILD      := build
+PLUGINS    := $(BUILD)/plugins
+SLURM_SRC  := $(BUILD)/slurm-src
+BIN        := bin
+CORE       := $(PLUGINS)/liblachesis_core.so
+
+CFLAGS_PLUGIN := -fPIC -O2 -g -Wall -Werror=implicit-function-declaration \
+	-Werror=int-conversion -Werror=incompatible-pointer-types \
+	-include $(SLURM_SRC)/config.h -I$(SLURM_SRC) -I$(SLURM_SRC)/src/common \
+	-Icgo -Islurmctld-hook
+LDFLAGS_PLUGIN := -shared -L$(PLUGINS) -llachesis_core \
+	-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,--no-undefined-version
+
+GO_SRC   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
+HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/lachesis_core.h
+
+.PHONY: all build deps slurm-src test test-unit test-cluster bench demo clean fmt vet
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+slurm-src: $(SLURM_SRC)/config.h
+$(SLURM_SRC)/config.h:
+	bash scripts/install-deps.sh
+	bash scripts/slurm-src.sh $(SLURM_SRC)
+
+build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so
+
+$(CORE): $(GO_SRC) cgo/lachesis_core.h
+	@mkdir -p $(PLUGINS)
+	$(GO) build -buildmode=c-shared -trimpath -o $@ \
+		-ldflags "-extldflags '-Wl,-z,nodelete -Wl,-soname,liblachesis_core.so'" ./cgo
+
+$(PLUGINS)/%.so: slurmctld-hook/%.c $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
+	$(CC) $(CFLAGS_PLUGIN) -o $@ $< slurmctld-hook/lachesis_hook.c $(LDFLAGS_PLUGIN)
+
+# Unit tests need no Slurm; cluster tests start a real one on loopback.
+test: test-unit test-cluster
+
+test-unit:
+	CGO_ENABLED=0 $(GO) test ./priority/...
+	$(GO) test -race ./internal/... ./cgo/...
+
+test-cluster: build
+	$(GO) test -count=1 -timeout 20m -v ./tests/cluster/... 2>&1 | tee $(BUILD)/test-cluster.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:'; exit $${PIPESTATUS[0]}
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./priority/
+	bash scripts/bench-slurmctld.sh
+
+demo: build
+	bash scripts/demo.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet ./priority/...
+
+clean:
+	rm -rf $(BIN) $(PLUGINS)

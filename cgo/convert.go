@@ -1,0 +1,101 @@
+//go:build cgo
+
+package main
+
+/*
+#include <string.h>
+#include "lachesis_core.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"unsafe"
+
+	"github.com/lachesis-sched/lachesis/internal/core"
+	"github.com/lachesis-sched/lachesis/internal/gres"
+)
+
+type coreDecision = core.Decision
+
+// Scratch buffers reused by every pass; slurmctld runs one pass at a time
+// but passMu makes that an invariant of ours, not an assumption.
+var (
+	passMu        sync.Mutex
+	passSnaps     []core.Snapshot
+	passDecisions []core.Decision
+)
+
+func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
+	s := core.Snapshot{
+		ID:          uint32(j.job_id),
+		State:       core.JobState(j.state),
+		Held:        j.held != 0,
+		GPUs:        uint32(j.gpus),
+		Nice:        int32(j.nice),
+		SubmitTime:  int64(j.submit_time),
+		BeginTime:   int64(j.begin_time),
+		StartTime:   int64(j.start_time),
+		EndTime:     int64(j.end_time),
+		SuspendTime: int64(j.suspend_time),
+		PreSusTime:  int64(j.pre_sus_time),
+		PartFactor:  float64(j.part_factor),
+		QOSFactor:   float64(j.qos_factor),
+	}
+	if s.GPUs == core.UnknownGPUs {
+		// Only copied when needed: most sites track gres/gpu as a TRES.
+		s.GresRequest = gres.Request{
+			PerJob:    C.GoString(j.tres_per_job),
+			PerNode:   C.GoString(j.tres_per_node),
+			PerSocket: C.GoString(j.tres_per_socket),
+			PerTask:   C.GoString(j.tres_per_task),
+			Nodes:     uint32(j.num_nodes),
+			Tasks:     uint32(j.num_tasks),
+		}
+	}
+	return s
+}
+
+func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
+	*out = C.lachesis_prio_t{
+		priority:      C.uint32_t(d.Priority),
+		queue:         C.int32_t(d.Queue),
+		service:       C.double(d.Service),
+		queue_service: C.double(d.QueueService),
+		gittins:       C.double(d.Factors.Gittins),
+		w_tiresias:    C.double(d.WeightedTiresias),
+		w_age:         C.double(d.WeightedAge),
+		w_partition:   C.double(d.WeightedPartition),
+		w_qos:         C.double(d.WeightedQOS),
+		nice:          C.int32_t(d.Factors.Nice),
+	}
+}
+
+// writeErr copies err's message into the caller's buffer, NUL-terminated.
+func writeErr(buf *C.char, n C.int, err error) {
+	if buf == nil || n <= 0 {
+		return
+	}
+	msg := err.Error()
+	if len(msg) > int(n)-1 {
+		msg = msg[:int(n)-1]
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	copy(dst, msg)
+	dst[len(msg)] = 0
+}
+
+// recoverInto turns a panic into LACHESIS_EPANIC and a log line: a bug in
+// Lachesis must never take slurmctld down.
+func recoverInto(rc *C.int, where string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if rc != nil {
+		*rc = C.LACHESIS_EPANIC
+	}
+	logger().Error("recovered from panic", "entry", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+}

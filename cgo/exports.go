@@ -1,0 +1,131 @@
+//go:build cgo
+
+package main
+
+// All of the core's C entry points, and nothing else: each converts C types
+// on entry, recovers any panic into an error code, and calls internal/core.
+
+/*
+#include <stdlib.h>
+#include "lachesis_core.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/lachesis-sched/lachesis/internal/config"
+)
+
+//export lachesis_init
+func lachesis_init(slurmConf *C.char, logFn C.lachesis_log_fn, errbuf *C.char, errlen C.int) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_init")
+	if err := start(config.PathNextTo(C.GoString(slurmConf)), cLogSink{fn: logFn}); err != nil {
+		writeErr(errbuf, errlen, err)
+		return C.LACHESIS_ECONFIG
+	}
+	return C.LACHESIS_OK
+}
+
+//export lachesis_fini
+func lachesis_fini() {
+	defer recoverInto(nil, "lachesis_fini")
+	stop()
+}
+
+//export lachesis_reconfigure
+func lachesis_reconfigure(errbuf *C.char, errlen C.int) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_reconfigure")
+	c := running()
+	if c == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if err := c.Reconfigure(); err != nil {
+		writeErr(errbuf, errlen, err)
+		return C.LACHESIS_ECONFIG
+	}
+	applyLogLevel(c)
+	return C.LACHESIS_OK
+}
+
+//export lachesis_pass_interval
+func lachesis_pass_interval() (secs C.int) {
+	defer recoverInto(nil, "lachesis_pass_interval")
+	secs = 30
+	if c := running(); c != nil {
+		secs = C.int(c.PassInterval().Seconds())
+	}
+	return secs
+}
+
+//export lachesis_pass
+func lachesis_pass(now C.int64_t, jobs *C.lachesis_job_t, n C.int32_t, out *C.lachesis_prio_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_pass")
+	c := running()
+	if c == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if n < 0 || (n > 0 && (jobs == nil || out == nil)) {
+		return C.LACHESIS_EINVAL
+	}
+	cjobs := unsafe.Slice(jobs, int(n))
+	couts := unsafe.Slice(out, int(n))
+	passMu.Lock()
+	defer passMu.Unlock()
+	snaps := passSnaps[:0]
+	for i := range cjobs {
+		snaps = append(snaps, snapshotFromC(&cjobs[i]))
+	}
+	decisions := passDecisions[:0]
+	decisions = append(decisions, make([]coreDecision, len(snaps)-len(decisions))...)
+	c.Pass(int64(now), snaps, decisions)
+	for i := range decisions {
+		prioToC(&decisions[i], &couts[i])
+	}
+	passSnaps, passDecisions = snaps, decisions
+	return C.LACHESIS_OK
+}
+
+//export lachesis_place
+func lachesis_place(now C.int64_t, job *C.lachesis_job_t, out *C.lachesis_prio_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_place")
+	c := running()
+	if c == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if job == nil || out == nil {
+		return C.LACHESIS_EINVAL
+	}
+	s := snapshotFromC(job)
+	d := c.Place(int64(now), &s)
+	prioToC(&d, out)
+	return C.LACHESIS_OK
+}
+
+//export lachesis_factors
+func lachesis_factors(jobID C.uint32_t, out *C.lachesis_prio_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_factors")
+	c := running()
+	if c == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if out == nil {
+		return C.LACHESIS_EINVAL
+	}
+	d, err := c.Decision(uint32(jobID))
+	if err != nil {
+		return C.LACHESIS_ENOTFOUND
+	}
+	prioToC(&d, out)
+	return C.LACHESIS_OK
+}
+
+//export lachesis_preemptable
+func lachesis_preemptable(preemptor, preemptee C.uint32_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_preemptable")
+	c := running()
+	if c == nil || !c.Preemptable(uint32(preemptor), uint32(preemptee)) {
+		return 0
+	}
+	return 1
+}

@@ -1,0 +1,109 @@
+/*
+ * lachesis_core.h - the C ABI of Lachesis's Go core (liblachesis_core.so).
+ *
+ * The thin Slurm plugins in slurmctld-hook/ include this header; the Go side
+ * (cgo/) includes it too, so both agree on every struct layout. The C side
+ * copies what it needs out of Slurm's records into these flat structs and
+ * makes one call; it holds no policy. Every entry point returns an error
+ * code instead of crashing: a panic in Go is recovered and reported as
+ * LACHESIS_EPANIC.
+ */
+#ifndef LACHESIS_CORE_H
+#define LACHESIS_CORE_H
+
+#include <stdint.h>
+
+#define LACHESIS_ABI_VERSION 1
+
+/* Return codes. */
+#define LACHESIS_OK         0
+#define LACHESIS_ENOTFOUND  1  /* no decision for that job (yet) */
+#define LACHESIS_EINVAL    -1
+#define LACHESIS_ECONFIG   -2
+#define LACHESIS_EPANIC    -3
+#define LACHESIS_ENOTINIT  -4
+
+/* Job states (lachesis_job_t.state). */
+#define LACHESIS_PENDING   0
+#define LACHESIS_RUNNING   1
+#define LACHESIS_SUSPENDED 2
+#define LACHESIS_FINISHED  3
+
+/* gpus value meaning "gres/gpu is not a tracked TRES: parse the strings". */
+#define LACHESIS_GPUS_UNKNOWN UINT32_MAX
+
+/* Log levels passed to the log callback. */
+#define LACHESIS_LOG_ERROR 0
+#define LACHESIS_LOG_WARN  1
+#define LACHESIS_LOG_INFO  2
+#define LACHESIS_LOG_DEBUG 3
+
+/* Writes one line to slurmctld's log; called from any thread. */
+typedef void (*lachesis_log_fn)(int level, const char *msg);
+
+/* One job as copied out of job_record_t. Times are Unix seconds, 0 = unset.
+ * The string pointers need only live for the duration of the call.
+ * (Prototypes below take non-const pointers because cgo's generated export
+ * header declares them so; the core never writes through them.) */
+typedef struct lachesis_job {
+	uint32_t job_id;
+	uint32_t gpus;          /* or LACHESIS_GPUS_UNKNOWN */
+	uint8_t  state;         /* LACHESIS_PENDING ... LACHESIS_FINISHED */
+	uint8_t  held;          /* held or admin-set priority: never rewritten */
+	uint16_t reserved;
+	int32_t  nice;          /* details->nice - NICE_OFFSET */
+	uint32_t num_nodes;
+	uint32_t num_tasks;
+	int64_t  submit_time;
+	int64_t  begin_time;
+	int64_t  start_time;
+	int64_t  end_time;
+	int64_t  suspend_time;
+	int64_t  pre_sus_time;
+	double   part_factor;   /* partition's normalised priority, 0..1 */
+	double   qos_factor;    /* QOS's normalised priority, 0..1 */
+	const char *tres_per_job;
+	const char *tres_per_node;
+	const char *tres_per_socket;
+	const char *tres_per_task;
+} lachesis_job_t;
+
+/* The decision for one job. priority == 0 means "leave the job alone". */
+typedef struct lachesis_prio {
+	uint32_t priority;
+	int32_t  queue;             /* Tiresias queue, 0 = highest */
+	double   service;           /* attained GPU-seconds over all runs */
+	double   queue_service;     /* GPU-seconds counted toward the queue */
+	double   gittins;           /* 2D-Gittins index (0 in las mode) */
+	/* Weighted components: tiresias + age + partition + qos - nice
+	 * is the priority before rounding. */
+	double   w_tiresias;
+	double   w_age;
+	double   w_partition;
+	double   w_qos;
+	int32_t  nice;
+} lachesis_prio_t;
+
+/* Starts the core (idempotent: later calls only add a reference).
+ * slurm_conf_path: slurm.conf; the core reads lachesis.yaml next to it (or
+ * $LACHESIS_CONFIG). On error a message goes into errbuf. */
+extern int lachesis_init(char *slurm_conf_path, lachesis_log_fn log,
+			 char *errbuf, int errlen);
+/* Drops a reference; the last one flushes the ledger and stops the core. */
+extern void lachesis_fini(void);
+/* Re-reads the config; on error the old one stays and errbuf says why. */
+extern int lachesis_reconfigure(char *errbuf, int errlen);
+/* Seconds between periodic passes. */
+extern int lachesis_pass_interval(void);
+/* Ranks all n jobs; out[i] is the decision for jobs[i]. No I/O. */
+extern int lachesis_pass(int64_t now, lachesis_job_t *jobs, int32_t n,
+			 lachesis_prio_t *out);
+/* Priority of one job between passes (submit, release, requeue). */
+extern int lachesis_place(int64_t now, lachesis_job_t *job,
+			  lachesis_prio_t *out);
+/* Last decision for a job (sprio); LACHESIS_ENOTFOUND if none. */
+extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
+/* 1 if preemptor may requeue preemptee (it sits in a lower queue), else 0. */
+extern int lachesis_preemptable(uint32_t preemptor, uint32_t preemptee);
+
+#endif

@@ -1,0 +1,67 @@
+//go:build cgo
+
+package main
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/lachesis-sched/lachesis/internal/core"
+	"github.com/lachesis-sched/lachesis/internal/logging"
+)
+
+// One core per process, shared by every Lachesis plugin that slurmctld
+// loads; each plugin's init()/fini() adds/drops a reference.
+var (
+	lifeMu   sync.Mutex
+	theCore  *core.Core
+	refs     int
+	logLevel = new(slog.LevelVar)
+	theLog   = slog.New(slog.DiscardHandler)
+)
+
+func logger() *slog.Logger {
+	lifeMu.Lock()
+	defer lifeMu.Unlock()
+	return theLog
+}
+
+func running() *core.Core {
+	lifeMu.Lock()
+	defer lifeMu.Unlock()
+	return theCore
+}
+
+func start(path string, sink logging.Sink) error {
+	lifeMu.Lock()
+	defer lifeMu.Unlock()
+	if theCore != nil {
+		refs++
+		return nil
+	}
+	theLog = slog.New(logging.New(sink, logLevel))
+	c, err := core.Open(path, theLog)
+	if err != nil {
+		return err
+	}
+	logLevel.Set(logging.ParseLevel(c.Config().LogLevel))
+	theCore, refs = c, 1
+	return nil
+}
+
+func stop() {
+	lifeMu.Lock()
+	defer lifeMu.Unlock()
+	if theCore == nil {
+		return
+	}
+	if refs--; refs > 0 {
+		return
+	}
+	if err := theCore.Close(); err != nil {
+		theLog.Error("closing the ledger", "err", err)
+	}
+	theCore = nil
+}
+
+func applyLogLevel(c *core.Core) { logLevel.Set(logging.ParseLevel(c.Config().LogLevel)) }

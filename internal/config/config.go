@@ -1,0 +1,203 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/lachesis-sched/lachesis/priority"
+)
+
+// ErrInvalid is wrapped by every validation or parse error.
+var ErrInvalid = errors.New("invalid lachesis config")
+
+// FileName is the config's name next to slurm.conf.
+const FileName = "lachesis.yaml"
+
+// Config is the whole, validated configuration.
+type Config struct {
+	Tiresias priority.Config
+	// PassInterval is how often the priority plugin re-ranks all jobs.
+	PassInterval time.Duration
+	// DBPath is the SQLite ledger (WAL mode).
+	DBPath string
+	// GittinsMinHistory is how many completed jobs the cluster's own
+	// history needs before it replaces the bundled seed distribution.
+	GittinsMinHistory int
+	// LogLevel: debug, info, warn or error.
+	LogLevel string
+}
+
+// file mirrors the YAML layout; its field names are the keys admins write.
+type file struct {
+	Tiresias struct {
+		Mode        string    `mapstructure:"mode"`
+		Queues      int       `mapstructure:"queues"`
+		Thresholds  []float64 `mapstructure:"thresholds"`
+		PromoteKnob float64   `mapstructure:"promote_knob"`
+		MaxAge      float64   `mapstructure:"max_age"`
+		Weights     struct {
+			Tiresias  float64 `mapstructure:"tiresias"`
+			Age       float64 `mapstructure:"age"`
+			Partition float64 `mapstructure:"partition"`
+			QOS       float64 `mapstructure:"qos"`
+		} `mapstructure:"weights"`
+		GittinsMinHistory int `mapstructure:"gittins_min_history"`
+	} `mapstructure:"tiresias"`
+	PassInterval float64 `mapstructure:"pass_interval"`
+	DBPath       string  `mapstructure:"db_path"`
+	LogLevel     string  `mapstructure:"log_level"`
+}
+
+// Default returns the configuration used when lachesis.yaml is absent and
+// the value of every key the file leaves out.
+func Default() Config {
+	return Config{
+		Tiresias:          priority.DefaultConfig(),
+		PassInterval:      30 * time.Second,
+		DBPath:            "/var/lib/slurm/lachesis/lachesis.db",
+		GittinsMinHistory: 100,
+		LogLevel:          "info",
+	}
+}
+
+func defaults(v *viper.Viper) {
+	d := Default()
+	v.SetDefault("tiresias.mode", string(d.Tiresias.Mode))
+	v.SetDefault("tiresias.thresholds", d.Tiresias.Thresholds)
+	v.SetDefault("tiresias.promote_knob", d.Tiresias.PromoteKnob)
+	v.SetDefault("tiresias.max_age", d.Tiresias.MaxAge)
+	v.SetDefault("tiresias.weights.tiresias", d.Tiresias.Weights.Tiresias)
+	v.SetDefault("tiresias.weights.age", d.Tiresias.Weights.Age)
+	v.SetDefault("tiresias.weights.partition", d.Tiresias.Weights.Partition)
+	v.SetDefault("tiresias.weights.qos", d.Tiresias.Weights.QOS)
+	v.SetDefault("tiresias.gittins_min_history", d.GittinsMinHistory)
+	v.SetDefault("pass_interval", d.PassInterval.Seconds())
+	v.SetDefault("db_path", d.DBPath)
+	v.SetDefault("log_level", d.LogLevel)
+}
+
+// Parse reads YAML from r, fills in defaults and validates the result.
+func Parse(r io.Reader) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	defaults(v)
+	if err := v.ReadConfig(r); err != nil {
+		return Config{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
+	}
+	var f file
+	err := v.Unmarshal(&f, func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true // a misspelt key is an error, not a silent default
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, describeDecodeError(err))
+	}
+	return f.validate()
+}
+
+// Load reads the file at path. A missing file gives the defaults, so a
+// cluster can enable the plugin before writing any YAML.
+func Load(path string) (Config, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		c := Default()
+		return c, nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	defer fh.Close()
+	c, err := Parse(fh)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// PathNextTo returns the config path for a slurm.conf path, honouring the
+// LACHESIS_CONFIG environment variable as an override.
+func PathNextTo(slurmConf string) string {
+	if p := os.Getenv("LACHESIS_CONFIG"); p != "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(slurmConf), FileName)
+}
+
+func (f file) validate() (Config, error) {
+	t := f.Tiresias
+	c := Config{
+		Tiresias: priority.Config{
+			Mode:        priority.Mode(strings.ToLower(t.Mode)),
+			Thresholds:  t.Thresholds,
+			PromoteKnob: t.PromoteKnob,
+			MaxAge:      t.MaxAge,
+			Weights: priority.Weights{
+				Tiresias:  t.Weights.Tiresias,
+				Age:       t.Weights.Age,
+				Partition: t.Weights.Partition,
+				QOS:       t.Weights.QOS,
+			},
+		},
+		PassInterval:      time.Duration(f.PassInterval * float64(time.Second)),
+		DBPath:            f.DBPath,
+		GittinsMinHistory: t.GittinsMinHistory,
+		LogLevel:          strings.ToLower(f.LogLevel),
+	}
+	if err := c.Tiresias.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, tiresiasKeys(err))
+	}
+	if t.Queues != 0 && t.Queues != len(t.Thresholds)+1 {
+		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
+			ErrInvalid, t.Queues, len(t.Thresholds)+1)
+	}
+	if t.GittinsMinHistory < 0 {
+		return Config{}, fmt.Errorf("%w: tiresias.gittins_min_history must be >= 0, got %d", ErrInvalid, t.GittinsMinHistory)
+	}
+	if math.IsNaN(f.PassInterval) || f.PassInterval < 1 || f.PassInterval > 3600 {
+		return Config{}, fmt.Errorf("%w: pass_interval must be between 1 and 3600 seconds, got %v", ErrInvalid, f.PassInterval)
+	}
+	if strings.TrimSpace(f.DBPath) == "" {
+		return Config{}, fmt.Errorf("%w: db_path must not be empty", ErrInvalid)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return Config{}, fmt.Errorf("%w: log_level must be debug, info, warn or error, got %q", ErrInvalid, f.LogLevel)
+	}
+	return c, nil
+}
+
+// tiresiasKeys lists the policy's key errors with their full YAML keys.
+func tiresiasKeys(err error) string {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		var ke *priority.KeyError
+		if errors.As(e, &ke) {
+			msgs = append(msgs, "tiresias."+ke.Error())
+		} else {
+			msgs = append(msgs, e.Error())
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// describeDecodeError turns mapstructure's messages into ones that name the
+// full YAML key, e.g. "tiresias.thresholds[1]: cannot parse 'abc' as float".
+func describeDecodeError(err error) string {
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, "decoding failed due to the following error(s):\n\n", "")
+	msg = strings.ReplaceAll(msg, "'' has invalid keys: ", "unknown key(s): ")
+	return strings.TrimSpace(msg)
+}

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFillsDefaultsForMissingKeys(t *testing.T) {
+	c, err := Parse(strings.NewReader("tiresias:\n  mode: gittins\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if c.Tiresias.Mode != "gittins" {
+		t.Errorf("mode = %q, want gittins", c.Tiresias.Mode)
+	}
+	if len(c.Tiresias.Thresholds) != len(d.Tiresias.Thresholds) || c.PassInterval != d.PassInterval || c.DBPath != d.DBPath {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+}
+
+func TestParseReadsEveryKey(t *testing.T) {
+	yaml := `
+tiresias:
+  mode: las
+  queues: 4
+  thresholds: [10, 20, 30]
+  promote_knob: 2.5
+  max_age: 100
+  gittins_min_history: 7
+  weights: {tiresias: 1000, age: 10, partition: 5, qos: 1}
+pass_interval: 2
+db_path: /tmp/x.db
+log_level: debug
+`
+	c, err := Parse(strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Tiresias.Queues(); got != 4 {
+		t.Errorf("queues = %d, want 4", got)
+	}
+	if c.Tiresias.PromoteKnob != 2.5 || c.Tiresias.MaxAge != 100 || c.GittinsMinHistory != 7 {
+		t.Errorf("tiresias keys not read: %+v", c.Tiresias)
+	}
+	if w := c.Tiresias.Weights; w.Tiresias != 1000 || w.Age != 10 || w.Partition != 5 || w.QOS != 1 {
+		t.Errorf("weights not read: %+v", w)
+	}
+	if c.PassInterval != 2*time.Second || c.DBPath != "/tmp/x.db" || c.LogLevel != "debug" {
+		t.Errorf("top-level keys not read: %+v", c)
+	}
+}
+
+func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
+	cases := []struct {
+		name, yaml, key string
+	}{
+		{"unknown top-level key is rejected", "pass_intervall: 3\n", "pass_intervall"},
+		{"unknown nested key is rejected", "tiresias:\n  thresold: [1]\n", "thresold"},
+		{"non-numeric threshold is rejected", "tiresias:\n  thresholds: [10, abc]\n", "thresholds"},
+		{"descending thresholds are rejected", "tiresias:\n  thresholds: [20, 10]\n", "thresholds"},
+		{"unknown mode is rejected", "tiresias:\n  mode: fifo\n", "mode"},
+		{"negative knob is rejected", "tiresias:\n  promote_knob: -1\n", "promote_knob"},
+		{"queues disagreeing with thresholds is rejected", "tiresias:\n  queues: 5\n  thresholds: [1]\n", "queues"},
+		{"zero pass interval is rejected", "pass_interval: 0\n", "pass_interval"},
+		{"empty db path is rejected", "db_path: \"\"\n", "db_path"},
+		{"bad log level is rejected", "log_level: loud\n", "log_level"},
+		{"negative weight is rejected", "tiresias:\n  weights: {age: -3}\n", "weights.age"},
+		{"broken YAML is rejected", "tiresias: [\n", "YAML"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(c.yaml))
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.key) {
+				t.Fatalf("error %q does not name %q", err, c.key)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFileGivesDefaults(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "absent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PassInterval != Default().PassInterval {
+		t.Errorf("got %+v, want defaults", c)
+	}
+}
+
+func TestLoadBadFileNamesThePath(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "lachesis.yaml")
+	if err := os.WriteFile(p, []byte("tiresias:\n  mode: nope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	if err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("err = %v, want it to name %s", err, p)
+	}
+}
+
+func TestPathNextToHonoursOverride(t *testing.T) {
+	t.Setenv("LACHESIS_CONFIG", "")
+	if got := PathNextTo("/etc/slurm/slurm.conf"); got != "/etc/slurm/lachesis.yaml" {
+		t.Errorf("got %s", got)
+	}
+	t.Setenv("LACHESIS_CONFIG", "/opt/l.yaml")
+	if got := PathNextTo("/etc/slurm/slurm.conf"); got != "/opt/l.yaml" {
+		t.Errorf("got %s", got)
+	}
+}

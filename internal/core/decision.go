@@ -1,0 +1,33 @@
+package core
+
+import "github.com/lachesis-sched/lachesis/priority"
+
+// Decision is what the core last decided for a job: its priority and every
+// component of it, so sprio can explain it.
+type Decision struct {
+	Priority     uint32
+	Queue        int
+	Service      float64 // attained GPU-seconds across all runs
+	QueueService float64 // the part of Service that places the job in a queue
+	Factors      priority.Factors
+	// Weighted contributions; Tiresias+Age+Partition+QOS-Nice = Priority
+	// (before rounding and clamping).
+	WeightedTiresias  float64
+	WeightedAge       float64
+	WeightedPartition float64
+	WeightedQOS       float64
+}
+
+func decide(w priority.Weights, r priority.Result, service, queueService float64) Decision {
+	return Decision{
+		Priority:          r.Priority,
+		Queue:             r.Queue,
+		Service:           service,
+		QueueService:      queueService,
+		Factors:           r.Factors,
+		WeightedTiresias:  w.Tiresias * r.Factors.Tiresias,
+		WeightedAge:       w.Age * r.Factors.Age,
+		WeightedPartition: w.Partition * r.Factors.Partition,
+		WeightedQOS:       w.QOS * r.Factors.QOS,
+	}
+}

@@ -1,0 +1,140 @@
+package priority
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+const (
+	// MaxThresholds bounds the number of queues (MaxThresholds+1). More
+	// queues than this buy nothing in the paper's sensitivity study and
+	// would only make per-pass bookkeeping larger.
+	MaxThresholds = 16
+	// MaxWeightSum keeps the largest possible priority (every factor at 1)
+	// inside Slurm's 32-bit priority, with headroom below 0xFFFFFFFE.
+	MaxWeightSum = 4e9
+)
+
+// maxQueues sizes the fixed per-queue arrays of a pass.
+const maxQueues = MaxThresholds + 1
+
+// DefaultConfig is the single place the policy's defaults live, so that
+// retuning them from a sweep touches one function.
+//
+// Thresholds and the disabled promotion are the Tiresias reference
+// simulator's; only the Tiresias weight is set, so the queue order alone
+// decides the priority.
+func DefaultConfig() Config {
+	return Config{
+		Mode:        ModeLAS,
+		Thresholds:  []float64{3250, 7200},
+		PromoteKnob: 0,
+		Weights: Weights{
+			Tiresias:  1e8,
+			Age:       0,
+			Partition: 0,
+			QOS:       0,
+		},
+		MaxAge: 7 * 24 * 3600,
+	}
+}
+
+// Queues is K, the number of queues.
+func (c Config) Queues() int { return len(c.Thresholds) + 1 }
+
+// KeyError is one problem with one config key. It wraps ErrInvalidConfig.
+type KeyError struct {
+	Key string // the YAML key, relative to the tiresias section
+	Msg string
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *KeyError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate reports every problem in c at once, so an operator fixing a bad
+// reload sees them all. Each error wraps ErrInvalidConfig and names the
+// offending YAML key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	switch c.Mode {
+	case ModeLAS, ModeGittins:
+	default:
+		bad("mode", "%q is not %q or %q", c.Mode, ModeLAS, ModeGittins)
+	}
+
+	if len(c.Thresholds) > MaxThresholds {
+		bad("thresholds", "%d thresholds, at most %d allowed", len(c.Thresholds), MaxThresholds)
+	}
+	for i, t := range c.Thresholds {
+		if !(t > 0) || math.IsInf(t, 0) {
+			bad("thresholds", "thresholds[%d] = %v must be a finite number > 0", i, t)
+		}
+		if i > 0 && !(t > c.Thresholds[i-1]) {
+			bad("thresholds", "thresholds[%d] = %v must be greater than thresholds[%d] = %v",
+				i, t, i-1, c.Thresholds[i-1])
+		}
+	}
+
+	if !finiteNonNegative(c.PromoteKnob) {
+		bad("promote_knob", "%v must be a finite number >= 0 (0 disables promotion)", c.PromoteKnob)
+	}
+
+	weights := []struct {
+		key string
+		v   float64
+	}{
+		{"weights.tiresias", c.Weights.Tiresias},
+		{"weights.age", c.Weights.Age},
+		{"weights.partition", c.Weights.Partition},
+		{"weights.qos", c.Weights.QOS},
+	}
+	sum, sumOK := 0.0, true
+	for _, w := range weights {
+		if !finiteNonNegative(w.v) {
+			bad(w.key, "%v must be a finite number >= 0", w.v)
+			sumOK = false
+		}
+		sum += w.v
+	}
+	if sumOK && sum > MaxWeightSum {
+		bad("weights", "sum %v exceeds %v, the priority would not fit in 32 bits", sum, float64(MaxWeightSum))
+	}
+
+	if !(c.MaxAge > 0) || math.IsInf(c.MaxAge, 0) {
+		bad("max_age", "%v must be a finite number of seconds > 0", c.MaxAge)
+	}
+
+	return errors.Join(errs...)
+}
+
+// clone returns c with its own copy of Thresholds, so a Ranker cannot be
+// changed behind its back by a caller reusing the slice.
+func (c Config) clone() Config {
+	c.Thresholds = slices.Clone(c.Thresholds)
+	return c
+}
+
+// QueueOf is the queue a job with this attained service belongs to, absent
+// promotion: the number of thresholds it has reached. A NaN service reaches
+// none and lands in queue 0.
+func QueueOf(cfg Config, service float64) int {
+	q := 0
+	for _, t := range cfg.Thresholds {
+		if service >= t {
+			q++
+		}
+	}
+	return q
+}
+
+func finiteNonNegative(v float64) bool {
+	return v >= 0 && !math.IsInf(v, 1)
+}

@@ -1,0 +1,54 @@
+// Package priority is Lachesis's scheduling policy: Tiresias (NSDI'19)
+// expressed as Slurm job priorities. It is pure Go with no I/O, so the same
+// code runs inside slurmctld, in the trace simulator and in benchmarks.
+//
+// # Queues
+//
+// GPU jobs rarely come with an honest length, so Tiresias ranks them by what
+// is known: attained service, GPUs × seconds run so far. Jobs fall into K
+// queues by that service; Q0 is the best. A job starts in Q0 and moves down
+// each time its service reaches the next threshold, so short jobs finish
+// before long ones without anyone predicting which is which. Queues are
+// discrete rather than a continuous LAS order to stop jobs with similar
+// service from preempting each other back and forth.
+//
+// # Order inside a queue
+//
+// In LAS mode a queue is FIFO by the time each job entered it, then by
+// submit time, then by job id, which makes the order total. In Gittins mode
+// the jobs of a queue are first ordered by their 2D-Gittins index
+// G(a, Δ) = P(S − a ≤ Δ | S > a) / E[min(S − a, Δ) | S > a], where S is the
+// GPU-time distribution of completed jobs, a the job's service and Δ the
+// queue's upper threshold (unbounded for the last queue). The index is the
+// chance of finishing within Δ per unit of service spent; it rewards jobs
+// that history says are about to end, which FIFO cannot see. The history
+// comes from the cluster's ledger, seeded with a bundled distribution (see
+// SeedDistribution) until the cluster has its own.
+//
+// # Starvation promotion
+//
+// Demotion alone can starve a long job behind a stream of short ones. A
+// pending job below Q0 that has waited at least PromoteKnob times the length
+// of its last run goes back to Q0, and its service counts from zero again;
+// the Result says Promoted so the caller can reset its ledger counter.
+// A knob of 0 turns this off, as in the reference simulator.
+//
+// # From order to a 32-bit priority
+//
+// Slurm schedules and preempts by a single 32-bit priority, so the order is
+// turned into a Tiresias factor: queue q owns the open band
+// ((K−1−q)/K, (K−q)/K) and a job's place inside the queue fixes where in the
+// band it falls. A job placed at submission, before any pass, gets the
+// band's lower edge, below the jobs already in its queue. That factor is weighted together with Slurm-style age,
+// partition and QOS factors (each in [0, 1]), minus the job's nice value,
+// and clamped to [1, 0xFFFFFFFE], because 0 means "held" to Slurm.
+//
+// By default only the Tiresias weight is non-zero, so the priority order is
+// exactly the policy's order: a job in a better queue always outranks one in
+// a worse queue, which is what makes Tiresias effective, and preemption
+// (which compares priorities) follows the queues. Admins who add age,
+// partition or QOS weight trade some of that for Slurm's usual fairness
+// knobs: jobs near a band's edge can then cross into the neighbouring
+// queue's priorities, and weights approaching the band width (Tiresias/K)
+// let them cross whole queues.
+package priority

@@ -1,0 +1,44 @@
+package priority
+
+import "cmp"
+
+// sortKey is the part of a job the total order looks at, packed together so
+// that sorting a large pass moves small values and stays cache-friendly.
+type sortKey struct {
+	queue   int32
+	id      uint32
+	index   float64 // Gittins index; 0 for every job in LAS mode
+	entry   int64   // queue-entry time
+	submit  int64
+	jobSlot int32 // the job's position in the input
+}
+
+// compareKeys is the policy's total order. Each step exists for a reason:
+//
+//  1. queue ascending: the discretized queues are the core of Tiresias;
+//  2. Gittins index descending: the job likeliest to finish soon per unit
+//     of service goes first (in LAS mode every index is 0, so this step
+//     never decides);
+//  3. queue-entry time ascending: FIFO inside a queue, which is 2D-LAS;
+//  4. submit time ascending: of jobs that entered together, the older one;
+//  5. job id ascending: unique in Slurm, so the order is total;
+//  6. input position: only matters if a caller passes duplicate ids, and
+//     keeps the order a function of the input even then.
+func compareKeys(a, b sortKey) int {
+	if c := cmp.Compare(a.queue, b.queue); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.index, a.index); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.entry, b.entry); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.submit, b.submit); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.id, b.id); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.jobSlot, b.jobSlot)
+}

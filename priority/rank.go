@@ -1,0 +1,204 @@
+package priority
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Priority bounds. Slurm reads priority 0 as "held", so the policy never
+// produces it; 0xFFFFFFFF is left alone as Slurm's own sentinel range top.
+const (
+	MinPriority uint32 = 1
+	MaxPriority uint32 = 0xFFFFFFFE
+)
+
+// Ranker ranks snapshots of jobs under one validated Config. It keeps scratch
+// buffers between passes so that steady-state passes do not allocate; for the
+// same reason it is not safe for concurrent use.
+type Ranker struct {
+	cfg    Config
+	dist   *Distribution // nil in LAS mode is fine
+	deltas []float64     // Δ used for the Gittins index, per queue
+	keys   []sortKey     // scratch, reused across passes
+}
+
+// NewRanker validates cfg and returns a Ranker for it. dist is the GPU-time
+// history for the Gittins index; it is required in Gittins mode and ignored
+// in LAS mode.
+func NewRanker(cfg Config, dist *Distribution) (*Ranker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Mode == ModeGittins && dist == nil {
+		return nil, fmt.Errorf("%w: mode: %q needs a GPU-time distribution", ErrInvalidConfig, ModeGittins)
+	}
+	cfg = cfg.clone()
+	deltas := make([]float64, cfg.Queues())
+	for q := range deltas {
+		deltas[q] = math.Inf(1)
+		if q < len(cfg.Thresholds) {
+			// The queue's upper threshold itself, as the paper and design
+			// state it, not the service left before the job leaves the queue.
+			deltas[q] = cfg.Thresholds[q]
+		}
+	}
+	return &Ranker{cfg: cfg, dist: dist, deltas: deltas}, nil
+}
+
+// Config returns a copy of the Ranker's configuration.
+func (r *Ranker) Config() Config { return r.cfg.clone() }
+
+// Rank ranks every job of a pass, pending and running alike, since running
+// jobs need priorities for preemption to compare against. It returns out[:0]
+// extended with one Result per job, in the order of jobs; pass the previous
+// pass's slice back as out to avoid allocating.
+func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
+	n := len(jobs)
+	out = slices.Grow(out[:0], n)[:n]
+	r.keys = slices.Grow(r.keys[:0], n)[:n]
+	keys := r.keys
+
+	var count [maxQueues]int
+	for i := range jobs {
+		job := &jobs[i]
+		pl := r.classify(now, job)
+		if pl.queue != job.Queue {
+			// A job entering a queue joins its back. That includes a job
+			// whose service now maps to a better queue without promotion
+			// (e.g. a corrected ledger): the service is trusted, and the
+			// move is still a fresh entry.
+			pl.entry = now
+		}
+		res := &out[i]
+		*res = Result{ID: job.ID, Queue: pl.queue, QueueEntry: pl.entry, Promoted: pl.promoted}
+		r.fillFactors(now, job, pl, &res.Factors)
+		keys[i] = sortKey{
+			queue:   int32(pl.queue),
+			index:   res.Factors.Gittins,
+			entry:   pl.entry,
+			submit:  job.SubmitTime,
+			id:      job.ID,
+			jobSlot: int32(i),
+		}
+		count[pl.queue]++
+	}
+
+	slices.SortFunc(keys, compareKeys)
+
+	// Keys are queue-major, so a job's position inside its queue is its
+	// rank minus the number of jobs in better queues.
+	var start [maxQueues]int
+	for q := 1; q < r.cfg.Queues(); q++ {
+		start[q] = start[q-1] + count[q-1]
+	}
+	for rank, k := range keys {
+		q := int(k.queue)
+		res := &out[k.jobSlot]
+		res.Rank = rank
+		res.Factors.Tiresias = r.band(q, count[q], rank-start[q])
+		res.Priority = r.priority(&res.Factors)
+	}
+	return out
+}
+
+// Place gives the priority of a job at submission, before any pass has ranked
+// it. It goes last in its queue: below every job a pass put in the same queue
+// and above every job in the next one. In LAS mode that is where the next pass
+// puts it too, since its queue entry is the latest; in Gittins mode the next
+// pass may move it up within the queue by its index. No promotion is
+// considered: a job being submitted has not waited. Rank is -1.
+func (r *Ranker) Place(now int64, job Job) Result {
+	pl := placement{queue: QueueOf(r.cfg, job.Service), entry: job.QueueEntry, service: job.Service}
+	if pl.queue != job.Queue || job.QueueEntry == 0 {
+		pl.entry = now
+	}
+	res := Result{ID: job.ID, Queue: pl.queue, QueueEntry: pl.entry, Rank: -1}
+	r.fillFactors(now, &job, pl, &res.Factors)
+	k := r.cfg.Queues()
+	res.Factors.Tiresias = float64(k-1-pl.queue) / float64(k)
+	res.Priority = r.priority(&res.Factors)
+	return res
+}
+
+// placement is where one job stands in this pass before ordering.
+type placement struct {
+	queue    int
+	entry    int64 // queue-entry time if the queue did not change
+	promoted bool
+	service  float64 // the service the job is judged by in this pass
+}
+
+// classify applies starvation promotion, then the thresholds.
+func (r *Ranker) classify(now int64, job *Job) placement {
+	if r.promotes(now, job) {
+		// Promotion resets the job's service; the caller resets the ledger's
+		// counter when it sees Promoted.
+		return placement{queue: 0, entry: now, promoted: true, service: 0}
+	}
+	return placement{
+		queue:   QueueOf(r.cfg, job.Service),
+		entry:   job.QueueEntry,
+		service: job.Service,
+	}
+}
+
+// promotes is the paper's starvation rule δ ≥ PROMOTEKNOB·t: a pending job
+// below queue 0 that has waited at least knob × its last run goes back up.
+// Jobs that never ran have no t to compare against and are left alone.
+func (r *Ranker) promotes(now int64, job *Job) bool {
+	knob := r.cfg.PromoteKnob
+	if knob <= 0 || job.State != Pending || job.Queue <= 0 || !(job.LastRun > 0) {
+		return false
+	}
+	return float64(now-job.WaitingSince) >= knob*job.LastRun
+}
+
+// fillFactors sets every factor except Tiresias, which needs the whole pass.
+func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
+	if r.cfg.Mode == ModeGittins {
+		f.Gittins = r.dist.Index(pl.service, r.deltas[pl.queue])
+	}
+	if job.EligibleTime != 0 {
+		f.Age = clamp01(float64(now-job.EligibleTime) / r.cfg.MaxAge)
+	}
+	f.Partition = clamp01(job.Partition)
+	f.QOS = clamp01(job.QOS)
+	f.Nice = job.Nice
+}
+
+// band is the Tiresias factor of the job at 0-based position pos among the n
+// jobs of queue q. Queue q owns the open interval ((K−1−q)/K, (K−q)/K), so
+// with the default weights no position inside a queue can overtake a better
+// queue, and Place's (K−1−q)/K sits between queue q and queue q+1.
+func (r *Ranker) band(q, n, pos int) float64 {
+	k := float64(r.cfg.Queues())
+	within := float64(n-pos) / float64(n+1)
+	return (k - 1 - float64(q) + within) / k
+}
+
+// priority combines the factors into Slurm's 32-bit priority.
+func (r *Ranker) priority(f *Factors) uint32 {
+	w := r.cfg.Weights
+	p := w.Tiresias*f.Tiresias + w.Age*f.Age + w.Partition*f.Partition + w.QOS*f.QOS -
+		float64(f.Nice)
+	p = math.Round(p)
+	switch {
+	case !(p >= float64(MinPriority)): // also catches NaN
+		return MinPriority
+	case p >= float64(MaxPriority):
+		return MaxPriority
+	}
+	return uint32(p)
+}
+
+// clamp01 maps NaN to 0: a factor Slurm could not compute should not help.
+func clamp01(v float64) float64 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}

@@ -1,0 +1,104 @@
+package priority
+
+import "errors"
+
+// Mode selects how jobs are ordered inside one queue.
+type Mode string
+
+const (
+	// ModeLAS orders a queue FIFO by the time each job entered it
+	// (discretized two-dimensional least-attained-service, "2D-LAS").
+	ModeLAS Mode = "las"
+	// ModeGittins orders a queue by the 2D-Gittins index of each job's
+	// attained service, highest first.
+	ModeGittins Mode = "gittins"
+)
+
+// ErrInvalidConfig is wrapped by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("invalid tiresias config")
+
+// Weights multiply the normalised factors (each in [0,1]) that make up a
+// job's Slurm priority. The defaults make the Tiresias factor dominate.
+type Weights struct {
+	Tiresias  float64
+	Age       float64
+	Partition float64
+	QOS       float64
+}
+
+// Config is the policy's whole configuration. It is validated once, when it
+// is loaded, never on the hot path.
+type Config struct {
+	Mode Mode
+	// Thresholds are the queue boundaries in GPU-seconds, strictly
+	// ascending; K = len(Thresholds)+1 queues. A job whose queue service
+	// is >= Thresholds[i] is in queue i+1 or lower.
+	Thresholds []float64
+	// PromoteKnob: a pending job in queue > 0 that has waited at least
+	// PromoteKnob × its last run time goes back to queue 0. 0 disables it.
+	PromoteKnob float64
+	Weights     Weights
+	// MaxAge is the wait (seconds) at which the age factor reaches 1,
+	// like Slurm's PriorityMaxAge.
+	MaxAge float64
+}
+
+// State is a job's state as the policy sees it.
+type State uint8
+
+const (
+	Pending State = iota
+	Running
+)
+
+// Job is the policy's view of one job in a pass. All times are Unix seconds.
+type Job struct {
+	ID    uint32
+	State State
+	GPUs  uint32
+	// SubmitTime is the job's first submission (kept across requeues by the
+	// ledger); it is the second tie-break after queue-entry time.
+	SubmitTime int64
+	// EligibleTime feeds the age factor.
+	EligibleTime int64
+	// Service is the attained service (GPU-seconds) that places the job in a
+	// queue: everything since its last promotion.
+	Service float64
+	// Queue and QueueEntry are what the previous pass decided (0 and the
+	// submit time for a job never ranked before).
+	Queue      int
+	QueueEntry int64
+	// LastRun is the length in seconds of the job's most recent run (0 if
+	// it never ran); WaitingSince is when it last became pending.
+	LastRun      float64
+	WaitingSince int64
+	// Partition and QOS are Slurm's normalised factors in [0,1]; Nice is
+	// Slurm's nice value (negative raises priority).
+	Partition float64
+	QOS       float64
+	Nice      int32
+}
+
+// Factors are the components of a priority, kept so operators can see why a
+// job ranked where it did (sprio shows them).
+type Factors struct {
+	Tiresias  float64 // queue band + position in the queue, in (0,1) from Rank, [0,1) from Place
+	Gittins   float64 // 2D-Gittins index (0 in LAS mode)
+	Age       float64
+	Partition float64
+	QOS       float64
+	Nice      int32
+}
+
+// Result is the policy's decision for one job.
+type Result struct {
+	ID         uint32
+	Queue      int
+	QueueEntry int64
+	// Promoted is set when starvation promotion moved the job to queue 0
+	// in this pass; the caller resets the job's queue-service counter.
+	Promoted bool
+	Rank     int // position in the total order, 0 first
+	Factors  Factors
+	Priority uint32
+}

@@ -1,0 +1,111 @@
+/*
+ * lachesis_hook.c - see lachesis_hook.h.
+ */
+#include <string.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/assoc_mgr.h"
+#include "src/common/log.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+
+#include "lachesis_hook.h"
+
+void lachesis_hook_log(int level, const char *msg)
+{
+	switch (level) {
+	case LACHESIS_LOG_ERROR:
+		error("%s", msg);
+		break;
+	case LACHESIS_LOG_WARN:
+	case LACHESIS_LOG_INFO:
+		info("%s", msg);
+		break;
+	default:
+		debug("%s", msg);
+		break;
+	}
+}
+
+int lachesis_hook_start(const char *plugin)
+{
+	char err[1024] = "";
+	int rc = lachesis_init(slurm_conf.slurm_conf, lachesis_hook_log,
+			       err, sizeof(err));
+	if (rc != LACHESIS_OK) {
+		error("%s: cannot start the Lachesis core: %s", plugin,
+		      err[0] ? err : "unknown error");
+		return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
+
+void lachesis_hook_stop(void)
+{
+	lachesis_fini();
+}
+
+int lachesis_hook_gpu_tres_pos(void)
+{
+	slurmdb_tres_rec_t tres_rec;
+
+	memset(&tres_rec, 0, sizeof(tres_rec));
+	tres_rec.type = "gres";
+	tres_rec.name = "gpu";
+	return assoc_mgr_find_tres_pos(&tres_rec, false);
+}
+
+static uint8_t _state(job_record_t *job_ptr)
+{
+	if (IS_JOB_PENDING(job_ptr))
+		return LACHESIS_PENDING;
+	if (IS_JOB_SUSPENDED(job_ptr))
+		return LACHESIS_SUSPENDED;
+	if (IS_JOB_RUNNING(job_ptr))
+		return LACHESIS_RUNNING;
+	return LACHESIS_FINISHED;
+}
+
+void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
+			    lachesis_job_t *out)
+{
+	struct job_details *details = job_ptr->details;
+	uint64_t *cnt;
+
+	memset(out, 0, sizeof(*out));
+	out->job_id = job_ptr->job_id;
+	out->state = _state(job_ptr);
+	out->held = (job_ptr->priority == 0) || job_ptr->direct_set_prio;
+
+	/* Pending jobs have only a request; running and finished jobs have
+	 * an allocation, which is what service is charged for. */
+	cnt = (out->state == LACHESIS_PENDING) ? job_ptr->tres_req_cnt :
+						 job_ptr->tres_alloc_cnt;
+	if ((gpu_pos >= 0) && cnt && (cnt[gpu_pos] != NO_CONSUME_VAL64) &&
+	    (cnt[gpu_pos] < LACHESIS_GPUS_UNKNOWN))
+		out->gpus = (uint32_t) cnt[gpu_pos];
+	else
+		out->gpus = LACHESIS_GPUS_UNKNOWN;
+	out->tres_per_job = job_ptr->tres_per_job;
+	out->tres_per_node = job_ptr->tres_per_node;
+	out->tres_per_socket = job_ptr->tres_per_socket;
+	out->tres_per_task = job_ptr->tres_per_task;
+
+	if (details) {
+		out->nice = (int32_t) ((int64_t) details->nice - NICE_OFFSET);
+		out->num_nodes = job_ptr->node_cnt ? job_ptr->node_cnt :
+							details->min_nodes;
+		out->num_tasks = details->num_tasks;
+		out->submit_time = details->submit_time;
+		out->begin_time = details->begin_time;
+	}
+	out->start_time = job_ptr->start_time;
+	out->end_time = job_ptr->end_time;
+	out->suspend_time = job_ptr->suspend_time;
+	out->pre_sus_time = job_ptr->pre_sus_time;
+	if (job_ptr->part_ptr)
+		out->part_factor = job_ptr->part_ptr->norm_priority;
+	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage)
+		out->qos_factor = job_ptr->qos_ptr->usage->norm_priority;
+}

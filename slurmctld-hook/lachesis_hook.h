@@ -1,0 +1,31 @@
+/*
+ * lachesis_hook.h - C helpers shared by Lachesis's slurmctld plugins.
+ *
+ * They copy fields out of Slurm's records into the flat structs of
+ * lachesis_core.h and route the core's log lines into slurmctld's log.
+ * No policy lives here: every decision is made by the Go core.
+ */
+#ifndef LACHESIS_HOOK_H
+#define LACHESIS_HOOK_H
+
+#include "lachesis_core.h"
+#include "src/slurmctld/slurmctld.h"
+
+/* Starts (or references) the Go core; logs and returns SLURM_ERROR on a bad
+ * config, with the core's message naming the offending key. */
+extern int lachesis_hook_start(const char *plugin);
+
+/* Drops this plugin's reference on the core. */
+extern void lachesis_hook_stop(void);
+
+/* Index of gres/gpu in the TRES arrays, or -1 when it is not tracked. */
+extern int lachesis_hook_gpu_tres_pos(void);
+
+/* Copies what the core needs of one job. Caller holds the job read lock. */
+extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
+				   lachesis_job_t *out);
+
+/* The log callback handed to the core. */
+extern void lachesis_hook_log(int level, const char *msg);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * preempt_tiresias.c - preempt/tiresias: Tiresias preemption for slurmctld.
+ *
+ * Tiresias preempts only across queue boundaries: a job may requeue a
+ * running job only if the victim has sunk to a lower-priority queue. Within
+ * a queue, jobs never preempt each other, whatever their exact priorities;
+ * that keeps small priority changes (age, a new pass) from causing churn.
+ * The queue of each job is the Go core's decision from its last pass.
+ *
+ * Use with PreemptMode=REQUEUE: a suspended job would keep its GPUs.
+ */
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/log.h"
+#include "src/common/plugin.h"
+#include "src/common/run_in_daemon.h"
+#include "src/slurmctld/preempt.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "lachesis_hook.h"
+
+const char plugin_name[] = "Lachesis Tiresias preemption plugin";
+const char plugin_type[] = "preempt/tiresias";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+static bool core_up = false;
+
+extern int init(void)
+{
+	if (!running_in_slurmctld() || core_up)
+		return SLURM_SUCCESS;
+	if (lachesis_hook_start(plugin_type) != SLURM_SUCCESS)
+		return SLURM_ERROR;
+	core_up = true;
+	verbose("%s loaded", plugin_type);
+	return SLURM_SUCCESS;
+}
+
+extern void fini(void)
+{
+	if (core_up) {
+		lachesis_hook_stop();
+		core_up = false;
+	}
+}
+
+extern bool preempt_p_preemptable(job_record_t *preemptee,
+				  job_record_t *preemptor)
+{
+	if (!core_up)
+		return false;
+	return lachesis_preemptable(preemptor->job_id, preemptee->job_id) == 1;
+}
+
+extern bool preempt_p_job_preempt_check(job_queue_rec_t *preemptor,
+					job_queue_rec_t *preemptee)
+{
+	return preempt_p_preemptable(preemptee->job_ptr, preemptor->job_ptr);
+}
+
+extern int preempt_p_get_data(job_record_t *job_ptr,
+			      slurm_preempt_data_type_t data_type, void *data)
+{
+	switch (data_type) {
+	case PREEMPT_DATA_ENABLED:
+		*(bool *) data = (slurm_conf.preempt_mode != PREEMPT_MODE_OFF);
+		return SLURM_SUCCESS;
+	case PREEMPT_DATA_MODE:
+		*(uint16_t *) data = slurm_conf.preempt_mode &
+				     ~(PREEMPT_MODE_GANG | PREEMPT_MODE_WITHIN);
+		return SLURM_SUCCESS;
+	case PREEMPT_DATA_PRIO:
+		/* Victims are taken lowest first: the job's own priority,
+		 * which the Tiresias queue dominates. */
+		*(uint32_t *) data = job_ptr->priority;
+		return SLURM_SUCCESS;
+	case PREEMPT_DATA_GRACE_TIME:
+		*(uint32_t *) data = 0;
+		return SLURM_SUCCESS;
+	default:
+		error("%s: unknown data type %d", __func__, data_type);
+		return SLURM_ERROR;
+	}
+}

@@ -1,0 +1,377 @@
+/*
+ * priority_tiresias.c - priority/tiresias: Tiresias (two-dimensional
+ * attained service) job priorities for slurmctld.
+ *
+ * Thin by design: it copies job fields into flat structs, makes one call
+ * into the Go core per pass, and writes the priorities back. Slurm calls
+ * priority_p_set only at submit, release, requeue and updates, so the plugin
+ * runs its own pass thread, like priority/multifactor's decay thread, to
+ * re-rank running and pending jobs as their attained service grows.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/assoc_mgr.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/run_in_daemon.h"
+#include "src/common/slurm_priority.h"
+#include "src/common/timers.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "lachesis_hook.h"
+
+/* Defined here so the plugin also loads into programs other than slurmctld
+ * (sshare dlopens priority plugins); slurmctld's own definitions take
+ * precedence when it loads us. */
+List job_list = NULL;
+time_t last_job_update = (time_t) 0;
+int slurmctld_tres_cnt = 0;
+
+const char plugin_name[] = "Lachesis Tiresias priority plugin";
+const char plugin_type[] = "priority/tiresias";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+static bool core_up = false;
+static pthread_t pass_thread;
+static bool pass_thread_started = false;
+static pthread_mutex_t pass_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pass_cond = PTHREAD_COND_INITIALIZER;
+static bool pass_stop = false;
+
+/* Pass buffers, reused between passes; only the pass thread touches them. */
+static lachesis_job_t *pass_jobs = NULL;
+static lachesis_prio_t *pass_prios = NULL;
+static job_record_t **pass_ptrs = NULL;
+static int pass_cap = 0;
+
+static void _grow_buffers(int n)
+{
+	if (n <= pass_cap)
+		return;
+	pass_cap = MAX(n, 2 * pass_cap);
+	xrecalloc(pass_jobs, pass_cap, sizeof(*pass_jobs));
+	xrecalloc(pass_prios, pass_cap, sizeof(*pass_prios));
+	xrecalloc(pass_ptrs, pass_cap, sizeof(*pass_ptrs));
+}
+
+/* One pass: snapshot every job under the job write lock, one call into Go,
+ * write the priorities back. No I/O happens while the lock is held. */
+static void _run_pass(void)
+{
+	slurmctld_lock_t job_write_lock =
+		{ NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
+	ListIterator itr;
+	job_record_t *job_ptr;
+	int n = 0, changed = 0, rc, gpu_pos;
+	time_t now;
+	DEF_TIMERS;
+
+	gpu_pos = lachesis_hook_gpu_tres_pos();
+	lock_slurmctld(job_write_lock);
+	START_TIMER;
+	now = time(NULL);
+	if (job_list) {
+		_grow_buffers(list_count(job_list));
+		itr = list_iterator_create(job_list);
+		while ((job_ptr = list_next(itr)) && (n < pass_cap)) {
+			if (IS_JOB_REVOKED(job_ptr))
+				continue;
+			lachesis_hook_fill_job(job_ptr, gpu_pos, &pass_jobs[n]);
+			pass_ptrs[n++] = job_ptr;
+		}
+		list_iterator_destroy(itr);
+	}
+	rc = lachesis_pass(now, pass_jobs, n, pass_prios);
+	if (rc == LACHESIS_OK) {
+		for (int i = 0; i < n; i++) {
+			job_ptr = pass_ptrs[i];
+			if (!pass_prios[i].priority || pass_jobs[i].held ||
+			    (job_ptr->priority == pass_prios[i].priority))
+				continue;
+			job_ptr->priority = pass_prios[i].priority;
+			/* A stale per-partition array (left by another
+			 * priority plugin) would override ours. */
+			xfree(job_ptr->priority_array);
+			changed++;
+		}
+		if (changed)
+			last_job_update = now;
+	}
+	END_TIMER;
+	unlock_slurmctld(job_write_lock);
+
+	if (rc != LACHESIS_OK)
+		error("%s: pass over %d jobs failed (code %d); priorities unchanged",
+		      plugin_type, n, rc);
+	else
+		verbose("%s: pass ranked %d jobs, changed %d priorities in %s",
+			plugin_type, n, changed, TIME_STR);
+}
+
+static void *_pass_loop(void *arg)
+{
+	struct timespec deadline;
+
+	slurm_mutex_lock(&pass_mutex);
+	while (!pass_stop) {
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += MAX(lachesis_pass_interval(), 1);
+		slurm_cond_timedwait(&pass_cond, &pass_mutex, &deadline);
+		if (pass_stop)
+			break;
+		slurm_mutex_unlock(&pass_mutex);
+		_run_pass();
+		slurm_mutex_lock(&pass_mutex);
+	}
+	slurm_mutex_unlock(&pass_mutex);
+	return NULL;
+}
+
+int init(void)
+{
+	/* sshare and other clients load priority plugins too: start nothing
+	 * outside slurmctld. */
+	if (!running_in_slurmctld() || core_up)
+		return SLURM_SUCCESS;
+	if (lachesis_hook_start(plugin_type) != SLURM_SUCCESS)
+		return SLURM_ERROR; /* slurmctld exits, having logged why */
+	core_up = true;
+	pass_stop = false;
+	slurm_thread_create(&pass_thread, _pass_loop, NULL);
+	pass_thread_started = true;
+	info("%s loaded (pass every %d s)", plugin_type,
+	     lachesis_pass_interval());
+	return SLURM_SUCCESS;
+}
+
+int fini(void)
+{
+	if (pass_thread_started) {
+		slurm_mutex_lock(&pass_mutex);
+		pass_stop = true;
+		slurm_cond_signal(&pass_cond);
+		slurm_mutex_unlock(&pass_mutex);
+		pthread_join(pass_thread, NULL);
+		pass_thread_started = false;
+	}
+	if (core_up) {
+		lachesis_hook_stop();
+		core_up = false;
+	}
+	xfree(pass_jobs);
+	xfree(pass_prios);
+	xfree(pass_ptrs);
+	pass_cap = 0;
+	return SLURM_SUCCESS;
+}
+
+extern uint32_t priority_p_set(uint32_t last_prio, job_record_t *job_ptr)
+{
+	lachesis_job_t job;
+	lachesis_prio_t prio;
+	int rc;
+
+	if (job_ptr->direct_set_prio && (job_ptr->priority > 1))
+		return job_ptr->priority;
+	if (!core_up)
+		return 1;
+	lachesis_hook_fill_job(job_ptr, lachesis_hook_gpu_tres_pos(), &job);
+	job.held = 0; /* Slurm applies holds itself after this call */
+	rc = lachesis_place(time(NULL), &job, &prio);
+	if ((rc != LACHESIS_OK) || !prio.priority) {
+		error("%s: no priority for %pJ (code %d); using 1",
+		      plugin_type, job_ptr, rc);
+		return 1;
+	}
+	debug2("%s: %pJ placed in queue %d with priority %u", plugin_type,
+	       job_ptr, prio.queue, prio.priority);
+	return prio.priority;
+}
+
+extern void priority_p_reconfig(bool assoc_clear)
+{
+	char err[1024] = "";
+
+	if (!core_up)
+		return;
+	if (lachesis_reconfigure(err, sizeof(err)) != LACHESIS_OK)
+		error("%s: config not reloaded, keeping the previous one: %s",
+		      plugin_type, err);
+	/* Wake the pass thread so a new interval takes effect now. */
+	slurm_mutex_lock(&pass_mutex);
+	slurm_cond_signal(&pass_cond);
+	slurm_mutex_unlock(&pass_mutex);
+}
+
+extern void priority_p_set_assoc_usage(slurmdb_assoc_rec_t *assoc)
+{
+	return;
+}
+
+extern double priority_p_calc_fs_factor(long double usage_efctv,
+					long double shares_norm)
+{
+	/* sshare asks this; Lachesis has no fair share, so answer the way
+	 * Slurm's classic formula would for display purposes. */
+	if ((shares_norm <= 0.0) || fuzzy_equal(shares_norm, NO_VAL))
+		return 0.0;
+	return pow(2.0, -(usage_efctv / shares_norm));
+}
+
+static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
+{
+	uint32_t *id;
+	char *part_list, *tok, *save = NULL;
+	bool hit;
+	ListIterator itr;
+
+	if (req->job_id_list) {
+		hit = false;
+		itr = list_iterator_create(req->job_id_list);
+		while (!hit && (id = list_next(itr)))
+			hit = (*id == job_ptr->job_id);
+		list_iterator_destroy(itr);
+		if (!hit)
+			return false;
+	}
+	if (req->uid_list) {
+		hit = false;
+		itr = list_iterator_create(req->uid_list);
+		while (!hit && (id = list_next(itr)))
+			hit = (*id == job_ptr->user_id);
+		list_iterator_destroy(itr);
+		if (!hit)
+			return false;
+	}
+	if (req->partitions) {
+		hit = false;
+		part_list = xstrdup(req->partitions);
+		for (tok = strtok_r(part_list, ",", &save); tok && !hit;
+		     tok = strtok_r(NULL, ",", &save))
+			hit = job_ptr->partition &&
+			      xstrstr(job_ptr->partition, tok);
+		xfree(part_list);
+		if (!hit)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * sprio's columns are fixed by Slurm, and it sums them into the PRIORITY it
+ * prints. Lachesis maps its factors onto them so one `sprio -l` explains a
+ * job: ASSOC = Tiresias queue (0 highest), FAIRSHARE = attained service in
+ * GPU-seconds, AGE/PARTITION/QOS/NICE = the weighted factors, and SITE = the
+ * Tiresias component less the two informational columns, so that the sum
+ * sprio prints is exactly the job's priority.
+ */
+static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
+			  priority_factors_object_t *obj)
+{
+	double age = llround(p->w_age), part = llround(p->w_partition);
+	double qos = llround(p->w_qos), fs = floor(p->service);
+	int64_t site;
+
+	obj->job_id = job_ptr->job_id;
+	obj->user_id = job_ptr->user_id;
+	obj->partition = xstrdup(job_ptr->partition);
+	obj->priority_age = age;
+	obj->priority_part = part;
+	obj->priority_qos = qos;
+	obj->priority_assoc = p->queue;
+	obj->priority_fs = fs;
+	obj->nice = (uint32_t) ((int64_t) p->nice + NICE_OFFSET);
+	site = (int64_t) p->priority - (int64_t) (age + part + qos + fs) -
+	       p->queue + p->nice;
+	obj->priority_site = (uint32_t) (site + NICE_OFFSET);
+	if (job_ptr->direct_set_prio)
+		obj->direct_prio = job_ptr->priority;
+}
+
+extern List priority_p_get_priority_factors_list(
+	priority_factors_request_msg_t *req_msg, uid_t uid)
+{
+	slurmctld_lock_t job_read_lock =
+		{ NO_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
+	List ret_list = list_create(slurm_destroy_priority_factors_object);
+	ListIterator itr;
+	job_record_t *job_ptr;
+	lachesis_prio_t prio;
+	priority_factors_object_t *obj;
+
+	if (!core_up)
+		return ret_list;
+	lock_slurmctld(job_read_lock);
+	if (job_list) {
+		itr = list_iterator_create(job_list);
+		while ((job_ptr = list_next(itr))) {
+			/* Tiresias ranks running jobs too: show them. */
+			if (!IS_JOB_PENDING(job_ptr) &&
+			    !IS_JOB_RUNNING(job_ptr))
+				continue;
+			if (IS_JOB_REVOKED(job_ptr) || !job_ptr->priority)
+				continue;
+			if (!_wanted(job_ptr, req_msg))
+				continue;
+			if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) &&
+			    (job_ptr->user_id != uid) &&
+			    !validate_operator(uid))
+				continue;
+			if (lachesis_factors(job_ptr->job_id, &prio) !=
+			    LACHESIS_OK)
+				continue;
+			obj = xmalloc(sizeof(*obj));
+			_fill_factors(job_ptr, &prio, obj);
+			list_append(ret_list, obj);
+		}
+		list_iterator_destroy(itr);
+	}
+	unlock_slurmctld(job_read_lock);
+	return ret_list;
+}
+
+/* Release the run-seconds a job reserved against GrpTRESRunMins limits, as
+ * priority/basic does; without this those limits would leak. Called with
+ * the job write lock held. */
+extern void priority_p_job_end(job_record_t *job_ptr)
+{
+	uint64_t time_limit_secs = (uint64_t) job_ptr->time_limit * 60;
+	uint64_t *unused;
+	slurmdb_assoc_rec_t *assoc_ptr;
+	assoc_mgr_lock_t locks = { .assoc = WRITE_LOCK, .qos = WRITE_LOCK };
+
+	if (!job_ptr->tres_alloc_cnt || (slurmctld_tres_cnt <= 0))
+		return;
+	unused = xcalloc(slurmctld_tres_cnt, sizeof(uint64_t));
+	for (int i = 0; i < slurmctld_tres_cnt; i++) {
+		if (job_ptr->tres_alloc_cnt[i] != NO_CONSUME_VAL64)
+			unused[i] = job_ptr->tres_alloc_cnt[i] *
+				    time_limit_secs;
+	}
+	assoc_mgr_lock(&locks);
+	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage) {
+		uint64_t *used =
+			job_ptr->qos_ptr->usage->grp_used_tres_run_secs;
+		for (int i = 0; used && (i < slurmctld_tres_cnt); i++)
+			used[i] = (unused[i] > used[i]) ? 0 :
+							  used[i] - unused[i];
+	}
+	for (assoc_ptr = job_ptr->assoc_ptr; assoc_ptr && assoc_ptr->usage;
+	     assoc_ptr = assoc_ptr->usage->parent_assoc_ptr) {
+		uint64_t *used = assoc_ptr->usage->grp_used_tres_run_secs;
+		for (int i = 0; used && (i < slurmctld_tres_cnt); i++)
+			used[i] = (unused[i] > used[i]) ? 0 :
+							  used[i] - unused[i];
+	}
+	assoc_mgr_unlock(&locks);
+	xfree(unused);
+}
