@@ -111,6 +111,19 @@ func Open(path string) (*SQLite, error) {
 	return &SQLite{db: db}, nil
 }
 
+// OpenReadOnly opens an existing ledger for reading while slurmctld writes
+// it (WAL lets readers and the one writer proceed together).
+func OpenReadOnly(path string) (*SQLite, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", ErrStore, path, err)
+	}
+	return &SQLite{db: db}, nil
+}
+
 const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
 	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished`
 

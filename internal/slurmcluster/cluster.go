@@ -1,0 +1,211 @@
+package slurmcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrCluster is wrapped by every error from this package.
+var ErrCluster = errors.New("slurm cluster")
+
+// Options shape a cluster. Zero values take scripts/cluster.sh's defaults.
+type Options struct {
+	Dir         string // where everything lives; must be reachable by user munge
+	Nodes       int
+	GPUsPerNode int
+	CPUsPerNode int
+	MemPerNode  int // MB
+	PortBase    int
+	Priority    string // PriorityType, e.g. "priority/tiresias"
+	Preempt     string // PreemptType
+	JobSubmit   string // JobSubmitPlugins
+	PluginDir   string // prepended to Slurm's PluginDir
+	// LachesisYAML is written to etc/lachesis.yaml when non-empty.
+	LachesisYAML string
+	// ExtraConf lines are appended to slurm.conf (same keys replace).
+	ExtraConf string
+}
+
+// Cluster is a running loopback cluster.
+type Cluster struct {
+	Root string // repository root (holds scripts/cluster.sh)
+	Dir  string
+	Conf string // slurm.conf
+	env  []string
+}
+
+// RepoRoot finds the repository root by walking up from dir to go.mod.
+func RepoRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "scripts", "cluster.sh")); err == nil {
+			return d, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("%w: no scripts/cluster.sh above %s", ErrCluster, dir)
+		}
+	}
+}
+
+// Up starts a cluster (stopping any previous one in the same Dir).
+func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
+	if o.Dir == "" {
+		return nil, fmt.Errorf("%w: Options.Dir is required", ErrCluster)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCluster, err)
+	}
+	c := &Cluster{Root: root, Dir: o.Dir, Conf: filepath.Join(o.Dir, "etc", "slurm.conf")}
+	env := map[string]string{
+		"LACHESIS_CLUSTER_DIR":   o.Dir,
+		"LACHESIS_PRIORITY_TYPE": o.Priority,
+		"LACHESIS_PREEMPT_TYPE":  o.Preempt,
+		"LACHESIS_JOB_SUBMIT":    o.JobSubmit,
+		"LACHESIS_PLUGIN_DIR":    o.PluginDir,
+	}
+	for k, v := range map[string]int{
+		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
+		"LACHESIS_CPUS_PER_NODE": o.CPUsPerNode, "LACHESIS_MEM_PER_NODE": o.MemPerNode,
+		"LACHESIS_PORT_BASE": o.PortBase,
+	} {
+		if v != 0 {
+			env[k] = strconv.Itoa(v)
+		}
+	}
+	if o.LachesisYAML != "" {
+		p := filepath.Join(o.Dir, "lachesis.src.yaml")
+		if err := os.WriteFile(p, []byte(o.LachesisYAML), 0o644); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCluster, err)
+		}
+		env["LACHESIS_CONFIG_SRC"] = p
+	}
+	if o.ExtraConf != "" {
+		p := filepath.Join(o.Dir, "extra.conf")
+		if err := os.WriteFile(p, []byte(o.ExtraConf), 0o644); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCluster, err)
+		}
+		env["LACHESIS_EXTRA_CONF"] = p
+	}
+	c.env = os.Environ()
+	for k, v := range env {
+		if v != "" {
+			c.env = append(c.env, k+"="+v)
+		}
+	}
+	c.env = append(c.env, "SLURM_CONF="+c.Conf)
+	if out, err := c.script(ctx, "up"); err != nil {
+		return c, fmt.Errorf("%w: up: %v\n%s", ErrCluster, err, out)
+	}
+	return c, nil
+}
+
+func (c *Cluster) script(ctx context.Context, verb string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(c.Root, "scripts", "cluster.sh"), verb)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Down stops every daemon of the cluster.
+func (c *Cluster) Down() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := c.script(ctx, "down"); err != nil {
+		return fmt.Errorf("%w: down: %v\n%s", ErrCluster, err, out)
+	}
+	return nil
+}
+
+// Logs returns the tail of every daemon log (for failure reports).
+func (c *Cluster) Logs() string {
+	out, _ := c.script(context.Background(), "logs")
+	return out
+}
+
+// Run runs a Slurm client command against this cluster.
+func (c *Cluster) Run(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%w: %s %s: %v: %s", ErrCluster, name,
+			strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// Submit runs sbatch with args and returns the job id.
+func (c *Cluster) Submit(args ...string) (uint32, error) {
+	out, err := c.Run("sbatch", append([]string{"--parsable"}, args...)...)
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(strings.SplitN(strings.TrimSpace(out), ";", 2)[0], 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: sbatch said %q", ErrCluster, out)
+	}
+	return uint32(id), nil
+}
+
+// ControllerPID is slurmctld's pid, from its pid file.
+func (c *Cluster) ControllerPID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "run", "slurmctld.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrCluster, err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// KillController kill -9s slurmctld, as a crash would.
+func (c *Cluster) KillController() error {
+	pid, err := c.ControllerPID()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("%w: kill %d: %v", ErrCluster, pid, err)
+	}
+	return nil
+}
+
+// RestartController starts slurmctld again on the same state.
+func (c *Cluster) RestartController() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := c.script(ctx, "restart-ctld"); err != nil {
+		return fmt.Errorf("%w: restart-ctld: %v\n%s", ErrCluster, err, out)
+	}
+	return nil
+}
+
+// WriteLachesisYAML replaces etc/lachesis.yaml (then call Reconfigure).
+func (c *Cluster) WriteLachesisYAML(text string) error {
+	return os.WriteFile(filepath.Join(c.Dir, "etc", "lachesis.yaml"), []byte(text), 0o644)
+}
+
+// Reconfigure runs `scontrol reconfigure`.
+func (c *Cluster) Reconfigure() error {
+	_, err := c.Run("scontrol", "reconfigure")
+	return err
+}
+
+// ControllerLog returns slurmctld's whole log.
+func (c *Cluster) ControllerLog() string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "log", "slurmctld.log"))
+	return string(b)
+}
+
+// Ping reports whether slurmctld answers.
+func (c *Cluster) Ping() bool {
+	out, err := c.Run("scontrol", "ping")
+	return err == nil && strings.Contains(out, "UP")
+}

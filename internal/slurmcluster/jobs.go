@@ -1,0 +1,123 @@
+package slurmcluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Job is one row of squeue.
+type Job struct {
+	ID       uint32
+	Name     string
+	State    string // RUNNING, PENDING, COMPLETED, ...
+	Priority uint32
+	Reason   string
+}
+
+// Jobs lists every job slurmctld still holds, finished ones included.
+func (c *Cluster) Jobs() (map[uint32]Job, error) {
+	out, err := c.Run("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j|%T|%Q|%r")
+	if err != nil {
+		return nil, err
+	}
+	jobs := map[uint32]Job{}
+	for _, line := range nonEmptyLines(out) {
+		f := strings.Split(line, "|")
+		if len(f) != 5 {
+			return nil, fmt.Errorf("%w: squeue line %q", ErrCluster, line)
+		}
+		id, err1 := strconv.ParseUint(f[0], 10, 32)
+		prio, err2 := strconv.ParseUint(f[3], 10, 32)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%w: squeue line %q", ErrCluster, line)
+		}
+		jobs[uint32(id)] = Job{ID: uint32(id), Name: f[1], State: f[2], Priority: uint32(prio), Reason: f[4]}
+	}
+	return jobs, nil
+}
+
+// Prio is one row of sprio, in Lachesis's reading of its columns.
+type Prio struct {
+	ID       uint32
+	Priority int64
+	Site     int64 // Tiresias component less Queue and Service
+	Queue    int64 // sprio's ASSOC column
+	Service  int64 // sprio's FAIRSHARE column: attained GPU-seconds
+	Age      int64
+	Nice     int64
+}
+
+// Priorities runs sprio over pending and running jobs.
+func (c *Cluster) Priorities() (map[uint32]Prio, error) {
+	out, err := c.Run("sprio", "-h", "-o", "%i|%Y|%S|%B|%F|%A|%N")
+	if err != nil {
+		return nil, err
+	}
+	rows := map[uint32]Prio{}
+	for _, line := range nonEmptyLines(out) {
+		f := strings.Split(strings.ReplaceAll(line, " ", ""), "|")
+		if len(f) != 7 {
+			return nil, fmt.Errorf("%w: sprio line %q", ErrCluster, line)
+		}
+		var v [7]int64
+		for i, s := range f {
+			n, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: sprio line %q: %v", ErrCluster, line, err)
+			}
+			v[i] = int64(n)
+		}
+		rows[uint32(v[0])] = Prio{ID: uint32(v[0]), Priority: v[1], Site: v[2], Queue: v[3], Service: v[4], Age: v[5], Nice: v[6]}
+	}
+	return rows, nil
+}
+
+// JobDetail is what `scontrol show job` says about one job.
+type JobDetail struct {
+	State      string
+	Restarts   int
+	SubmitTime time.Time
+	StartTime  time.Time
+	EndTime    time.Time
+	Fields     map[string]string
+}
+
+// ShowJob parses `scontrol -o show job ID`.
+func (c *Cluster) ShowJob(id uint32) (JobDetail, error) {
+	out, err := c.Run("scontrol", "-o", "show", "job", strconv.FormatUint(uint64(id), 10))
+	if err != nil {
+		return JobDetail{}, err
+	}
+	d := JobDetail{Fields: map[string]string{}}
+	for _, kv := range strings.Fields(out) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			d.Fields[k] = v
+		}
+	}
+	d.State = d.Fields["JobState"]
+	d.Restarts, _ = strconv.Atoi(d.Fields["Restarts"])
+	d.SubmitTime = slurmTime(d.Fields["SubmitTime"])
+	d.StartTime = slurmTime(d.Fields["StartTime"])
+	d.EndTime = slurmTime(d.Fields["EndTime"])
+	return d, nil
+}
+
+func slurmTime(s string) time.Time {
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", s, time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return out
+}

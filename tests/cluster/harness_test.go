@@ -1,0 +1,196 @@
+// Package cluster_test runs Lachesis inside a real slurmctld: a loopback
+// cluster of real slurmctld/slurmd/munge started by scripts/cluster.sh, with
+// the plugins built by `make build`. Everything is observed the way an admin
+// would see it: squeue, sprio, scontrol, slurmctld's log and the ledger.
+//
+// These tests need root and Slurm; without them they fail, never skip.
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+)
+
+var repoRoot string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: the cluster tests must run as root (they start slurmctld, slurmd and munged)")
+		os.Exit(1)
+	}
+	wd, _ := os.Getwd()
+	root, err := slurmcluster.RepoRoot(wd)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	for _, so := range []string{"liblachesis_core.so", "priority_tiresias.so", "preempt_tiresias.so"} {
+		if _, err := os.Stat(filepath.Join(root, "build", "plugins", so)); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %s is not built; run `make build` (make test-cluster does)\n", so)
+			os.Exit(1)
+		}
+	}
+	repoRoot = root
+	os.Exit(m.Run())
+}
+
+// testDirRoot holds one directory per test cluster; make test-cluster
+// tears down whatever is left there if the test binary dies.
+const testDirRoot = "/tmp/lachesis-test"
+
+// tiresiasYAML is a lachesis.yaml for fast tests: 1 s passes.
+func tiresiasYAML(dir string, extra string) string {
+	return fmt.Sprintf("pass_interval: 1\nlog_level: debug\ndb_path: %s\n%s",
+		filepath.Join(dir, "db", "lachesis.db"), extra)
+}
+
+type env struct {
+	t   *testing.T
+	c   *slurmcluster.Cluster
+	dir string
+}
+
+// startCluster brings up a cluster of nodes × 4 GPUs with the shipped
+// etc/slurm.conf.lachesis fragment and the given tiresias YAML section.
+func startCluster(t *testing.T, nodes int, tiresias string, extraConf ...string) *env {
+	t.Helper()
+	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
+	os.RemoveAll(dir)
+	fragment, err := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := slurmcluster.Options{
+		Dir:          dir,
+		Nodes:        nodes,
+		GPUsPerNode:  4,
+		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
+		LachesisYAML: tiresiasYAML(dir, tiresias),
+		ExtraConf:    overrideConf(string(fragment), extraConf),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := slurmcluster.Up(ctx, repoRoot, opts)
+	e := &env{t: t, c: c, dir: dir}
+	t.Cleanup(func() {
+		if t.Failed() && c != nil {
+			t.Logf("cluster logs:\n%s", c.Logs())
+		}
+		if c != nil {
+			if err := c.Down(); err != nil {
+				t.Errorf("stopping the cluster: %v", err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("cluster did not come up: %v", err)
+	}
+	return e
+}
+
+// overrideConf returns the fragment with each Key=value of overrides
+// replacing the fragment's line for that key.
+func overrideConf(fragment string, overrides []string) string {
+	keys := map[string]bool{}
+	for _, o := range overrides {
+		k, _, _ := strings.Cut(o, "=")
+		keys[strings.ToLower(k)] = true
+	}
+	var out []string
+	for _, line := range strings.Split(fragment, "\n") {
+		k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
+		if !keys[strings.ToLower(k)] {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(append(out, overrides...), "\n") + "\n"
+}
+
+func (e *env) submit(args ...string) uint32 {
+	e.t.Helper()
+	id, err := e.c.Submit(args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// eventually polls cond every 500 ms until it holds or timeout passes.
+func (e *env) eventually(timeout time.Duration, what string, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(500 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %v waiting for %s; last seen: %s", timeout, what, last)
+}
+
+func (e *env) jobs() map[uint32]slurmcluster.Job {
+	e.t.Helper()
+	j, err := e.c.Jobs()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+func (e *env) prio() map[uint32]slurmcluster.Prio {
+	e.t.Helper()
+	p, err := e.c.Priorities()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) waitState(id uint32, state string, timeout time.Duration) {
+	e.t.Helper()
+	e.eventually(timeout, fmt.Sprintf("job %d %s", id, state), func() (bool, string) {
+		j := e.jobs()[id]
+		return j.State == state, fmt.Sprintf("%+v", j)
+	})
+}
+
+// waitQueue waits until sprio shows the job in the given Tiresias queue.
+func (e *env) waitQueue(id uint32, queue int64, timeout time.Duration) slurmcluster.Prio {
+	e.t.Helper()
+	var p slurmcluster.Prio
+	e.eventually(timeout, fmt.Sprintf("job %d in queue %d (sprio)", id, queue), func() (bool, string) {
+		p = e.prio()[id]
+		return p.ID == id && p.Queue == queue, fmt.Sprintf("%+v", p)
+	})
+	return p
+}
+
+func (e *env) ledgerRecord(id uint32) (ledger.Record, bool) {
+	e.t.Helper()
+	store, err := ledger.OpenReadOnly(filepath.Join(e.dir, "db", "lachesis.db"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer store.Close()
+	r, ok, err := store.Get(id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r, ok
+}
+
+func (e *env) logMatches(pattern string) bool {
+	return regexp.MustCompile(pattern).MatchString(e.c.ControllerLog())
+}

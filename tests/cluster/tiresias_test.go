@@ -1,0 +1,303 @@
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+)
+
+// Queue 0's band starts at 2/3 of the default Tiresias weight (K=3 queues).
+const queue0Floor = 66_666_666
+
+func TestNewJobStartsBeforeDemotedJobs(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [40, 100000]\n")
+	demoted := e.submit("-J", "demoted", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(demoted, "RUNNING", 30*time.Second)
+
+	// 4 GPUs × 10 s crosses 40 GPU-s: sprio and squeue both show it.
+	p := e.waitQueue(demoted, 1, 40*time.Second)
+	if p.Service < 40 {
+		t.Fatalf("demoted with %d GPU-s of service, want >= 40", p.Service)
+	}
+	if prio := e.jobs()[demoted].Priority; prio >= queue0Floor {
+		t.Fatalf("demoted job's squeue priority %d is still in queue 0's band", prio)
+	}
+
+	// A new job preempts it, runs 6 s (24 GPU-s: stays in queue 0)...
+	blocker := e.submit("-J", "blocker", "--gpus=4", "--wrap", "sleep 6")
+	e.waitState(blocker, "RUNNING", 30*time.Second)
+	// ...while a second new job waits behind it with the demoted one.
+	fresh := e.submit("-J", "fresh", "--gpus=4", "--wrap", "sleep 5")
+	time.Sleep(2 * time.Second) // one pass ranks both waiting jobs
+	j := e.jobs()
+	if j[demoted].State != "PENDING" || j[fresh].State != "PENDING" {
+		t.Fatalf("want demoted and fresh both pending, got %+v and %+v", j[demoted], j[fresh])
+	}
+	if j[fresh].Priority <= j[demoted].Priority {
+		t.Fatalf("fresh job priority %d not above demoted job's %d", j[fresh].Priority, j[demoted].Priority)
+	}
+	// When the blocker ends, the fresh job, submitted later, starts first.
+	e.waitState(fresh, "RUNNING", 40*time.Second)
+	if st := e.jobs()[demoted].State; st != "PENDING" {
+		t.Fatalf("demoted job is %s while the fresh job runs; want PENDING", st)
+	}
+}
+
+func TestDemotedJobIsRequeuedForNewJobAndKeepsService(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n")
+	long := e.submit("-J", "long", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(long, "RUNNING", 30*time.Second)
+	before := e.waitQueue(long, 1, 40*time.Second)
+
+	short := e.submit("-J", "short", "--gpus=1", "--wrap", "sleep 600")
+	e.waitState(short, "RUNNING", 30*time.Second)
+	d, err := e.c.ShowJob(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "PENDING" || d.Restarts < 1 {
+		t.Fatalf("long job: state %s, restarts %d; want PENDING after a requeue", d.State, d.Restarts)
+	}
+	if !e.logMatches(fmt.Sprintf(`preempted JobId=%d has been requeued`, long)) {
+		t.Fatal("slurmctld's log does not show the preemption")
+	}
+
+	// Its attained service survived the requeue: in sprio and in the ledger.
+	var after slurmcluster.Prio
+	e.eventually(10*time.Second, "sprio to show the requeued job", func() (bool, string) {
+		after = e.prio()[long]
+		return after.ID == long, fmt.Sprintf("%+v", after)
+	})
+	if after.Service < before.Service || after.Service < 20 {
+		t.Fatalf("service after requeue = %d GPU-s, had %d before: it was reset", after.Service, before.Service)
+	}
+	if after.Queue != 1 {
+		t.Fatalf("requeued job is in queue %d, want 1", after.Queue)
+	}
+	e.eventually(10*time.Second, "the ledger to close the first run", func() (bool, string) {
+		r, ok := e.ledgerRecord(long)
+		return ok && r.RunStart == 0 && int64(r.ServiceClosed) == after.Service, fmt.Sprintf("%+v", r)
+	})
+
+	// When it runs again, service continues from there.
+	if _, err := e.c.Run("scancel", strconv.Itoa(int(short))); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(long, "RUNNING", 30*time.Second)
+	e.eventually(15*time.Second, "service to grow past the first run", func() (bool, string) {
+		r, _ := e.ledgerRecord(long)
+		return r.Runs == 2 && r.Total() > float64(after.Service), fmt.Sprintf("%+v", r)
+	})
+}
+
+func TestStarvationPromotionInTheRealCluster(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0.5\n")
+	starved := e.submit("-J", "starved", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(starved, "RUNNING", 30*time.Second)
+	e.waitQueue(starved, 1, 40*time.Second)
+	hog := e.submit("-J", "hog", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(hog, "RUNNING", 30*time.Second)
+
+	// Waiting 0.5 × its ~6 s run sends it back to queue 0, service kept.
+	e.eventually(40*time.Second, "promotion in slurmctld's log", func() (bool, string) {
+		return e.logMatches(fmt.Sprintf(`lachesis: job promoted to queue 0 \(starvation\) job_id=%d `, starved)), ""
+	})
+	r, ok := e.ledgerRecord(starved)
+	if !ok || r.Promotions < 1 || r.Total() < 20 {
+		t.Fatalf("ledger after promotion: %+v; want a promotion and the service kept", r)
+	}
+}
+
+func TestKill9OfSlurmctldKeepsServiceAndOrder(t *testing.T) {
+	// No preemption here, so the queue stays still while we look at it.
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [30, 100000]\n", "PreemptType=preempt/none", "PreemptMode=OFF")
+	a := e.submit("-J", "a", "--gpus=2", "--wrap", "sleep 600")
+	b := e.submit("-J", "b", "--gpus=2", "--wrap", "sleep 600")
+	e.waitState(a, "RUNNING", 30*time.Second)
+	e.waitState(b, "RUNNING", 30*time.Second)
+	var waiting []uint32
+	for i := 0; i < 4; i++ {
+		waiting = append(waiting, e.submit("-J", fmt.Sprintf("w%d", i), "--gpus=2", "--wrap", "sleep 600"))
+	}
+	e.waitQueue(a, 1, 40*time.Second)
+	// Requeue a: now a pending job with closed service in queue 1.
+	if _, err := e.c.Run("scontrol", "requeue", strconv.Itoa(int(a))); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(15*time.Second, "the ledger to hold a's closed run", func() (bool, string) {
+		r, _ := e.ledgerRecord(a)
+		return r.Runs == 1 && r.RunStart == 0 && r.ServiceClosed >= 30, fmt.Sprintf("%+v", r)
+	})
+	// slurmctld saves job state a few seconds after a change; let it, so
+	// what we compare is what a crash would really leave behind.
+	time.Sleep(8 * time.Second)
+	before, states := e.prio(), e.jobs()
+	order := pendingOrder(states)
+
+	if err := e.c.KillController(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := e.c.RestartController(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a few passes
+	after := e.prio()
+	for id, p := range before {
+		q := after[id]
+		switch states[id].State {
+		case "PENDING":
+			if q.Service != p.Service || q.Queue != p.Queue {
+				t.Errorf("pending job %d: before kill -9 %+v, after restart %+v", id, p, q)
+			}
+		case "RUNNING":
+			if q.Service < p.Service {
+				t.Errorf("running job %d lost service: %d -> %d", id, p.Service, q.Service)
+			}
+		}
+	}
+	if r, _ := e.ledgerRecord(a); int64(r.ServiceClosed) != before[a].Service {
+		t.Errorf("ledger holds %v GPU-s for job %d, sprio showed %d before the crash", r.ServiceClosed, a, before[a].Service)
+	}
+	if got := pendingOrder(e.jobs()); fmt.Sprint(got) != fmt.Sprint(order) {
+		t.Errorf("pending order changed across the restart: %v -> %v", order, got)
+	}
+	if len(order) < 3 {
+		t.Errorf("only %d pending jobs to compare; the test needs a queue", len(order))
+	}
+}
+
+// pendingOrder lists pending jobs from highest to lowest priority.
+func pendingOrder(jobs map[uint32]slurmcluster.Job) []uint32 {
+	var ids []uint32
+	for id, j := range jobs {
+		if j.State == "PENDING" {
+			ids = append(ids, id)
+		}
+	}
+	for i := range ids { // few jobs: insertion sort, ties by id
+		for k := i; k > 0; k-- {
+			a, b := jobs[ids[k-1]], jobs[ids[k]]
+			if a.Priority > b.Priority || (a.Priority == b.Priority && a.ID < b.ID) {
+				break
+			}
+			ids[k-1], ids[k] = ids[k], ids[k-1]
+		}
+	}
+	return ids
+}
+
+func TestMalformedYAMLOnReconfigureKeepsPreviousConfig(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [50, 100000]\n")
+	job := e.submit("-J", "job", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(job, "RUNNING", 30*time.Second)
+
+	bad := []struct{ yaml, key string }{
+		{"tiresias:\n  thresholds: [10, abc]\n", "tiresias.thresholds"},
+		{"tiresias:\n  thresold: [10]\n", "thresold"},
+		{"tiresias: [\n", "not valid YAML"},
+	}
+	for _, b := range bad {
+		if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, b.yaml)); err != nil {
+			t.Fatal(err)
+		}
+		e.c.Reconfigure() //nolint:errcheck // slurmctld's answer is not what we test
+		e.eventually(10*time.Second, "the log to name "+b.key, func() (bool, string) {
+			return e.logMatches(`config not reloaded, keeping the previous one: .*` + regexpQuote(b.key)), ""
+		})
+		if !e.c.Ping() {
+			t.Fatal("slurmctld died on a bad reconfigure")
+		}
+	}
+	// The previous thresholds still hold: after 16+ GPU-s (> 10) the job
+	// is still in queue 0.
+	time.Sleep(4 * time.Second)
+	if p := e.prio()[job]; p.Queue != 0 || p.Service < 16 {
+		t.Fatalf("after bad reloads: %+v; want queue 0 under the previous threshold 50", p)
+	}
+	// A good file takes effect.
+	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, "tiresias:\n  thresholds: [10, 100000]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Reconfigure(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitQueue(job, 1, 15*time.Second)
+}
+
+func regexpQuote(s string) string {
+	return strings.NewReplacer(".", `\.`, "[", `\[`, "(", `\(`).Replace(s)
+}
+
+func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
+	dir := filepath.Join(testDirRoot, t.Name())
+	os.RemoveAll(dir)
+	fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
+	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
+		Dir: dir, Nodes: 1, GPUsPerNode: 4,
+		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
+		LachesisYAML: tiresiasYAML(dir, "tiresias:\n  mode: fifo\n"),
+		ExtraConf:    string(fragment),
+	})
+	t.Cleanup(func() {
+		if c != nil {
+			c.Down() //nolint:errcheck
+		}
+	})
+	if err == nil {
+		t.Fatal("slurmctld started with mode: fifo")
+	}
+	log := c.ControllerLog()
+	if !strings.Contains(log, "tiresias.mode") || !strings.Contains(log, "fatal") {
+		t.Fatalf("slurmctld's log does not name tiresias.mode in a fatal error:\n%s", tail(log, 15))
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func TestSshareWorksWithThePluginConfigured(t *testing.T) {
+	e := startCluster(t, 1, "")
+	out, err := e.c.Run("sshare", "-a")
+	if err != nil {
+		t.Fatalf("sshare failed: %v", err)
+	}
+	if !strings.Contains(out, "Account") {
+		t.Fatalf("sshare printed no table:\n%s", out)
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is not answering after sshare")
+	}
+}
+
+func TestHeldJobsAndAdminPrioritiesAreLeftAlone(t *testing.T) {
+	e := startCluster(t, 1, "")
+	held := e.submit("-H", "-J", "held", "--gpus=1", "--wrap", "sleep 60")
+	pinned := e.submit("-J", "pinned", "--gpus=4", "--begin=now+600", "--wrap", "sleep 60")
+	if _, err := e.c.Run("scontrol", "update", "jobid="+strconv.Itoa(int(pinned)), "priority=4242"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // several passes
+	j := e.jobs()
+	if j[held].Priority != 0 {
+		t.Fatalf("held job got priority %d", j[held].Priority)
+	}
+	if j[pinned].Priority != 4242 {
+		t.Fatalf("admin-set priority 4242 became %d", j[pinned].Priority)
+	}
+	if _, err := e.c.Run("scontrol", "release", strconv.Itoa(int(held))); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(10*time.Second, "released job to get a queue-0 priority", func() (bool, string) {
+		p := e.jobs()[held].Priority
+		return p >= queue0Floor, strconv.Itoa(int(p))
+	})
+}
