@@ -20,7 +20,10 @@ LDFLAGS_PLUGIN := -shared -L$(PLUGINS) -llachesis_core \
 GO_SRC   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
 HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/lachesis_core.h
 
-.PHONY: all build deps slurm-src test test-unit test-cluster bench demo clean fmt vet
+
+export PATH := /usr/local/go/bin:$(PATH)
+
+.PHONY: all build commands deps slurm-src test test-unit test-cluster bench demo clean fmt vet
 
 all: build
 
@@ -32,7 +35,11 @@ $(SLURM_SRC)/config.h:
 	bash scripts/install-deps.sh
 	bash scripts/slurm-src.sh $(SLURM_SRC)
 
-build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so
+build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so commands
+
+commands:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/...
 
 $(CORE): $(GO_SRC) cgo/lachesis_core.h
 	@mkdir -p $(PLUGINS)
@@ -61,10 +68,11 @@ test-cluster: build
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./priority/
-	bash scripts/bench-slurmctld.sh
+	$(GO) test -run "^$$" -bench . -benchmem ./internal/core/
+	$(GO) run ./cmd/lachesis-ctldbench
 
 demo: build
-	bash scripts/demo.sh
+	$(GO) run ./cmd/lachesis-demo
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

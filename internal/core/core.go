@@ -57,7 +57,9 @@ type Core struct {
 	minHistory atomic.Int64
 
 	pendMu  sync.Mutex
-	pending map[uint32]ledger.Record
+	pending map[uint32]ledger.Record // queued for the writer
+	spare   map[uint32]ledger.Record // the writer's last batch, emptied
+	batch   []ledger.Record          // writer-only scratch
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}

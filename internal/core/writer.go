@@ -1,9 +1,6 @@
 package core
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/lachesis-sched/lachesis/internal/ledger"
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -37,15 +34,30 @@ func (c *Core) writer() {
 	}
 }
 
+// flush writes everything queued so far. The two maps are swapped, not
+// reallocated, so a steady stream of passes does not churn the heap.
 func (c *Core) flush() {
 	c.pendMu.Lock()
 	batch := c.pending
-	c.pending = make(map[uint32]ledger.Record, len(batch))
+	c.pending, c.spare = c.spare, nil
+	if c.pending == nil {
+		c.pending = make(map[uint32]ledger.Record, len(batch))
+	}
 	c.pendMu.Unlock()
+	defer func() {
+		clear(batch)
+		c.pendMu.Lock()
+		c.spare = batch
+		c.pendMu.Unlock()
+	}()
 	if len(batch) == 0 {
 		return
 	}
-	recs := slices.Collect(maps.Values(batch))
+	c.batch = c.batch[:0]
+	for _, r := range batch {
+		c.batch = append(c.batch, r)
+	}
+	recs := c.batch
 	if err := c.store.Save(recs); err != nil {
 		c.log.Error("ledger write failed; will retry with the next pass", keyErr, err, keyJobs, len(recs))
 		c.pendMu.Lock()

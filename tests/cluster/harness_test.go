@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 // tears down whatever is left there if the test binary dies.
 const testDirRoot = "/tmp/lachesis-test"
 
+// testPortBase keeps test clusters off the ports of `make demo` (16817).
+const testPortBase = 18817
+
 // tiresiasYAML is a lachesis.yaml for fast tests: 1 s passes.
 func tiresiasYAML(dir string, extra string) string {
 	return fmt.Sprintf("pass_interval: 1\nlog_level: debug\ndb_path: %s\n%s",
@@ -71,6 +74,7 @@ func startCluster(t *testing.T, nodes int, tiresias string, extraConf ...string)
 	}
 	opts := slurmcluster.Options{
 		Dir:          dir,
+		PortBase:     testPortBase,
 		Nodes:        nodes,
 		GPUsPerNode:  4,
 		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),

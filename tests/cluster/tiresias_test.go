@@ -16,7 +16,13 @@ import (
 const queue0Floor = 66_666_666
 
 func TestNewJobStartsBeforeDemotedJobs(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [40, 100000]\n")
+	for _, mode := range []string{"las", "gittins"} {
+		t.Run(mode, func(t *testing.T) { newJobStartsBeforeDemotedJobs(t, mode) })
+	}
+}
+
+func newJobStartsBeforeDemotedJobs(t *testing.T, mode string) {
+	e := startCluster(t, 1, "tiresias:\n  mode: "+mode+"\n  thresholds: [40, 100000]\n")
 	demoted := e.submit("-J", "demoted", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(demoted, "RUNNING", 30*time.Second)
 
@@ -240,7 +246,7 @@ func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
 	os.RemoveAll(dir)
 	fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
 	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
-		Dir: dir, Nodes: 1, GPUsPerNode: 4,
+		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: testPortBase,
 		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
 		LachesisYAML: tiresiasYAML(dir, "tiresias:\n  mode: fifo\n"),
 		ExtraConf:    string(fragment),

@@ -1,0 +1,60 @@
+// Command lachesis-ctldbench compares slurmctld under priority/tiresias and
+// priority/multifactor on the same queue (make bench).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/ctldbench"
+	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+)
+
+func main() {
+	jobs := flag.Int("jobs", 2000, "pending jobs in the queue")
+	window := flag.Duration("window", 60*time.Second, "measurement window per setup")
+	dir := flag.String("dir", "/tmp/lachesis-bench", "cluster directory")
+	pass := flag.Int("pass-interval", 5, "Lachesis pass interval, seconds")
+	flag.Parse()
+	wd, _ := os.Getwd()
+	root, err := slurmcluster.RepoRoot(wd)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fragment, err := os.ReadFile(filepath.Join(root, "etc", "slurm.conf.lachesis"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	setups := []ctldbench.Setup{
+		{Label: "multifactor", Priority: "priority/multifactor", Preempt: "preempt/none"},
+		{Label: "tiresias", Priority: "priority/tiresias", Preempt: "preempt/tiresias", Extra: string(fragment),
+			YAML: fmt.Sprintf("pass_interval: %d\ndb_path: %s\n", *pass, filepath.Join(*dir, "db", "lachesis.db"))},
+	}
+	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4}
+	var res []ctldbench.Result
+	for _, s := range setups {
+		os.RemoveAll(filepath.Join(*dir, "db"))
+		fmt.Printf("== %s: submitting %d jobs, then watching slurmctld for %v\n", s.Label, *jobs, *window)
+		r, err := ctldbench.Run(context.Background(), o, s)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", s.Label, err)
+			os.Exit(1)
+		}
+		res = append(res, r)
+	}
+	base, lach := res[0], res[1]
+	fmt.Printf("\n%-12s %10s %14s %12s %12s %12s\n", "setup", "sbatch/s", "ctld CPU s", "passes", "pass p50", "pass max")
+	for _, r := range res {
+		fmt.Printf("%-12s %10.1f %14.2f %12d %12v %12v\n", r.Label, r.SubmitRate(), r.CPUSeconds, len(r.Passes),
+			ctldbench.Percentile(r.Passes, 0.5), ctldbench.Percentile(r.Passes, 1))
+	}
+	fmt.Printf("\nslurmctld CPU over %v with %d queued jobs: tiresias/multifactor = %.2f\n", *window, *jobs, lach.CPUSeconds/max(base.CPUSeconds, 0.01))
+	fmt.Printf("sbatch throughput while filling the queue: tiresias/multifactor = %.2f\n", lach.SubmitRate()/base.SubmitRate())
+	fmt.Println("(priority/multifactor recomputes priorities in a decay thread only with slurmdbd; without it, as here, it has no periodic pass to time.)")
+}
