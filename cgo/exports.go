@@ -15,12 +15,23 @@ import (
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/config"
+	"github.com/lachesis-sched/lachesis/internal/core"
 )
 
 //export lachesis_init
-func lachesis_init(slurmConf *C.char, logFn C.lachesis_log_fn, errbuf *C.char, errlen C.int) (rc C.int) {
+func lachesis_init(cenv *C.lachesis_env_t, errbuf *C.char, errlen C.int) (rc C.int) {
 	defer recoverInto(&rc, "lachesis_init")
-	if err := start(config.PathNextTo(C.GoString(slurmConf)), cLogSink{fn: logFn}); err != nil {
+	if cenv == nil || cenv.abi_version != C.LACHESIS_ABI_VERSION {
+		writeErr(errbuf, errlen, errABI)
+		return C.LACHESIS_EINVAL
+	}
+	env := core.Env{
+		ConfigPath:  config.PathNextTo(C.GoString(cenv.slurm_conf)),
+		AuthInfo:    C.GoString(cenv.auth_info),
+		ClusterName: C.GoString(cenv.cluster_name),
+		SlurmUID:    uint32(cenv.slurm_user_id),
+	}
+	if err := start(env, cLogSink{fn: cenv.log}); err != nil {
 		writeErr(errbuf, errlen, err)
 		return C.LACHESIS_ECONFIG
 	}

@@ -84,11 +84,20 @@ typedef struct lachesis_prio {
 	int32_t  nice;
 } lachesis_prio_t;
 
-/* Starts the core (idempotent: later calls only add a reference).
- * slurm_conf_path: slurm.conf; the core reads lachesis.yaml next to it (or
- * $LACHESIS_CONFIG). On error a message goes into errbuf. */
-extern int lachesis_init(char *slurm_conf_path, lachesis_log_fn log,
-			 char *errbuf, int errlen);
+/* What slurmctld tells the core at start-up. */
+typedef struct lachesis_env {
+	uint32_t abi_version;      /* LACHESIS_ABI_VERSION of the caller */
+	uint32_t slurm_user_id;    /* SlurmUser: may report to the core */
+	const char *slurm_conf;    /* slurm.conf; lachesis.yaml sits next to it */
+	const char *auth_info;     /* AuthInfo, e.g. "socket=/run/munge/..." */
+	const char *cluster_name;
+	lachesis_log_fn log;       /* into slurmctld's log */
+} lachesis_env_t;
+
+/* Starts the core (idempotent: later calls only add a reference). It reads
+ * lachesis.yaml next to env->slurm_conf (or $LACHESIS_CONFIG). On error a
+ * message naming the bad key goes into errbuf. */
+extern int lachesis_init(lachesis_env_t *env, char *errbuf, int errlen);
 /* Drops a reference; the last one flushes the ledger and stops the core. */
 extern void lachesis_fini(void);
 /* Re-reads the config; on error the old one stays and errbuf says why. */

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -32,7 +33,10 @@ func running() *core.Core {
 	return theCore
 }
 
-func start(path string, sink logging.Sink) error {
+// errABI: a plugin built against another version of lachesis_core.h.
+var errABI = errors.New("the plugin and liblachesis_core.so were built from different versions (ABI mismatch); rebuild both")
+
+func start(env core.Env, sink logging.Sink) error {
 	lifeMu.Lock()
 	defer lifeMu.Unlock()
 	if theCore != nil {
@@ -40,7 +44,7 @@ func start(path string, sink logging.Sink) error {
 		return nil
 	}
 	theLog = slog.New(logging.New(sink, logLevel))
-	c, err := core.Open(path, theLog)
+	c, err := core.Open(env, theLog)
 	if err != nil {
 		return err
 	}

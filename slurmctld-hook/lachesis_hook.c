@@ -31,8 +31,15 @@ void lachesis_hook_log(int level, const char *msg)
 int lachesis_hook_start(const char *plugin)
 {
 	char err[1024] = "";
-	int rc = lachesis_init(slurm_conf.slurm_conf, lachesis_hook_log,
-			       err, sizeof(err));
+	lachesis_env_t env = {
+		.abi_version = LACHESIS_ABI_VERSION,
+		.slurm_user_id = slurm_conf.slurm_user_id,
+		.slurm_conf = slurm_conf.slurm_conf,
+		.auth_info = slurm_conf.authinfo,
+		.cluster_name = slurm_conf.cluster_name,
+		.log = lachesis_hook_log,
+	};
+	int rc = lachesis_init(&env, err, sizeof(err));
 	if (rc != LACHESIS_OK) {
 		error("%s: cannot start the Lachesis core: %s", plugin,
 		      err[0] ? err : "unknown error");

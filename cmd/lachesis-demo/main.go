@@ -56,7 +56,7 @@ func run(workloadPath, dir string, nodes, gpus int, results string) error {
 
 	lachesis := demo.Scenario{
 		Label: "tiresias", Priority: "priority/tiresias", Preempt: "preempt/tiresias",
-		Extra: string(fragment),
+		Extra: string(fragment), ShowQueues: true,
 		// Thresholds scaled to a minutes-long demo: a 4-GPU job leaves
 		// queue 0 after 10 s, queue 1 after 100 s.
 		YAML: fmt.Sprintf("tiresias:\n  thresholds: [40, 400]\npass_interval: 1\ndb_path: %s\n",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,33 @@ type Config struct {
 	GittinsMinHistory int
 	// LogLevel: debug, info, warn or error.
 	LogLevel string
+	Agent    Agent
+	Synergy  Synergy
+}
+
+// Agent configures the controller's listener for node agents.
+type Agent struct {
+	// Listen is the TCP address node agents report to ("" = no listener).
+	Listen string
+	// MaxFrameBytes bounds one frame; larger frames are rejected unread.
+	MaxFrameBytes int
+	// AllowedUIDs may report besides root and SlurmUser.
+	AllowedUIDs []uint32
+}
+
+// Synergy configures CPU/memory right-sizing by job_submit/synergy.
+type Synergy struct {
+	Enabled bool
+	// Tolerance: the best-case demand is the smallest (CPUs, memory) within
+	// this fraction of the model's best throughput.
+	Tolerance float64
+	// Override: profile-based sizing replaces explicit --cpus-per-gpu,
+	// --mem-per-gpu and --mem requests instead of deferring to them.
+	Override bool
+	// FallbackAfter is how long a job may pend only because its enlarged
+	// request fits nowhere, while its GPUs are free, before it is shrunk
+	// toward the GPU-proportional share.
+	FallbackAfter time.Duration
 }
 
 // file mirrors the YAML layout; its field names are the keys admins write.
@@ -55,6 +83,17 @@ type file struct {
 	PassInterval float64 `mapstructure:"pass_interval"`
 	DBPath       string  `mapstructure:"db_path"`
 	LogLevel     string  `mapstructure:"log_level"`
+	Agent        struct {
+		Listen        string   `mapstructure:"listen"`
+		MaxFrameBytes int      `mapstructure:"max_frame_bytes"`
+		AllowedUIDs   []uint32 `mapstructure:"allowed_uids"`
+	} `mapstructure:"agent"`
+	Synergy struct {
+		Enabled       bool    `mapstructure:"enabled"`
+		Tolerance     float64 `mapstructure:"tolerance"`
+		Override      bool    `mapstructure:"override"`
+		FallbackAfter float64 `mapstructure:"fallback_after"`
+	} `mapstructure:"synergy"`
 }
 
 // Default returns the configuration used when lachesis.yaml is absent and
@@ -66,6 +105,8 @@ func Default() Config {
 		DBPath:            "/var/lib/slurm/lachesis/lachesis.db",
 		GittinsMinHistory: 100,
 		LogLevel:          "info",
+		Agent:             Agent{Listen: "", MaxFrameBytes: 1 << 20, AllowedUIDs: []uint32{}},
+		Synergy:           Synergy{Enabled: true, Tolerance: 0.02, Override: false, FallbackAfter: 60 * time.Second},
 	}
 }
 
@@ -83,6 +124,13 @@ func defaults(v *viper.Viper) {
 	v.SetDefault("pass_interval", d.PassInterval.Seconds())
 	v.SetDefault("db_path", d.DBPath)
 	v.SetDefault("log_level", d.LogLevel)
+	v.SetDefault("agent.listen", d.Agent.Listen)
+	v.SetDefault("agent.max_frame_bytes", d.Agent.MaxFrameBytes)
+	v.SetDefault("agent.allowed_uids", d.Agent.AllowedUIDs)
+	v.SetDefault("synergy.enabled", d.Synergy.Enabled)
+	v.SetDefault("synergy.tolerance", d.Synergy.Tolerance)
+	v.SetDefault("synergy.override", d.Synergy.Override)
+	v.SetDefault("synergy.fallback_after", d.Synergy.FallbackAfter.Seconds())
 }
 
 // Parse reads YAML from r, fills in defaults and validates the result.
@@ -150,6 +198,20 @@ func (f file) validate() (Config, error) {
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,
 		LogLevel:          strings.ToLower(f.LogLevel),
+		Agent: Agent{
+			Listen:        strings.TrimSpace(f.Agent.Listen),
+			MaxFrameBytes: f.Agent.MaxFrameBytes,
+			AllowedUIDs:   f.Agent.AllowedUIDs,
+		},
+		Synergy: Synergy{
+			Enabled:       f.Synergy.Enabled,
+			Tolerance:     f.Synergy.Tolerance,
+			Override:      f.Synergy.Override,
+			FallbackAfter: time.Duration(f.Synergy.FallbackAfter * float64(time.Second)),
+		},
+	}
+	if c.Agent.AllowedUIDs == nil {
+		c.Agent.AllowedUIDs = []uint32{}
 	}
 	if err := c.Tiresias.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, tiresiasKeys(err))
@@ -166,6 +228,20 @@ func (f file) validate() (Config, error) {
 	}
 	if strings.TrimSpace(f.DBPath) == "" {
 		return Config{}, fmt.Errorf("%w: db_path must not be empty", ErrInvalid)
+	}
+	if c.Agent.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Agent.Listen); err != nil {
+			return Config{}, fmt.Errorf("%w: agent.listen must be host:port (e.g. \":6830\"), got %q", ErrInvalid, f.Agent.Listen)
+		}
+	}
+	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > 64<<20 {
+		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, 64<<20, f.Agent.MaxFrameBytes)
+	}
+	if !(c.Synergy.Tolerance >= 0 && c.Synergy.Tolerance < 1) {
+		return Config{}, fmt.Errorf("%w: synergy.tolerance must be in [0, 1), got %v", ErrInvalid, f.Synergy.Tolerance)
+	}
+	if !(f.Synergy.FallbackAfter >= 0) || f.Synergy.FallbackAfter > 7*24*3600 {
+		return Config{}, fmt.Errorf("%w: synergy.fallback_after must be between 0 and 604800 seconds, got %v", ErrInvalid, f.Synergy.FallbackAfter)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -37,6 +37,7 @@ var ErrNotFound = errors.New("job not known to lachesis")
 type Core struct {
 	log        *slog.Logger
 	configPath string
+	env        Env
 	store      ledger.Store
 
 	mu         sync.Mutex // guards the fields below
@@ -65,10 +66,18 @@ type Core struct {
 	stopped chan struct{}
 }
 
-// Open loads the config at configPath (defaults if absent), opens the ledger
-// it names, restores every active job's record and starts the writer.
-func Open(configPath string, log *slog.Logger) (*Core, error) {
-	cfg, err := config.Load(configPath)
+// Env is what slurmctld tells the core when it starts.
+type Env struct {
+	ConfigPath  string // lachesis.yaml
+	AuthInfo    string // slurm.conf AuthInfo (munge socket)
+	ClusterName string
+	SlurmUID    uint32 // SlurmUser, allowed to report besides root
+}
+
+// Open loads the config at env.ConfigPath (defaults if absent), opens the
+// ledger it names, restores every active job's record and starts the writer.
+func Open(env Env, log *slog.Logger) (*Core, error) {
+	cfg, err := config.Load(env.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +90,8 @@ func Open(configPath string, log *slog.Logger) (*Core, error) {
 		store.Close()
 		return nil, err
 	}
-	c.configPath = configPath
+	c.configPath = env.ConfigPath
+	c.env = env
 	return c, nil
 }
 

@@ -21,6 +21,9 @@ type Scenario struct {
 	Preempt  string // PreemptType
 	Extra    string // slurm.conf lines
 	YAML     string // lachesis.yaml
+	// ShowQueues reads Tiresias queues and service from sprio (only
+	// meaningful under priority/tiresias).
+	ShowQueues bool
 }
 
 // Outcome is what happened to one job in one scenario.
@@ -101,7 +104,10 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 		if err != nil {
 			return nil, err
 		}
-		prios, _ := c.Priorities() // absent under some plugins: shown as "-"
+		var prios map[uint32]slurmcluster.Prio
+		if s.ShowQueues {
+			prios, _ = c.Priorities() // a failed read only blanks the columns
+		}
 		done = 0
 		for id, i := range byID {
 			st := states[id]
