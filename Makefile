@@ -35,7 +35,7 @@ $(SLURM_SRC)/config.h:
 	bash scripts/install-deps.sh
 	bash scripts/slurm-src.sh $(SLURM_SRC)
 
-build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so commands
+build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so commands
 
 commands:
 	@mkdir -p $(BIN)

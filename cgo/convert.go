@@ -3,6 +3,7 @@
 package main
 
 /*
+#include <stdlib.h>
 #include <string.h>
 #include "lachesis_core.h"
 */
@@ -20,12 +21,35 @@ import (
 
 type coreDecision = core.Decision
 
+// sizedMarker is core.SizedMarker as a C string, made once.
+var sizedMarker = C.CString(core.SizedMarker)
+
+func nodeStatesFromC(cn []C.lachesis_node_state_t) []core.NodeState {
+	passNodes = passNodes[:0]
+	for i := range cn {
+		n := &cn[i]
+		passNodes = append(passNodes, core.NodeState{
+			CPUs: int(n.cpus), AllocCPUs: int(n.alloc_cpus),
+			GPUs: int(n.gpus), AllocGPUs: int(n.alloc_gpus),
+			MemMB: uint64(n.mem_mb), AllocMemMB: uint64(n.alloc_mem_mb),
+			Usable: n.usable != 0,
+		})
+	}
+	return passNodes
+}
+
+func shrinkToC(s *core.Shrink, out *C.lachesis_shrink_t) {
+	*out = C.lachesis_shrink_t{job_id: C.uint32_t(s.JobID), cpus_per_gpu: C.uint32_t(s.CPUsPerGPU), mem_mb_per_gpu: C.uint64_t(s.MemMBPerGPU)}
+	copyCString(unsafe.Pointer(&out.admin_comment[0]), len(out.admin_comment), s.AdminComment)
+}
+
 // Scratch buffers reused by every pass; slurmctld runs one pass at a time
 // but passMu makes that an invariant of ours, not an assumption.
 var (
 	passMu        sync.Mutex
 	passSnaps     []core.Snapshot
 	passDecisions []core.Decision
+	passNodes     []core.NodeState
 )
 
 func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
@@ -44,6 +68,14 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		PartFactor:  float64(j.part_factor),
 		QOSFactor:   float64(j.qos_factor),
 	}
+	if j.state == C.LACHESIS_PENDING && j.waits_for_resources != 0 && j.admin_comment != nil &&
+		C.strstr(j.admin_comment, sizedMarker) != nil {
+		// Only jobs Lachesis enlarged can need the fallback: copy their
+		// comment, nobody else's.
+		s.WaitsForResources = true
+		s.AdminComment = boundedString(j.admin_comment)
+	}
+	s.GresRequest.Nodes, s.GresRequest.Tasks = uint32(j.num_nodes), uint32(j.num_tasks)
 	if s.GPUs == core.UnknownGPUs {
 		// Only copied when needed: most sites track gres/gpu as a TRES.
 		s.GresRequest = gres.Request{
@@ -78,13 +110,7 @@ func writeErr(buf *C.char, n C.int, err error) {
 	if buf == nil || n <= 0 {
 		return
 	}
-	msg := err.Error()
-	if len(msg) > int(n)-1 {
-		msg = msg[:int(n)-1]
-	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-	copy(dst, msg)
-	dst[len(msg)] = 0
+	copyCString(unsafe.Pointer(buf), int(n), err.Error())
 }
 
 // recoverInto turns a panic into LACHESIS_EPANIC and a log line: a bug in

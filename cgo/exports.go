@@ -12,6 +12,7 @@ package main
 import "C"
 
 import (
+	"time"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/config"
@@ -89,12 +90,12 @@ func lachesis_pass(now C.int64_t, jobs *C.lachesis_job_t, n C.int32_t, out *C.la
 	}
 	decisions := passDecisions[:0]
 	decisions = append(decisions, make([]coreDecision, len(snaps)-len(decisions))...)
-	c.Pass(int64(now), snaps, decisions)
+	candidates := c.Pass(int64(now), snaps, decisions)
 	for i := range decisions {
 		prioToC(&decisions[i], &couts[i])
 	}
 	passSnaps, passDecisions = snaps, decisions
-	return C.LACHESIS_OK
+	return C.int(candidates)
 }
 
 //export lachesis_place
@@ -139,4 +140,34 @@ func lachesis_preemptable(preemptor, preemptee C.uint32_t) (rc C.int) {
 		return 0
 	}
 	return 1
+}
+
+//export lachesis_size_job
+func lachesis_size_job(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.int32_t, out *C.lachesis_sizing_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_size_job")
+	c := running()
+	if c == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if job == nil || out == nil || n < 0 || (n > 0 && nodes == nil) {
+		return C.LACHESIS_EINVAL
+	}
+	d := c.SizeJob(submitFromC(job), nodesFromC(unsafe.Slice(nodes, int(n))))
+	sizingToC(&d, out)
+	return C.LACHESIS_OK
+}
+
+//export lachesis_fallback
+func lachesis_fallback(nodes *C.lachesis_node_state_t, nn C.int32_t, out *C.lachesis_shrink_t, max C.int32_t) (n C.int) {
+	defer recoverInto(&n, "lachesis_fallback")
+	c := running()
+	if c == nil || out == nil || max <= 0 || nn < 0 || (nn > 0 && nodes == nil) {
+		return 0
+	}
+	shrinks := c.Fallback(time.Now().Unix(), nodeStatesFromC(unsafe.Slice(nodes, int(nn))), int(max))
+	dst := unsafe.Slice(out, int(max))
+	for i := range shrinks {
+		shrinkToC(&shrinks[i], &dst[i])
+	}
+	return C.int(len(shrinks))
 }

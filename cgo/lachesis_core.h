@@ -66,7 +66,32 @@ typedef struct lachesis_job {
 	const char *tres_per_node;
 	const char *tres_per_socket;
 	const char *tres_per_task;
+	/* Pending jobs only: for the Synergy fallback (shrinking a job whose
+	 * enlarged request fits nowhere while GPUs are free). */
+	uint8_t  waits_for_resources; /* state_reason == WAIT_RESOURCES */
+	uint8_t  reserved2[7];
+	const char *admin_comment;
 } lachesis_job_t;
+
+/* One node's capacity and use, for the Synergy fallback. */
+typedef struct lachesis_node_state {
+	uint32_t cpus;
+	uint32_t alloc_cpus;
+	uint32_t gpus;
+	uint32_t alloc_gpus;
+	uint64_t mem_mb;
+	uint64_t alloc_mem_mb;
+	uint8_t  usable;            /* up, not drained */
+	uint8_t  reserved[7];
+} lachesis_node_state_t;
+
+/* A pending job the core wants shrunk to the proportional share. */
+typedef struct lachesis_shrink {
+	uint32_t job_id;
+	uint32_t cpus_per_gpu;
+	uint64_t mem_mb_per_gpu;
+	char admin_comment[1024];   /* the job's new admin comment */
+} lachesis_shrink_t;
 
 /* The decision for one job. priority == 0 means "leave the job alone". */
 typedef struct lachesis_prio {
@@ -83,6 +108,51 @@ typedef struct lachesis_prio {
 	double   w_qos;
 	int32_t  nice;
 } lachesis_prio_t;
+
+/* job_submit/synergy: one node of the job's partition. */
+typedef struct lachesis_node {
+	uint32_t cpus;
+	uint32_t reserved;
+	uint64_t mem_mb;            /* RealMemory */
+	const char *gres;           /* configured gres, e.g. "gpu:4" */
+} lachesis_node_t;
+
+/* job_submit/synergy: the job as submitted (job_desc_msg_t). Unset numbers
+ * are 0 (the C side maps NO_VAL* to 0). */
+typedef struct lachesis_submit {
+	uint32_t user_id;
+	uint16_t cpus_per_task;
+	uint8_t  mem_per_cpu;       /* mem_mb is per CPU (--mem-per-cpu) */
+	uint8_t  reserved;
+	uint32_t min_nodes;
+	uint32_t num_tasks;
+	uint64_t mem_mb;            /* --mem / --mem-per-cpu */
+	const char *name;
+	const char *comment;
+	const char *partition;
+	const char *tres_per_job;
+	const char *tres_per_node;
+	const char *tres_per_socket;
+	const char *tres_per_task;
+	const char *cpus_per_tres;
+	const char *mem_per_tres;
+} lachesis_submit_t;
+
+/* job_submit/synergy: what to do with the job. */
+#define LACHESIS_SIZE_LEAVE   0
+#define LACHESIS_SIZE_SET     1
+#define LACHESIS_SIZE_REJECT  2
+
+typedef struct lachesis_sizing {
+	int32_t  action;            /* LACHESIS_SIZE_* */
+	uint32_t cpus_per_gpu;      /* 0: leave the job's CPUs alone */
+	uint64_t mem_mb_per_gpu;    /* 0: leave the job's memory alone */
+	uint8_t  clear_cpus_per_task;
+	uint8_t  clear_mem;
+	uint16_t reserved;
+	char reason[512];           /* for the admin comment ("" = none) */
+	char error[512];            /* for the user, with LACHESIS_SIZE_REJECT */
+} lachesis_sizing_t;
 
 /* What slurmctld tells the core at start-up. */
 typedef struct lachesis_env {
@@ -104,14 +174,24 @@ extern void lachesis_fini(void);
 extern int lachesis_reconfigure(char *errbuf, int errlen);
 /* Seconds between periodic passes. */
 extern int lachesis_pass_interval(void);
-/* Ranks all n jobs; out[i] is the decision for jobs[i]. No I/O. */
+/* Ranks all n jobs; out[i] is the decision for jobs[i]. No I/O. Returns
+ * LACHESIS_OK, or a positive count of pending jobs that are candidates for
+ * the Synergy fallback (then call lachesis_fallback). */
 extern int lachesis_pass(int64_t now, lachesis_job_t *jobs, int32_t n,
 			 lachesis_prio_t *out);
+/* Decides, from the nodes' state, which fallback candidates of the last
+ * pass to shrink; writes up to max of them into out and returns how many.
+ * The caller applies them through Slurm's own job update. */
+extern int lachesis_fallback(lachesis_node_state_t *nodes, int32_t nn,
+			     lachesis_shrink_t *out, int32_t max);
 /* Priority of one job between passes (submit, release, requeue). */
 extern int lachesis_place(int64_t now, lachesis_job_t *job,
 			  lachesis_prio_t *out);
 /* Last decision for a job (sprio); LACHESIS_ENOTFOUND if none. */
 extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
+/* Sizes a job at submit from its model's profile. Memory only. */
+extern int lachesis_size_job(lachesis_submit_t *job, lachesis_node_t *nodes,
+			     int32_t n, lachesis_sizing_t *out);
 /* 1 if preemptor may requeue preemptee (it sits in a lower queue), else 0. */
 extern int lachesis_preemptable(uint32_t preemptor, uint32_t preemptee);
 

@@ -111,6 +111,11 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 	out->end_time = job_ptr->end_time;
 	out->suspend_time = job_ptr->suspend_time;
 	out->pre_sus_time = job_ptr->pre_sus_time;
+	if ((out->state == LACHESIS_PENDING) &&
+	    (job_ptr->state_reason == WAIT_RESOURCES)) {
+		out->waits_for_resources = 1;
+		out->admin_comment = job_ptr->admin_comment;
+	}
 	if (job_ptr->part_ptr)
 		out->part_factor = job_ptr->part_ptr->norm_priority;
 	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage)

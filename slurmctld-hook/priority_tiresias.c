@@ -15,7 +15,12 @@
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
+#include <inttypes.h>
+
 #include "src/common/assoc_mgr.h"
+#include "src/common/gres.h"
+#include "src/common/select.h"
+#include "src/common/slurm_protocol_api.h"
 #include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/macros.h"
@@ -63,6 +68,99 @@ static void _grow_buffers(int n)
 	xrecalloc(pass_ptrs, pass_cap, sizeof(*pass_ptrs));
 }
 
+/* One node's capacity and current use. Needs the node write lock:
+ * select_g_select_nodeinfo_set_all() refreshes the allocation counts. */
+static void _fill_node_state(node_record_t *node_ptr,
+			     lachesis_node_state_t *out)
+{
+	uint16_t alloc_cpus = 0;
+	uint64_t alloc_mem = 0;
+	ListIterator itr;
+	gres_state_t *gres_state;
+
+	memset(out, 0, sizeof(*out));
+	out->cpus = node_ptr->cpus;
+	out->mem_mb = node_ptr->real_memory;
+	select_g_select_nodeinfo_get(node_ptr->select_nodeinfo,
+				     SELECT_NODEDATA_SUBCNT,
+				     NODE_STATE_ALLOCATED, &alloc_cpus);
+	select_g_select_nodeinfo_get(node_ptr->select_nodeinfo,
+				     SELECT_NODEDATA_MEM_ALLOC,
+				     NODE_STATE_ALLOCATED, &alloc_mem);
+	out->alloc_cpus = alloc_cpus;
+	out->alloc_mem_mb = alloc_mem;
+	if (node_ptr->gres_list) {
+		itr = list_iterator_create(node_ptr->gres_list);
+		while ((gres_state = list_next(itr))) {
+			gres_node_state_t *ns = gres_state->gres_data;
+			if (xstrcmp(gres_state->gres_name, "gpu") || !ns)
+				continue;
+			out->gpus += ns->gres_cnt_avail;
+			out->alloc_gpus += ns->gres_cnt_alloc;
+		}
+		list_iterator_destroy(itr);
+	}
+	out->usable = !IS_NODE_DOWN(node_ptr) && !IS_NODE_DRAIN(node_ptr) &&
+		      !IS_NODE_FAIL(node_ptr) && !IS_NODE_FUTURE(node_ptr) &&
+		      !IS_NODE_NO_RESPOND(node_ptr);
+}
+
+/* Applies one shrink through Slurm's own job update, which validates it
+ * exactly as it would `scontrol update`. Caller holds the update locks. */
+static void _apply_shrink(lachesis_shrink_t *sh)
+{
+	job_desc_msg_t desc;
+	slurm_msg_t msg;
+	int rc;
+
+	slurm_init_job_desc_msg(&desc);
+	desc.job_id = sh->job_id;
+	xstrfmtcat(desc.cpus_per_tres, "gres:gpu:%u", sh->cpus_per_gpu);
+	xstrfmtcat(desc.mem_per_tres, "gres:gpu:%" PRIu64, sh->mem_mb_per_gpu);
+	desc.admin_comment = xstrdup(sh->admin_comment);
+	slurm_msg_t_init(&msg);
+	msg.msg_type = REQUEST_UPDATE_JOB;
+	msg.data = &desc;
+	rc = update_job(&msg, slurm_conf.slurm_user_id, false);
+	if (rc != SLURM_SUCCESS)
+		error("%s: could not shrink JobId=%u to %u CPUs/%" PRIu64
+		      " MB per GPU: %s", plugin_type, sh->job_id,
+		      sh->cpus_per_gpu, sh->mem_mb_per_gpu, slurm_strerror(rc));
+	else
+		info("%s: JobId=%u shrunk to %u CPUs, %" PRIu64
+		     " MB per GPU (Synergy fallback)", plugin_type,
+		     sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu);
+	xfree(desc.cpus_per_tres);
+	xfree(desc.mem_per_tres);
+	xfree(desc.admin_comment);
+	xfree(desc.job_id_str);
+	FREE_NULL_BITMAP(desc.array_bitmap);
+}
+
+/* The Synergy fallback: only when the pass found candidates, take the locks
+ * a job update takes, refresh node allocation counts, let the core decide,
+ * and apply its shrinks. */
+static void _run_fallback(void)
+{
+	slurmctld_lock_t update_lock = {
+		READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK };
+	lachesis_node_state_t *nodes;
+	lachesis_shrink_t shrinks[16];
+	node_record_t *node_ptr;
+	int nn = 0, ns;
+
+	lock_slurmctld(update_lock);
+	select_g_select_nodeinfo_set_all();
+	nodes = xcalloc(MAX(node_record_count, 1), sizeof(*nodes));
+	for (int i = 0; (node_ptr = next_node(&i)); i++)
+		_fill_node_state(node_ptr, &nodes[nn++]);
+	ns = lachesis_fallback(nodes, nn, shrinks, ARRAY_SIZE(shrinks));
+	for (int i = 0; i < ns; i++)
+		_apply_shrink(&shrinks[i]);
+	unlock_slurmctld(update_lock);
+	xfree(nodes);
+}
+
 /* One pass: snapshot every job under the job write lock, one call into Go,
  * write the priorities back. No I/O happens while the lock is held. */
 static void _run_pass(void)
@@ -71,7 +169,7 @@ static void _run_pass(void)
 		{ NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
 	ListIterator itr;
 	job_record_t *job_ptr;
-	int n = 0, changed = 0, rc, gpu_pos;
+	int n = 0, changed = 0, rc, gpu_pos, candidates = 0;
 	time_t now;
 	DEF_TIMERS;
 
@@ -91,7 +189,9 @@ static void _run_pass(void)
 		list_iterator_destroy(itr);
 	}
 	rc = lachesis_pass(now, pass_jobs, n, pass_prios);
-	if (rc == LACHESIS_OK) {
+	if (rc >= LACHESIS_OK) {
+		candidates = rc;
+		rc = LACHESIS_OK;
 		for (int i = 0; i < n; i++) {
 			job_ptr = pass_ptrs[i];
 			if (!pass_prios[i].priority || pass_jobs[i].held ||
@@ -115,6 +215,8 @@ static void _run_pass(void)
 	else
 		verbose("%s: pass ranked %d jobs, changed %d priorities in %s",
 			plugin_type, n, changed, TIME_STR);
+	if (candidates > 0)
+		_run_fallback();
 }
 
 static void *_pass_loop(void *arg)

@@ -8,9 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/config"
 	"github.com/lachesis-sched/lachesis/internal/ledger"
+	"github.com/lachesis-sched/lachesis/internal/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // Log keys, constant so slurmctld's log can be grepped.
@@ -57,6 +60,18 @@ type Core struct {
 	// minHistory mirrors cfg.GittinsMinHistory for the writer goroutine.
 	minHistory atomic.Int64
 
+	// Synergy sizing (synergy.go): where profiles come from, and model
+	// keys seen at submit that had none (for `lachesis-profiler missing`).
+	bestCase synergy.ProfileLookup
+	keysMu   sync.Mutex
+	seenKeys map[string]int
+	// candidates of the last pass for the Synergy fallback; under mu
+	candidates []fallbackCandidate
+
+	// agents is the node-agent listener and profile cache; nil unless
+	// agent.listen is set. Set once in Open, before any plugin call.
+	agents *agentserver.Service
+
 	pendMu  sync.Mutex
 	pending map[uint32]ledger.Record // queued for the writer
 	spare   map[uint32]ledger.Record // the writer's last batch, emptied
@@ -92,7 +107,24 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	}
 	c.configPath = env.ConfigPath
 	c.env = env
+	if cfg.Agent.Listen != "" {
+		// Goroutines of its own, never under slurmctld's locks.
+		c.agents, err = agentserver.OpenService(cfg, env.AuthInfo, env.SlurmUID, log)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// Profile returns the latest profile a node agent reported for model. It
+// reads memory only, so job_submit may call it under slurmctld's locks.
+func (c *Core) Profile(model string) (profiler.Record, bool) {
+	if c.agents == nil {
+		return profiler.Record{}, false
+	}
+	return c.agents.Profile(model)
 }
 
 // New builds a Core on an already opened store (tests use it directly).
@@ -183,10 +215,12 @@ func (c *Core) Reconfigure() error {
 // Pass ranks every job in one call: it updates each job's attained service
 // from what slurmctld reports, decides queues and priorities, and writes one
 // Decision per snapshot into out (Priority 0 = leave the job alone). It does
-// no I/O: ledger changes go to the writer goroutine.
-func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) {
+// no I/O: ledger changes go to the writer goroutine. It returns how many
+// pending jobs are candidates for the Synergy fallback (see Fallback).
+func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.candidates = c.candidates[:0]
 	if d := c.dist.Load(); d != c.rankerDist {
 		if err := c.rebuildRanker(); err != nil {
 			c.log.Error("new Gittins distribution rejected", keyErr, err)
@@ -201,6 +235,9 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) {
 		rec := c.observe(now, s)
 		if s.State == StateFinished || s.Held {
 			continue
+		}
+		if s.State == StatePending {
+			c.noteCandidate(s)
 		}
 		c.jobs = append(c.jobs, policyJob(rec, s))
 		c.jobIndex = append(c.jobIndex, i)
@@ -235,6 +272,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.signalWriter()
+	return len(c.candidates)
 }
 
 // observe folds one snapshot into the job's ledger record and returns it.
@@ -383,8 +421,13 @@ func (c *Core) Record(id uint32) (ledger.Record, bool) {
 	return *r, true
 }
 
-// Close flushes the ledger and stops the writer.
+// Close stops the agent listener, flushes the ledger and stops the writer.
 func (c *Core) Close() error {
+	if c.agents != nil {
+		if err := c.agents.Close(); err != nil {
+			c.log.Error("closing the node-agent listener", keyErr, err)
+		}
+	}
 	close(c.stop)
 	<-c.stopped
 	return c.store.Close()

@@ -38,6 +38,10 @@ type Snapshot struct {
 	PreSusTime  int64
 	PartFactor  float64
 	QOSFactor   float64
+	// Set only for pending jobs that wait for resources and that Lachesis
+	// sized (their admin comment carries SizedMarker).
+	WaitsForResources bool
+	AdminComment      string
 }
 
 // gpuCount resolves the job's GPU count, falling back to its request strings.

@@ -138,7 +138,7 @@ func (c *Cluster) Run(name string, args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%w: %s %s: %v: %s", ErrCluster, name,
-			strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			shorten(strings.Join(args, " ")), err, shorten(strings.TrimSpace(string(out))))
 	}
 	return string(out), nil
 }
@@ -208,4 +208,13 @@ func (c *Cluster) ControllerLog() string {
 func (c *Cluster) Ping() bool {
 	out, err := c.Run("scontrol", "ping")
 	return err == nil && strings.Contains(out, "UP")
+}
+
+// shorten keeps error messages readable when arguments are huge.
+func shorten(s string) string {
+	const max = 300
+	if len(s) <= max {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:max], len(s))
 }

@@ -84,24 +84,44 @@ type JobDetail struct {
 	Fields     map[string]string
 }
 
-// ShowJob parses `scontrol -o show job ID`.
+// freeTextKeys are the `scontrol show job` fields whose values may hold
+// spaces; scontrol prints each on a line of its own.
+var freeTextKeys = []string{"AdminComment=", "Comment=", "Command=", "WorkDir=", "StdErr=", "StdIn=", "StdOut=", "SystemComment="}
+
+// ShowJob parses `scontrol show job ID` (the multi-line form, in which
+// free-text fields stand alone on their lines).
 func (c *Cluster) ShowJob(id uint32) (JobDetail, error) {
-	out, err := c.Run("scontrol", "-o", "show", "job", strconv.FormatUint(uint64(id), 10))
+	out, err := c.Run("scontrol", "show", "job", strconv.FormatUint(uint64(id), 10))
 	if err != nil {
 		return JobDetail{}, err
 	}
-	d := JobDetail{Fields: map[string]string{}}
-	for _, kv := range strings.Fields(out) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			d.Fields[k] = v
-		}
-	}
+	d := JobDetail{Fields: parseShowJob(out)}
 	d.State = d.Fields["JobState"]
 	d.Restarts, _ = strconv.Atoi(d.Fields["Restarts"])
 	d.SubmitTime = slurmTime(d.Fields["SubmitTime"])
 	d.StartTime = slurmTime(d.Fields["StartTime"])
 	d.EndTime = slurmTime(d.Fields["EndTime"])
 	return d, nil
+}
+
+func parseShowJob(out string) map[string]string {
+	fields := map[string]string{}
+lines:
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		for _, k := range freeTextKeys {
+			if strings.HasPrefix(line, k) {
+				fields[strings.TrimSuffix(k, "=")] = strings.TrimSpace(line[len(k):])
+				continue lines
+			}
+		}
+		for _, kv := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				fields[k] = v
+			}
+		}
+	}
+	return fields
 }
 
 func slurmTime(s string) time.Time {

@@ -62,9 +62,20 @@ type env struct {
 	dir string
 }
 
+// shape is a test cluster's hardware; zero fields take scripts/cluster.sh's
+// defaults (8 CPUs, 16000 MB per node).
+type shape struct {
+	Nodes, GPUs, CPUs, MemMB int
+}
+
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
-// etc/slurm.conf.lachesis fragment and the given tiresias YAML section.
-func startCluster(t *testing.T, nodes int, tiresias string, extraConf ...string) *env {
+// etc/slurm.conf.lachesis fragment and the given lachesis.yaml text.
+func startCluster(t *testing.T, nodes int, yaml string, extraConf ...string) *env {
+	t.Helper()
+	return startShapedCluster(t, shape{Nodes: nodes, GPUs: 4}, yaml, extraConf...)
+}
+
+func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string) *env {
 	t.Helper()
 	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
 	os.RemoveAll(dir)
@@ -75,10 +86,12 @@ func startCluster(t *testing.T, nodes int, tiresias string, extraConf ...string)
 	opts := slurmcluster.Options{
 		Dir:          dir,
 		PortBase:     testPortBase,
-		Nodes:        nodes,
-		GPUsPerNode:  4,
+		Nodes:        hw.Nodes,
+		GPUsPerNode:  hw.GPUs,
+		CPUsPerNode:  hw.CPUs,
+		MemPerNode:   hw.MemMB,
 		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
-		LachesisYAML: tiresiasYAML(dir, tiresias),
+		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    overrideConf(string(fragment), extraConf),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -1,0 +1,86 @@
+//go:build cgo
+
+package main
+
+/*
+#include <string.h>
+#include "lachesis_core.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/lachesis-sched/lachesis/internal/gres"
+	"github.com/lachesis-sched/lachesis/internal/synergy"
+)
+
+// maxSubmitString bounds what is copied of any user-controlled string: a
+// huge comment must cost nothing.
+const maxSubmitString = 8192
+
+func boundedString(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	n := int(C.strnlen(p, maxSubmitString))
+	return C.GoStringN(p, C.int(n))
+}
+
+func submitFromC(j *C.lachesis_submit_t) synergy.Request {
+	return synergy.Request{
+		Name:        boundedString(j.name),
+		Comment:     boundedString(j.comment),
+		Partition:   boundedString(j.partition),
+		CPUsPerTRES: boundedString(j.cpus_per_tres),
+		MemPerTRES:  boundedString(j.mem_per_tres),
+		CPUsPerTask: uint16(j.cpus_per_task),
+		MemMB:       uint64(j.mem_mb),
+		MemPerCPU:   j.mem_per_cpu != 0,
+		GPU: gres.Request{
+			PerJob:    boundedString(j.tres_per_job),
+			PerNode:   boundedString(j.tres_per_node),
+			PerSocket: boundedString(j.tres_per_socket),
+			PerTask:   boundedString(j.tres_per_task),
+			Nodes:     uint32(j.min_nodes),
+			Tasks:     uint32(j.num_tasks),
+		},
+	}
+}
+
+func nodesFromC(cn []C.lachesis_node_t) []synergy.Node {
+	nodes := make([]synergy.Node, len(cn))
+	for i := range cn {
+		nodes[i] = synergy.Node{CPUs: int(cn[i].cpus), MemMB: uint64(cn[i].mem_mb), Gres: boundedString(cn[i].gres)}
+	}
+	return nodes
+}
+
+func sizingToC(d *synergy.Decision, out *C.lachesis_sizing_t) {
+	*out = C.lachesis_sizing_t{}
+	switch d.Action {
+	case synergy.Set:
+		out.action = C.LACHESIS_SIZE_SET
+	case synergy.Reject:
+		out.action = C.LACHESIS_SIZE_REJECT
+	default:
+		out.action = C.LACHESIS_SIZE_LEAVE
+	}
+	out.cpus_per_gpu = C.uint32_t(d.CPUsPerGPU)
+	out.mem_mb_per_gpu = C.uint64_t(d.MemMBPerGPU)
+	if d.ClearCPUsPerTask {
+		out.clear_cpus_per_task = 1
+	}
+	if d.ClearMem {
+		out.clear_mem = 1
+	}
+	copyCString(unsafe.Pointer(&out.reason[0]), len(out.reason), d.Reason)
+	copyCString(unsafe.Pointer(&out.error[0]), len(out.error), d.Error)
+}
+
+// copyCString writes s, cut to fit and NUL-terminated, into a C char array.
+func copyCString(dst unsafe.Pointer, size int, s string) {
+	b := unsafe.Slice((*byte)(dst), size)
+	n := copy(b[:size-1], s)
+	b[n] = 0
+}
