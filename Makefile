@@ -62,7 +62,7 @@ test-cluster: build
 	@mkdir -p $(BUILD); rc=0; \
 	$(GO) test -count=1 -timeout 20m -v ./tests/cluster/... > $(BUILD)/test-cluster.log 2>&1 || rc=$$?; \
 	grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|^\s+' $(BUILD)/test-cluster.log | grep -vE '^\s+(=====|[0-9]{4}-|\[)' ; \
-	for d in /tmp/lachesis-test/*/; do [ -d "$$d" ] && LACHESIS_CLUSTER_DIR=$$d bash scripts/cluster.sh down >/dev/null 2>&1; done; \
+	for d in $${LACHESIS_TEST_DIR:-/tmp/lachesis-test}/*/; do [ -d "$$d" ] && LACHESIS_CLUSTER_DIR=$$d bash scripts/cluster.sh down >/dev/null 2>&1; done; \
 	if [ $$rc -ne 0 ]; then echo "cluster tests failed; full log in $(BUILD)/test-cluster.log"; tail -n 200 $(BUILD)/test-cluster.log; fi; \
 	exit $$rc
 

@@ -9,6 +9,8 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,10 +47,37 @@ func TestMain(m *testing.M) {
 
 // testDirRoot holds one directory per test cluster; make test-cluster
 // tears down whatever is left there if the test binary dies.
-const testDirRoot = "/tmp/lachesis-test"
+var testDirRoot = envOr("LACHESIS_TEST_DIR", "/tmp/lachesis-test")
 
-// testPortBase keeps test clusters off the ports of `make demo` (16817).
-const testPortBase = 18817
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// freePortBase finds a block of free loopback ports for a cluster
+// (slurmctld plus one per node), away from `make demo`'s 16817, so test
+// clusters never collide with a demo or with another test run.
+func freePortBase(t *testing.T, nodes int) int {
+	t.Helper()
+	for base := 20000 + rand.IntN(20000)/16*16; base < 60000; base += 16 {
+		ok := true
+		for p := base; p <= base+nodes && ok; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				ok = false
+				continue
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port block for a test cluster")
+	return 0
+}
 
 // tiresiasYAML is a lachesis.yaml for fast tests: 1 s passes.
 func tiresiasYAML(dir string, extra string) string {
@@ -85,7 +114,7 @@ func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string
 	}
 	opts := slurmcluster.Options{
 		Dir:          dir,
-		PortBase:     testPortBase,
+		PortBase:     freePortBase(t, hw.Nodes),
 		Nodes:        hw.Nodes,
 		GPUsPerNode:  hw.GPUs,
 		CPUsPerNode:  hw.CPUs,

@@ -246,7 +246,7 @@ func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
 	os.RemoveAll(dir)
 	fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
 	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
-		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: testPortBase,
+		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: freePortBase(t, 1),
 		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
 		LachesisYAML: tiresiasYAML(dir, "tiresias:\n  mode: fifo\n"),
 		ExtraConf:    string(fragment),
