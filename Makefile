@@ -68,7 +68,7 @@ test-cluster: build
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./priority/
-	$(GO) test -run "^$$" -bench . -benchmem ./internal/core/
+	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/core/
 	$(GO) run ./cmd/lachesis-ctldbench
 
 demo: build

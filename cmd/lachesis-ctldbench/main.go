@@ -31,10 +31,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	yaml := fmt.Sprintf("pass_interval: %d\ndb_path: %s\n", *pass, filepath.Join(*dir, "db", "lachesis.db"))
+	// The middle setup separates the priority plugin's own cost from the
+	// cost of preemption: with preemption on, Slurm's scheduler also asks,
+	// for each waiting job, which running jobs it could requeue.
 	setups := []ctldbench.Setup{
 		{Label: "multifactor", Priority: "priority/multifactor", Preempt: "preempt/none"},
-		{Label: "tiresias", Priority: "priority/tiresias", Preempt: "preempt/tiresias", Extra: string(fragment),
-			YAML: fmt.Sprintf("pass_interval: %d\ndb_path: %s\n", *pass, filepath.Join(*dir, "db", "lachesis.db"))},
+		{Label: "tiresias-nopreempt", Priority: "priority/tiresias", Preempt: "preempt/none",
+			Extra: string(fragment) + "PreemptType=preempt/none\nPreemptMode=OFF\n", YAML: yaml},
+		{Label: "tiresias", Priority: "priority/tiresias", Preempt: "preempt/tiresias", Extra: string(fragment), YAML: yaml},
+		// job_submit/synergy alone on multifactor: what sizing costs sbatch.
+		{Label: "multifactor+synergy", Priority: "priority/multifactor", Preempt: "preempt/none",
+			JobSubmit: "synergy", YAML: yaml},
 	}
 	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4}
 	var res []ctldbench.Result
@@ -48,13 +56,16 @@ func main() {
 		}
 		res = append(res, r)
 	}
-	base, lach := res[0], res[1]
-	fmt.Printf("\n%-12s %10s %14s %12s %12s %12s\n", "setup", "sbatch/s", "ctld CPU s", "passes", "pass p50", "pass max")
+	base := res[0]
+	fmt.Printf("\n%-20s %10s %14s %8s %10s %10s\n", "setup", "sbatch/s", "ctld CPU s", "passes", "pass p50", "pass max")
 	for _, r := range res {
-		fmt.Printf("%-12s %10.1f %14.2f %12d %12v %12v\n", r.Label, r.SubmitRate(), r.CPUSeconds, len(r.Passes),
+		fmt.Printf("%-20s %10.1f %14.2f %8d %10v %10v\n", r.Label, r.SubmitRate(), r.CPUSeconds, len(r.Passes),
 			ctldbench.Percentile(r.Passes, 0.5), ctldbench.Percentile(r.Passes, 1))
 	}
-	fmt.Printf("\nslurmctld CPU over %v with %d queued jobs: tiresias/multifactor = %.2f\n", *window, *jobs, lach.CPUSeconds/max(base.CPUSeconds, 0.01))
-	fmt.Printf("sbatch throughput while filling the queue: tiresias/multifactor = %.2f\n", lach.SubmitRate()/base.SubmitRate())
+	fmt.Printf("\nRatios to priority/multifactor (%d queued jobs, %v window):\n", *jobs, *window)
+	for _, r := range res[1:] {
+		fmt.Printf("  %-20s slurmctld CPU %.2fx, sbatch throughput %.2fx\n", r.Label,
+			r.CPUSeconds/max(base.CPUSeconds, 0.01), r.SubmitRate()/base.SubmitRate())
+	}
 	fmt.Println("(priority/multifactor recomputes priorities in a decay thread only with slurmdbd; without it, as here, it has no periodic pass to time.)")
 }

@@ -18,11 +18,12 @@ import (
 
 // Setup is one configuration under test.
 type Setup struct {
-	Label    string
-	Priority string
-	Preempt  string
-	Extra    string
-	YAML     string
+	Label     string
+	Priority  string
+	Preempt   string
+	JobSubmit string
+	Extra     string
+	YAML      string
 }
 
 // Result is what one setup measured.
@@ -51,7 +52,7 @@ type Options struct {
 // holding every GPU, then watches slurmctld for Options.Window.
 func Run(ctx context.Context, o Options, s Setup) (Result, error) {
 	c, err := slurmcluster.Up(ctx, o.Root, slurmcluster.Options{
-		Dir: o.Dir, Nodes: 1, GPUsPerNode: 4, PortBase: o.PortBase, Priority: s.Priority, Preempt: s.Preempt,
+		Dir: o.Dir, Nodes: 1, GPUsPerNode: 4, PortBase: o.PortBase, Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
 		PluginDir: filepath.Join(o.Root, "build", "plugins"), LachesisYAML: s.YAML, ExtraConf: s.Extra,
 	})
 	if err != nil {
