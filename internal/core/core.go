@@ -8,12 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/config"
 	"github.com/lachesis-sched/lachesis/internal/ledger"
 	"github.com/lachesis-sched/lachesis/internal/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
-	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // Log keys, constant so slurmctld's log can be grepped.
@@ -68,9 +66,6 @@ type Core struct {
 	// candidates of the last pass for the Synergy fallback; under mu
 	candidates []fallbackCandidate
 
-	// agents is the node-agent listener and profile cache; nil unless
-	// agent.listen is set. Set once in Open, before any plugin call.
-	agents *agentserver.Service
 
 	pendMu  sync.Mutex
 	pending map[uint32]ledger.Record // queued for the writer
@@ -107,24 +102,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	}
 	c.configPath = env.ConfigPath
 	c.env = env
-	if cfg.Agent.Listen != "" {
-		// Goroutines of its own, never under slurmctld's locks.
-		c.agents, err = agentserver.OpenService(cfg, env.AuthInfo, env.SlurmUID, log)
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-	}
 	return c, nil
-}
-
-// Profile returns the latest profile a node agent reported for model. It
-// reads memory only, so job_submit may call it under slurmctld's locks.
-func (c *Core) Profile(model string) (profiler.Record, bool) {
-	if c.agents == nil {
-		return profiler.Record{}, false
-	}
-	return c.agents.Profile(model)
 }
 
 // New builds a Core on an already opened store (tests use it directly).
@@ -421,13 +399,8 @@ func (c *Core) Record(id uint32) (ledger.Record, bool) {
 	return *r, true
 }
 
-// Close stops the agent listener, flushes the ledger and stops the writer.
+// Close flushes the ledger and stops the writer.
 func (c *Core) Close() error {
-	if c.agents != nil {
-		if err := c.agents.Close(); err != nil {
-			c.log.Error("closing the node-agent listener", keyErr, err)
-		}
-	}
 	close(c.stop)
 	<-c.stopped
 	return c.store.Close()
