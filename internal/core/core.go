@@ -66,7 +66,6 @@ type Core struct {
 	// candidates of the last pass for the Synergy fallback; under mu
 	candidates []fallbackCandidate
 
-
 	pendMu  sync.Mutex
 	pending map[uint32]ledger.Record // queued for the writer
 	spare   map[uint32]ledger.Record // the writer's last batch, emptied
