@@ -3,14 +3,16 @@ module github.com/lachesis-sched/lachesis
 go 1.26.8
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/go-viper/mapstructure/v2 v2.4.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/spf13/viper v1.21.0
+	github.com/ugorji/go/codec v1.3.2
+	golang.org/x/sys v0.29.0
 )
 
 require (
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
 	github.com/sagikazarmark/locafero v0.11.0 // indirect
 	github.com/sourcegraph/conc v0.3.1-0.20240121214520-5f936abd7ae8 // indirect
@@ -19,6 +21,5 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/subosito/gotenv v1.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/sys v0.29.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

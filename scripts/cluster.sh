@@ -24,6 +24,11 @@
 #   LACHESIS_SLURM_DEBUG   verbose  SlurmctldDebug/SlurmdDebug
 #   LACHESIS_KEEP_STATE    0        1: `up` keeps state/ (jobs) of a previous run
 #   LACHESIS_LOG_LINES     40       lines per log shown by `logs` and on failure
+#   LACHESIS_ACCOUNTING    none     slurmdbd: also run a private MariaDB
+#                                   (db/, 127.0.0.1:base+101) and slurmdbd
+#                                   (port base+100), so sacct works and
+#                                   gres/gpu is an accounted TRES; `up` then
+#                                   runs install-deps.sh slurmdbd
 set -euo pipefail
 
 script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -49,6 +54,7 @@ config_src=${LACHESIS_CONFIG_SRC:-}
 debug_level=${LACHESIS_SLURM_DEBUG:-verbose}
 keep_state=${LACHESIS_KEEP_STATE:-0}
 log_lines=${LACHESIS_LOG_LINES:-40}
+accounting=${LACHESIS_ACCOUNTING:-none}
 
 etc="$dir/etc"
 conf="$etc/slurm.conf"
@@ -60,7 +66,27 @@ devdir="$dir/dev"
 mungedir="$dir/munge"
 munge_socket="$mungedir/munge.socket"
 munge_pid="$mungedir/munged.pid"
+# The same in slurm.conf and slurmdbd.conf. cred_expire=5 (the minimum) keeps
+# the begin-time delay Slurm adds to a requeued job (cred_expire+1 s) at
+# about 6 s.
+auth_info="socket=$munge_socket,cred_expire=5"
 ctld_pid="$run/slurmctld.pid"
+# Accounting mode only. The MariaDB server keeps everything, its log too, in
+# db/, so a fresh `up` wipes the whole database with one rm.
+dbdir="$dir/db"
+db_data="$dbdir/data"
+db_socket="$dbdir/mariadbd.sock"
+db_pid="$dbdir/mariadbd.pid"
+db_log="$dbdir/mariadbd.log"
+dbd_conf="$etc/slurmdbd.conf"
+dbd_pid="$run/slurmdbd.pid"
+# slurmdbd has no -f option: it reads slurmdbd.conf from the directory of
+# $SLURM_CONF (get_extra_conf_path() in src/common/read_config.c), so its
+# environment, not its command line, says which cluster a slurmdbd serves.
+dbd_needle="env:SLURM_CONF=$conf"
+# Ports, set by validate(): slurmdbd on base+100, MariaDB on base+101.
+dbd_port=
+db_port=
 
 # Every Slurm client call in here talks to this cluster only.
 export SLURM_CONF="$conf"
@@ -101,7 +127,28 @@ validate() {
   if [[ -n $config_src && ! -r $config_src ]]; then
     die "LACHESIS_CONFIG_SRC=$config_src is not readable"
   fi
+  case $accounting in
+    none) ;;
+    slurmdbd)
+      dbd_port=$((port_base + 100))
+      db_port=$((port_base + 101))
+      # Node K listens on base+K.
+      ((nodes < 100)) || die "LACHESIS_ACCOUNTING=slurmdbd needs LACHESIS_NODES < 100 (slurmdbd uses port base+100)"
+      ((db_port <= 65535)) || die "slurmdbd/MariaDB ports $dbd_port/$db_port beyond 65535"
+      # A system slurmdbd listens on 6819 and a system MariaDB on 3306.
+      if ((dbd_port <= 6819 && db_port >= 6817)) || ((dbd_port == 3306 || db_port == 3306)); then
+        die "slurmdbd/MariaDB ports $dbd_port/$db_port clash with a system Slurm or MariaDB"
+      fi
+      ((${#db_socket} < 108)) || die "MariaDB socket path too long: $db_socket"
+      ;;
+    *) die "LACHESIS_ACCOUNTING must be none or slurmdbd, got '$accounting'" ;;
+  esac
 }
+
+# True when this cluster runs (or ran) with accounting: asked for now, or a
+# database left by an earlier `up`, which `down`, `status` and `logs` must
+# still see when LACHESIS_ACCOUNTING is not set for them.
+accounting_on() { [[ $accounting == slurmdbd || -d $dbdir ]]; }
 
 # Debian's plugin directory, found from the package rather than hard-coded so
 # another architecture or a moved multiarch path still works.
@@ -136,6 +183,14 @@ pid_matches() {
   { read -r c <"/proc/$pid/comm"; } 2>/dev/null || return 1
   [[ $c == "$comm" ]] || return 1
   gone "$pid" && return 1
+  # "env:VAR=VALUE": the process's initial environment has that entry
+  # (slurmdbd, see dbd_needle). Read whole rather than piped to grep -q,
+  # which under pipefail could fail on tr's SIGPIPE.
+  if [[ $needle == env:* ]]; then
+    cmd=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || return 1
+    [[ $'\n'$cmd$'\n' == *$'\n'"${needle#env:}"$'\n'* ]]
+    return
+  fi
   cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
   [[ " $cmd " == *" $needle "* || " $cmd " == *"=$needle "* ]]
 }
@@ -208,9 +263,10 @@ stop_daemon() {
 # that a `pgrep` right after `down` comes back empty. Only waits (at most
 # 10 s): zombies hold no port or file and cannot be signalled anyway.
 wait_zombies() {
-  local i
+  local i re='slurmctld|slurmd|slurmscriptd|slurmstepd|munged'
+  accounting_on && re+='|slurmdbd|mariadbd'
   for ((i = 0; i < 100; i++)); do
-    ps -eo stat=,comm= | awk '$1 ~ /^Z/ && $2 ~ /^(slurmctld|slurmd|slurmscriptd|slurmstepd|munged)$/ {f=1} END {exit !f}' || return 0
+    ps -eo stat=,comm= | awk -v re="^($re)\$" '$1 ~ /^Z/ && $2 ~ re {f=1} END {exit !f}' || return 0
     sleep 0.1
   done
 }
@@ -218,6 +274,8 @@ wait_zombies() {
 ctld_alive() { live_pid "$ctld_pid" slurmctld "$conf" >/dev/null; }
 munge_alive() { live_pid "$munge_pid" munged "$munge_socket" >/dev/null; }
 slurmd_alive() { live_pid "$run/slurmd-$(node_name "$1").pid" slurmd "$conf" >/dev/null; }
+db_alive() { live_pid "$db_pid" mariadbd "$db_data" >/dev/null; }
+dbd_alive() { live_pid "$dbd_pid" slurmdbd "$dbd_needle" >/dev/null; }
 
 ctld_answers() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
@@ -247,6 +305,12 @@ cluster_down() {
   [[ -e ${slurmd_pids[0]} ]] || slurmd_pids=()
   stop_daemon slurmd "$conf" slurmds "${slurmd_pids[@]}"
   stop_daemon slurmctld "$conf" slurmctld "$ctld_pid"
+  # After slurmctld, which sends its last records (node and cluster events)
+  # to slurmdbd on shutdown; MariaDB after slurmdbd for the same reason.
+  if accounting_on; then
+    stop_daemon slurmdbd "$dbd_needle" slurmdbd "$dbd_pid"
+    stop_daemon mariadbd "$db_data" mariadbd "$db_pid"
+  fi
   stop_daemon munged "$munge_socket" munged "$munge_pid"
   wait_zombies
 }
@@ -293,7 +357,7 @@ PluginDir=$pdir
 # adds to a requeued job (cred_expire+1 s) at about 6 s.
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$munge_socket,cred_expire=5
+AuthInfo=$auth_info
 StateSaveLocation=$state
 SlurmdSpoolDir=$spool/%n
 SlurmctldPidFile=$ctld_pid
@@ -322,12 +386,32 @@ EOF
       echo "JobRequeue=1"
     fi
     [[ -n $job_submit ]] && echo "JobSubmitPlugins=$job_submit"
-    cat <<EOF
+    if [[ $accounting == slurmdbd ]]; then
+      cat <<EOF
+# Our own slurmdbd (LACHESIS_ACCOUNTING=slurmdbd). gres/gpu as a TRES puts
+# GPUs in AllocTRES (sacct, scontrol show job) and gives
+# assoc_mgr_find_tres_pos() a real index. AccountingStorageEnforce is left
+# unset: jobs run whether or not their user has an association.
+# AccountingStoragePass is the munge socket for connections to slurmdbd
+# (_global_auth_key() in slurm_protocol_api.c); AuthInfo is not used for
+# them, so without it slurmctld and sacctmgr would try the system munged.
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$dbd_port
+AccountingStoragePass=$auth_info
+AccountingStorageTRES=gres/gpu
+JobAcctGatherType=jobacct_gather/linux
+EOF
+    else
+      cat <<EOF
 AccountingStorageType=accounting_storage/none
 # No AccountingStorageTRES=gres/gpu: without slurmdbd, slurmctld 22.05 dies
 # with "fatal: slurmdbd is required to run with TRES gres/gpu"
 # (controller.c:1729), so assoc_mgr_find_tres_pos() for gres/gpu is -1 here.
 JobAcctGatherType=jobacct_gather/none
+EOF
+    fi
+    cat <<EOF
 JobCompType=jobcomp/filetxt
 JobCompLoc=$logdir/jobcomp.log
 ProctrackType=proctrack/linuxproc
@@ -392,6 +476,13 @@ prepare_dirs() {
     rm -rf "$logdir/previous"
     mkdir -p "$logdir/previous"
     find "$logdir" -maxdepth 1 -type f -exec mv -t "$logdir/previous" {} +
+    # The accounting database goes with the jobs: job ids start at 1 again,
+    # and sacct would mix old and new jobs of the same id.
+    if [[ -d $dbdir ]]; then
+      [[ -f $db_log ]] && mv -f "$db_log" "$logdir/previous/"
+      rm -rf "$dbdir"
+    fi
+    rm -f "$dbd_conf"
   fi
   mkdir -p "$state" "$spool"
   local k
@@ -437,6 +528,139 @@ start_munge() {
   die "munged does not answer on $munge_socket"
 }
 
+# --------------------------------------------------------------- accounting
+
+# Server options for mariadb-install-db and mariadbd alike.
+#  --no-defaults (must come first): /etc/mysql/my.cnf would point the server
+#    at the system datadir and socket.
+#  --user=root: the mysql user comes only with mariadb-server's postinst,
+#    which install-deps.sh does not install; every daemon here runs as root.
+#  --innodb-use-native-aio=0: these containers (gVisor) may refuse io_uring
+#    and libaio; simulated AIO is plenty for a test database.
+#  buffer pool, log file and lock wait: at least half of what slurmdbd
+#    recommends, or it logs "Database settings not recommended values" as an
+#    error. The pool is only touched as used (~100 MB resident).
+#  --innodb-flush-method=nosync, no doublewrite: InnoDB never fsyncs. fsync
+#    is slow here: mariadb-install-db takes ~4 s with it and ~0.7 s without,
+#    and slurmdbd's table creation speeds up too. Commits still reach the
+#    OS, so a killed mariadbd loses nothing; only a host crash could, and
+#    the database is thrown away on the next `up` anyway.
+db_opts=(--no-defaults --user=root --datadir="$db_data"
+  --skip-name-resolve --innodb-use-native-aio=0
+  --innodb-buffer-pool-size=512M --innodb-log-file-size=64M
+  --innodb-lock-wait-timeout=900 --innodb-flush-method=nosync
+  --innodb-doublewrite=0)
+
+db_client() { mariadb --no-defaults --socket="$db_socket" -u root "$@"; }
+
+# A private MariaDB: everything in db/, TCP on 127.0.0.1 only. slurmdbd's
+# mysql plugin always passes a NULL socket to mysql_real_connect(), so
+# StorageHost=localhost would mean the system socket; a 127.0.0.1 port in
+# slurmdbd.conf says where this cluster's server is.
+start_mariadb() {
+  mkdir -p "$dbdir"
+  if [[ ! -d $db_data/mysql ]]; then
+    rm -rf "$db_data"
+    # Root logs in through the socket (unix_socket auth), so no password.
+    if ! mariadb-install-db "${db_opts[@]}" --auth-root-authentication-method=socket \
+      --skip-test-db >"$dbdir/install-db.log" 2>&1; then
+      tail -n "$log_lines" "$dbdir/install-db.log" >&2
+      log "error: mariadb-install-db failed (see $dbdir/install-db.log)"
+      return 1
+    fi
+  fi
+  rm -f "$db_socket" "$db_pid"
+  # mariadbd does not daemonize: setsid detaches it from our session (a ^C
+  # of the caller must not stop it) and the redirections keep a caller's
+  # $(cluster.sh up) from waiting on its stdout forever. Without job control
+  # the background child is no process group leader, so setsid execs in
+  # place and $! is mariadbd itself.
+  setsid mariadbd "${db_opts[@]}" --socket="$db_socket" --pid-file="$db_pid" \
+    --log-error="$db_log" --bind-address=127.0.0.1 --port="$db_port" \
+    </dev/null >>"$db_log" 2>&1 &
+  local pid=$! i
+  for ((i = 0; i < 300; i++)); do
+    db_client -e 'SELECT 1' >/dev/null 2>&1 && return 0
+    gone "$pid" && break
+    sleep 0.1
+  done
+  log "error: mariadbd died or did not answer on $db_socket within 30 s"
+  return 1
+}
+
+# A fresh random password for slurmdbd's database user on every `up`, fed
+# through stdin so it never shows in ps; it lives only in slurmdbd.conf
+# (mode 600).
+write_dbd_conf() {
+  local pw tmp="$dbd_conf.tmp"
+  pw=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  db_client <<EOF || return 1
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+CREATE OR REPLACE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pw';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+EOF
+  # slurmdbd insists on mode 600 and on the file belonging to its SlurmUser.
+  rm -f "$tmp"
+  (
+    umask 077
+    cat >"$tmp" <<EOF
+# Generated by scripts/cluster.sh -- edits are lost on the next \`up\`.
+AuthType=auth/munge
+AuthInfo=$auth_info
+DbdHost=localhost
+DbdPort=$dbd_port
+SlurmUser=root
+DebugLevel=$debug_level
+LogFile=$logdir/slurmdbd.log
+PidFile=$dbd_pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$db_port
+StorageUser=slurm
+StoragePass=$pw
+StorageLoc=slurm_acct_db
+EOF
+  )
+  chown root:root "$tmp"
+  mv -f "$tmp" "$dbd_conf"
+}
+
+dbd_answers() { sacctmgr -n -P list cluster format=cluster >/dev/null 2>&1; }
+
+# slurmdbd daemonizes and finds slurmdbd.conf through $SLURM_CONF (exported
+# above). Its pid file comes right after daemonizing, before it connects to
+# MariaDB and creates its tables, which takes a few seconds the first time.
+start_slurmdbd() {
+  rm -f "$dbd_pid"
+  slurmdbd || return 1
+  # A deadline, not a count: one sacctmgr that cannot connect takes seconds.
+  local start=$SECONDS
+  while ((SECONDS - start < 60)); do
+    if dbd_alive; then
+      dbd_answers && return 0
+    elif ((SECONDS - start >= 5)); then
+      break
+    fi
+    sleep 0.2
+  done
+  return 1
+}
+
+# `sacctmgr add cluster` also creates the cluster's root account and the
+# root user's association in it, which is all jobs of root need; other users
+# run without an association (AccountingStorageEnforce is unset).
+register_cluster() {
+  [[ -n $(sacctmgr -n -P list cluster lachesis format=cluster 2>/dev/null) ]] && return 0
+  sacctmgr -i add cluster lachesis >/dev/null || return 1
+}
+
+start_accounting() {
+  start_mariadb || fail_up "MariaDB did not start"
+  write_dbd_conf || fail_up "cannot create slurmdbd's database user"
+  start_slurmdbd || fail_up "slurmdbd died or did not answer sacctmgr within 60 s"
+  register_cluster || fail_up "sacctmgr add cluster lachesis failed"
+}
+
 # ------------------------------------------------------------------- slurm
 
 # slurmctld daemonizes; its pid file appears once the daemon has taken it.
@@ -469,7 +693,7 @@ start_slurmd() {
 
 show_logs() {
   local f
-  for f in "$logdir"/*.log "$mungedir/munged.log"; do
+  for f in "$logdir"/*.log "$db_log" "$mungedir/munged.log"; do
     [[ -f $f ]] || continue
     echo "===== $f (last $log_lines lines)"
     tail -n "$log_lines" -- "$f"
@@ -501,6 +725,7 @@ cmd_up() {
   write_slurm_conf
   write_gres_conf
   start_munge
+  [[ $accounting == slurmdbd ]] && start_accounting
   start_ctld
   wait_ctld 30 || fail_up "slurmctld died or did not answer 'scontrol ping' within 30 s"
   local k
@@ -512,8 +737,10 @@ cmd_up() {
     sleep 0.5
   done
   ((idle == nodes)) || fail_up "only $idle of $nodes nodes idle after 60 s"
+  local acct=
+  [[ $accounting == slurmdbd ]] && acct=" accounting=slurmdbd (port $dbd_port, MariaDB 127.0.0.1:$db_port);"
   echo "cluster up: $nodes nodes x ${gpus} GPUs, ${cpus} CPUs, ${mem} MB;" \
-    "priority=$priority_type preempt=$preempt_type${job_submit:+ job_submit=$job_submit};" \
+    "priority=$priority_type preempt=$preempt_type${job_submit:+ job_submit=$job_submit};$acct" \
     "SLURM_CONF=$conf"
 }
 
@@ -529,6 +756,10 @@ cmd_down() {
 cmd_status() {
   local k pid
   if pid=$(live_pid "$munge_pid" munged "$munge_socket"); then echo "munged     running (pid $pid)"; else echo "munged     stopped"; fi
+  if accounting_on; then
+    if pid=$(live_pid "$db_pid" mariadbd "$db_data"); then echo "mariadbd   running (pid $pid)"; else echo "mariadbd   stopped"; fi
+    if pid=$(live_pid "$dbd_pid" slurmdbd "$dbd_needle"); then echo "slurmdbd   running (pid $pid)"; else echo "slurmdbd   stopped"; fi
+  fi
   if pid=$(live_pid "$ctld_pid" slurmctld "$conf"); then echo "slurmctld  running (pid $pid)"; else echo "slurmctld  stopped"; fi
   for ((k = 1; k <= nodes; k++)); do
     if pid=$(live_pid "$run/slurmd-$(node_name "$k").pid" slurmd "$conf"); then
@@ -556,6 +787,13 @@ cmd_restart_ctld() {
     log "slurmctld already running"
   else
     munge_alive || start_munge
+    # Left running by a test that only stopped slurmctld; started again if
+    # something took them down too (slurmdbd.conf and the database are kept).
+    if [[ -r $dbd_conf ]]; then
+      db_port=$(sed -n 's/^StoragePort=//p' "$dbd_conf")
+      db_alive || start_mariadb || fail_up "MariaDB did not start again"
+      dbd_alive || start_slurmdbd || fail_up "slurmdbd died or did not answer sacctmgr within 60 s"
+    fi
     start_ctld
   fi
   wait_ctld 30 || fail_up "restarted slurmctld died or did not answer 'scontrol ping' within 30 s"

@@ -1,10 +1,35 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, everything Lachesis needs to build and to
 # run the loopback Slurm cluster. Idempotent: a second run installs nothing.
+#
+# Usage: scripts/install-deps.sh [slurmdbd]
+#   slurmdbd (or LACHESIS_ACCOUNTING=slurmdbd in the environment) also installs
+#   what scripts/cluster.sh needs for its accounting mode. It is opt-in so that
+#   the default install, and CI time, stay as they were.
 set -euo pipefail
 
 pkgs=(slurmctld slurmd slurm-client munge libmunge-dev libslurm-dev
       build-essential pkg-config sqlite3 procps python3)
+
+accounting=${LACHESIS_ACCOUNTING:-none}
+for arg; do
+  case $arg in
+    slurmdbd) accounting=slurmdbd ;;
+    *) echo "usage: $0 [slurmdbd]" >&2; exit 2 ;;
+  esac
+done
+case $accounting in
+  none) ;;
+  # The *-core packages hold mariadbd, mariadb-install-db and the mariadb
+  # client, which is all a private, script-started server needs. The
+  # mariadb-server/mariadb-client meta packages would add galera, perl, rsync,
+  # socat, a system mysql user and a system datadir in /var/lib/mysql, none of
+  # which the cluster uses. slurmdbd pulls in slurm-wlm-mysql-plugin
+  # (accounting_storage_mysql.so).
+  slurmdbd) pkgs+=(slurmdbd mariadb-server-core mariadb-client-core) ;;
+  *) echo "install-deps: LACHESIS_ACCOUNTING must be none or slurmdbd, got '$accounting'" >&2; exit 2 ;;
+esac
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -113,8 +113,18 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 	slurm_msg_t msg;
 	int rc;
 
+	job_record_t *job_ptr = find_job_record(sh->job_id);
+
+	if (!job_ptr || !IS_JOB_PENDING(job_ptr))
+		return;
 	slurm_init_job_desc_msg(&desc);
 	desc.job_id = sh->job_id;
+	/* Slurm re-validates a job's whole GPU request when any per-TRES
+	 * field changes: restate the request as it is. */
+	desc.tres_per_job = xstrdup(job_ptr->tres_per_job);
+	desc.tres_per_node = xstrdup(job_ptr->tres_per_node);
+	desc.tres_per_socket = xstrdup(job_ptr->tres_per_socket);
+	desc.tres_per_task = xstrdup(job_ptr->tres_per_task);
 	xstrfmtcat(desc.cpus_per_tres, "gres:gpu:%u", sh->cpus_per_gpu);
 	xstrfmtcat(desc.mem_per_tres, "gres:gpu:%" PRIu64, sh->mem_mb_per_gpu);
 	desc.admin_comment = xstrdup(sh->admin_comment);
@@ -130,6 +140,10 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 		info("%s: JobId=%u shrunk to %u CPUs, %" PRIu64
 		     " MB per GPU (Synergy fallback)", plugin_type,
 		     sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu);
+	xfree(desc.tres_per_job);
+	xfree(desc.tres_per_node);
+	xfree(desc.tres_per_socket);
+	xfree(desc.tres_per_task);
 	xfree(desc.cpus_per_tres);
 	xfree(desc.mem_per_tres);
 	xfree(desc.admin_comment);

@@ -31,7 +31,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	yaml := fmt.Sprintf("pass_interval: %d\ndb_path: %s\n", *pass, filepath.Join(*dir, "db", "lachesis.db"))
+	yaml := fmt.Sprintf("pass_interval: %d\ndb_path: %s\n", *pass, filepath.Join(*dir, "lachesis", "lachesis.db"))
 	// The middle setup separates the priority plugin's own cost from the
 	// cost of preemption: with preemption on, Slurm's scheduler also asks,
 	// for each waiting job, which running jobs it could requeue.
@@ -47,7 +47,7 @@ func main() {
 	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4}
 	var res []ctldbench.Result
 	for _, s := range setups {
-		os.RemoveAll(filepath.Join(*dir, "db"))
+		os.RemoveAll(filepath.Join(*dir, "lachesis"))
 		fmt.Printf("== %s: submitting %d jobs, then watching slurmctld for %v\n", s.Label, *jobs, *window)
 		r, err := ctldbench.Run(context.Background(), o, s)
 		if err != nil {

@@ -60,7 +60,7 @@ func run(workloadPath, dir string, nodes, gpus int, results string) error {
 		// Thresholds scaled to a minutes-long demo: a 4-GPU job leaves
 		// queue 0 after 10 s, queue 1 after 100 s.
 		YAML: fmt.Sprintf("tiresias:\n  thresholds: [40, 400]\npass_interval: 1\ndb_path: %s\n",
-			filepath.Join(dir, "db", "lachesis.db")),
+			filepath.Join(dir, "lachesis", "lachesis.db")),
 	}
 	multifactor := demo.Scenario{
 		Label: "multifactor", Priority: "priority/multifactor", Preempt: "preempt/none",

@@ -8,10 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/config"
 	"github.com/lachesis-sched/lachesis/internal/ledger"
 	"github.com/lachesis-sched/lachesis/internal/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
 )
 
 // Log keys, constant so slurmctld's log can be grepped.
@@ -58,13 +61,17 @@ type Core struct {
 	// minHistory mirrors cfg.GittinsMinHistory for the writer goroutine.
 	minHistory atomic.Int64
 
-	// Synergy sizing (synergy.go): where profiles come from, and model
-	// keys seen at submit that had none (for `lachesis-profiler missing`).
+	// Synergy sizing (synergy.go): where profiles come from.
 	bestCase synergy.ProfileLookup
-	keysMu   sync.Mutex
-	seenKeys map[string]int
-	// candidates of the last pass for the Synergy fallback; under mu
-	candidates []fallbackCandidate
+	// candidates of the last pass for the Synergy fallback, and when each
+	// job's shrink was last asked for; under mu
+	candidates  []fallbackCandidate
+	shrinkTried map[uint32]int64
+
+	// agents holds the profile cache, the model keys for `missing` and,
+	// when agent.listen is set, the node-agent listener. Set once in Open,
+	// before any plugin call; nil for a Core made by New (tests).
+	agents *agentserver.Service
 
 	pendMu  sync.Mutex
 	pending map[uint32]ledger.Record // queued for the writer
@@ -101,7 +108,27 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	}
 	c.configPath = env.ConfigPath
 	c.env = env
+	// Profiles and the agent listener (when agent.listen is set): goroutines
+	// of their own, never under slurmctld's locks.
+	c.agents, err = agentserver.OpenService(cfg, env.AuthInfo, env.SlurmUID, log)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.bestCase = func(model string) (sensitivity.Demand, bool) {
+		r, ok := c.agents.Profile(model)
+		return r.Best, ok
+	}
 	return c, nil
+}
+
+// Profile returns the latest profile a node agent reported for model. It
+// reads memory only, so job_submit may call it under slurmctld's locks.
+func (c *Core) Profile(model string) (profiler.Record, bool) {
+	if c.agents == nil {
+		return profiler.Record{}, false
+	}
+	return c.agents.Profile(model)
 }
 
 // New builds a Core on an already opened store (tests use it directly).
@@ -214,7 +241,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 			continue
 		}
 		if s.State == StatePending {
-			c.noteCandidate(s)
+			c.noteCandidate(now, s)
 		}
 		c.jobs = append(c.jobs, policyJob(rec, s))
 		c.jobIndex = append(c.jobIndex, i)
@@ -398,8 +425,13 @@ func (c *Core) Record(id uint32) (ledger.Record, bool) {
 	return *r, true
 }
 
-// Close flushes the ledger and stops the writer.
+// Close stops the agent listener, flushes the ledger and stops the writer.
 func (c *Core) Close() error {
+	if c.agents != nil {
+		if err := c.agents.Close(); err != nil {
+			c.log.Error("closing the node-agent listener", keyErr, err)
+		}
+	}
 	close(c.stop)
 	<-c.stopped
 	return c.store.Close()

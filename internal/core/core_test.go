@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/config"
 	"github.com/lachesis-sched/lachesis/internal/ledger"
@@ -239,5 +240,35 @@ func TestReconfigureWithBadFileKeepsConfig(t *testing.T) {
 	}
 	if got := c.Config().Tiresias.Queues(); got != 2 {
 		t.Fatalf("queues = %d after good reload, want 2", got)
+	}
+}
+
+func TestFallbackCandidatesAreOnlyEnlargedJobsThatWaitedLongEnough(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	c.cfg.Synergy.FallbackAfter = 60 * time.Second
+	enlarged := "lachesis: model=x [lachesis:sized cpus=4 mem=1000 share_cpus=1 share_mem=1000]"
+	waiting := func(id uint32, submit int64, comment string) Snapshot {
+		s := pending(id, 1, submit)
+		s.WaitsForResources, s.AdminComment = true, comment
+		return s
+	}
+	out := make([]Decision, 3)
+	snaps := []Snapshot{
+		waiting(1, 1000, enlarged),                               // waited 100 s: a candidate
+		waiting(2, 1090, enlarged),                               // waited 10 s: not yet
+		waiting(3, 1000, "lachesis: model=y proportional share"), // not enlarged
+	}
+	if got := c.Pass(1100, snaps, out); got != 1 {
+		t.Fatalf("candidates = %d, want 1", got)
+	}
+	// Free GPU, no free CPU for 4 per GPU, room for the share of 1.
+	nodes := []NodeState{{CPUs: 4, AllocCPUs: 2, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
+	sh := c.Fallback(1100, nodes, 10)
+	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 1 {
+		t.Fatalf("shrinks = %+v, want job 1 to 1 CPU per GPU", sh)
+	}
+	if got := c.Pass(1101, snaps, out); got != 0 {
+		t.Fatalf("a job just asked to shrink is a candidate again (%d)", got)
 	}
 }

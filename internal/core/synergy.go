@@ -17,8 +17,8 @@ func (c *Core) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decisi
 	cfg := c.cfg.Synergy
 	c.mu.Unlock()
 	d := synergy.Decide(cfg, req, nodes, c.lookupBestCase)
-	if d.Action == synergy.Set && !d.Profiled && d.ModelKey != "" {
-		c.noteUnprofiled(d.ModelKey)
+	if d.NoProfile && d.ModelKey != "" && c.agents != nil {
+		c.agents.NoteModelKey(d.ModelKey) // memory only; written by a goroutine
 	}
 	if d.Action == synergy.Reject {
 		c.log.Info("job refused at submit", keyModel, d.ModelKey, keyErr, d.Error)
@@ -31,27 +31,6 @@ func (c *Core) lookupBestCase(model string) (sensitivity.Demand, bool) {
 		return sensitivity.Demand{}, false
 	}
 	return c.bestCase(model)
-}
-
-// noteUnprofiled remembers a model key that had no profile; the writer
-// goroutine persists the counts.
-func (c *Core) noteUnprofiled(key string) {
-	c.keysMu.Lock()
-	defer c.keysMu.Unlock()
-	if c.seenKeys == nil {
-		c.seenKeys = map[string]int{}
-	}
-	c.seenKeys[key]++
-}
-
-// takeUnprofiled hands the counts gathered since the last call to the
-// writer.
-func (c *Core) takeUnprofiled() map[string]int {
-	c.keysMu.Lock()
-	defer c.keysMu.Unlock()
-	k := c.seenKeys
-	c.seenKeys = nil
-	return k
 }
 
 // SizedMarker marks admin comments of jobs Lachesis sized (see synergy).
@@ -77,15 +56,26 @@ type fallbackCandidate struct {
 	waitedSince int64
 }
 
-// noteCandidate records a pending snapshot as a fallback candidate. Caller
-// holds mu.
-func (c *Core) noteCandidate(s *Snapshot) {
+// noteCandidate records a pending snapshot as a fallback candidate: an
+// enlarged job that has waited long enough and was not tried lately. Only
+// then does the plugin take the locks and gather the nodes' state, so a
+// job that merely waits its turn costs nothing. Caller holds mu.
+func (c *Core) noteCandidate(now int64, s *Snapshot) {
 	if !s.WaitsForResources || s.AdminComment == "" || !c.cfg.Synergy.Enabled {
 		return
 	}
+	waitedSince := max(s.SubmitTime, s.BeginTime)
+	if time.Duration(now-waitedSince)*time.Second < c.cfg.Synergy.FallbackAfter {
+		return
+	}
+	if at, tried := c.shrinkTried[s.ID]; tried && now-at <= shrinkRetry {
+		return
+	}
+	if sz, ok := synergy.ParseSizing(s.AdminComment); !ok || !sz.Enlarged() {
+		return
+	}
 	c.candidates = append(c.candidates, fallbackCandidate{
-		id: s.ID, comment: s.AdminComment, gpusPerNode: perNodeGPUs(s),
-		waitedSince: max(s.SubmitTime, s.BeginTime),
+		id: s.ID, comment: s.AdminComment, gpusPerNode: perNodeGPUs(s), waitedSince: waitedSince,
 	})
 }
 
@@ -95,21 +85,38 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Shrink
+	if c.shrinkTried == nil {
+		c.shrinkTried = map[uint32]int64{}
+	}
+	for id, at := range c.shrinkTried { // forget old attempts
+		if now-at > shrinkRetry {
+			delete(c.shrinkTried, id)
+		}
+	}
 	for _, cand := range c.candidates {
 		if len(out) == max {
 			break
+		}
+		if _, recent := c.shrinkTried[cand.id]; recent {
+			continue
 		}
 		waited := time.Duration(now-cand.waitedSince) * time.Second
 		sh, ok := synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
 		if !ok {
 			continue
 		}
+		c.shrinkTried[cand.id] = now
 		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment})
 		c.log.Info("shrinking a waiting job to its proportional share", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
 	}
 	c.candidates = c.candidates[:0]
 	return out
 }
+
+// shrinkRetry is how long (seconds) before a job whose shrink was asked
+// for may be asked again: an update Slurm refused must not be retried on
+// every pass.
+const shrinkRetry = 60
 
 const (
 	keyCPUs  = "cpus_per_gpu"

@@ -24,6 +24,13 @@ type Scenario struct {
 	// ShowQueues reads Tiresias queues and service from sprio (only
 	// meaningful under priority/tiresias).
 	ShowQueues bool
+	JobSubmit  string // JobSubmitPlugins
+	// Prepare runs before the cluster starts (e.g. to seed profiles).
+	Prepare func(clusterDir string) error
+	// SubmitArgs adds sbatch options for a job; Speeds gives its model's
+	// speed table for scripts/demo-train.sh ("" = the share's speed).
+	SubmitArgs func(Job) []string
+	Speeds     func(Job) string
 }
 
 // Outcome is what happened to one job in one scenario.
@@ -33,6 +40,8 @@ type Outcome struct {
 	Submit   time.Time
 	End      time.Time
 	Restarts int
+	// CPUsPerGPU the job was given (read when it first ran).
+	CPUsPerGPU int
 }
 
 // JCT is the job completion time: submission to end, across requeues.
@@ -47,13 +56,21 @@ type Runner struct {
 	Out       io.Writer
 	Live      bool // redraw a live table (a terminal); else print a line now and then
 	PollEvery time.Duration
+	CPUs      int // per node; 0 = the cluster script's default
+	MemMB     int // per node; 0 = the cluster script's default
 }
 
 // Run executes the workload under s and returns each job's outcome.
 func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, error) {
+	os.RemoveAll(filepath.Join(r.Dir, "lachesis"))
+	if s.Prepare != nil {
+		if err := s.Prepare(r.Dir); err != nil {
+			return nil, err
+		}
+	}
 	c, err := slurmcluster.Up(ctx, r.Root, slurmcluster.Options{
-		Dir: r.Dir, Nodes: r.Nodes, GPUsPerNode: r.GPUs,
-		Priority: s.Priority, Preempt: s.Preempt,
+		Dir: r.Dir, Nodes: r.Nodes, GPUsPerNode: r.GPUs, CPUsPerNode: r.CPUs, MemPerNode: r.MemMB,
+		Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
 		PluginDir:    filepath.Join(r.Root, "build", "plugins"),
 		LachesisYAML: s.YAML, ExtraConf: s.Extra,
 	})
@@ -91,8 +108,16 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 		for next < len(order) && jobs[order[next]].Arrival <= now {
 			j := jobs[order[next]]
 			ckpt := filepath.Join(ckptDir, j.Name)
-			id, err := c.Submit("-J", j.Name, "-N1", "--gpus="+strconv.Itoa(j.GPUs), "--requeue",
-				"--output=/dev/null", "--wrap", fmt.Sprintf("bash %s %s %d", train, ckpt, int(j.Work.Seconds())))
+			speeds := ""
+			if s.Speeds != nil {
+				speeds = s.Speeds(j)
+			}
+			args := []string{"-J", j.Name, "-N1", "--gpus=" + strconv.Itoa(j.GPUs), "--requeue", "--output=/dev/null"}
+			if s.SubmitArgs != nil {
+				args = append(args, s.SubmitArgs(j)...)
+			}
+			args = append(args, "--wrap", fmt.Sprintf("bash %s %s %d %q", train, ckpt, int(j.Work.Seconds()), speeds))
+			id, err := c.Submit(args...)
 			if err != nil {
 				return nil, err
 			}
@@ -111,6 +136,12 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 		done = 0
 		for id, i := range byID {
 			st := states[id]
+			if st.State == "RUNNING" && out[i].CPUsPerGPU == 0 {
+				if d, err := c.ShowJob(id); err == nil {
+					n, _ := strconv.Atoi(d.Fields["NumCPUs"])
+					out[i].CPUsPerGPU = n / max(out[i].Job.GPUs, 1)
+				}
+			}
 			if st.State == "COMPLETED" || st.State == "FAILED" || st.State == "CANCELLED" || st.State == "TIMEOUT" {
 				if out[i].End.IsZero() {
 					d, err := c.ShowJob(id)

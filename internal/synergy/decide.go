@@ -39,10 +39,12 @@ type Decision struct {
 	// together with --cpus-per-gpu.
 	ClearCPUsPerTask bool
 	ClearMem         bool
-	// Profiled: the sizing came from the model's profile.
-	Profiled bool
-	Reason   string // why, for the job's admin comment
-	Error    string // for Reject
+	// Profiled: the sizing came from the model's profile. NoProfile: the
+	// model has none (so `lachesis-profiler missing` should list it).
+	Profiled  bool
+	NoProfile bool
+	Reason    string // why, for the job's admin comment
+	Error     string // for Reject
 }
 
 // ProfileLookup returns a model's best-case demand per GPU, if profiled.
@@ -90,7 +92,7 @@ func Decide(cfg config.Synergy, req Request, nodes []Node, lookup ProfileLookup)
 			source = fmt.Sprintf("proportional share (best case %d CPUs, %.1f GB per GPU fits no node)", best.CPUsPerGPU, best.MemGBPerGPU)
 		}
 	} else {
-		source = "proportional share (no profile yet)"
+		source, d.NoProfile = "proportional share (no profile yet)", true
 	}
 	if !explicitCPUs || cfg.Override {
 		d.CPUsPerGPU = want

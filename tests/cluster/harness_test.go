@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/ledger"
+	"github.com/lachesis-sched/lachesis/internal/profilestore"
 	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 var repoRoot string
@@ -82,7 +84,7 @@ func freePortBase(t *testing.T, nodes int) int {
 // tiresiasYAML is a lachesis.yaml for fast tests: 1 s passes.
 func tiresiasYAML(dir string, extra string) string {
 	return fmt.Sprintf("pass_interval: 1\nlog_level: debug\ndb_path: %s\n%s",
-		filepath.Join(dir, "db", "lachesis.db"), extra)
+		filepath.Join(dir, "lachesis", "lachesis.db"), extra)
 }
 
 type env struct {
@@ -106,8 +108,32 @@ func startCluster(t *testing.T, nodes int, yaml string, extraConf ...string) *en
 
 func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string) *env {
 	t.Helper()
+	return startSeededCluster(t, hw, yaml, nil, extraConf...)
+}
+
+// startSeededCluster is startShapedCluster with profiles stored in the
+// controller's database before slurmctld starts, as if node agents had
+// reported them earlier.
+func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profiler.Record, extraConf ...string) *env {
+	t.Helper()
 	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
 	os.RemoveAll(dir)
+	if len(profiles) > 0 {
+		// The cluster directory must stay searchable by user munge.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		store, err := profilestore.Open(filepath.Join(dir, "lachesis", "lachesis.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range profiles {
+			if _, err := store.Put(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		store.Close()
+	}
 	fragment, err := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +251,7 @@ func (e *env) waitQueue(id uint32, queue int64, timeout time.Duration) slurmclus
 
 func (e *env) ledgerRecord(id uint32) (ledger.Record, bool) {
 	e.t.Helper()
-	store, err := ledger.OpenReadOnly(filepath.Join(e.dir, "db", "lachesis.db"))
+	store, err := ledger.OpenReadOnly(filepath.Join(e.dir, "lachesis", "lachesis.db"))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -3,11 +3,25 @@ package cluster_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
 )
+
+// profileOf is a stored profile whose best case is cpus CPUs and memGB GB
+// per GPU.
+func profileOf(model string, cpus int, memGB float64) profiler.Record {
+	return profiler.Record{
+		ID: "test-" + model, Model: model, Node: "lnode1", User: "root", GPUs: 1,
+		Started: time.Now().Add(-time.Minute), Finished: time.Now(), Signal: "regex",
+		Best: sensitivity.Demand{CPUsPerGPU: cpus, MemGBPerGPU: memGB}, Tolerance: 0.02,
+	}
+}
 
 // synergyShape is one node with the machine's real 2 cores, so the CPUs a
 // job is given are CPUs its processes can really use (task/affinity binds
@@ -91,5 +105,64 @@ func TestHugeCommentIsRefusedCleanly(t *testing.T) {
 	_, f := e.runAndRead("-J", "named", "--gpus=1", "--comment="+strings.Repeat("y", 900)+" model=real")
 	if !strings.Contains(f["AdminComment"], "model=real") {
 		t.Fatalf("AdminComment %q; want the model from the end of a 900-byte comment", f["AdminComment"])
+	}
+}
+
+// The example is model A at 3 CPUs per GPU and B at 1; this machine
+// has 2 cores, and a job's CPUs must be real for the job to use them, so A
+// needs 2 here.
+func TestProfiledModelsGetTheirBestCase(t *testing.T) {
+	e := startSeededCluster(t, synergyShape, "", []profiler.Record{profileOf("A", 2, 1.5), profileOf("B", 1, 0.5)}, synergyConf...)
+	outA, a := e.runAndRead("-J", "A", "--gpus=1")
+	outB, b := e.runAndRead("-J", "B", "--gpus=1")
+	if a["CpusPerTres"] != "gres:gpu:2" || a["MemPerTres"] != "gres:gpu:1536" || !strings.Contains(outA, "cpus=2") {
+		t.Fatalf("A: CpusPerTres=%s MemPerTres=%s, job saw %q; want 2 CPUs, 1536 MB, 2 usable CPUs", a["CpusPerTres"], a["MemPerTres"], outA)
+	}
+	if b["CpusPerTres"] != "gres:gpu:1" || b["MemPerTres"] != "gres:gpu:512" || !strings.Contains(outB, "cpus=1") {
+		t.Fatalf("B: CpusPerTres=%s MemPerTres=%s, job saw %q; want 1 CPU, 512 MB, 1 usable CPU", b["CpusPerTres"], b["MemPerTres"], outB)
+	}
+	if !strings.Contains(a["AdminComment"], "profile best case") {
+		t.Fatalf("A's AdminComment %q does not explain the sizing", a["AdminComment"])
+	}
+	// The comment key beats the job name.
+	_, c := e.runAndRead("-J", "train.sh", "--gpus=1", "--comment=model=A")
+	if c["CpusPerTres"] != "gres:gpu:2" {
+		t.Fatalf("--comment=model=A gave CpusPerTres=%s; want A's 2 CPUs", c["CpusPerTres"])
+	}
+}
+
+func TestUnprofiledModelShowsUpInProfilerMissing(t *testing.T) {
+	e := startSeededCluster(t, synergyShape, "", []profiler.Record{profileOf("A", 2, 1.5)}, synergyConf...)
+	e.runAndRead("-J", "never-profiled", "--gpus=1")
+	e.runAndRead("-J", "A", "--gpus=1")
+	bin := buildCommands(t)
+	db := filepath.Join(e.dir, "lachesis", "lachesis.db")
+	e.eventually(30*time.Second, "lachesis-profiler missing to list the model", func() (bool, string) {
+		out, err := exec.Command(filepath.Join(bin, "lachesis-profiler"), "missing", "--db", db).CombinedOutput()
+		return err == nil && strings.Contains(string(out), "never-profiled") && !strings.Contains(string(out), "\nA "), string(out)
+	})
+}
+
+func TestFallbackShrinksAJobThatWouldWaitForever(t *testing.T) {
+	e := startSeededCluster(t, synergyShape, "synergy:\n  fallback_after: 3\n", []profiler.Record{profileOf("hungry", 2, 1)}, synergyConf...)
+	// A job on the share takes 1 GPU and 1 of the 2 CPUs for a long time:
+	// the hungry job's GPU is free, its second CPU never will be.
+	filler := e.submit("-J", "filler", "--gpus=1", "--wrap", "sleep 600")
+	e.waitState(filler, "RUNNING", 30*time.Second)
+	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
+	d, err := e.c.ShowJob(hungry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fields["CpusPerTres"] != "gres:gpu:2" {
+		t.Fatalf("hungry job sized %s; want its best case gres:gpu:2", d.Fields["CpusPerTres"])
+	}
+	e.waitState(hungry, "RUNNING", 40*time.Second)
+	d, err = e.c.ShowJob(hungry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fields["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(d.Fields["AdminComment"], "shrunk to the proportional share") {
+		t.Fatalf("after the fallback: CpusPerTres=%s AdminComment=%q", d.Fields["CpusPerTres"], d.Fields["AdminComment"])
 	}
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/profilestore"
+	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+)
+
+func runCLI(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func seededDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lachesis.db")
+	s, err := profilestore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	rec := profiler.Record{ID: "id-1", Model: "bert", Node: "lnode1", User: "alice", GPUs: 1,
+		Started: at.Add(-time.Minute), Finished: at, Signal: "regex", Tolerance: 0.1,
+		CPUSweep: []profiler.Measurement{{CPUs: 1, Throughput: 5, Samples: 3, Seconds: 2}, {CPUs: 2, Throughput: 9.5, Samples: 3, Seconds: 2}},
+		Matrix:   sensitivity.Profile{Model: "bert", CPUs: []int{1, 2}, MemGB: []float64{4}, Throughput: [][]float64{{0.5}, {1}}},
+		Best:     sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 4},
+	}
+	if _, err := s.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NoteModelKeys(map[string]int{"bert": 1, "gpt": 3}, at); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestListShowsEachModel(t *testing.T) {
+	db := seededDB(t)
+	out, _, err := runCLI(t, "list", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "MODEL") || !strings.Contains(out, "bert") || !strings.Contains(out, "lnode1") {
+		t.Fatalf("list:\n%s", out)
+	}
+}
+
+func TestShowPrintsTheTableAndWritesPlots(t *testing.T) {
+	db := seededDB(t)
+	for _, ext := range []string{"png", "svg"} {
+		t.Run(ext+" plot is written", func(t *testing.T) {
+			plot := filepath.Join(t.TempDir(), "bert."+ext)
+			// Flags after the model work too.
+			out, _, err := runCLI(t, "show", "bert", "--plot", plot, "--db", db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "profile bert") || !strings.Contains(out, "chart written") {
+				t.Fatalf("show:\n%s", out)
+			}
+			b, err := os.ReadFile(plot)
+			if err != nil || len(b) == 0 {
+				t.Fatalf("plot: %v", err)
+			}
+			if ext == "png" && !bytes.HasPrefix(b, []byte("\x89PNG")) || ext == "svg" && !bytes.Contains(b, []byte("<svg")) {
+				t.Fatalf("%s plot starts %q", ext, b[:min(len(b), 16)])
+			}
+		})
+	}
+}
+
+func TestShowErrorsAreClear(t *testing.T) {
+	db := seededDB(t)
+	tests := []struct {
+		name string
+		args []string
+		want error
+		text string
+	}{
+		{"unknown model says so", []string{"show", "nope", "--db", db}, errNoProfile, `"nope"`},
+		{"unknown plot format is a usage error", []string{"show", "bert", "--db", db, "--plot", "x.jpg"}, errUsage, ".png or .svg"},
+		{"missing model is a usage error", []string{"show", "--db", db}, errUsage, ""},
+		{"absent database says so", []string{"show", "bert", "--db", "/nonexistent/x.db"}, profilestore.ErrStore, "/nonexistent/x.db"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCLI(t, tc.args...)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("got %v; want %v mentioning %q", err, tc.want, tc.text)
+			}
+		})
+	}
+}
+
+func TestMissingListsUnprofiledKeys(t *testing.T) {
+	db := seededDB(t)
+	out, _, err := runCLI(t, "missing", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "gpt") || strings.Contains(out, "bert") {
+		t.Fatalf("missing:\n%s", out)
+	}
+}
+
+func TestDatabaseIsFoundThroughLachesisYAML(t *testing.T) {
+	db := seededDB(t)
+	etc := t.TempDir()
+	os.WriteFile(filepath.Join(etc, "lachesis.yaml"), []byte("db_path: "+db+"\n"), 0o644)
+	t.Setenv("SLURM_CONF", filepath.Join(etc, "slurm.conf"))
+	t.Setenv("LACHESIS_CONFIG", "")
+	out, _, err := runCLI(t, "list")
+	if err != nil || !strings.Contains(out, "bert") {
+		t.Fatalf("list without --db: %v\n%s", err, out)
+	}
+}
+
+type fakeAgent struct{ got localapi.ProfileRequest }
+
+func (f *fakeAgent) Profile(_ context.Context, _ localapi.Caller, req localapi.ProfileRequest, progress func(profiler.Progress)) (localapi.Result, error) {
+	f.got = req
+	progress(profiler.Progress{Point: 1, Points: 2, CPUs: 2, Throughput: 7, Message: "2 CPUs: 7"})
+	return localapi.Result{ID: "id-9", Model: req.Model, Points: 2, Best: sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 8}}, nil
+}
+func (f *fakeAgent) Status() (localapi.Status, error) {
+	return localapi.Status{Node: "n1", Controller: "ctl:6830", Pending: 1, Telemetry: "off: no NVIDIA driver"}, nil
+}
+
+func agentSocket(t *testing.T, h localapi.Handler) string {
+	dir, err := os.MkdirTemp("", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "agent.sock")
+	s, err := localapi.Listen(path, h, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return path
+}
+
+func TestProfileSendsTheCommandAndShowsProgress(t *testing.T) {
+	agent := &fakeAgent{}
+	sock := agentSocket(t, agent)
+	out, errOut, err := runCLI(t, "profile", "--agent-socket", sock, "--model", "bert", "--point-seconds", "3",
+		"--regex", `(\d+) it/s`, "--", "python", "-u", "train.py", "--epochs", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := agent.got
+	if g.Model != "bert" || strings.Join(g.Argv, " ") != "python -u train.py --epochs 1" || g.PointSeconds != 3 || g.Regex != `(\d+) it/s` || g.Dir == "" || len(g.Env) == 0 {
+		t.Fatalf("request %+v", g)
+	}
+	if !strings.Contains(errOut, "2 CPUs: 7") || !strings.Contains(out, "best case 2 CPUs and 8.00 GB per GPU") || !strings.Contains(out, "waiting in the node agent's spool") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+}
+
+func TestProfileWithoutAnAgentSaysItIsNotRunning(t *testing.T) {
+	_, _, err := runCLI(t, "profile", "--agent-socket", "/nonexistent/agent.sock", "--model", "m", "--", "true")
+	if !errors.Is(err, localapi.ErrAgentNotRunning) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestProfileNeedsModelAndCommand(t *testing.T) {
+	for _, args := range [][]string{{"profile", "--", "true"}, {"profile", "--model", "m"}} {
+		if _, _, err := runCLI(t, args...); !errors.Is(err, errUsage) {
+			t.Fatalf("%q: got %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestStatusShowsTheAgent(t *testing.T) {
+	sock := agentSocket(t, &fakeAgent{})
+	out, _, err := runCLI(t, "status", "--agent-socket", sock)
+	if err != nil || !strings.Contains(out, "1 waiting in the spool") || !strings.Contains(out, "no NVIDIA driver") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestUnknownCommandIsAUsageError(t *testing.T) {
+	if _, errOut, err := runCLI(t, "frobnicate"); !errors.Is(err, errUsage) || !strings.Contains(errOut, "usage:") {
+		t.Fatalf("got %v\n%s", err, errOut)
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lachesis-sched/lachesis/node-agent/config"
+	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/node-agent/progress"
+	"github.com/lachesis-sched/lachesis/profiler"
+)
+
+func agentSocketFlag(fs *flag.FlagSet) *string {
+	return fs.String("agent-socket", config.Default().Socket, "the node agent's unix socket")
+}
+
+func cmdProfile(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("profile", stderr)
+	var req localapi.ProfileRequest
+	fs.StringVar(&req.Model, "model", "", "model key jobs name with --comment=model=NAME or their job name (required)")
+	fs.StringVar(&req.Regex, "regex", "", "regex whose first group is the throughput in the command's output (default: "+profiler.DefaultRegex+")")
+	fs.Float64Var(&req.PointSeconds, "point-seconds", 0, "seconds the command runs at each CPU count (default: "+profiler.DefaultPointDuration.String()+")")
+	fs.StringVar(&req.DatasetPath, "dataset", "", "the command's dataset, a file or directory, for the memory model")
+	fs.IntVar(&req.GPUs, "gpus", 0, "GPUs the command uses (0: CPU-only, profiled as one GPU)")
+	fs.IntVar(&req.MaxCPUs, "max-cpus", 0, "largest CPU count to sweep (0: all)")
+	fs.BoolVar(&req.UseNVML, "nvml", false, "use GPU utilisation (NVML) as the throughput signal instead of --regex")
+	socket := agentSocketFlag(fs)
+	argv, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if req.Model == "" || len(argv) == 0 {
+		fmt.Fprintln(stderr, "profile needs --model NAME and a command after --")
+		fs.Usage()
+		return errUsage
+	}
+	req.Argv = argv
+	req.Env = os.Environ()
+	if req.Dir, err = os.Getwd(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bar := progress.New(stderr, isTerminal(stderr))
+	res, err := localapi.Profile(ctx, *socket, req, bar.Update)
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "profile %s of %s: %d points; best case %d CPUs and %.2f GB per GPU\n",
+		res.ID, res.Model, res.Points, res.Best.CPUsPerGPU, res.Best.MemGBPerGPU)
+	if res.Delivered {
+		fmt.Fprintln(stdout, "delivered to the controller")
+	} else {
+		fmt.Fprintln(stdout, "waiting in the node agent's spool; it reaches the controller as soon as slurmctld answers")
+	}
+	return nil
+}
+
+func cmdStatus(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", stderr)
+	socket := agentSocketFlag(fs)
+	if rest, err := parse(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, rest)
+	}
+	st, err := localapi.GetStatus(context.Background(), *socket)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "node %s, controller %s\nprofiles: %d waiting in the spool, %d delivered\ntelemetry: %s\n",
+		st.Node, st.Controller, st.Pending, st.Delivered, st.Telemetry)
+	if st.Running != "" {
+		fmt.Fprintf(stdout, "profiling now: %s\n", st.Running)
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

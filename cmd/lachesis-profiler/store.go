@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	lconfig "github.com/lachesis-sched/lachesis/internal/config"
+	"github.com/lachesis-sched/lachesis/internal/profilestore"
+	"github.com/lachesis-sched/lachesis/profiler"
+)
+
+// errNoProfile: show was asked about a model nobody profiled.
+var errNoProfile = errors.New("no profile")
+
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", "", "the controller's SQLite file (default: db_path of lachesis.yaml next to $SLURM_CONF or /etc/slurm/slurm.conf)")
+}
+
+// openStore opens the controller's database read-only, finding it through
+// lachesis.yaml unless --db names it.
+func openStore(db string) (*profilestore.Store, error) {
+	if db == "" {
+		slurmConf := os.Getenv("SLURM_CONF")
+		if slurmConf == "" {
+			slurmConf = "/etc/slurm/slurm.conf"
+		}
+		path := lconfig.PathNextTo(slurmConf)
+		cfg, err := lconfig.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("finding the controller's database: %w (or pass --db)", err)
+		}
+		db = cfg.DBPath
+	}
+	s, err := profilestore.OpenReadOnly(db)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w (run this on the slurmctld host, or pass --db)", err)
+	case errors.Is(err, os.ErrPermission) || (err != nil && strings.Contains(err.Error(), "permission denied")):
+		return nil, fmt.Errorf("%w (run as root or SlurmUser on the slurmctld host)", err)
+	}
+	return s, err
+}
+
+func noArgs(fs *flag.FlagSet, args []string) error {
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, rest)
+	}
+	return nil
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("list", stderr)
+	db := dbFlag(fs)
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	s, err := openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rows, err := s.List()
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "no profiles yet (see `lachesis-profiler missing` for models jobs are waiting on)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tPROFILES\tBEST CPUS/GPU\tBEST MEM GB/GPU\tPOINTS\tNODE\tUSER\tFINISHED")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%d\t%s\t%s\t%s\n", r.Model, r.Profiles, r.Best.CPUsPerGPU,
+			r.Best.MemGBPerGPU, r.Points, r.Node, r.User, r.Finished.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func cmdShow(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("show", stderr)
+	db := dbFlag(fs)
+	plot := fs.String("plot", "", "also write a chart of throughput against CPUs to this .png or .svg file")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		fmt.Fprintln(stderr, "show needs one MODEL")
+		fs.Usage()
+		return errUsage
+	}
+	model := rest[0]
+	format := ""
+	if *plot != "" {
+		switch strings.ToLower(filepath.Ext(*plot)) {
+		case ".png":
+			format = "png"
+		case ".svg":
+			format = "svg"
+		default:
+			return fmt.Errorf("%w: --plot %s: the file must end in .png or .svg", errUsage, *plot)
+		}
+	}
+	s, err := openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rec, ok, err := s.Latest(model)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w for model %q (`lachesis-profiler list` shows the profiled models)", errNoProfile, model)
+	}
+	if err := profiler.Render(stdout, rec, "text"); err != nil {
+		return err
+	}
+	if format == "" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := profiler.Render(&buf, rec, format); err != nil {
+		return err
+	}
+	if err := os.WriteFile(*plot, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "chart written to %s\n", *plot)
+	return nil
+}
+
+func cmdMissing(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("missing", stderr)
+	db := dbFlag(fs)
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	s, err := openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	keys, err := s.Missing()
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(stdout, "every model key seen in submitted jobs has a profile")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL KEY\tJOBS\tFIRST SEEN\tLAST SEEN")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", k.Key, k.Jobs, k.FirstSeen.Local().Format(time.DateTime), k.LastSeen.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}

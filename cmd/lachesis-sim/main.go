@@ -1,0 +1,377 @@
+// Command lachesis-sim replays a job trace on a simulated GPU cluster under
+// several scheduling policies side by side: what Lachesis (Tiresias
+// priorities, Synergy allocation) would have done, next to FIFO, Slurm's
+// age priority and a clairvoyant SRTF. See package sim for the model and
+// docs/evaluation for the commands behind the published figures.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/sim"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		slog.Error("lachesis-sim failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parsed flags.
+type options struct {
+	trace, format, sacctFold, from, to, vcs string
+	skip, limit                             int
+	durationScale                           float64
+	shape                                   sim.Shape
+	policies, allocs                        string
+	restartPenalty, passInterval            string
+	tickPassesOnly                          bool
+	thresholds                              string
+	promoteKnob                             float64
+	gittinsLearn                            int
+	referencePreemption                     bool
+	ageWeight, sizeWeight                   float64
+	maxAge                                  string
+	profiles, models                        string
+	tolerance, reserve                      float64
+	seed                                    uint64
+	out, title                              string
+	jobsCSV, sweep, bench, progress         bool
+	sweepNodes                              string
+	parallel                                int
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{shape: sim.DefaultShape()}
+	fs := flag.NewFlagSet("lachesis-sim", flag.ContinueOnError)
+	fs.StringVar(&o.trace, "trace", "../shared/data/philly/philly_jobs.csv", "trace file")
+	fs.StringVar(&o.format, "format", "auto", "trace format: auto, philly, tiresias, joblist, sacct")
+	fs.StringVar(&o.sacctFold, "sacct-fold", "last", "duration of a requeued job from sacct: last run (last) or all runs (sum)")
+	fs.StringVar(&o.from, "from", "", "keep jobs submitted at or after this time (2017-10-02, 2017-10-02 08:00:00, RFC 3339, or seconds since the trace's start)")
+	fs.StringVar(&o.to, "to", "", "keep jobs submitted before this time (same forms as -from)")
+	fs.StringVar(&o.vcs, "vc", "", "keep jobs of these virtual clusters (comma-separated)")
+	fs.IntVar(&o.skip, "skip", 0, "drop the first N selected jobs")
+	fs.IntVar(&o.limit, "jobs", 0, "keep at most N jobs (0: all)")
+	fs.Float64Var(&o.durationScale, "duration-scale", 1, "multiply every duration")
+	fs.IntVar(&o.shape.Nodes, "nodes", o.shape.Nodes, "nodes")
+	fs.IntVar(&o.shape.GPUsPerNode, "gpus-per-node", o.shape.GPUsPerNode, "GPUs per node")
+	fs.IntVar(&o.shape.CPUsPerNode, "cpus-per-node", o.shape.CPUsPerNode, "CPUs per node")
+	fs.Float64Var(&o.shape.MemGBNode, "mem-per-node", o.shape.MemGBNode, "memory per node, GB")
+	fs.BoolVar(&o.shape.GPUCountOnly, "gpu-count-only", false, "count GPUs only: no nodes, CPUs or memory")
+	fs.StringVar(&o.policies, "policies", "all", "policies to compare: all, or a list of "+strings.Join(sim.PolicyNames, ","))
+	fs.StringVar(&o.allocs, "alloc", "proportional", "CPU/memory allocation: proportional, synergy, or both (comma-separated)")
+	fs.StringVar(&o.restartPenalty, "restart-penalty", "0", "time a preempted job loses when it restarts (e.g. 60s)")
+	fs.StringVar(&o.passInterval, "pass-interval", "30s", "policy pass interval; 0 acts on demotions at the exact second")
+	fs.BoolVar(&o.tickPassesOnly, "tick-passes-only", false, "act on arrivals and completions only at pass ticks too")
+	fs.StringVar(&o.thresholds, "thresholds", "", "Tiresias queue thresholds, GPU-seconds (default: priority.DefaultConfig's)")
+	fs.Float64Var(&o.promoteKnob, "promote-knob", -1, "Tiresias starvation promote knob, 0 off (default: priority.DefaultConfig's)")
+	fs.IntVar(&o.gittinsLearn, "gittins-learn", 0, "rebuild the Gittins distribution from completed jobs every N completions (0: bundled seed only)")
+	fs.BoolVar(&o.referencePreemption, "reference-preemption", false, "las/gittins preempt every lower-ranked job, as the Tiresias reference simulator")
+	fs.Float64Var(&o.ageWeight, "age-weight", 1000, "age policy: PriorityWeightAge")
+	fs.Float64Var(&o.sizeWeight, "size-weight", 0, "age policy: PriorityWeightJobSize, favouring small jobs")
+	fs.StringVar(&o.maxAge, "max-age", "7d", "age policy: PriorityMaxAge")
+	fs.StringVar(&o.profiles, "profiles", "../shared/data/synergy/synergy_model_throughput.csv", "Synergy throughput table")
+	fs.StringVar(&o.models, "models", "assign", "models of jobs that name none: assign (seeded draw) or given (unprofiled)")
+	fs.Float64Var(&o.tolerance, "tolerance", sensitivity.DefaultTolerance, "best-case tolerance")
+	fs.Float64Var(&o.reserve, "reserve", sensitivity.DefaultReserve, "share of the proportional share kept for a node's other free GPUs")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the model assignment")
+	fs.StringVar(&o.out, "out", "", "directory for summary.csv/.json/.md, jct_cdf.png (and sweep.csv/.md with -sweep)")
+	fs.StringVar(&o.title, "title", "", "plot title (default: the trace and cluster)")
+	fs.BoolVar(&o.jobsCSV, "jobs-csv", false, "also write every job's outcome to jobs.csv")
+	fs.BoolVar(&o.sweep, "sweep", false, "run the Tiresias sensitivity sweep instead of a comparison")
+	fs.StringVar(&o.sweepNodes, "sweep-nodes", "", "with -sweep: node counts to sweep on, e.g. 64,48 (default: -nodes)")
+	fs.BoolVar(&o.bench, "bench", false, "report wall time, jobs simulated per second and peak memory")
+	fs.BoolVar(&o.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
+	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	trace, err := loadTrace(o)
+	if err != nil {
+		return err
+	}
+	cfg, err := baseConfig(o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("trace %s: %d jobs, %.0f GPU-hours, submitted over %s; cluster %s\n",
+		trace.Name, len(trace.Jobs), trace.GPUSeconds()/3600, sim.HumanDuration(trace.Span()), cfg.Shape)
+
+	var variants []sim.Variant
+	if !o.sweep {
+		policies := sim.PolicyNames
+		if o.policies != "all" {
+			policies = splitList(o.policies)
+		}
+		var allocs []sim.AllocMode
+		for _, a := range splitList(o.allocs) {
+			allocs = append(allocs, sim.AllocMode(a))
+		}
+		variants = sim.Variants(cfg, policies, allocs)
+	}
+	runs := len(variants)
+	settings, err := sweepSettings(o, cfg)
+	if err != nil {
+		return err
+	}
+	if o.sweep {
+		runs = sim.NumSweepRuns() * len(settings)
+	}
+	var bar *sim.Bar
+	if o.progress || stderrIsTerminal() {
+		bar = sim.NewBar(os.Stderr, "simulating", runs*len(trace.Jobs))
+		for i := range variants {
+			variants[i].Config.Progress = bar.Add
+		}
+		for i := range settings {
+			settings[i].Config.Progress = bar.Add
+		}
+	}
+
+	start := time.Now()
+	if o.sweep {
+		err = runSweep(o, trace, settings)
+	} else {
+		err = runComparison(o, trace, variants)
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	if o.bench {
+		report(time.Since(start), runs, len(trace.Jobs), o.parallel)
+	}
+	return nil
+}
+
+func runComparison(o *options, trace *sim.Trace, variants []sim.Variant) error {
+	results, err := sim.RunAll(trace, variants, o.parallel)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteTable(os.Stdout, results); err != nil {
+		return err
+	}
+	for _, r := range sim.Ratios(results) {
+		fmt.Printf("%s: %.3f\n", r.Name, r.Value)
+	}
+	if o.out == "" {
+		return nil
+	}
+	title := o.title
+	if title == "" {
+		title = fmt.Sprintf("JCT CDF: %s, %d jobs, %d GPUs", trace.Name, len(trace.Jobs), variants[0].Config.Shape.GPUs())
+	}
+	paths, err := sim.WriteOutputs(o.out, results, o.seed, title, o.jobsCSV)
+	for _, p := range paths {
+		fmt.Println("wrote", p)
+	}
+	return err
+}
+
+// sweepSettings are the clusters of a sweep: the configured one, or one per
+// -sweep-nodes entry.
+func sweepSettings(o *options, cfg sim.Config) ([]sim.SweepSetting, error) {
+	counts := []string{strconv.Itoa(cfg.Shape.Nodes)}
+	if o.sweepNodes != "" {
+		counts = splitList(o.sweepNodes)
+	}
+	var settings []sim.SweepSetting
+	for _, s := range counts {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-sweep-nodes: %q is not a node count", s)
+		}
+		c := cfg
+		c.Shape.Nodes = n
+		settings = append(settings, sim.SweepSetting{Name: fmt.Sprintf("%d GPUs", c.Shape.GPUs()), Config: c})
+	}
+	return settings, nil
+}
+
+func runSweep(o *options, trace *sim.Trace, settings []sim.SweepSetting) error {
+	rows, err := sim.Sweep(trace, settings, o.parallel)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteSweepMarkdown(os.Stdout, settings, rows); err != nil {
+		return err
+	}
+	best, _ := sim.Chosen(rows)
+	fmt.Printf("\nchosen default: %s (regret %.3f, %d preemptions)\n", best.Point, best.Regret, best.Preemptions())
+	if o.out == "" {
+		return nil
+	}
+	paths, err := sim.WriteSweepOutputs(o.out, settings, rows)
+	for _, p := range paths {
+		fmt.Println("wrote", p)
+	}
+	return err
+}
+
+func report(elapsed time.Duration, runs, jobs, parallel int) {
+	total := runs * jobs
+	fmt.Printf("bench: %d simulation(s) × %d jobs in %.2f s wall (%d at a time): %.0f jobs simulated per second\n",
+		runs, jobs, elapsed.Seconds(), parallel, float64(total)/elapsed.Seconds())
+	if rss, err := sim.PeakRSS(); err == nil {
+		fmt.Printf("bench: peak RSS %.1f MiB\n", float64(rss)/(1<<20))
+	} else {
+		fmt.Println("bench:", err)
+	}
+}
+
+func loadTrace(o *options) (*sim.Trace, error) {
+	var trace *sim.Trace
+	var err error
+	if sim.Format(o.format) == sim.FormatSacct {
+		f, ferr := os.Open(o.trace)
+		if ferr != nil {
+			return nil, ferr
+		}
+		defer f.Close()
+		var st sim.SacctStats
+		trace, st, err = sim.ReadSacct(f, sim.SacctOptions{Fold: sim.SacctFold(o.sacctFold)})
+		if err == nil {
+			trace.Name = filepath.Base(o.trace)
+			fmt.Printf("sacct: %d lines, %d jobs (%d requeued, folded), left out: %d steps, %d without GPUs, %d unfinished, %d never ran\n",
+				st.Lines, st.Jobs, st.Requeued, st.Steps, st.NoGPU, st.Unfinished, st.NeverRan)
+		}
+	} else {
+		trace, err = sim.LoadTrace(o.trace, sim.Format(o.format))
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := sim.Filter{Skip: o.skip, Limit: o.limit, DurationScale: o.durationScale}
+	if o.vcs != "" {
+		f.Clusters = splitList(o.vcs)
+	}
+	if f.From, f.FromSec, err = parseWhen(o.from); err != nil {
+		return nil, fmt.Errorf("-from: %w", err)
+	}
+	if f.To, f.ToSec, err = parseWhen(o.to); err != nil {
+		return nil, fmt.Errorf("-to: %w", err)
+	}
+	return trace.Select(f)
+}
+
+func baseConfig(o *options) (sim.Config, error) {
+	cfg := sim.DefaultConfig()
+	cfg.Shape = o.shape
+	cfg.Models = sim.ModelRule(o.models)
+	cfg.Tolerance, cfg.Reserve, cfg.Seed = o.tolerance, o.reserve, o.seed
+	cfg.TickPassesOnly = o.tickPassesOnly
+	var err error
+	if cfg.RestartPenalty, err = parseSeconds(o.restartPenalty); err != nil {
+		return cfg, fmt.Errorf("-restart-penalty: %w", err)
+	}
+	if cfg.PassInterval, err = parseSeconds(o.passInterval); err != nil {
+		return cfg, fmt.Errorf("-pass-interval: %w", err)
+	}
+	po := &cfg.PolicyOptions
+	if o.thresholds != "" {
+		po.Tiresias.Thresholds = nil
+		for _, s := range splitList(o.thresholds) {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return cfg, fmt.Errorf("-thresholds: %q is not a number", s)
+			}
+			po.Tiresias.Thresholds = append(po.Tiresias.Thresholds, v)
+		}
+	}
+	if o.promoteKnob >= 0 {
+		po.Tiresias.PromoteKnob = o.promoteKnob
+	}
+	po.LearnEvery = o.gittinsLearn
+	po.ReferencePreemption = o.referencePreemption
+	po.AgeWeight, po.SizeWeight = o.ageWeight, o.sizeWeight
+	if po.MaxAge, err = parseSeconds(o.maxAge); err != nil {
+		return cfg, fmt.Errorf("-max-age: %w", err)
+	}
+	if !o.shape.GPUCountOnly && o.profiles != "" {
+		f, err := os.Open(o.profiles)
+		if err != nil {
+			return cfg, err
+		}
+		defer f.Close()
+		if cfg.Profiles, err = sensitivity.ReadThroughputCSV(f); err != nil {
+			return cfg, fmt.Errorf("%s: %w", o.profiles, err)
+		}
+	}
+	return cfg, nil
+}
+
+// parseSeconds reads "90", "90s", "1h30m" or "7d" as seconds.
+func parseSeconds(s string) (float64, error) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		return v, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if v, err := strconv.ParseFloat(days, 64); err == nil {
+			return v * 86400, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (90, 90s, 1h30m, 7d)", s)
+	}
+	return d.Seconds(), nil
+}
+
+// parseWhen reads a wall-clock time, or seconds since the trace's start.
+func parseWhen(s string) (time.Time, float64, error) {
+	if s == "" {
+		return time.Time{}, 0, nil
+	}
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Time{}, v, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, 0, nil
+		}
+	}
+	return time.Time{}, 0, fmt.Errorf("%q is not a date, a time or a number of seconds", s)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func stderrIsTerminal() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

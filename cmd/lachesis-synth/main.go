@@ -1,0 +1,60 @@
+// Command lachesis-synth is a synthetic training job for the profiler's
+// tests and the demo: its throughput grows with the CPU cores it gets up to
+// a knee and not beyond. See package profiler/synth for the model.
+//
+//	lachesis-synth -knee 3 -seconds 20
+//
+// prints "step N R it/s" lines to stdout and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/profiler/synth"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "lachesis-synth:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	var cfg synth.Config
+	var seconds float64
+	var dataMB int64
+	fs := flag.NewFlagSet("lachesis-synth", flag.ContinueOnError)
+	fs.Float64Var(&cfg.Knee, "knee", 2, "cores of loader work that saturate the GPU step")
+	fs.IntVar(&cfg.Workers, "workers", 0, "loader workers (0: ⌈knee⌉)")
+	fs.DurationVar(&cfg.Spin, "spin", synth.DefaultSpin, "CPU time spent per sample")
+	fs.IntVar(&cfg.Batch, "batch", synth.DefaultBatch, "samples per GPU step")
+	fs.IntVar(&cfg.SampleBytes, "sample-bytes", synth.DefaultSampleBytes, "dataset bytes read per sample")
+	fs.StringVar(&cfg.DataPath, "data", "", "dataset file, created if missing (default: under $TMPDIR)")
+	fs.Int64Var(&dataMB, "data-mb", synth.DefaultDataBytes>>20, "size in MiB of a dataset file created by -data")
+	fs.Float64Var(&seconds, "seconds", 30, "stop after this many seconds (0: no limit)")
+	fs.IntVar(&cfg.Steps, "steps", 0, "stop after this many steps (0: no limit)")
+	fs.DurationVar(&cfg.Report, "report", synth.DefaultReport, "interval between throughput lines")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.DataBytes = dataMB << 20
+	cfg.Duration = time.Duration(seconds * float64(time.Second))
+	// SIGTERM is how the profiler ends a sweep point: stop cleanly, exit 0.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return synth.Run(ctx, cfg)
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Regenerates docs/evaluation/results/: every table, ratio and plot quoted in
+# docs/evaluation/README.md. Run from anywhere in the repository:
+#
+#     bash docs/evaluation/run.sh
+#
+# DATA (default: ../shared/data, relative to the repository root) and OUT
+# (default: docs/evaluation/results) may be overridden. About 5 minutes on
+# 2 cores. Everything but bench.txt (wall time, memory) is deterministic.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+DATA=${DATA:-../shared/data}
+OUT=${OUT:-docs/evaluation/results}
+GO=${GO:-go}
+
+mkdir -p bin "$OUT"
+CGO_ENABLED=0 $GO build -o bin/lachesis-sim ./cmd/lachesis-sim
+: > "$OUT/commands.txt"
+
+# sim NAME ARGS...: runs the simulator, keeps its table in OUT/NAME/stdout.txt
+# and the command line in OUT/commands.txt.
+sim() {
+	local name=$1
+	shift
+	mkdir -p "$OUT/$name"
+	{
+		printf 'bin/lachesis-sim -profiles %q' "$DATA/synergy/synergy_model_throughput.csv"
+		printf ' %q' "$@"
+		printf '\n'
+	} >>"$OUT/commands.txt"
+	echo "== $name"
+	bin/lachesis-sim -profiles "$DATA/synergy/synergy_model_throughput.csv" "$@" | tee "$OUT/$name/stdout.txt"
+}
+
+PHILLY=$DATA/philly/philly_jobs.csv
+# The evaluation slice: the four busiest weeks of the trace, Monday
+# 2017-10-02 to Monday 2017-10-30 (UTC), 45,065 jobs, on 64 nodes × 8 GPUs
+# (24 CPUs, 500 GB each, the servers of the Synergy profiles).
+SLICE=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node 8 -cpus-per-node 24 -mem-per-node 500)
+# Lachesis's recommended defaults, from the sweep below.
+LACHESIS=(-thresholds 3250,32500,325000,3250000 -promote-knob 2)
+
+# 1. Every policy, both allocations, papers' assumptions (no restart
+#    penalty), 2D-LAS/2D-Gittins at the reference simulator's settings.
+sim philly-oct "${SLICE[@]}" -policies all -alloc proportional,synergy \
+	-thresholds 3250,7200 -promote-knob 0 -out "$OUT/philly-oct" \
+	-title "Philly Oct 2017, 45,065 jobs, 64 x 8 GPUs"
+
+# 2. The same with a Slurm-like restart penalty for preempted jobs.
+sim philly-oct-penalty60 "${SLICE[@]}" -policies srtf,las,gittins -alloc proportional \
+	-thresholds 3250,7200 -promote-knob 0 -restart-penalty 60s -out "$OUT/philly-oct-penalty60" \
+	-title "Philly Oct 2017, restart penalty 60 s"
+
+# 3. Lachesis's recommended defaults (2D-Gittins), with and without the
+#    penalty, both allocations.
+sim philly-oct-lachesis "${SLICE[@]}" -policies gittins -alloc proportional,synergy \
+	"${LACHESIS[@]}" -out "$OUT/philly-oct-lachesis" -title "Philly Oct 2017, Lachesis defaults"
+sim philly-oct-lachesis-penalty60 "${SLICE[@]}" -policies gittins -alloc proportional,synergy \
+	"${LACHESIS[@]}" -restart-penalty 60s -out "$OUT/philly-oct-lachesis-penalty60" \
+	-title "Philly Oct 2017, Lachesis defaults, restart penalty 60 s"
+
+# 3b. Synergy's reserve knob: how much of the proportional share a node keeps
+#     for its other free GPUs (1 = all of it, the default).
+for reserve in 0.5 0; do
+	sim "philly-oct-synergy-reserve$reserve" "${SLICE[@]}" -policies fifo-skip,las -alloc synergy \
+		-thresholds 3250,7200 -promote-knob 0 -reserve "$reserve" -out "$OUT/philly-oct-synergy-reserve$reserve" \
+		-title "Philly Oct 2017, Synergy, reserve $reserve"
+done
+
+# 4. Cross-check against the Tiresias reference simulator: 60_job.csv on
+#    4 × 4 GPUs counted as a pool, K=3, 3250/7200 GPU-s, no promotion,
+#    demotions acted on at the second they happen.
+CROSS=(-trace "$DATA/tiresias/60_job.csv" -gpu-count-only -nodes 4 -gpus-per-node 4
+	-pass-interval 0 -thresholds 3250,7200 -promote-knob 0 -models given)
+for scale in 1 20; do
+	sim "crosscheck-x$scale" "${CROSS[@]}" -duration-scale "$scale" -policies fifo,fifo-skip,srtf,las,gittins \
+		-out "$OUT/crosscheck-x$scale" -title "60_job.csv x$scale, 16 GPUs"
+	sim "crosscheck-x$scale-reference-preemption" "${CROSS[@]}" -duration-scale "$scale" \
+		-policies las,gittins -reference-preemption -out "$OUT/crosscheck-x$scale-reference-preemption" \
+		-title "60_job.csv x$scale, reference preemption"
+done
+
+# 5. The sensitivity sweep that chose the defaults: the slice on 512 and
+#    384 GPUs (offered load ≈0.85 and ≈1.1), 60 s restart penalty, the
+#    core's 30 s pass interval.
+sim sweep "${SLICE[@]}" -sweep -sweep-nodes 64,48 -restart-penalty 60s -out "$OUT/sweep"
+
+# 6. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
+#    simulation on one core.
+sim bench -trace "$PHILLY" -nodes 64 -gpus-per-node 8 -policies gittins -parallel 1 -bench \
+	| tee "$OUT/bench.txt" >/dev/null
+echo "results in $OUT"

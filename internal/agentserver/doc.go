@@ -1,0 +1,22 @@
+// Package agentserver is the controller's end of the node-agent protocol:
+// a TCP listener inside slurmctld's Go core that accepts length-framed
+// msgpack reports (package wire), checks their munge credentials, stores
+// profiles and telemetry (package profilestore) and acknowledges each
+// report.
+//
+// It runs in goroutines of its own and never under slurmctld's locks. A
+// peer can cost it little: frames are size-checked before their bodies are
+// read, every frame must arrive within a deadline (no slowloris), the
+// number of connections is capped, and a panic in a connection's goroutine
+// ends that connection only. Every rejection is counted by reason and
+// logged with constant keys ("peer", "reason", "err"), so an admin can grep
+// slurmctld's log for "agent report rejected".
+//
+// Only credentials made by root, SlurmUser or a uid listed in
+// agent.allowed_uids are accepted, and a credential must carry the digest
+// of the frame it came in (wire.Digest), so it vouches for that body alone.
+//
+// Service bundles what the core needs: the store on the ledger's file, the
+// in-memory profile cache job_submit reads under slurmctld's locks, and the
+// listener, re-tried in the background if its port is taken.
+package agentserver

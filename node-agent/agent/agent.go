@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/munge"
+	"github.com/lachesis-sched/lachesis/internal/telemetry"
+	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/node-agent/config"
+	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/node-agent/spool"
+	"github.com/lachesis-sched/lachesis/profiler"
+)
+
+// ProfileFunc runs a profiling sweep (profiler.Profile).
+type ProfileFunc func(ctx context.Context, model string, spec profiler.SweepSpec, progress func(profiler.Progress)) (profiler.Record, error)
+
+// Deps are the agent's ties to the outside world.
+type Deps struct {
+	// Signer makes the munge credentials of reports.
+	Signer wire.Signer
+	// Profile runs sweeps; profiler.Profile in production.
+	Profile ProfileFunc
+	// Telemetry samples GPUs; nil means no telemetry.
+	Telemetry telemetry.Source
+	// Users resolves uids; nil means the system's user database.
+	Users UserLookup
+}
+
+// Log keys.
+const (
+	keyModel = "model"
+	keyID    = "id"
+	keyUser  = "user"
+	keyUID   = "uid"
+	keyErr   = "err"
+	keyRun   = "run"
+	keyNode  = "node"
+	keyCtl   = "controller"
+	keyCount = "runs"
+	keyGPUs  = "gpus"
+)
+
+// Agent is a running node agent.
+type Agent struct {
+	cfg       config.Config
+	deps      Deps
+	log       *slog.Logger
+	spool     *spool.Spool
+	sender    *deliver.Client
+	deliverer *deliver.Deliverer
+	// slot admits one sweep at a time: two sweeps on one node would
+	// measure each other.
+	slot chan struct{}
+
+	mu        sync.Mutex
+	running   string // model of the sweep in progress
+	telemetry string // telemetry state, for Status
+}
+
+var (
+	_ localapi.Handler = (*Agent)(nil)
+	// munge.Client is the Signer cmd/lachesis-node-agent wires in.
+	_ wire.Signer = (*munge.Client)(nil)
+)
+
+// New opens the spool and prepares the agent; Run starts it.
+func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
+	if deps.Signer == nil || deps.Profile == nil {
+		return nil, errors.New("agent: Deps.Signer and Deps.Profile are required")
+	}
+	if deps.Users == nil {
+		deps.Users = SystemUsers
+	}
+	sp, err := spool.Open(cfg.Spool)
+	if err != nil {
+		return nil, err
+	}
+	sender := &deliver.Client{
+		Addr: cfg.Controller, Signer: deps.Signer,
+		Timeout: cfg.Delivery.Timeout, MaxFrameBytes: cfg.Delivery.MaxFrameBytes,
+	}
+	return &Agent{
+		cfg:       cfg,
+		deps:      deps,
+		log:       log,
+		spool:     sp,
+		sender:    sender,
+		deliverer: deliver.New(sp, sender, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
+		slot:      make(chan struct{}, 1),
+		telemetry: "off",
+	}, nil
+}
+
+// Run serves until ctx is done, then stops everything and closes the spool.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.spool.Close()
+	if n, err := a.spool.InterruptRuns(); err != nil {
+		return err
+	} else if n > 0 {
+		a.log.Warn("runs interrupted by the agent's last stop", keyCount, n)
+	}
+	api, err := localapi.Listen(a.cfg.Socket, a, a.log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.deliverer.Run(ctx) }()
+	go func() { defer wg.Done(); a.reportTelemetry(ctx) }()
+	a.log.Info("node agent running", keyNode, a.cfg.Node, keyCtl, a.cfg.Controller)
+	<-ctx.Done()
+	// Closing the API cancels sweeps in progress; their workloads are
+	// killed by the profiler and the runs marked failed.
+	api.Close()
+	cancel()
+	wg.Wait()
+	if a.deps.Telemetry != nil {
+		a.deps.Telemetry.Close()
+	}
+	a.log.Info("node agent stopped")
+	return nil
+}
+
+// Status implements localapi.Handler.
+func (a *Agent) Status() (localapi.Status, error) {
+	c, err := a.spool.Count()
+	if err != nil {
+		return localapi.Status{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return localapi.Status{
+		Node: a.cfg.Node, Controller: a.cfg.Controller,
+		Pending: c.Pending, Delivered: c.Delivered,
+		Telemetry: a.telemetry, Running: a.running,
+	}, nil
+}
+
+// reportTelemetry sends a GPU sample every interval, best effort: samples
+// are not spooled, the next one supersedes a lost one.
+func (a *Agent) reportTelemetry(ctx context.Context) {
+	src := a.deps.Telemetry
+	if a.cfg.TelemetryInterval == 0 || src == nil {
+		return
+	}
+	a.setTelemetry("on")
+	t := time.NewTicker(a.cfg.TelemetryInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		gpus, err := src.Sample()
+		switch {
+		case errors.Is(err, telemetry.ErrNoDriver):
+			// Open already said so, once.
+			a.setTelemetry("off: no NVIDIA driver")
+			return
+		case err != nil:
+			a.setTelemetry("failing: " + err.Error())
+			if !failing {
+				a.log.Warn("GPU telemetry sample failed", keyErr, err)
+			}
+			failing = true
+		default:
+			rep := &wire.TelemetryReport{Node: a.cfg.Node, GPUs: gpus, At: time.Now()}
+			if _, err := a.sender.Send(ctx, wire.TypeTelemetry, rep); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				a.setTelemetry("not delivered: " + err.Error())
+				if !failing {
+					a.log.Warn("GPU telemetry not delivered", keyErr, err)
+				}
+				failing = true
+			} else {
+				if failing {
+					a.log.Info("GPU telemetry delivered again", keyGPUs, len(gpus))
+				}
+				failing = false
+				a.setTelemetry(fmt.Sprintf("on: %d GPUs", len(gpus)))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) setTelemetry(s string) {
+	a.mu.Lock()
+	a.telemetry = s
+	a.mu.Unlock()
+}
+
+// newRunID names a run: node, time, and randomness against collisions.
+func newRunID(node string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%s-%x", node, time.Now().UTC().Format("20060102T150405"), b)
+}

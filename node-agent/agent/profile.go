@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/node-agent/spool"
+	"github.com/lachesis-sched/lachesis/profiler"
+)
+
+// Sentinel errors of profile requests.
+var (
+	// ErrRootRefused: root asked, and allow_root_profiling is off.
+	ErrRootRefused = errors.New("profiling as root is refused: run lachesis-profiler as the user who owns the workload (or set allow_root_profiling in the agent's config)")
+	// ErrBadRequest: the request cannot be run as given.
+	ErrBadRequest = errors.New("bad profile request")
+	// ErrNoAccess: the caller could not read what it asked the agent to.
+	ErrNoAccess = errors.New("no access")
+)
+
+// Profile implements localapi.Handler: it runs one sweep as the caller.
+func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localapi.ProfileRequest, progress func(profiler.Progress)) (localapi.Result, error) {
+	if caller.UID == 0 && !a.cfg.AllowRootProfiling {
+		a.log.Warn("profile request from root refused", keyModel, req.Model)
+		return localapi.Result{}, ErrRootRefused
+	}
+	if err := checkRequest(req); err != nil {
+		return localapi.Result{}, err
+	}
+	u, err := a.deps.Users(caller.UID)
+	if err != nil {
+		return localapi.Result{}, fmt.Errorf("%w: uid %d: %v", ErrBadRequest, caller.UID, err)
+	}
+	// The profiler measures the dataset itself, with the agent's
+	// privileges: only accept one the caller could read.
+	if req.DatasetPath != "" {
+		if err := canRead(req.DatasetPath, caller.UID, append([]uint32{u.GID}, u.Groups...)); err != nil {
+			return localapi.Result{}, err
+		}
+	}
+	if err := a.acquire(ctx, req.Model, progress); err != nil {
+		return localapi.Result{}, err
+	}
+	defer a.release()
+
+	runID := newRunID(a.cfg.Node)
+	log := a.log.With(keyRun, runID, keyModel, req.Model, keyUser, u.Name)
+	if err := a.spool.BeginRun(spool.Run{ID: runID, Model: req.Model, UID: caller.UID, User: u.Name, Argv: req.Argv, Started: time.Now()}); err != nil {
+		return localapi.Result{}, err
+	}
+	log.Info("profiling", keyUID, caller.UID)
+	spec := profiler.SweepSpec{
+		Argv: req.Argv, Env: req.Env, Dir: req.Dir, Regex: req.Regex,
+		PointDuration: time.Duration(req.PointSeconds * float64(time.Second)),
+		MaxCPUs:       req.MaxCPUs, Tolerance: req.Tolerance, DatasetPath: req.DatasetPath,
+		GPUs: req.GPUs, NodeGPUs: max(a.cfg.NodeGPUs, req.GPUs), UseNVML: req.UseNVML,
+		Credential: &syscall.Credential{Uid: caller.UID, Gid: u.GID, Groups: u.Groups},
+	}
+	record := func(p profiler.Progress) {
+		// Every measurement reaches the spool as soon as it is taken.
+		if p.Point > 0 && p.CPUs > 0 {
+			m := profiler.Measurement{CPUs: p.CPUs, Throughput: p.Throughput}
+			if err := a.spool.AddMeasurement(runID, p.Point, m, time.Now()); err != nil {
+				log.Error("could not spool a measurement", keyErr, err)
+			}
+		}
+		if progress != nil {
+			progress(p)
+		}
+	}
+	rec, err := a.deps.Profile(ctx, req.Model, spec, record)
+	if err != nil {
+		state := spool.RunFailed
+		if ctx.Err() != nil {
+			state, err = spool.RunInterrupted, fmt.Errorf("cancelled: %w", err)
+		}
+		if serr := a.spool.FailRun(runID, state, err); serr != nil {
+			log.Error("could not record the failed run", keyErr, serr)
+		}
+		log.Warn("profiling failed", keyErr, err)
+		return localapi.Result{}, err
+	}
+	// The agent's view of who and where wins over the profiler's.
+	rec.Node, rec.User, rec.Model = a.cfg.Node, u.Name, req.Model
+	if rec.ID == "" {
+		rec.ID = runID
+	}
+	// A record the controller would refuse must fail here, where the user
+	// sees why, not be retried forever from the spool.
+	if err := (&wire.ProfileReport{Record: rec}).Validate(); err != nil {
+		err = fmt.Errorf("the profiler produced an unusable record: %w", err)
+		if serr := a.spool.FailRun(runID, spool.RunFailed, err); serr != nil {
+			log.Error("could not record the failed run", keyErr, serr)
+		}
+		log.Error("profiling failed", keyErr, err)
+		return localapi.Result{}, err
+	}
+	if err := a.spool.FinishRun(runID, rec); err != nil {
+		return localapi.Result{}, err
+	}
+	log.Info("profile spooled", keyID, rec.ID)
+	a.deliverer.Kick()
+	return localapi.Result{
+		ID: rec.ID, Model: rec.Model, User: rec.User, Points: len(rec.CPUSweep), Best: rec.Best,
+		Delivered: a.awaitDelivery(ctx, rec.ID),
+	}, nil
+}
+
+func checkRequest(req localapi.ProfileRequest) error {
+	switch {
+	case strings.TrimSpace(req.Model) == "":
+		return fmt.Errorf("%w: no model name", ErrBadRequest)
+	case len(req.Model) > 256:
+		return fmt.Errorf("%w: model name longer than 256 bytes", ErrBadRequest)
+	case len(req.Argv) == 0 || req.Argv[0] == "":
+		return fmt.Errorf("%w: no command to profile", ErrBadRequest)
+	case req.Dir != "" && !filepath.IsAbs(req.Dir):
+		return fmt.Errorf("%w: working directory %q is not absolute", ErrBadRequest, req.Dir)
+	case req.PointSeconds < 0 || req.GPUs < 0 || req.MaxCPUs < 0:
+		return fmt.Errorf("%w: negative duration or count", ErrBadRequest)
+	}
+	return nil
+}
+
+// acquire waits for the node's sweep slot, telling the caller why it waits.
+func (a *Agent) acquire(ctx context.Context, model string, progress func(profiler.Progress)) error {
+	select {
+	case a.slot <- struct{}{}:
+	default:
+		a.mu.Lock()
+		other := a.running
+		a.mu.Unlock()
+		if progress != nil {
+			progress(profiler.Progress{Message: fmt.Sprintf("waiting: the profile of %s is running on this node", other)})
+		}
+		select {
+		case a.slot <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	a.mu.Lock()
+	a.running = model
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *Agent) release() {
+	a.mu.Lock()
+	a.running = ""
+	a.mu.Unlock()
+	<-a.slot
+}
+
+// awaitDelivery waits for the deliverer's first attempt at id and reports
+// whether the controller acknowledged it.
+func (a *Agent) awaitDelivery(ctx context.Context, id string) bool {
+	deadline := time.Now().Add(a.cfg.Delivery.Timeout + time.Second)
+	for {
+		e, ok, err := a.spool.Get(id)
+		if err == nil && ok && (!e.Delivered.IsZero() || e.Attempts > 0) {
+			return !e.Delivered.IsZero()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,218 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/lachesis-sched/lachesis/internal/munge"
+)
+
+// ErrInvalid is wrapped by every parse or validation error.
+var ErrInvalid = errors.New("invalid node-agent config")
+
+// DefaultPath is where the systemd unit points -config.
+const DefaultPath = "/etc/lachesis/node-agent.yaml"
+
+// Config is the agent's whole, validated configuration.
+type Config struct {
+	// Controller is the host:port of the core's listener (agent.listen in
+	// lachesis.yaml, on the slurmctld host).
+	Controller string
+	// MungeSocket is the local munged's socket.
+	MungeSocket string
+	// Spool is the agent's SQLite file.
+	Spool string
+	// Socket is the unix socket the lachesis-profiler CLI connects to.
+	Socket string
+	// Node names this node in reports (default: the hostname).
+	Node string
+	// AllowRootProfiling lets root request profiles that then run as root.
+	// Off by default: a workload is untrusted code and runs as its user.
+	AllowRootProfiling bool
+	// NodeGPUs is this node's GPU count, which profiles are normalised to
+	// (0: as many as the workload uses).
+	NodeGPUs int
+	// TelemetryInterval between GPU telemetry reports; 0 turns them off.
+	TelemetryInterval time.Duration
+	Delivery          Delivery
+	LogLevel          string
+}
+
+// Delivery tunes how the agent sends profiles.
+type Delivery struct {
+	// RetryMin and RetryMax bound the exponential backoff between attempts.
+	RetryMin, RetryMax time.Duration
+	// Timeout bounds one attempt: connect, send, and read the ack.
+	Timeout time.Duration
+	// MaxFrameBytes bounds an ack from the controller.
+	MaxFrameBytes int
+}
+
+// file mirrors the YAML; its field names are the keys admins write.
+type file struct {
+	Controller         string  `mapstructure:"controller"`
+	MungeSocket        string  `mapstructure:"munge_socket"`
+	Spool              string  `mapstructure:"spool"`
+	Socket             string  `mapstructure:"socket"`
+	Node               string  `mapstructure:"node"`
+	AllowRootProfiling bool    `mapstructure:"allow_root_profiling"`
+	NodeGPUs           int     `mapstructure:"node_gpus"`
+	TelemetryInterval  float64 `mapstructure:"telemetry_interval"`
+	LogLevel           string  `mapstructure:"log_level"`
+	Delivery           struct {
+		RetryMin      float64 `mapstructure:"retry_min"`
+		RetryMax      float64 `mapstructure:"retry_max"`
+		Timeout       float64 `mapstructure:"timeout"`
+		MaxFrameBytes int     `mapstructure:"max_frame_bytes"`
+	} `mapstructure:"delivery"`
+}
+
+// Default is the configuration of an empty file, except that Controller has
+// no default and must be set.
+func Default() Config {
+	return Config{
+		MungeSocket:       munge.DefaultSocket,
+		Spool:             "/var/lib/lachesis/node-agent/spool.db",
+		Socket:            "/run/lachesis/agent.sock",
+		TelemetryInterval: 30 * time.Second,
+		Delivery: Delivery{
+			RetryMin:      time.Second,
+			RetryMax:      time.Minute,
+			Timeout:       10 * time.Second,
+			MaxFrameBytes: 1 << 20,
+		},
+		LogLevel: "info",
+	}
+}
+
+func defaults(v *viper.Viper) {
+	d := Default()
+	v.SetDefault("controller", "")
+	v.SetDefault("munge_socket", d.MungeSocket)
+	v.SetDefault("spool", d.Spool)
+	v.SetDefault("socket", d.Socket)
+	v.SetDefault("node", "")
+	v.SetDefault("allow_root_profiling", false)
+	v.SetDefault("node_gpus", 0)
+	v.SetDefault("telemetry_interval", d.TelemetryInterval.Seconds())
+	v.SetDefault("log_level", d.LogLevel)
+	v.SetDefault("delivery.retry_min", d.Delivery.RetryMin.Seconds())
+	v.SetDefault("delivery.retry_max", d.Delivery.RetryMax.Seconds())
+	v.SetDefault("delivery.timeout", d.Delivery.Timeout.Seconds())
+	v.SetDefault("delivery.max_frame_bytes", d.Delivery.MaxFrameBytes)
+}
+
+// Parse reads YAML from r, fills in defaults and validates the result.
+// hostname supplies the default node name.
+func Parse(r io.Reader, hostname func() (string, error)) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	defaults(v)
+	if err := v.ReadConfig(r); err != nil {
+		return Config{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
+	}
+	var f file
+	if err := v.Unmarshal(&f, func(dc *mapstructure.DecoderConfig) { dc.ErrorUnused = true }); err != nil {
+		msg := strings.ReplaceAll(err.Error(), "decoding failed due to the following error(s):\n\n", "")
+		msg = strings.ReplaceAll(msg, "'' has invalid keys: ", "unknown key(s): ")
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(msg))
+	}
+	return f.validate(hostname)
+}
+
+// Load parses the file at path.
+func Load(path string) (Config, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	defer fh.Close()
+	c, err := Parse(fh, os.Hostname)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func seconds(key string, v, lo, hi float64) (time.Duration, error) {
+	if math.IsNaN(v) || v < lo || v > hi {
+		return 0, fmt.Errorf("%w: %s must be between %v and %v seconds, got %v", ErrInvalid, key, lo, hi, v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+func (f file) validate(hostname func() (string, error)) (Config, error) {
+	c := Config{
+		Controller:         strings.TrimSpace(f.Controller),
+		MungeSocket:        strings.TrimSpace(f.MungeSocket),
+		Spool:              strings.TrimSpace(f.Spool),
+		Socket:             strings.TrimSpace(f.Socket),
+		Node:               strings.TrimSpace(f.Node),
+		AllowRootProfiling: f.AllowRootProfiling,
+		NodeGPUs:           f.NodeGPUs,
+		LogLevel:           strings.ToLower(strings.TrimSpace(f.LogLevel)),
+		Delivery:           Delivery{MaxFrameBytes: f.Delivery.MaxFrameBytes},
+	}
+	if c.Controller == "" {
+		return Config{}, fmt.Errorf("%w: controller must be set to the host:port of agent.listen in lachesis.yaml", ErrInvalid)
+	}
+	if host, port, err := net.SplitHostPort(c.Controller); err != nil || host == "" || port == "" {
+		return Config{}, fmt.Errorf("%w: controller must be host:port, got %q", ErrInvalid, f.Controller)
+	}
+	for key, p := range map[string]string{"munge_socket": c.MungeSocket, "spool": c.Spool, "socket": c.Socket} {
+		if !filepath.IsAbs(p) {
+			return Config{}, fmt.Errorf("%w: %s must be an absolute path, got %q", ErrInvalid, key, p)
+		}
+	}
+	// sockaddr_un.sun_path holds 107 bytes and a NUL.
+	if len(c.Socket) > 107 {
+		return Config{}, fmt.Errorf("%w: socket path is %d bytes, at most 107 fit in a unix socket address", ErrInvalid, len(c.Socket))
+	}
+	if c.Node == "" {
+		h, err := hostname()
+		if err != nil || h == "" {
+			return Config{}, fmt.Errorf("%w: node is not set and the hostname is unknown: %v", ErrInvalid, err)
+		}
+		c.Node, _, _ = strings.Cut(h, ".")
+	}
+	if c.NodeGPUs < 0 {
+		return Config{}, fmt.Errorf("%w: node_gpus must be >= 0, got %d", ErrInvalid, c.NodeGPUs)
+	}
+	var err error
+	if f.TelemetryInterval != 0 {
+		if c.TelemetryInterval, err = seconds("telemetry_interval", f.TelemetryInterval, 1, 86400); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.Delivery.RetryMin, err = seconds("delivery.retry_min", f.Delivery.RetryMin, 0.01, 3600); err != nil {
+		return Config{}, err
+	}
+	if c.Delivery.RetryMax, err = seconds("delivery.retry_max", f.Delivery.RetryMax, 0.01, 86400); err != nil {
+		return Config{}, err
+	}
+	if c.Delivery.RetryMax < c.Delivery.RetryMin {
+		return Config{}, fmt.Errorf("%w: delivery.retry_max (%v) is below delivery.retry_min (%v)", ErrInvalid, c.Delivery.RetryMax, c.Delivery.RetryMin)
+	}
+	if c.Delivery.Timeout, err = seconds("delivery.timeout", f.Delivery.Timeout, 0.1, 600); err != nil {
+		return Config{}, err
+	}
+	if c.Delivery.MaxFrameBytes < 1024 || c.Delivery.MaxFrameBytes > 64<<20 {
+		return Config{}, fmt.Errorf("%w: delivery.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, 64<<20, c.Delivery.MaxFrameBytes)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return Config{}, fmt.Errorf("%w: log_level must be debug, info, warn or error, got %q", ErrInvalid, f.LogLevel)
+	}
+	return c, nil
+}

@@ -1,0 +1,115 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/node-agent/config"
+)
+
+func host() (string, error) { return "lnode7.cluster.example", nil }
+
+func parse(t *testing.T, yaml string) (config.Config, error) {
+	t.Helper()
+	return config.Parse(strings.NewReader(yaml), host)
+}
+
+func TestMinimalFileTakesDefaults(t *testing.T) {
+	got, err := parse(t, "controller: ctl:6830\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default()
+	want.Controller = "ctl:6830"
+	want.Node = "lnode7"
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestShippedFileParsesToTheDefaults(t *testing.T) {
+	fh, err := os.Open(filepath.Join("..", "..", "etc", "node-agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	got, err := config.Parse(fh, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default()
+	want.Controller = "slurmctld.example.org:6830"
+	want.Node = "lnode7"
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("etc/node-agent.yaml does not document the defaults:\n got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestValuesAreRead(t *testing.T) {
+	got, err := parse(t, `
+controller: 10.0.0.1:7000
+munge_socket: /m/sock
+spool: /s/spool.db
+socket: /r/agent.sock
+node: n1
+allow_root_profiling: true
+node_gpus: 8
+telemetry_interval: 0
+log_level: DEBUG
+delivery:
+  retry_min: 0.5
+  retry_max: 5
+  timeout: 2
+  max_frame_bytes: 4096
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		Controller: "10.0.0.1:7000", MungeSocket: "/m/sock", Spool: "/s/spool.db", Socket: "/r/agent.sock",
+		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, TelemetryInterval: 0, LogLevel: "debug",
+		Delivery: config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestBadFilesAreRejected(t *testing.T) {
+	tests := []struct {
+		name, yaml, mention string
+	}{
+		{"missing controller is rejected", "node: n1\n", "controller"},
+		{"controller without port is rejected", "controller: ctl\n", "controller"},
+		{"unknown key is rejected", "controller: c:1\ncontroler: c:2\n", "controler"},
+		{"relative spool is rejected", "controller: c:1\nspool: spool.db\n", "spool"},
+		{"overlong socket path is rejected", "controller: c:1\nsocket: /" + strings.Repeat("x", 120) + "\n", "socket"},
+		{"negative telemetry interval is rejected", "controller: c:1\ntelemetry_interval: -1\n", "telemetry_interval"},
+		{"retry_max below retry_min is rejected", "controller: c:1\ndelivery:\n  retry_min: 10\n  retry_max: 1\n", "retry_max"},
+		{"tiny ack limit is rejected", "controller: c:1\ndelivery:\n  max_frame_bytes: 10\n", "max_frame_bytes"},
+		{"bad log level is rejected", "controller: c:1\nlog_level: loud\n", "log_level"},
+		{"negative node_gpus is rejected", "controller: c:1\nnode_gpus: -2\n", "node_gpus"},
+		{"wrong type is rejected", "controller: c:1\ndelivery:\n  timeout: soon\n", "timeout"},
+		{"not YAML is rejected", "controller: [\n", "YAML"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, tc.yaml)
+			if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("got %v; want ErrInvalid mentioning %q", err, tc.mention)
+			}
+		})
+	}
+}
+
+func TestHostnameFailureNeedsAnExplicitNode(t *testing.T) {
+	_, err := config.Parse(strings.NewReader("controller: c:1\n"), func() (string, error) { return "", errors.New("no uts") })
+	if !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("got %v", err)
+	}
+}

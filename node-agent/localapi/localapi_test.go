@@ -1,0 +1,183 @@
+package localapi_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/profiler"
+)
+
+type fakeHandler struct {
+	caller    chan localapi.Caller
+	cancelled chan struct{}
+	block     bool
+}
+
+func (h *fakeHandler) Profile(ctx context.Context, c localapi.Caller, req localapi.ProfileRequest, progress func(profiler.Progress)) (localapi.Result, error) {
+	h.caller <- c
+	if req.Model == "fail" {
+		return localapi.Result{}, errors.New("workload failed: exit status 3")
+	}
+	progress(profiler.Progress{Point: 1, Points: 3, CPUs: 4, Throughput: 10, Message: "4 CPUs: 10"})
+	progress(profiler.Progress{Point: 2, Points: 3, CPUs: 2, Throughput: 9})
+	if h.block {
+		<-ctx.Done()
+		close(h.cancelled)
+		return localapi.Result{}, ctx.Err()
+	}
+	return localapi.Result{ID: "r1", Model: req.Model, Points: 2}, nil
+}
+
+func (h *fakeHandler) Status() (localapi.Status, error) {
+	return localapi.Status{Node: "n1", Pending: 2}, nil
+}
+
+// socketPath is short: sun_path holds 107 bytes, test temp dirs can be long.
+func socketPath(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "la")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "run", "agent.sock")
+}
+
+func serve(t *testing.T, h localapi.Handler) string {
+	t.Helper()
+	path := socketPath(t)
+	s, err := localapi.Listen(path, h, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return path
+}
+
+func TestProfileStreamsProgressThenResult(t *testing.T) {
+	h := &fakeHandler{caller: make(chan localapi.Caller, 1)}
+	path := serve(t, h)
+	var seen []profiler.Progress
+	res, err := localapi.Profile(context.Background(), path, localapi.ProfileRequest{Model: "bert", Argv: []string{"true"}},
+		func(p profiler.Progress) { seen = append(seen, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != "r1" || res.Model != "bert" || len(seen) != 2 || seen[0].CPUs != 4 || seen[0].Message != "4 CPUs: 10" {
+		t.Fatalf("result %+v, progress %+v", res, seen)
+	}
+	c := <-h.caller
+	if c.UID != uint32(os.Getuid()) || c.PID != int32(os.Getpid()) {
+		t.Fatalf("caller %+v; want this process (uid %d, pid %d)", c, os.Getuid(), os.Getpid())
+	}
+}
+
+func TestSocketIsOpenToEveryUser(t *testing.T) {
+	path := serve(t, &fakeHandler{})
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o666 {
+		t.Fatalf("mode %v, want 0666", fi.Mode().Perm())
+	}
+}
+
+func TestHandlerErrorReachesTheCLI(t *testing.T) {
+	path := serve(t, &fakeHandler{caller: make(chan localapi.Caller, 1)})
+	_, err := localapi.Profile(context.Background(), path, localapi.ProfileRequest{Model: "fail"}, nil)
+	if !errors.Is(err, localapi.ErrAgent) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCancellingTheCLICancelsTheRun(t *testing.T) {
+	h := &fakeHandler{caller: make(chan localapi.Caller, 1), cancelled: make(chan struct{}), block: true}
+	path := serve(t, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := localapi.Profile(ctx, path, localapi.ProfileRequest{Model: "bert"}, func(profiler.Progress) { cancel() })
+		got <- err
+	}()
+	select {
+	case <-h.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run went on after the CLI hung up")
+	}
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("client: %v", err)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	path := serve(t, &fakeHandler{})
+	st, err := localapi.GetStatus(context.Background(), path)
+	if err != nil || st.Node != "n1" || st.Pending != 2 {
+		t.Fatalf("%+v, %v", st, err)
+	}
+}
+
+func TestMissingAgentIsReportedAsNotRunning(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(path string)
+	}{
+		{"absent socket means not running", func(string) {}},
+		{"socket without listener means not running", func(path string) {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			l, _ := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			l.SetUnlinkOnClose(false)
+			l.Close()
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := socketPath(t)
+			tc.setup(path)
+			_, err := localapi.GetStatus(context.Background(), path)
+			if !errors.Is(err, localapi.ErrAgentNotRunning) {
+				t.Fatalf("got %v, want ErrAgentNotRunning", err)
+			}
+		})
+	}
+}
+
+func TestListenReplacesAStaleSocketButNotALiveOne(t *testing.T) {
+	path := socketPath(t)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	l, _ := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	s, err := localapi.Listen(path, &fakeHandler{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	defer s.Close()
+	if _, err := localapi.Listen(path, &fakeHandler{}, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("a second agent took over a live socket")
+	}
+}
+
+func TestGarbageRequestIsAnsweredWithAnError(t *testing.T) {
+	path := serve(t, &fakeHandler{})
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("{not json\n"))
+	buf := make([]byte, 512)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _ := c.Read(buf)
+	if !strings.Contains(string(buf[:n]), "bad request") {
+		t.Fatalf("answer %q", buf[:n])
+	}
+}

@@ -1,0 +1,104 @@
+package synth
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrBadConfig is wrapped by every error about an invalid Config.
+var ErrBadConfig = errors.New("synth: bad config")
+
+// Config describes one synthetic training run.
+type Config struct {
+	// Knee is the number of cores of loader work that saturate the GPU
+	// step; fractional knees are allowed.
+	Knee float64
+	// Workers is the number of loader workers; 0 means ⌈Knee⌉, the fewest
+	// that can reach the knee.
+	Workers int
+	// Spin is the CPU time a loader spends on one sample.
+	Spin time.Duration
+	// Batch is the number of samples per GPU step.
+	Batch int
+	// SampleBytes is how much of the dataset one sample reads.
+	SampleBytes int
+	// DataPath is the dataset file; it is created with DataBytes of
+	// pseudo-random bytes if it does not exist. "" means a file of that
+	// size under the temporary directory, shared between runs.
+	DataPath  string
+	DataBytes int64
+	// Duration and Steps bound the run; zero means no bound of that kind.
+	// The run also ends when its context is cancelled.
+	Duration time.Duration
+	Steps    int
+	// Report is the interval between throughput lines.
+	Report time.Duration
+	// Out receives the throughput lines; Log the start-up banner. nil
+	// means os.Stdout and os.Stderr.
+	Out, Log io.Writer
+}
+
+// Defaults: 2 ms of CPU per sample and 4 samples per step give about 125
+// steps per second per core, enough steps per report interval for a rate
+// with ~1% resolution.
+const (
+	DefaultSpin        = 2 * time.Millisecond
+	DefaultBatch       = 4
+	DefaultSampleBytes = 64 << 10
+	DefaultDataBytes   = 64 << 20
+	DefaultReport      = 500 * time.Millisecond
+)
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if !(c.Knee > 0) || math.IsInf(c.Knee, 0) {
+		return c, fmt.Errorf("%w: knee %v must be a positive number of cores", ErrBadConfig, c.Knee)
+	}
+	if c.Workers == 0 {
+		c.Workers = int(math.Ceil(c.Knee))
+	}
+	if c.Spin == 0 {
+		c.Spin = DefaultSpin
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.SampleBytes == 0 {
+		c.SampleBytes = DefaultSampleBytes
+	}
+	if c.DataBytes == 0 {
+		c.DataBytes = DefaultDataBytes
+	}
+	if c.Report == 0 {
+		c.Report = DefaultReport
+	}
+	switch {
+	case c.Workers < 0:
+		return c, fmt.Errorf("%w: %d workers", ErrBadConfig, c.Workers)
+	case c.Spin < 0 || c.Batch < 0 || c.SampleBytes < 0 || c.DataBytes < 0 || c.Report < 0:
+		return c, fmt.Errorf("%w: spin, batch, sample size, data size and report interval must not be negative", ErrBadConfig)
+	case c.Duration < 0 || c.Steps < 0:
+		return c, fmt.Errorf("%w: duration and steps must not be negative", ErrBadConfig)
+	}
+	if c.DataPath == "" {
+		c.DataPath = filepath.Join(os.TempDir(), fmt.Sprintf("lachesis-synth-%d.dat", c.DataBytes))
+	}
+	if c.Out == nil {
+		c.Out = os.Stdout
+	}
+	if c.Log == nil {
+		c.Log = os.Stderr
+	}
+	return c, nil
+}
+
+// StepCost is the GPU step's fixed duration: Batch samples at Spin each,
+// spread over Knee cores.
+func (c Config) StepCost() time.Duration {
+	return time.Duration(float64(c.Batch) * float64(c.Spin) / c.Knee)
+}

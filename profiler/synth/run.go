@@ -1,0 +1,162 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sink keeps the loaders' hashes alive so the compiler cannot drop the work.
+var sink atomic.Uint64
+
+// Run runs the synthetic job until Duration or Steps is reached or ctx is
+// cancelled; each of those ends it without error.
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	data, err := openDataset(cfg.DataPath, cfg.DataBytes)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	st, err := data.Stat()
+	if err != nil {
+		return err
+	}
+	sampleBytes := min(int64(cfg.SampleBytes), st.Size())
+	// Every loader thread gets its own P, so the kernel, not Go's scheduler,
+	// shares the cores among loaders, as it does among a real job's loader
+	// processes; and the GPU and the reporter never wait for a P behind
+	// spinning loaders (which made the job slower on more cores).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), cfg.Workers+2)))
+	fmt.Fprintf(cfg.Log, "lachesis-synth: knee %g cores, %d workers, %v CPU per sample, batch %d, GPU step %v, dataset %s (%d bytes), GOMAXPROCS %d\n",
+		cfg.Knee, cfg.Workers, cfg.Spin, cfg.Batch, cfg.StepCost(), cfg.DataPath, st.Size(), runtime.GOMAXPROCS(0))
+
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+
+	// Loaders hand the GPU the time each sample became ready; a queue of two
+	// batches lets them run ahead of the GPU the way a prefetching data
+	// loader does, and blocks them (idle, not spinning) once it is full.
+	ready := make(chan time.Time, 2*cfg.Batch)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	loadErr := make(chan error, cfg.Workers)
+	for range cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := load(ctx, data, st.Size(), sampleBytes, cfg.Spin, &next, ready); err != nil {
+				loadErr <- err
+				stop()
+			}
+		}()
+	}
+
+	var steps atomic.Int64
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		report(ctx, cfg, &steps)
+	}()
+	gpu(ctx, cfg, ready, &steps)
+	stop()
+	wg.Wait()
+	<-reported
+	fmt.Fprintf(cfg.Log, "lachesis-synth: done, %d steps\n", steps.Load())
+	select {
+	case err := <-loadErr:
+		return err
+	default:
+		return nil
+	}
+}
+
+// load is one loader worker. It runs on its own OS thread so that the
+// thread's CPU clock measures this worker's work alone.
+func load(ctx context.Context, data *os.File, size, sampleBytes int64, spin time.Duration,
+	next *atomic.Int64, ready chan<- time.Time) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := make([]byte, sampleBytes)
+	slots := max(size/sampleBytes, 1)
+	var h uint64
+	defer func() { sink.Add(h) }()
+	for {
+		i := next.Add(1) - 1
+		if _, err := data.ReadAt(buf, (i%slots)*sampleBytes); err != nil {
+			return fmt.Errorf("read dataset: %w", err)
+		}
+		h = decode(buf, spin, h)
+		select {
+		case ready <- time.Now():
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// gpu consumes batches and accounts each step on an ideal timeline: a step
+// starts when both its last sample is ready and the previous step is done,
+// and lasts exactly StepCost. Sleeping until the step's end on that
+// timeline, rather than sleeping StepCost after waking, keeps timer
+// overshoot from slowing the GPU below its nominal rate.
+func gpu(ctx context.Context, cfg Config, ready <-chan time.Time, steps *atomic.Int64) {
+	cost := cfg.StepCost()
+	free := time.Now()
+	timer := time.NewTimer(0)
+	<-timer.C
+	for cfg.Steps == 0 || steps.Load() < int64(cfg.Steps) {
+		var last time.Time
+		for range cfg.Batch {
+			select {
+			case last = <-ready:
+			case <-ctx.Done():
+				return
+			}
+		}
+		start := free
+		if last.After(start) {
+			start = last
+		}
+		free = start.Add(cost)
+		timer.Reset(time.Until(free))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return
+		}
+		steps.Add(1)
+	}
+}
+
+// report prints the step count and the steps per second since the last line.
+func report(ctx context.Context, cfg Config, steps *atomic.Int64) {
+	tick := time.NewTicker(cfg.Report)
+	defer tick.Stop()
+	last, lastAt := int64(0), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			n := steps.Load()
+			rate := float64(n-last) / now.Sub(lastAt).Seconds()
+			// Out is unbuffered (or the caller's): each line goes out as it
+			// is printed, which the profiler reading a pipe relies on.
+			fmt.Fprintf(cfg.Out, "step %d %.1f it/s\n", n, rate)
+			last, lastAt = n, now
+		}
+	}
+}

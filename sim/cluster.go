@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"math"
+	"slices"
+
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+)
+
+// AllocMode chooses how CPUs and memory are given to a job.
+type AllocMode string
+
+const (
+	// AllocProportional gives every job its GPUs' fraction of the node's
+	// CPUs and memory.
+	AllocProportional AllocMode = "proportional"
+	// AllocSynergy gives profiled jobs their best-case demand where the
+	// node can spare it (profiler/sensitivity's Allocator).
+	AllocSynergy AllocMode = "synergy"
+)
+
+// cluster is the nodes' free resources and who runs where.
+//
+// Placement is consolidated: a job of G ≤ GPUs-per-node GPUs goes on one
+// node, the one where it runs fastest (Synergy mode), then the fullest that
+// fits (best fit, which keeps whole nodes free for large jobs), then the
+// lowest index. A larger job takes ⌊G/n⌋ whole free nodes (lowest index
+// first) plus, for the rest, one more node chosen like a small job.
+type cluster struct {
+	shape Shape
+	alloc sensitivity.Allocator
+	mode  AllocMode
+	free  []sensitivity.Resources
+	// byFree[k] is how many nodes have exactly k free GPUs, to reject a job
+	// that cannot fit without scanning the nodes.
+	byFree   []int
+	jobsOn   [][]*JobState
+	freeGPUs int
+	// scratch for placement and preemption
+	plan   []slot
+	cands  []*JobState
+	spared []bool
+	// noRoom and noWhole: within this pass, no preemption can make room for
+	// a single-node job of noRoom or more GPUs, nor empty noWhole nodes
+	// (see planPreemption).
+	noRoom, noWhole int
+}
+
+func newCluster(shape Shape, mode AllocMode, reserve float64) *cluster {
+	nodes, per := shape.Nodes, shape.GPUsPerNode
+	if shape.GPUCountOnly {
+		nodes, per = 1, shape.GPUs()
+	}
+	c := &cluster{
+		shape:    shape,
+		alloc:    sensitivity.Allocator{Node: shape.node(), Reserve: reserve},
+		mode:     mode,
+		free:     make([]sensitivity.Resources, nodes),
+		byFree:   make([]int, per+1),
+		jobsOn:   make([][]*JobState, nodes),
+		freeGPUs: nodes * per,
+	}
+	for i := range c.free {
+		c.free[i] = shape.node()
+	}
+	c.byFree[per] = nodes
+	return c
+}
+
+func (c *cluster) perNode() int { return len(c.byFree) - 1 }
+
+// couldFit says whether enough GPUs are free in the right shape, ignoring
+// CPUs and memory.
+func (c *cluster) couldFit(gpus int) bool {
+	per := c.perNode()
+	if gpus > c.freeGPUs {
+		return false
+	}
+	if gpus <= per {
+		for k := gpus; k <= per; k++ {
+			if c.byFree[k] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	whole, rest := gpus/per, gpus%per
+	if c.byFree[per] < whole {
+		return false
+	}
+	if rest == 0 || c.byFree[per] > whole {
+		return true
+	}
+	for k := rest; k < per; k++ {
+		if c.byFree[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// grant is what a job would get of gpus GPUs on node n with the node's
+// free resources f, and the speed it would run at there.
+func (c *cluster) grant(j *JobState, n int, f sensitivity.Resources, gpus int) (slot, float64, bool) {
+	if f.GPUs < gpus {
+		return slot{}, 0, false
+	}
+	s := slot{node: int32(n), gpus: int32(gpus)}
+	if c.shape.GPUCountOnly {
+		return s, 1, true
+	}
+	var a sensitivity.Allocation
+	if c.mode == AllocSynergy && j.Profile != nil {
+		var ok bool
+		if a, ok = c.alloc.TryAllocate(f, gpus, j.best); !ok {
+			return slot{}, 0, false
+		}
+	} else {
+		a = c.alloc.Proportional(gpus)
+		if a.CPUs > f.CPUs || a.MemGB > f.MemGB+1e-9 {
+			return slot{}, 0, false
+		}
+	}
+	s.cpus, s.memGB = int32(a.CPUs), a.MemGB
+	speed := 1.0
+	if j.Profile != nil {
+		speed = j.Profile.At(a.PerGPU())
+	}
+	return s, speed, speed > 0
+}
+
+// bestNode picks the node for gpus GPUs of j among nodes accepted by ok,
+// with each node's free resources given by freeOf.
+func (c *cluster) bestNode(j *JobState, gpus int, ok func(n int) bool, freeOf func(n int) sensitivity.Resources) (slot, float64, bool) {
+	var best slot
+	bestSpeed, bestFree, found := 0.0, math.MaxInt, false
+	for n := range c.free {
+		if !ok(n) {
+			continue
+		}
+		f := freeOf(n)
+		if f.GPUs < gpus {
+			continue
+		}
+		s, speed, fits := c.grant(j, n, f, gpus)
+		if !fits {
+			continue
+		}
+		if speed > bestSpeed || (speed == bestSpeed && f.GPUs < bestFree) {
+			best, bestSpeed, bestFree, found = s, speed, f.GPUs, true
+		}
+	}
+	return best, bestSpeed, found
+}
+
+// placeFree finds a placement for j in the free resources as they are; it
+// fills c.plan and returns the job's speed (the slowest node's).
+func (c *cluster) placeFree(j *JobState) (float64, bool) {
+	gpus, per := j.Job.GPUs, c.perNode()
+	c.plan = c.plan[:0]
+	freeOf := func(n int) sensitivity.Resources { return c.free[n] }
+	if gpus <= per {
+		s, speed, ok := c.bestNode(j, gpus, func(int) bool { return true }, freeOf)
+		if ok {
+			c.plan = append(c.plan, s)
+		}
+		return speed, ok
+	}
+	speed := math.Inf(1)
+	for n := range c.free {
+		if len(c.plan) == gpus/per {
+			break
+		}
+		if c.free[n].GPUs == per {
+			s, sp, ok := c.grant(j, n, c.free[n], per)
+			if ok {
+				c.plan = append(c.plan, s)
+				speed = min(speed, sp)
+			}
+		}
+	}
+	if len(c.plan) < gpus/per {
+		return 0, false
+	}
+	if rest := gpus % per; rest > 0 {
+		s, sp, ok := c.bestNode(j, rest, c.notInPlan, freeOf)
+		if !ok {
+			return 0, false
+		}
+		c.plan = append(c.plan, s)
+		speed = min(speed, sp)
+	}
+	return speed, true
+}
+
+// take commits c.plan to j.
+func (c *cluster) take(j *JobState) {
+	j.slots = append(j.slots[:0], c.plan...)
+	for _, s := range j.slots {
+		c.adjust(int(s.node), -int(s.gpus), -int(s.cpus), -s.memGB)
+		c.jobsOn[s.node] = append(c.jobsOn[s.node], j)
+	}
+}
+
+// release gives back everything j holds.
+func (c *cluster) release(j *JobState) {
+	for _, s := range j.slots {
+		c.adjust(int(s.node), int(s.gpus), int(s.cpus), s.memGB)
+		on := c.jobsOn[s.node]
+		if i := slices.Index(on, j); i >= 0 {
+			on[i] = on[len(on)-1]
+			on[len(on)-1] = nil
+			c.jobsOn[s.node] = on[:len(on)-1]
+		}
+	}
+	j.slots = j.slots[:0]
+}
+
+func (c *cluster) adjust(n, gpus, cpus int, mem float64) {
+	f := &c.free[n]
+	c.byFree[f.GPUs]--
+	f.GPUs += gpus
+	f.CPUs += cpus
+	f.MemGB += mem
+	c.byFree[f.GPUs]++
+	c.freeGPUs += gpus
+	if f.GPUs < 0 || f.GPUs > c.perNode() || f.CPUs < 0 || f.MemGB < -1e-6 {
+		panic("sim: node over-committed; this is a bug in the simulator")
+	}
+}
+
+func (c *cluster) notInPlan(n int) bool {
+	return !slices.ContainsFunc(c.plan, func(s slot) bool { return int(s.node) == n })
+}

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+)
+
+// Config is one simulation: a cluster, a policy, an allocation mode.
+type Config struct {
+	Shape         Shape
+	Policy        string
+	PolicyOptions PolicyOptions
+	Alloc         AllocMode
+	// Profiles are the models' throughput tables; needed for AllocSynergy,
+	// and for speeds under AllocProportional on nodes that are not
+	// Synergy's shape.
+	Profiles sensitivity.Profiles
+	// Tolerance is the best-case tolerance (sensitivity.DefaultTolerance).
+	Tolerance float64
+	// Reserve is sensitivity.Allocator.Reserve.
+	Reserve float64
+	Models  ModelRule
+	// Seed drives the model rule, the only random choice in a simulation.
+	Seed uint64
+	// RestartPenalty is the time (seconds) a preempted job spends after it
+	// restarts before it makes progress again: reloading its checkpoint,
+	// Slurm's requeue and prolog. The papers assume 0.
+	RestartPenalty float64
+	// PassInterval is the policy's pass interval in seconds. Passes run at
+	// every arrival and completion (Slurm schedules on those events), and
+	// at the next multiple of PassInterval after a job crosses a queue
+	// threshold or becomes due for promotion. 0 acts on crossings at the
+	// whole second they happen, like the Tiresias reference simulator.
+	PassInterval float64
+	// TickPassesOnly also delays arrivals and completions to the next pass
+	// tick, for a scheduler that acts only on its own timer.
+	TickPassesOnly bool
+	// RecordRuns keeps every run of every job in the Result (for checking
+	// invariants); it costs memory on long traces.
+	RecordRuns bool
+	// Progress, if set, is called from the simulating goroutine with the
+	// number of jobs completed since its previous call.
+	Progress func(completed int)
+}
+
+// DefaultConfig is a 2D-LAS run on DefaultShape with proportional
+// allocation, no restart penalty and the core's 30 s pass interval.
+func DefaultConfig() Config {
+	return Config{
+		Shape:         DefaultShape(),
+		Policy:        PolicyLAS,
+		PolicyOptions: DefaultPolicyOptions(),
+		Alloc:         AllocProportional,
+		Tolerance:     sensitivity.DefaultTolerance,
+		Reserve:       sensitivity.DefaultReserve,
+		Models:        ModelsAssign,
+		PassInterval:  30,
+	}
+}
+
+func (c *Config) validate() error {
+	if err := c.Shape.validate(); err != nil {
+		return err
+	}
+	switch c.Alloc {
+	case AllocProportional:
+	case AllocSynergy:
+		if len(c.Profiles) == 0 {
+			return fmt.Errorf("%w: synergy allocation needs model profiles", ErrBadConfig)
+		}
+		if c.Shape.GPUCountOnly {
+			return fmt.Errorf("%w: synergy allocation needs CPUs and memory, not GPU counting only", ErrBadConfig)
+		}
+	default:
+		return fmt.Errorf("%w: allocation %q is not %q or %q", ErrBadConfig, c.Alloc, AllocProportional, AllocSynergy)
+	}
+	switch c.Models {
+	case ModelsAssign, ModelsAsGiven:
+	default:
+		return fmt.Errorf("%w: model rule %q is not %q or %q", ErrBadConfig, c.Models, ModelsAssign, ModelsAsGiven)
+	}
+	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "pass interval": c.PassInterval} {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s %v must be a finite number of seconds >= 0", ErrBadConfig, name, v)
+		}
+	}
+	return nil
+}
+
+// CrossCheckConfig is the Tiresias reference simulator's setting for its
+// 60-job example: 4 nodes × 4 GPUs counted as a pool, K=3 with thresholds
+// 3250/7200 GPU-s, no promotion, no restart penalty, demotions acted on at
+// the whole second they happen, models as the trace names them.
+func CrossCheckConfig() Config {
+	c := DefaultConfig()
+	c.Shape = Shape{Nodes: 4, GPUsPerNode: 4, GPUCountOnly: true}
+	c.PolicyOptions.Tiresias.Thresholds = []float64{3250, 7200}
+	c.PolicyOptions.Tiresias.PromoteKnob = 0
+	c.PassInterval = 0
+	c.Models = ModelsAsGiven
+	return c
+}

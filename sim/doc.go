@@ -1,0 +1,78 @@
+// Package sim is Lachesis's trace-driven simulator: it replays a job trace
+// on a simulated GPU cluster under one scheduling policy and reports job
+// completion times (JCT), so policies can be compared on the same trace,
+// and a site can ask what Lachesis would have done with its own history
+// before installing it.
+//
+// # Inputs
+//
+// A Trace is a list of Jobs (ID, submit time, GPUs, duration at the
+// GPU-proportional share, optional model). LoadTrace reads four formats:
+// the Philly job table, the Tiresias simulator's job file, Lachesis's plain
+// job list (ReadJobList) and Slurm accounting (ReadSacct, `sacct
+// --parsable2` with the fields in SacctFormat, requeued runs folded into
+// one job). Trace.Select cuts a time window, virtual clusters or a number
+// of jobs out of a trace, and scales durations.
+//
+// # Cluster and placement
+//
+// The cluster is Shape.Nodes identical nodes of GPUs, CPUs and memory, or
+// with Shape.GPUCountOnly a single pool of GPUs (the Tiresias reference
+// simulator's "count" mode). Placement is consolidated: a job of at most a
+// node's GPUs runs on one node, the one where it runs fastest, then the
+// fullest that fits (best fit), then the lowest index; a larger job takes
+// ⌊G/n⌋ whole free nodes plus one node for the rest.
+//
+// # Allocation and speed
+//
+// AllocProportional gives a job its GPUs' share of the node's CPUs and
+// memory. AllocSynergy gives profiled jobs their best-case demand where the
+// node can spare it (profiler/sensitivity's Allocator, the same code the
+// job_submit plugin uses). A job's speed is its model's throughput at its
+// per-GPU allocation, relative to the proportional share of Synergy's
+// servers (3 CPUs, 62.5 GB per GPU); a multi-node job runs at its slowest
+// node's speed. Trace durations are taken to be at speed 1. Jobs get
+// models by a seeded rule (ModelRule); unprofiled jobs run at speed 1.
+// Allocations are fixed for a run, as in Slurm: a running job is never
+// resized.
+//
+// # Time and passes
+//
+// The engine jumps from event to event (arrivals, completions, policy
+// passes), never second by second, so a run costs O(events × log) plus the
+// passes' work. A pass runs at every arrival and completion (Slurm
+// schedules on those events) and when the policy's order may change on its
+// own: a running job crossing a Tiresias queue threshold, or a waiting job
+// becoming due for starvation promotion. Those are acted on at the next
+// multiple of Config.PassInterval (the plugin's pass interval), or at the
+// next whole second with an interval of 0, like the reference simulator.
+//
+// # Policies
+//
+// A Policy is an Orderer (the order of active jobs, and for preemptive
+// policies a level per job) plus two rules shared by all: whether a pending
+// job that does not fit blocks those behind it (strict FIFO) or is skipped,
+// and whether it may preempt running jobs of a strictly larger level. Each
+// pass walks the order and starts every pending job that fits; a pending
+// job that does not fit may preempt: on the node where that costs the
+// fewest victims, it preempts the lowest-ranked eligible jobs until it
+// fits, then spares any of them it does not need after all. A preempted
+// job is requeued with its progress kept (Tiresias assumes checkpoints) and
+// pays Config.RestartPenalty when it runs again.
+//
+// The policies are fifo, fifo-skip, age (Slurm multifactor), srtf (the
+// clairvoyant reference with known durations), and las and gittins, which
+// call priority.Ranker itself: the simulator keeps each job's attained
+// service (GPUs × seconds run, across requeues), queue, queue entry, last
+// run and waiting time exactly as Lachesis's core keeps its ledger, and
+// Lachesis's rule that preemption crosses queues (a job preempts only jobs
+// in a strictly lower queue) is the level rule with the queue as level.
+//
+// # Results
+//
+// JCT is finish − submit. Summary has the average, median, p95 and p99
+// (nearest rank) JCT, the makespan (first submission to last completion),
+// GPU utilisation (GPU-seconds held, restart penalties included, over GPUs
+// × makespan), preemptions, promotions and the average speed. Results are
+// a pure function of the trace and the Config: the seed only draws models.
+package sim

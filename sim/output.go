@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lachesis-sched/lachesis/sim/plot"
+)
+
+// Output file names in a results directory.
+const (
+	FileSummaryCSV  = "summary.csv"
+	FileSummaryJSON = "summary.json"
+	FileSummaryMD   = "summary.md"
+	FileCDF         = "jct_cdf.png"
+	FileJobsCSV     = "jobs.csv"
+)
+
+// WriteOutputs writes a comparison's files into dir: the summary as CSV,
+// JSON and Markdown (with the Ratios), the JCT CDF plot (one per
+// allocation mode, jct_cdf_MODE.png, when there are several), and every
+// job when withJobs is set.
+// It returns the paths written.
+func WriteOutputs(dir string, results []*Result, seed uint64, title string, withJobs bool) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	write := func(name string, fill func(*os.File) error) error {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = fill(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		written = append(written, path)
+		return nil
+	}
+	err := errors.Join(
+		write(FileSummaryCSV, func(f *os.File) error { return WriteSummaryCSV(f, results) }),
+		write(FileSummaryJSON, func(f *os.File) error { return WriteJSON(f, results, seed) }),
+		write(FileSummaryMD, func(f *os.File) error {
+			if err := WriteMarkdown(f, results); err != nil {
+				return err
+			}
+			if len(Ratios(results)) == 0 {
+				return nil
+			}
+			fmt.Fprintln(f)
+			return WriteRatiosMarkdown(f, results)
+		}),
+	)
+	// One chart per allocation mode: a dozen lines on one chart cannot be
+	// told apart.
+	for _, group := range byAlloc(results) {
+		name, t := FileCDF, title
+		if len(byAlloc(results)) > 1 {
+			alloc := string(group[0].Alloc)
+			name = strings.TrimSuffix(FileCDF, ".png") + "_" + alloc + ".png"
+			t = title + ", " + alloc
+		}
+		err = errors.Join(err, write(name, func(f *os.File) error { return CDFChart(group, t).WritePNG(f) }))
+	}
+	if err == nil && withJobs {
+		err = write(FileJobsCSV, func(f *os.File) error { return WriteJobsCSV(f, results) })
+	}
+	return written, err
+}
+
+// byAlloc splits results by allocation mode, keeping their order.
+func byAlloc(results []*Result) [][]*Result {
+	var groups [][]*Result
+	index := map[AllocMode]int{}
+	for _, r := range results {
+		i, ok := index[r.Alloc]
+		if !ok {
+			i = len(groups)
+			index[r.Alloc] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
+// CDFChart is the JCT CDF of each result, one line per policy.
+func CDFChart(results []*Result, title string) plot.CDF {
+	c := plot.CDF{Title: title, XLabel: "job completion time (log scale)"}
+	labels := summaries(results)
+	for i, r := range results {
+		jcts := make([]float64, len(r.Jobs))
+		for k, j := range r.Jobs {
+			jcts[k] = j.JCT
+		}
+		c.Series = append(c.Series, plot.Series{Label: labels[i].Label, Values: jcts})
+	}
+	return c
+}
+
+// Sweep output file names.
+const (
+	FileSweepCSV = "sweep.csv"
+	FileSweepMD  = "sweep.md"
+)
+
+// WriteSweepOutputs writes a sweep as CSV and as Markdown, the latter ending
+// with the chosen default, into dir. It returns the paths written.
+func WriteSweepOutputs(dir string, settings []SweepSetting, rows []SweepRow) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, out := range []struct {
+		name string
+		fill func(*os.File) error
+	}{
+		{FileSweepCSV, func(f *os.File) error { return WriteSweepCSV(f, settings, rows) }},
+		{FileSweepMD, func(f *os.File) error {
+			if err := WriteSweepMarkdown(f, settings, rows); err != nil {
+				return err
+			}
+			best, _ := Chosen(rows)
+			_, err := fmt.Fprintf(f, "\nChosen: %s (regret %.3f, %d preemptions).\n", best.Point, best.Regret, best.Preemptions())
+			return err
+		}},
+	} {
+		path := filepath.Join(dir, out.name)
+		f, err := os.Create(path)
+		if err != nil {
+			return written, err
+		}
+		err = out.fill(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return written, fmt.Errorf("%s: %w", path, err)
+		}
+		written = append(written, path)
+	}
+	return written, nil
+}

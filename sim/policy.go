@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/lachesis-sched/lachesis/priority"
+)
+
+// ErrBadConfig is wrapped by every error about a simulation's settings.
+var ErrBadConfig = errors.New("bad simulation config")
+
+// Orderer puts the active jobs (pending and running) of a pass in priority
+// order. It is the part of a policy that differs between policies; placing,
+// skipping and preempting are shared (see Policy).
+type Orderer interface {
+	// Order sorts jobs best first and sets levels[i] for the job that ends
+	// up at jobs[i]. Levels matter only to preemptive policies: a job may
+	// preempt only jobs of a strictly larger level, and levels must not
+	// decrease along the order.
+	Order(now float64, jobs []*JobState, levels []float64)
+	// NextChange is the earliest time after now at which the order may
+	// change in a way the scheduler must act on without any arrival or
+	// completion (a demotion, a promotion), or +Inf.
+	NextChange(now float64, jobs []*JobState) float64
+}
+
+// Policy is an ordering plus the two rules that turn it into decisions.
+type Policy struct {
+	Name  string
+	Order Orderer
+	// Preemptive: a pending job that does not fit may requeue running jobs
+	// of a strictly larger level to make room.
+	Preemptive bool
+	// PreemptRankedBelow widens Preemptive to every running job ranked
+	// below, whatever its level: the Tiresias reference simulator re-places
+	// all jobs in rank order at every event, so a job demoted into a queue
+	// behind waiting jobs is preempted by them. Lachesis preempts only
+	// across queues (design: preempt/tiresias), which this leaves off.
+	PreemptRankedBelow bool
+	// HeadOfLine: stop at the first pending job that does not fit (strict
+	// FIFO); otherwise skip it and go on (backfill-like, work-conserving).
+	HeadOfLine bool
+}
+
+// Policy names.
+const (
+	PolicyFIFO     = "fifo"
+	PolicyFIFOSkip = "fifo-skip"
+	PolicyAge      = "age"
+	PolicySRTF     = "srtf"
+	PolicyLAS      = "las"
+	PolicyGittins  = "gittins"
+)
+
+// PolicyNames lists every policy, in the order reports show them.
+var PolicyNames = []string{PolicyFIFO, PolicyFIFOSkip, PolicyAge, PolicySRTF, PolicyLAS, PolicyGittins}
+
+// PolicyOptions parameterise the policies that have parameters.
+type PolicyOptions struct {
+	// Tiresias is the priority package's config for las and gittins; its
+	// Mode is set from the policy name.
+	Tiresias priority.Config
+	// Gittins is the GPU-time distribution of the gittins policy;
+	// priority.SeedDistribution() when nil.
+	Gittins *priority.Distribution
+	// LearnEvery > 0 rebuilds the Gittins distribution from the GPU-time
+	// of the jobs completed so far (seed samples included) every
+	// LearnEvery completions, as the core does from its ledger.
+	LearnEvery int
+	// ReferencePreemption sets Policy.PreemptRankedBelow for las and
+	// gittins, to reproduce the reference simulator.
+	ReferencePreemption bool
+	// AgeWeight and MaxAge are Slurm's PriorityWeightAge and
+	// PriorityMaxAge (seconds) for the age policy; SizeWeight is
+	// PriorityWeightJobSize with PriorityFavorSmall=YES (fewer GPUs, higher
+	// priority), 0 by default so the policy is age alone.
+	AgeWeight  float64
+	MaxAge     float64
+	SizeWeight float64
+	// clusterGPUs scales the job-size factor; the engine sets it.
+	clusterGPUs int
+}
+
+// DefaultPolicyOptions are Lachesis's defaults (priority.DefaultConfig) and
+// Slurm's usual age settings.
+func DefaultPolicyOptions() PolicyOptions {
+	return PolicyOptions{
+		Tiresias:  priority.DefaultConfig(),
+		AgeWeight: 1000,
+		MaxAge:    7 * 24 * 3600,
+	}
+}
+
+// NewPolicy builds a policy by name:
+//
+//   - fifo: submit order, strict: the first job that does not fit blocks
+//     all behind it.
+//   - fifo-skip: submit order, jobs that do not fit are skipped.
+//   - age: Slurm multifactor priority, round(AgeWeight × min(1,
+//     wait/MaxAge) + SizeWeight × (1 − GPUs/cluster GPUs)), ties by submit
+//     time and ID, skipping like Slurm's backfill. With SizeWeight 0 (the
+//     default) the priority never increases with submit time, so the order
+//     is exactly fifo-skip's: age alone does not change what Slurm runs.
+//   - srtf: shortest remaining time first with known durations (the
+//     clairvoyant reference), preemptive.
+//   - las, gittins: Tiresias through the priority package's Ranker (2D-LAS
+//     and 2D-Gittins), preempting only across queues.
+//
+// Each call returns a fresh policy: orderers keep per-run state.
+func NewPolicy(name string, opts PolicyOptions) (Policy, error) {
+	switch name {
+	case PolicyFIFO:
+		return Policy{Name: name, Order: submitOrder{}, HeadOfLine: true}, nil
+	case PolicyFIFOSkip:
+		return Policy{Name: name, Order: submitOrder{}}, nil
+	case PolicyAge:
+		if !(opts.AgeWeight > 0) || !(opts.MaxAge > 0) || math.IsInf(opts.MaxAge, 0) || !(opts.SizeWeight >= 0) {
+			return Policy{}, fmt.Errorf("%w: age policy needs AgeWeight > 0, a finite MaxAge > 0 and SizeWeight >= 0", ErrBadConfig)
+		}
+		return Policy{Name: name, Order: &ageOrder{age: opts.AgeWeight, maxAge: opts.MaxAge,
+			size: opts.SizeWeight, clusterGPUs: float64(max(opts.clusterGPUs, 1))}}, nil
+	case PolicySRTF:
+		return Policy{Name: name, Order: remainingOrder{}, Preemptive: true}, nil
+	case PolicyLAS, PolicyGittins:
+		o, err := newTiresiasOrder(name, opts)
+		if err != nil {
+			return Policy{}, err
+		}
+		return Policy{Name: name, Order: o, Preemptive: true, PreemptRankedBelow: opts.ReferencePreemption}, nil
+	}
+	return Policy{}, fmt.Errorf("%w: unknown policy %q (%s)", ErrBadConfig, name, strings.Join(PolicyNames, ", "))
+}

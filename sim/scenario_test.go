@@ -1,0 +1,259 @@
+package sim
+
+import (
+	"math"
+	"testing"
+)
+
+// trace builds a small trace from (submit, GPUs, duration) triples, IDs
+// from 1 in the given order.
+func trace(t *testing.T, jobs ...[3]float64) *Trace {
+	t.Helper()
+	tr := &Trace{Name: "hand-made"}
+	for i, j := range jobs {
+		tr.Jobs = append(tr.Jobs, Job{ID: uint32(i + 1), Submit: j[0], GPUs: int(j[1]), Duration: j[2]})
+	}
+	if err := tr.normalise(); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func oneGPU() Shape { return Shape{Nodes: 1, GPUsPerNode: 1, GPUCountOnly: true} }
+
+func jctOf(r *Result, id uint32) float64 {
+	for _, j := range r.Jobs {
+		if j.ID == id {
+			return j.JCT
+		}
+	}
+	return math.NaN()
+}
+
+// On one GPU with every job present at time zero, shortest first is
+// optimal; durations 5, 1, 3, 2, 4 finish at 1, 3, 6, 10, 15: average 7.
+func TestSRTF_AllJobsAtZeroOnOneGPU_ReproducesTheShortestFirstOptimum(t *testing.T) {
+	tr := trace(t, [3]float64{0, 1, 5}, [3]float64{0, 1, 1}, [3]float64{0, 1, 3}, [3]float64{0, 1, 2}, [3]float64{0, 1, 4})
+	for _, shape := range []Shape{oneGPU(), {Nodes: 1, GPUsPerNode: 1, CPUsPerNode: 3, MemGBNode: 62.5}} {
+		cfg := DefaultConfig()
+		cfg.Shape, cfg.Policy = shape, PolicySRTF
+		r := runOK(t, cfg, tr)
+		if r.Summary.AvgJCT != 7 {
+			t.Fatalf("%v: SRTF average JCT = %v, want 7", shape, r.Summary.AvgJCT)
+		}
+		if r.Summary.Preemptions != 0 {
+			t.Fatalf("SRTF preempted %d times with every job known at 0", r.Summary.Preemptions)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Shape, cfg.Policy = oneGPU(), PolicyFIFO
+	// FIFO runs them in ID order: 5, 6, 9, 11, 15.
+	if got := runOK(t, cfg, tr).Summary.AvgJCT; got != 9.2 {
+		t.Fatalf("FIFO average JCT = %v, want 9.2", got)
+	}
+}
+
+// A job that arrives shorter than what runs preempts it under SRTF.
+func TestSRTF_ShorterArrivalPreemptsLongerRunningJob(t *testing.T) {
+	tr := trace(t, [3]float64{0, 1, 100}, [3]float64{10, 1, 5})
+	cfg := DefaultConfig()
+	cfg.Shape, cfg.Policy = oneGPU(), PolicySRTF
+	r := runOK(t, cfg, tr)
+	if got := jctOf(r, 2); got != 5 {
+		t.Fatalf("short job JCT = %v, want 5", got)
+	}
+	if got := jctOf(r, 1); got != 105 {
+		t.Fatalf("long job JCT = %v, want 105", got)
+	}
+}
+
+// Strict FIFO holds a small job behind a large one that does not fit;
+// fifo-skip lets it through.
+func TestFIFO_HeadOfLineBlocksAndSkipDoesNot(t *testing.T) {
+	tr := trace(t, [3]float64{0, 3, 100}, [3]float64{1, 4, 10}, [3]float64{2, 1, 10})
+	cfg := DefaultConfig()
+	cfg.Shape = Shape{Nodes: 1, GPUsPerNode: 4, GPUCountOnly: true}
+	cases := []struct {
+		policy string
+		want   float64
+	}{
+		{PolicyFIFO, 118},    // starts at 110, after the 4-GPU job
+		{PolicyFIFOSkip, 10}, // starts at once on the free GPU
+	}
+	for _, c := range cases {
+		cfg.Policy = c.policy
+		if got := jctOf(runOK(t, cfg, tr), 3); got != c.want {
+			t.Errorf("%s: small job JCT = %v, want %v", c.policy, got, c.want)
+		}
+	}
+}
+
+// Tiresias on one GPU, one threshold at 100 GPU-s: a job arriving while a
+// long job is still in queue 0 waits (no preemption inside a queue); when
+// the long job is demoted at t=100 the newcomer preempts it.
+func TestLAS_PreemptsOnlyAcrossQueues(t *testing.T) {
+	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 10})
+	cases := []struct {
+		name             string
+		interval         float64
+		penalty          float64
+		wantLong, wantSh float64
+	}{
+		{"demotion acted on at once", 0, 0, 1010, 60},
+		{"demotion acted on at the next 30 s tick", 30, 0, 1010, 80},
+		{"restart penalty delays the victim", 0, 60, 1070, 60},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Shape, cfg.Policy = oneGPU(), PolicyLAS
+			cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+			cfg.PassInterval, cfg.RestartPenalty = c.interval, c.penalty
+			r := runOK(t, cfg, tr)
+			if got := jctOf(r, 1); got != c.wantLong {
+				t.Errorf("long job JCT = %v, want %v", got, c.wantLong)
+			}
+			if got := jctOf(r, 2); got != c.wantSh {
+				t.Errorf("short job JCT = %v, want %v", got, c.wantSh)
+			}
+			if r.Summary.Preemptions != 1 {
+				t.Errorf("preemptions = %d, want 1", r.Summary.Preemptions)
+			}
+		})
+	}
+}
+
+// A job demoted into a queue where another waits is ranked behind it
+// (later queue entry) but keeps running under Lachesis's rule, which
+// preempts only across queues; the reference simulator's rule preempts it.
+//
+// One GPU, thresholds 100 and 10⁹ GPU-s. A (1000 s) runs from 0; B (1000
+// s) arrives at 1 and waits in queue 0. A is demoted at 100 and B preempts
+// it. B is demoted at 200, entering queue 1 after A, which waits there:
+//   - Lachesis: B keeps running to 1100, then A runs to 2000.
+//   - reference: A preempts B at 200 and runs to 1100, then B to 2000.
+func TestLAS_ReferencePreemptionAlsoPreemptsInsideAQueue(t *testing.T) {
+	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{1, 1, 1000})
+	cases := []struct {
+		reference       bool
+		wantA, wantB    float64
+		wantPreemptions int
+	}{
+		{false, 2000, 1099, 1},
+		{true, 1100, 1999, 2},
+	}
+	for _, c := range cases {
+		cfg := DefaultConfig()
+		cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
+		cfg.PolicyOptions.Tiresias.Thresholds = []float64{100, 1e9}
+		cfg.PolicyOptions.ReferencePreemption = c.reference
+		r := runOK(t, cfg, tr)
+		if jctOf(r, 1) != c.wantA || jctOf(r, 2) != c.wantB || r.Summary.Preemptions != c.wantPreemptions {
+			t.Errorf("reference=%v: JCTs %v, %v and %d preemptions; want %v, %v and %d", c.reference,
+				jctOf(r, 1), jctOf(r, 2), r.Summary.Preemptions, c.wantA, c.wantB, c.wantPreemptions)
+		}
+	}
+}
+
+// Starvation promotion with knob 1 on one GPU: two jobs take turns every
+// 100 s (see the timeline in the test body).
+func TestLAS_PromotionAlternatesTwoLongJobs(t *testing.T) {
+	// Job 1 (1000 s) from 0, job 2 (500 s) from 50. Job 1 is demoted at
+	// 100 and job 2 takes the GPU; from then on, each time the running job
+	// reaches 100 GPU-s in queue 0 it is demoted while the waiting one has
+	// waited 1 × its last run (100 s) and is promoted: they swap every
+	// 100 s. Job 2 finishes at 1000 (JCT 950); job 1 has 500 s left and
+	// runs alone to 1500.
+	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 500})
+	cfg := DefaultConfig()
+	cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
+	cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+	cfg.PolicyOptions.Tiresias.PromoteKnob = 1
+	r := runOK(t, cfg, tr)
+	if jctOf(r, 1) != 1500 || jctOf(r, 2) != 950 {
+		t.Fatalf("JCTs %v and %v, want 1500 and 950", jctOf(r, 1), jctOf(r, 2))
+	}
+	if r.Summary.Promotions != 9 || r.Summary.Preemptions != 9 {
+		t.Fatalf("promotions %d, preemptions %d, want 9 and 9", r.Summary.Promotions, r.Summary.Preemptions)
+	}
+}
+
+// A job larger than a node takes whole nodes; the remainder goes on one
+// more node.
+func TestPlacement_LargeJobsTakeWholeNodes(t *testing.T) {
+	tr := trace(t, [3]float64{0, 4, 100}, [3]float64{1, 16, 100}, [3]float64{2, 12, 10})
+	cfg := DefaultConfig()
+	cfg.Shape = Shape{Nodes: 3, GPUsPerNode: 8, CPUsPerNode: 24, MemGBNode: 500}
+	cfg.Policy, cfg.RecordRuns = PolicyFIFOSkip, true
+	r := runOK(t, cfg, tr)
+	checkInvariants(t, tr, cfg, r)
+	nodes := map[uint32][]RunSlot{}
+	for _, run := range r.Runs {
+		nodes[run.JobID] = run.Slots
+	}
+	if s := nodes[2]; len(s) != 2 || s[0].GPUs != 8 || s[1].GPUs != 8 {
+		t.Fatalf("16-GPU job placed as %+v, want two whole nodes", s)
+	}
+	// The 12-GPU job needs a whole node and 4 more: it waits for the
+	// 16-GPU job (ends at 101) although 4 GPUs are free on node 0.
+	if got := jctOf(r, 3); got != 109 {
+		t.Fatalf("12-GPU job JCT = %v, want 109", got)
+	}
+	if s := nodes[3]; len(s) != 2 || s[0].GPUs+s[1].GPUs != 12 {
+		t.Fatalf("12-GPU job placed as %+v", s)
+	}
+}
+
+// On one Synergy server an insensitive job takes 1 CPU, and a sensitive
+// job placed after it uses the slack: 5 CPUs (the other 6 free GPUs keep
+// their 3 CPUs each), 1.53× faster than at the proportional share.
+func TestSynergy_SensitiveJobUsesWhatAnInsensitiveJobLeaves(t *testing.T) {
+	tr := &Trace{Name: "synergy", Jobs: []Job{
+		{ID: 1, GPUs: 1, Duration: 100, Model: "gnmt"},
+		{ID: 2, GPUs: 1, Duration: 153, Model: "res18"},
+	}}
+	if err := tr.normalise(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Shape = Shape{Nodes: 1, GPUsPerNode: 8, CPUsPerNode: 24, MemGBNode: 500}
+	cfg.Profiles, cfg.Models, cfg.RecordRuns = profiles(t), ModelsAsGiven, true
+	for _, c := range []struct {
+		alloc   AllocMode
+		cpus    int
+		wantJCT float64
+	}{
+		{AllocProportional, 3, 153},
+		{AllocSynergy, 5, 100},
+	} {
+		cfg.Alloc = c.alloc
+		r := runOK(t, cfg, tr)
+		checkInvariants(t, tr, cfg, r)
+		for _, run := range r.Runs {
+			if run.JobID == 2 && run.Slots[0].CPUs != c.cpus {
+				t.Errorf("%s: res18 got %d CPUs, want %d", c.alloc, run.Slots[0].CPUs, c.cpus)
+			}
+		}
+		if got := jctOf(r, 2); math.Abs(got-c.wantJCT) > 1e-9 {
+			t.Errorf("%s: res18 JCT = %v, want %v", c.alloc, got, c.wantJCT)
+		}
+	}
+}
+
+func TestRun_RejectsJobsLargerThanTheCluster(t *testing.T) {
+	tr := trace(t, [3]float64{0, 64, 10})
+	cfg := DefaultConfig()
+	cfg.Shape = Shape{Nodes: 2, GPUsPerNode: 8, CPUsPerNode: 24, MemGBNode: 500}
+	if _, err := Run(cfg, tr); err == nil {
+		t.Fatal("a 64-GPU job on 16 GPUs was accepted")
+	}
+}
+
+func TestGittins_LearningFromCompletionsStillFinishesEveryJob(t *testing.T) {
+	tr := phillySlice(t, 600)
+	cfg := DefaultConfig()
+	cfg.Shape.Nodes, cfg.Policy = 4, PolicyGittins
+	cfg.PolicyOptions.LearnEvery = 50
+	cfg.RecordRuns = true
+	checkInvariants(t, tr, cfg, runOK(t, cfg, tr))
+}

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+)
+
+// Status is where a job is in its life.
+type Status uint8
+
+const (
+	// NotArrived: before its submit time.
+	NotArrived Status = iota
+	Pending
+	Running
+	Done
+)
+
+// JobState is one job during a simulation. Policies read it; only the
+// engine changes it, except the Tiresias fields (Queue, QueueEntry,
+// ServiceBase, WaitingSince), which the Tiresias orderer keeps the way
+// Lachesis's core keeps its ledger.
+type JobState struct {
+	Job    Job
+	Status Status
+	// Model is the model the job was given (see ModelRule); Profile is nil
+	// for an unprofiled job.
+	Model   string
+	Profile *sensitivity.Profile
+	best    sensitivity.Demand
+
+	// Remaining is the work left, in seconds at speed 1 (the proportional
+	// share), as of RunStart while running and as of now while pending.
+	Remaining float64
+	// Speed is the current run's speed: throughput relative to the
+	// proportional share, from the job's profile and allocation.
+	Speed float64
+	// RunStart is when the current run began; progress starts at
+	// ProgressFrom, later by the restart penalty after a preemption.
+	RunStart     float64
+	ProgressFrom float64
+
+	// Service is the attained service of closed runs, GPU-seconds.
+	Service float64
+	// ServiceBase is Service at the last starvation promotion; the queue is
+	// decided by the service since then.
+	ServiceBase  float64
+	Queue        int
+	QueueEntry   int64
+	WaitingSince int64
+	// LastRun is the length of the most recent closed run, seconds.
+	LastRun float64
+
+	FirstStart  float64
+	Finish      float64
+	Preemptions int
+	Starts      int
+	Promotions  int
+
+	slots []slot
+	// seq numbers the job's runs, so a completion event of a run that was
+	// preempted is recognised as stale.
+	seq uint32
+	// pos is the job's place in the current pass's order.
+	pos int32
+	// sortKey is scratch for orderers that sort by a computed value.
+	sortKey float64
+	// preemptedIn is the pass in which the job was last preempted.
+	preemptedIn uint32
+	// maxSpeed is the fastest run's speed; progressTime the time spent
+	// making progress (running, past the restart penalty).
+	maxSpeed     float64
+	progressTime float64
+}
+
+// slot is a job's share of one node.
+type slot struct {
+	node  int32
+	gpus  int32
+	cpus  int32
+	memGB float64
+}
+
+// AttainedService is the job's GPU-seconds run so far, across requeues.
+func (j *JobState) AttainedService(now float64) float64 {
+	if j.Status == Running {
+		return j.Service + float64(j.Job.GPUs)*(now-j.RunStart)
+	}
+	return j.Service
+}
+
+// QueueService is the attained service since the last promotion, which
+// places the job in a queue.
+func (j *JobState) QueueService(now float64) float64 {
+	return j.AttainedService(now) - j.ServiceBase
+}
+
+// RemainingAt is the work left at now, in seconds at speed 1.
+func (j *JobState) RemainingAt(now float64) float64 {
+	if j.Status == Running && now > j.ProgressFrom {
+		return max(0, j.Remaining-j.Speed*(now-j.ProgressFrom))
+	}
+	return j.Remaining
+}
