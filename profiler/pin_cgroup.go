@@ -76,8 +76,8 @@ func (p *cgroupPinner) Mechanism() string {
 // cgroupSeq makes the names of this process's cgroups unique.
 var cgroupSeq atomic.Int64
 
-// create makes a point's cgroups, confined to cpus and with the highest
-// CPU weight they take.
+// create makes a point's cgroups, confined to cpus, with their CPU weight
+// raised where it can be.
 func (p *cgroupPinner) create(cpus []int) (*cgroupConfinement, error) {
 	name := fmt.Sprintf("lachesis-profile-%d-%d", os.Getpid(), cgroupSeq.Add(1))
 	dir := filepath.Join(p.parent, name)
@@ -113,9 +113,8 @@ func (p *cgroupPinner) create(cpus []int) (*cgroupConfinement, error) {
 	return conf, nil
 }
 
-// raiseWeight gives the cgroup dir the highest CPU weight it takes, and
-// names the file it wrote ("" if none): best effort, a point measures
-// without it too.
+// raiseWeight raises the CPU weight of the cgroup dir and names the file
+// it wrote ("" if none): best effort, a point measures without it too.
 func raiseWeight(dir string) string {
 	for _, w := range []struct{ file, val string }{{"cpu.weight", boostWeight}, {"cpu.shares", boostShares}} {
 		if writeFile(filepath.Join(dir, w.file), w.val) == nil {
@@ -137,11 +136,14 @@ func (p *cgroupPinner) Start(cmd *exec.Cmd, cpus []int) (Confinement, error) {
 	if p.v2 {
 		err = startIntoCgroupV2(cmd, conf.dirs[0], cpus)
 	} else {
+		// Entering, only the cpuset must take the thread (the cpu cgroup is
+		// for the weight, and a point measures without it); leaving, the
+		// thread must get out of both, or startFromThread retires it.
 		parents := []string{p.parent, p.cpuParent}
-		move := func(into func(i int) string) func(int) error {
+		move := func(into func(i int) string, required int) func(int) error {
 			return func(tid int) error {
 				for i := range conf.dirs {
-					if err := writeFile(filepath.Join(into(i), "tasks"), strconv.Itoa(tid)); err != nil {
+					if err := writeFile(filepath.Join(into(i), "tasks"), strconv.Itoa(tid)); err != nil && i < required {
 						return err
 					}
 				}
@@ -149,8 +151,8 @@ func (p *cgroupPinner) Start(cmd *exec.Cmd, cpus []int) (Confinement, error) {
 			}
 		}
 		err = startFromThread(cmd, cpus,
-			move(func(i int) string { return conf.dirs[i] }),
-			move(func(i int) string { return parents[i] }))
+			move(func(i int) string { return conf.dirs[i] }, 1),
+			move(func(i int) string { return parents[i] }, len(conf.dirs)))
 	}
 	if err != nil {
 		conf.Release()

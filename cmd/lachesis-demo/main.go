@@ -1,5 +1,6 @@
-// Command lachesis-demo is `make demo`: the bundled workload on a loopback
-// Slurm cluster under Lachesis and under priority/multifactor, side by side.
+// Command lachesis-demo is `make demo`: bundled workloads on a loopback
+// Slurm cluster, each run with Lachesis and with a baseline, side by side.
+// The logic lives in internal/demo; this file only wires flags to it.
 package main
 
 import (
@@ -17,70 +18,74 @@ import (
 )
 
 func main() {
-	workload := flag.String("workload", "etc/demo/workload.csv", "workload CSV (name,arrival_s,gpus,work_s)")
+	part := flag.String("part", "all", "which comparison to run: tiresias, synergy or all")
 	dir := flag.String("dir", "/tmp/lachesis-demo", "cluster directory")
-	nodes := flag.Int("nodes", 2, "nodes")
-	gpus := flag.Int("gpus", 4, "GPUs per node")
-	results := flag.String("results", "build/demo-results.csv", "where to write per-job results")
 	flag.Parse()
-	if err := run(*workload, *dir, *nodes, *gpus, *results); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *part, *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "lachesis-demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(workloadPath, dir string, nodes, gpus int, results string) error {
+func run(ctx context.Context, part, dir string) error {
 	wd, _ := os.Getwd()
 	root, err := slurmcluster.RepoRoot(wd)
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(filepath.Join(root, workloadPath))
-	if err != nil {
-		return err
-	}
-	jobs, err := demo.ParseWorkload(f)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	fragment, err := os.ReadFile(filepath.Join(root, "etc", "slurm.conf.lachesis"))
 	if err != nil {
 		return err
 	}
 	fi, _ := os.Stdout.Stat()
-	r := &demo.Runner{Root: root, Dir: dir, Nodes: nodes, GPUs: gpus, Out: os.Stdout,
-		Live: fi != nil && fi.Mode()&os.ModeCharDevice != 0, PollEvery: time.Second}
-
-	lachesis := demo.Scenario{
-		Label: "tiresias", Priority: "priority/tiresias", Preempt: "preempt/tiresias",
-		Extra: string(fragment), ShowQueues: true,
-		// Thresholds scaled to a minutes-long demo: a 4-GPU job leaves
-		// queue 0 after 10 s, queue 1 after 100 s.
-		YAML: fmt.Sprintf("tiresias:\n  thresholds: [40, 400]\npass_interval: 1\ndb_path: %s\n",
-			filepath.Join(dir, "lachesis", "lachesis.db")),
+	live := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	if part == "tiresias" || part == "all" {
+		jobs, err := readWorkload(root, "etc/demo/workload.csv")
+		if err != nil {
+			return err
+		}
+		a, b := demo.TiresiasScenarios(string(fragment), dir)
+		p := demo.Part{Title: "Tiresias: who waits for whom", Jobs: jobs, A: a, B: b,
+			Runner:  &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, Out: os.Stdout, Live: live, PollEvery: time.Second},
+			Results: filepath.Join(root, "build", "demo-tiresias.csv")}
+		if err := p.Run(ctx, os.Stdout); err != nil {
+			return err
+		}
 	}
-	multifactor := demo.Scenario{
-		Label: "multifactor", Priority: "priority/multifactor", Preempt: "preempt/none",
-		Extra: "PriorityWeightAge=1000\nPriorityWeightJobSize=0\n",
-	}
-	fmt.Printf("Lachesis demo: %d jobs on %d nodes x %d GPUs, first under Lachesis, then under priority/multifactor.\n", len(jobs), nodes, gpus)
-	a, err := r.Run(ctx, lachesis, jobs)
-	if err != nil {
-		return fmt.Errorf("tiresias run: %w", err)
-	}
-	fmt.Printf("\nLachesis run done (average JCT %.1f s). Now the same workload under priority/multifactor.\n", demo.Average(a).Seconds())
-	b, err := r.Run(ctx, multifactor, jobs)
-	if err != nil {
-		return fmt.Errorf("multifactor run: %w", err)
-	}
-	demo.Report(os.Stdout, lachesis.Label, a, multifactor.Label, b)
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, results)), 0o755); err == nil {
-		if err := demo.WriteCSV(filepath.Join(root, results), lachesis.Label, a, multifactor.Label, b); err == nil {
-			fmt.Printf("per-job results: %s\n", results)
+	if part == "synergy" || part == "all" {
+		jobs, err := readWorkload(root, "etc/demo/synergy-workload.csv")
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(filepath.Join(root, "etc", "demo", "models.csv"))
+		if err != nil {
+			return err
+		}
+		models, err := demo.ParseModels(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		// 12 CPUs and 48000 MB for 4 GPUs: a share of 3 CPUs, 12000 MB.
+		a, b := demo.SynergyScenarios(string(fragment), dir, models, 3, 12000)
+		p := demo.Part{Title: "Synergy: CPUs sized by profile", Jobs: jobs, A: a, B: b, ShowCPUs: true,
+			Runner: &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, CPUs: 12, MemMB: 48000,
+				Out: os.Stdout, Live: live, PollEvery: time.Second},
+			Results: filepath.Join(root, "build", "demo-synergy.csv")}
+		if err := p.Run(ctx, os.Stdout); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func readWorkload(root, path string) ([]demo.Job, error) {
+	f, err := os.Open(filepath.Join(root, path))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return demo.ParseWorkload(f)
 }

@@ -19,13 +19,28 @@ func Average(out []Outcome) time.Duration {
 }
 
 // Report prints the per-job table comparing two scenarios' outcomes (same
-// workload order) and the average JCTs.
-func Report(w io.Writer, aLabel string, a []Outcome, bLabel string, b []Outcome) {
-	fmt.Fprintf(w, "\n%-9s %4s %6s | %-22s | %-22s\n", "", "", "", aLabel, bLabel)
-	fmt.Fprintf(w, "%-9s %4s %6s | %8s %13s | %8s %13s\n", "job", "gpus", "work", "JCT", "requeues", "JCT", "requeues")
+// workload order) and the average JCTs; with cpus, the CPUs per GPU each
+// job got instead of its requeues.
+func Report(w io.Writer, aLabel string, a []Outcome, bLabel string, b []Outcome, cpus bool) {
+	col := "requeues"
+	if cpus {
+		col = "CPUs/GPU"
+	}
+	extra := func(o Outcome) int {
+		if cpus {
+			return o.CPUsPerGPU
+		}
+		return o.Restarts
+	}
+	fmt.Fprintf(w, "\n%-9s %-9s %4s %6s | %-22s | %-22s\n", "", "", "", "", aLabel, bLabel)
+	fmt.Fprintf(w, "%-9s %-9s %4s %6s | %8s %13s | %8s %13s\n", "job", "model", "gpus", "work", "JCT", col, "JCT", col)
 	for i := range a {
-		fmt.Fprintf(w, "%-9s %4d %5.0fs | %7.0fs %13d | %7.0fs %13d\n", a[i].Job.Name, a[i].Job.GPUs,
-			a[i].Job.Work.Seconds(), a[i].JCT().Seconds(), a[i].Restarts, b[i].JCT().Seconds(), b[i].Restarts)
+		model := a[i].Job.Model
+		if model == "" {
+			model = "-"
+		}
+		fmt.Fprintf(w, "%-9s %-9s %4d %5.0fs | %7.0fs %13d | %7.0fs %13d\n", a[i].Job.Name, model, a[i].Job.GPUs,
+			a[i].Job.Work.Seconds(), a[i].JCT().Seconds(), extra(a[i]), b[i].JCT().Seconds(), extra(b[i]))
 	}
 	avgA, avgB := Average(a), Average(b)
 	fmt.Fprintf(w, "\naverage JCT: %s %.1f s, %s %.1f s", aLabel, avgA.Seconds(), bLabel, avgB.Seconds())
@@ -44,15 +59,15 @@ func WriteCSV(path, aLabel string, a []Outcome, bLabel string, b []Outcome) erro
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	w.Write([]string{"policy", "job", "gpus", "work_s", "jct_s", "requeues"}) //nolint:errcheck
+	w.Write([]string{"policy", "job", "model", "gpus", "work_s", "jct_s", "requeues", "cpus_per_gpu"}) //nolint:errcheck
 	for _, set := range []struct {
 		label string
 		out   []Outcome
 	}{{aLabel, a}, {bLabel, b}} {
 		for _, o := range set.out {
-			w.Write([]string{set.label, o.Job.Name, strconv.Itoa(o.Job.GPUs), //nolint:errcheck
+			w.Write([]string{set.label, o.Job.Name, o.Job.Model, strconv.Itoa(o.Job.GPUs), //nolint:errcheck
 				strconv.FormatFloat(o.Job.Work.Seconds(), 'f', 0, 64),
-				strconv.FormatFloat(o.JCT().Seconds(), 'f', 0, 64), strconv.Itoa(o.Restarts)})
+				strconv.FormatFloat(o.JCT().Seconds(), 'f', 0, 64), strconv.Itoa(o.Restarts), strconv.Itoa(o.CPUsPerGPU)})
 		}
 	}
 	w.Flush()

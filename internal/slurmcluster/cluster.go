@@ -218,3 +218,27 @@ func shorten(s string) string {
 	}
 	return fmt.Sprintf("%s... (%d bytes)", s[:max], len(s))
 }
+
+// OverrideConf returns a slurm.conf fragment with each "Key=value" of
+// overrides replacing the fragment's lines for that key (keys compare
+// case-insensitively, as Slurm's do). "Key=" with no value only removes
+// the key.
+func OverrideConf(fragment string, overrides ...string) string {
+	keys := map[string]bool{}
+	var add []string
+	for _, o := range overrides {
+		k, v, _ := strings.Cut(o, "=")
+		keys[strings.ToLower(strings.TrimSpace(k))] = true
+		if v != "" {
+			add = append(add, o)
+		}
+	}
+	var out []string
+	for _, line := range strings.Split(fragment, "\n") {
+		k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
+		if !keys[strings.ToLower(k)] {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(append(out, add...), "\n") + "\n"
+}

@@ -147,7 +147,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profiler
 		MemPerNode:   hw.MemMB,
 		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
 		LachesisYAML: tiresiasYAML(dir, yaml),
-		ExtraConf:    overrideConf(string(fragment), extraConf),
+		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -167,24 +167,6 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profiler
 		t.Fatalf("cluster did not come up: %v", err)
 	}
 	return e
-}
-
-// overrideConf returns the fragment with each Key=value of overrides
-// replacing the fragment's line for that key.
-func overrideConf(fragment string, overrides []string) string {
-	keys := map[string]bool{}
-	for _, o := range overrides {
-		k, _, _ := strings.Cut(o, "=")
-		keys[strings.ToLower(k)] = true
-	}
-	var out []string
-	for _, line := range strings.Split(fragment, "\n") {
-		k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
-		if !keys[strings.ToLower(k)] {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(append(out, overrides...), "\n") + "\n"
 }
 
 func (e *env) submit(args ...string) uint32 {
