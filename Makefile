@@ -23,7 +23,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/la
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deps slurm-src test test-unit test-cluster bench demo clean fmt vet
+.PHONY: all build commands deps fuzz install slurm-src test test-unit test-cluster bench demo clean fmt vet
 
 all: build
 
@@ -73,6 +73,23 @@ bench: build
 
 demo: build
 	$(GO) run ./cmd/lachesis-demo
+
+# Fuzz the parsers that face the network and users (a while each).
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 2m ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/gres
+
+# Install on a real cluster: plugins into Slurm's plugin directory (the
+# controller), the node agent and CLI (compute nodes, admins).
+SLURM_PLUGIN_DIR ?= /usr/lib/x86_64-linux-gnu/slurm-wlm
+install: build
+	install -D -m 0755 -t $(DESTDIR)$(SLURM_PLUGIN_DIR) $(CORE) $(PLUGINS)/priority_tiresias.so \
+		$(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so
+	install -D -m 0755 $(BIN)/lachesis-node-agent $(DESTDIR)/usr/sbin/lachesis-node-agent
+	install -D -m 0755 $(BIN)/lachesis-profiler $(DESTDIR)/usr/bin/lachesis-profiler
+	install -D -m 0644 etc/lachesis-node-agent.service $(DESTDIR)/etc/systemd/system/lachesis-node-agent.service
+	[ -e $(DESTDIR)/etc/lachesis/node-agent.yaml ] || install -D -m 0644 etc/node-agent.yaml $(DESTDIR)/etc/lachesis/node-agent.yaml
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

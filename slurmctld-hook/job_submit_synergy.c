@@ -14,7 +14,6 @@
 #include "slurm/slurm_errno.h"
 #include "src/common/bitstring.h"
 #include "src/common/log.h"
-#include "src/common/run_in_daemon.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
@@ -29,21 +28,12 @@ static bool core_up = false;
 
 extern int init(void)
 {
-	if (!running_in_slurmctld() || core_up)
-		return SLURM_SUCCESS;
-	if (lachesis_hook_start(plugin_type) != SLURM_SUCCESS)
-		return SLURM_ERROR;
-	core_up = true;
-	verbose("%s loaded", plugin_type);
-	return SLURM_SUCCESS;
+	return lachesis_hook_start(plugin_type, &core_up);
 }
 
 extern int fini(void)
 {
-	if (core_up) {
-		lachesis_hook_stop();
-		core_up = false;
-	}
+	lachesis_hook_stop(&core_up);
 	return SLURM_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 #include "slurm/slurm_errno.h"
 #include "src/common/assoc_mgr.h"
 #include "src/common/log.h"
+#include "src/common/run_in_daemon.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
@@ -28,7 +29,7 @@ void lachesis_hook_log(int level, const char *msg)
 	}
 }
 
-int lachesis_hook_start(const char *plugin)
+int lachesis_hook_start(const char *plugin, bool *up)
 {
 	char err[1024] = "";
 	lachesis_env_t env = {
@@ -39,18 +40,27 @@ int lachesis_hook_start(const char *plugin)
 		.cluster_name = slurm_conf.cluster_name,
 		.log = lachesis_hook_log,
 	};
-	int rc = lachesis_init(&env, err, sizeof(err));
+	int rc;
+
+	if (*up || !running_in_slurmctld())
+		return SLURM_SUCCESS;
+	rc = lachesis_init(&env, err, sizeof(err));
 	if (rc != LACHESIS_OK) {
 		error("%s: cannot start the Lachesis core: %s", plugin,
 		      err[0] ? err : "unknown error");
 		return SLURM_ERROR;
 	}
+	*up = true;
+	verbose("%s loaded", plugin);
 	return SLURM_SUCCESS;
 }
 
-void lachesis_hook_stop(void)
+void lachesis_hook_stop(bool *up)
 {
-	lachesis_fini();
+	if (*up) {
+		lachesis_fini();
+		*up = false;
+	}
 }
 
 int lachesis_hook_gpu_tres_pos(void)

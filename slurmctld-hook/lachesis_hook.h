@@ -11,12 +11,14 @@
 #include "lachesis_core.h"
 #include "src/slurmctld/slurmctld.h"
 
-/* Starts (or references) the Go core; logs and returns SLURM_ERROR on a bad
- * config, with the core's message naming the offending key. */
-extern int lachesis_hook_start(const char *plugin);
+/* A plugin's init(): takes a reference on the Go core, once per plugin
+ * (*up says whether it holds one) and only inside slurmctld: sshare and
+ * other clients load plugins too, and must not start anything. Logs and
+ * returns SLURM_ERROR on a bad config, naming the offending key. */
+extern int lachesis_hook_start(const char *plugin, bool *up);
 
-/* Drops this plugin's reference on the core. */
-extern void lachesis_hook_stop(void);
+/* A plugin's fini(): drops its reference, if it holds one. */
+extern void lachesis_hook_stop(bool *up);
 
 /* Index of gres/gpu in the TRES arrays, or -1 when it is not tracked. */
 extern int lachesis_hook_gpu_tres_pos(void);

@@ -256,11 +256,10 @@ int init(void)
 {
 	/* sshare and other clients load priority plugins too: start nothing
 	 * outside slurmctld. */
-	if (!running_in_slurmctld() || core_up)
+	if (core_up || !running_in_slurmctld())
 		return SLURM_SUCCESS;
-	if (lachesis_hook_start(plugin_type) != SLURM_SUCCESS)
+	if (lachesis_hook_start(plugin_type, &core_up) != SLURM_SUCCESS)
 		return SLURM_ERROR; /* slurmctld exits, having logged why */
-	core_up = true;
 	pass_stop = false;
 	slurm_thread_create(&pass_thread, _pass_loop, NULL);
 	pass_thread_started = true;
@@ -279,10 +278,7 @@ int fini(void)
 		pthread_join(pass_thread, NULL);
 		pass_thread_started = false;
 	}
-	if (core_up) {
-		lachesis_hook_stop();
-		core_up = false;
-	}
+	lachesis_hook_stop(&core_up);
 	xfree(pass_jobs);
 	xfree(pass_prios);
 	xfree(pass_ptrs);

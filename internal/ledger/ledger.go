@@ -4,10 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
-	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+	"github.com/lachesis-sched/lachesis/internal/sqlitedb"
 )
 
 // ErrStore is wrapped by every error the store returns.
@@ -91,35 +89,23 @@ CREATE TABLE IF NOT EXISTS completed (
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
 `
 
-// Open opens (creating if needed) the ledger at path in WAL mode.
+// Open opens (creating if needed) the ledger at path. synchronous=NORMAL:
+// a kill -9 of slurmctld loses nothing committed; only a power loss may
+// lose the last commits, which the next pass recomputes from Slurm.
 func Open(path string) (*SQLite, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStore, err)
-	}
-	// synchronous=NORMAL in WAL mode: a crash of the process (kill -9)
-	// loses nothing committed; only a power loss may lose the last commits.
-	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate"
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrStore, path, err)
-	}
-	db.SetMaxOpenConns(1) // one writer; SQLite serialises writers anyway
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w: create schema in %s: %v", ErrStore, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
 	return &SQLite{db: db}, nil
 }
 
 // OpenReadOnly opens an existing ledger for reading while slurmctld writes
-// it (WAL lets readers and the one writer proceed together).
+// it.
 func OpenReadOnly(path string) (*SQLite, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStore, err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	db, err := sqlitedb.OpenReadOnly(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrStore, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
 	return &SQLite{db: db}, nil
 }

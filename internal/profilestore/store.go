@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+	"github.com/lachesis-sched/lachesis/internal/sqlitedb"
 
 	"github.com/lachesis-sched/lachesis/internal/wire"
 	"github.com/lachesis-sched/lachesis/profiler"
@@ -65,30 +63,18 @@ type Store struct {
 
 // Open opens (creating if needed) the tables in the SQLite file at path.
 func Open(path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStore, err)
-	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate"
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrStore, path, err)
-	}
-	db.SetMaxOpenConns(1) // one writer; SQLite serialises writers anyway
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w: create schema in %s: %v", ErrStore, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
 	return &Store{db: db}, nil
 }
 
 // OpenReadOnly opens an existing file for reading while slurmctld writes it.
 func OpenReadOnly(path string) (*Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStore, err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	db, err := sqlitedb.OpenReadOnly(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrStore, path, err)
+		return nil, fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	var n int
 	err = db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('profiles', 'model_keys')`).Scan(&n)

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+	"github.com/lachesis-sched/lachesis/internal/sqlitedb"
 
 	"github.com/lachesis-sched/lachesis/internal/wire"
 	"github.com/lachesis-sched/lachesis/profiler"
@@ -67,20 +65,11 @@ type Spool struct{ db *sql.DB }
 
 // Open opens (creating if needed) the spool at path.
 func Open(path string) (*Spool, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpool, err)
-	}
 	// synchronous=FULL: a profile the agent said it saved survives a power
 	// cut too; profiles are rare, so the cost does not matter.
-	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=5000&_txlock=immediate"
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sqlitedb.Open(path, sqlitedb.Full, 0o700, schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrSpool, path, err)
-	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w: create schema in %s: %v", ErrSpool, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrSpool, err)
 	}
 	return &Spool{db: db}, nil
 }
