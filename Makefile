@@ -23,7 +23,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/la
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deps fuzz install slurm-src test test-unit test-cluster bench demo clean fmt vet
+.PHONY: all build commands deps eval fuzz install slurm-src test test-unit test-cluster bench demo clean fmt vet
 
 all: build
 
@@ -53,7 +53,7 @@ $(PLUGINS)/%.so: slurmctld-hook/%.c $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
 test: test-unit test-cluster
 
 test-unit:
-	CGO_ENABLED=0 $(GO) test ./priority/...
+	CGO_ENABLED=0 $(GO) test ./priority/... ./sim/... ./profiler/sensitivity/...
 	$(GO) test -race $$($(GO) list ./... | grep -v /tests/)
 
 # The test binary stops its clusters itself; the loop below also stops any
@@ -68,8 +68,14 @@ test-cluster: build
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./priority/
+	$(GO) test -run '^$$' -bench Philly512 -benchtime 1x ./sim/
+	$(BIN)/lachesis-sim -trace ../shared/data/philly/philly_jobs.csv -policies gittins -parallel 1 -bench
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/core/
 	$(GO) run ./cmd/lachesis-ctldbench
+
+# The simulator's evaluation (docs/evaluation): ~5 minutes on 2 cores.
+eval: commands
+	bash docs/evaluation/run.sh
 
 demo: build
 	$(GO) run ./cmd/lachesis-demo

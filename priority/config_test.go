@@ -12,8 +12,9 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v", err)
 	}
-	if got := cfg.Queues(); got != 3 {
-		t.Errorf("DefaultConfig().Queues() = %d, want 3", got)
+	// The sweep's choice (docs/evaluation, section 3).
+	if got := cfg.Queues(); got != 5 || cfg.Mode != ModeGittins || cfg.PromoteKnob != 2 {
+		t.Errorf("DefaultConfig() = %d queues, mode %s, knob %v; want 5, gittins, 2", got, cfg.Mode, cfg.PromoteKnob)
 	}
 }
 
@@ -128,7 +129,7 @@ func TestQueueOf(t *testing.T) {
 
 func TestRankerConfigIsACopy(t *testing.T) {
 	cfg := DefaultConfig()
-	r, err := NewRanker(cfg, nil)
+	r, err := NewRanker(cfg, SeedDistribution())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,9 @@ func TestNewRankerRejects(t *testing.T) {
 	if _, err := NewRanker(bad, SeedDistribution()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("invalid config: err = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := NewRanker(DefaultConfig(), nil); err != nil {
+	las := DefaultConfig()
+	las.Mode = ModeLAS
+	if _, err := NewRanker(las, nil); err != nil {
 		t.Errorf("las mode without a distribution: err = %v, want nil", err)
 	}
 }

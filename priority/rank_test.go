@@ -8,8 +8,12 @@ import (
 const now int64 = 1000
 
 // testConfig has K=3 queues at 10 and 20 GPU-seconds, so cases stay small.
+// testConfig is the defaults made small and hand-computable: LAS mode, no
+// promotion (tests that want Gittins or promotion set them).
 func testConfig() Config {
 	cfg := DefaultConfig()
+	cfg.Mode = ModeLAS
+	cfg.PromoteKnob = 0
 	cfg.Thresholds = []float64{10, 20}
 	cfg.MaxAge = 100
 	return cfg

@@ -25,10 +25,14 @@
 #   LACHESIS_KEEP_STATE    0        1: `up` keeps state/ (jobs) of a previous run
 #   LACHESIS_LOG_LINES     40       lines per log shown by `logs` and on failure
 #   LACHESIS_ACCOUNTING    none     slurmdbd: also run a private MariaDB
-#                                   (db/, 127.0.0.1:base+101) and slurmdbd
-#                                   (port base+100), so sacct works and
-#                                   gres/gpu is an accounted TRES; `up` then
-#                                   runs install-deps.sh slurmdbd
+#                                   (all in db/, TCP on 127.0.0.1:base+101)
+#                                   and slurmdbd (port base+100, config
+#                                   etc/slurmdbd.conf, log log/slurmdbd.log),
+#                                   so sacct works and gres/gpu is an
+#                                   accounted TRES. `up` then runs
+#                                   install-deps.sh slurmdbd; `down`,
+#                                   `status` and `logs` find an accounting
+#                                   cluster without the variable.
 set -euo pipefail
 
 script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -716,7 +720,9 @@ count_idle() {
 
 cmd_up() {
   validate
-  "$repo_root/scripts/install-deps.sh"
+  local -a deps=()
+  [[ $accounting == slurmdbd ]] && deps=(slurmdbd)
+  "$repo_root/scripts/install-deps.sh" "${deps[@]}"
   # Leftovers of an earlier `up` in this directory would hold the ports and
   # pid files.
   if [[ -r $conf ]]; then cluster_down; fi

@@ -9,7 +9,7 @@ import (
 // Every policy × allocation × restart penalty on a busy slice of the Philly
 // trace, squeezed onto 4 nodes so that jobs queue and get preempted.
 func TestInvariants_HoldForEveryPolicyOnAPhillySlice(t *testing.T) {
-	trace := phillySlice(t, 1500)
+	trace := phillySlice(t, 700)
 	ps := profiles(t)
 	for _, alloc := range []AllocMode{AllocProportional, AllocSynergy} {
 		for _, penalty := range []float64{0, 60} {
@@ -27,6 +27,11 @@ func TestInvariants_HoldForEveryPolicyOnAPhillySlice(t *testing.T) {
 					p, _ := NewPolicy(pol, cfg.PolicyOptions)
 					if !p.Preemptive && r.Summary.Preemptions != 0 {
 						t.Fatalf("non-preemptive %s preempted %d times", pol, r.Summary.Preemptions)
+					}
+					// The slice must exercise preemption, or the invariants
+					// above say nothing about it.
+					if p.Preemptive && r.Summary.Preemptions == 0 {
+						t.Fatalf("%s never preempted on the test slice", pol)
 					}
 				})
 			}

@@ -108,6 +108,7 @@ func TestLAS_PreemptsOnlyAcrossQueues(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Shape, cfg.Policy = oneGPU(), PolicyLAS
 			cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+			cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 			cfg.PassInterval, cfg.RestartPenalty = c.interval, c.penalty
 			r := runOK(t, cfg, tr)
 			if got := jctOf(r, 1); got != c.wantLong {
@@ -146,6 +147,7 @@ func TestLAS_ReferencePreemptionAlsoPreemptsInsideAQueue(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
 		cfg.PolicyOptions.Tiresias.Thresholds = []float64{100, 1e9}
+		cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 		cfg.PolicyOptions.ReferencePreemption = c.reference
 		r := runOK(t, cfg, tr)
 		if jctOf(r, 1) != c.wantA || jctOf(r, 2) != c.wantB || r.Summary.Preemptions != c.wantPreemptions {
@@ -168,6 +170,7 @@ func TestLAS_PromotionAlternatesTwoLongJobs(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
 	cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+	cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 	cfg.PolicyOptions.Tiresias.PromoteKnob = 1
 	r := runOK(t, cfg, tr)
 	if jctOf(r, 1) != 1500 || jctOf(r, 2) != 950 {

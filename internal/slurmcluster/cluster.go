@@ -32,6 +32,9 @@ type Options struct {
 	LachesisYAML string
 	// ExtraConf lines are appended to slurm.conf (same keys replace).
 	ExtraConf string
+	// Accounting: "" (none) or "slurmdbd" (a private MariaDB and slurmdbd,
+	// so sacct works and gres/gpu is an accounted TRES).
+	Accounting string
 }
 
 // Cluster is a running loopback cluster.
@@ -69,6 +72,7 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 		"LACHESIS_PREEMPT_TYPE":  o.Preempt,
 		"LACHESIS_JOB_SUBMIT":    o.JobSubmit,
 		"LACHESIS_PLUGIN_DIR":    o.PluginDir,
+		"LACHESIS_ACCOUNTING":    o.Accounting,
 	}
 	for k, v := range map[string]int{
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,

@@ -97,6 +97,7 @@ type env struct {
 // defaults (8 CPUs, 16000 MB per node).
 type shape struct {
 	Nodes, GPUs, CPUs, MemMB int
+	Accounting               string // "" or "slurmdbd"
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -145,6 +146,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profiler
 		GPUsPerNode:  hw.GPUs,
 		CPUsPerNode:  hw.CPUs,
 		MemPerNode:   hw.MemMB,
+		Accounting:   hw.Accounting,
 		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

@@ -22,7 +22,7 @@ func TestNewJobStartsBeforeDemotedJobs(t *testing.T) {
 }
 
 func newJobStartsBeforeDemotedJobs(t *testing.T, mode string) {
-	e := startCluster(t, 1, "tiresias:\n  mode: "+mode+"\n  thresholds: [40, 100000]\n")
+	e := startCluster(t, 1, "tiresias:\n  mode: "+mode+"\n  thresholds: [40, 100000]\n  promote_knob: 0\n")
 	demoted := e.submit("-J", "demoted", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(demoted, "RUNNING", 30*time.Second)
 
@@ -56,7 +56,7 @@ func newJobStartsBeforeDemotedJobs(t *testing.T, mode string) {
 }
 
 func TestDemotedJobIsRequeuedForNewJobAndKeepsService(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")
 	long := e.submit("-J", "long", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(long, "RUNNING", 30*time.Second)
 	before := e.waitQueue(long, 1, 40*time.Second)
@@ -122,7 +122,7 @@ func TestStarvationPromotionInTheRealCluster(t *testing.T) {
 
 func TestKill9OfSlurmctldKeepsServiceAndOrder(t *testing.T) {
 	// No preemption here, so the queue stays still while we look at it.
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [30, 100000]\n", "PreemptType=preempt/none", "PreemptMode=OFF")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [30, 100000]\n  promote_knob: 0\n", "PreemptType=preempt/none", "PreemptMode=OFF")
 	a := e.submit("-J", "a", "--gpus=2", "--wrap", "sleep 600")
 	b := e.submit("-J", "b", "--gpus=2", "--wrap", "sleep 600")
 	e.waitState(a, "RUNNING", 30*time.Second)
@@ -200,7 +200,7 @@ func pendingOrder(jobs map[uint32]slurmcluster.Job) []uint32 {
 }
 
 func TestMalformedYAMLOnReconfigureKeepsPreviousConfig(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [50, 100000]\n")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [50, 100000]\n  promote_knob: 0\n")
 	job := e.submit("-J", "job", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(job, "RUNNING", 30*time.Second)
 
@@ -228,7 +228,7 @@ func TestMalformedYAMLOnReconfigureKeepsPreviousConfig(t *testing.T) {
 		t.Fatalf("after bad reloads: %+v; want queue 0 under the previous threshold 50", p)
 	}
 	// A good file takes effect.
-	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, "tiresias:\n  thresholds: [10, 100000]\n")); err != nil {
+	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, "tiresias:\n  thresholds: [10, 100000]\n  promote_knob: 0\n")); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.Reconfigure(); err != nil {
