@@ -1,9 +1,9 @@
 package sim
 
 import (
+	"github.com/lachesis-sched/lachesis/internal/shareddata"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -11,31 +11,8 @@ import (
 	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
 )
 
-// sharedData is ../shared/data next to the repository root (the directory
-// holding go.mod). The data is part of the project's layout, so a missing
-// file fails the test rather than skipping it.
-func sharedData(t testing.TB, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "data", rel)
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("reference data missing: %v", err)
-	}
-	return path
-}
+// sharedData is the path of rel inside ../shared/data.
+func sharedData(t testing.TB, rel string) string { return shareddata.Path(t, rel) }
 
 var (
 	phillyOnce  sync.Once
