@@ -88,8 +88,10 @@ func lachesis_pass(now C.int64_t, jobs *C.lachesis_job_t, n C.int32_t, out *C.la
 	for i := range cjobs {
 		snaps = append(snaps, snapshotFromC(&cjobs[i]))
 	}
-	decisions := passDecisions[:0]
-	decisions = append(decisions, make([]coreDecision, len(snaps)-len(decisions))...)
+	if cap(passDecisions) < len(snaps) {
+		passDecisions = make([]coreDecision, len(snaps))
+	}
+	decisions := passDecisions[:len(snaps)]
 	candidates := c.Pass(int64(now), snaps, decisions)
 	for i := range decisions {
 		prioToC(&decisions[i], &couts[i])
