@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/lachesis-sched/lachesis/internal/safego"
 	"io"
 	"log/slog"
 	"net"
@@ -174,8 +175,8 @@ func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier
 		s.allowed[u] = true
 	}
 	s.wg.Add(2)
-	go s.acceptLoop()
-	go s.summariseSuppressed()
+	safego.Loop(log, "node-agent accept loop", s.acceptLoop, s.wg.Done)
+	safego.Loop(log, "node-agent rejection summary", s.summariseSuppressed, s.wg.Done)
 	if ctx.Done() != nil {
 		go func() {
 			select {
@@ -214,7 +215,6 @@ func (s *Server) Close() error {
 // summariseSuppressed logs, once a second, how many rejections the rate
 // limit kept out of the log, so a flood is visible even after it stops.
 func (s *Server) summariseSuppressed() {
-	defer s.wg.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -228,7 +228,6 @@ func (s *Server) summariseSuppressed() {
 }
 
 func (s *Server) acceptLoop() {
-	defer s.wg.Done()
 	backoff := 5 * time.Millisecond
 	for {
 		conn, err := s.ln.Accept()

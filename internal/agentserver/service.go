@@ -11,6 +11,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/config"
 	"github.com/lachesis-sched/lachesis/internal/munge"
 	"github.com/lachesis-sched/lachesis/internal/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/safego"
 	"github.com/lachesis-sched/lachesis/profiler"
 )
 
@@ -90,11 +91,12 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 	}
 	s.cfg.Server.OnProfile = func(rec profiler.Record) { s.cache.Offer(rec) }
 	log.Info("node-agent profiles loaded", keyModels, s.cache.Len(), keyPath, cfg.DBPath)
-	var listenErr error
 	if cfg.Addr != "" {
-		listenErr = s.listen()
+		if err := s.listen(); err != nil {
+			log.Error("cannot listen for node agents; retrying", keyAddr, cfg.Addr, keyErr, err, keyEvery, cfg.RetryEvery)
+		}
 	}
-	go s.run(listenErr)
+	safego.Loop(log, "node-agent service", s.run, func() { close(s.done) })
 	return s, nil
 }
 
@@ -110,11 +112,11 @@ func (s *Service) listen() error {
 	return nil
 }
 
-func (s *Service) run(listenErr error) {
-	defer close(s.done)
+// run flushes model keys and, while the listener could not bind, retries
+// it. It returns when the service closes.
+func (s *Service) run() {
 	var retry <-chan time.Time
-	if listenErr != nil {
-		s.log.Error("cannot listen for node agents; retrying", keyAddr, s.cfg.Addr, keyErr, listenErr, keyEvery, s.cfg.RetryEvery)
+	if s.cfg.Addr != "" && s.Server() == nil {
 		t := time.NewTicker(s.cfg.RetryEvery)
 		defer t.Stop()
 		retry = t.C

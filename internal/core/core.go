@@ -11,6 +11,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/config"
 	"github.com/lachesis-sched/lachesis/internal/ledger"
+	"github.com/lachesis-sched/lachesis/internal/safego"
 	"github.com/lachesis-sched/lachesis/internal/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profiler"
@@ -158,7 +159,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	if err := c.rebuildRanker(); err != nil {
 		return nil, err
 	}
-	go c.writer()
+	safego.Loop(log, "ledger writer", c.writer, func() { close(c.stopped) })
 	log.Info("lachesis core ready", keyJobs, len(active), keyPath, cfg.DBPath)
 	return c, nil
 }

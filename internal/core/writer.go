@@ -20,9 +20,9 @@ func (c *Core) signalWriter() {
 }
 
 // writer persists queued records off slurmctld's locks, one transaction
-// per flush, and reloads the Gittins history when jobs complete.
+// per flush, and reloads the Gittins history when jobs complete. It returns
+// when the core stops (safego restarts it after a panic).
 func (c *Core) writer() {
-	defer close(c.stopped)
 	for {
 		select {
 		case <-c.kick:
