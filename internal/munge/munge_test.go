@@ -3,6 +3,7 @@ package munge_test
 import (
 	"bytes"
 	"errors"
+	"github.com/lachesis-sched/lachesis/internal/testenv"
 	"os"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestFakeRefusesReplayAndForeignCredentials(t *testing.T) {
 func startMunged(t *testing.T) string {
 	t.Helper()
 	if why := mungetest.CanStartMunged(); why != "" {
-		t.Skip(why)
+		testenv.Unavailable(t, why)
 	}
 	base, err := os.MkdirTemp("/tmp", "lachesis-munge-test-")
 	if err != nil {

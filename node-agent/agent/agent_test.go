@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"github.com/lachesis-sched/lachesis/internal/testenv"
 	"log/slog"
 	"math"
 	"net"
@@ -252,7 +253,7 @@ func TestRootIsRefusedUnlessAllowed(t *testing.T) {
 
 func TestRootRefusalReachesTheCLIOverTheSocket(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the test process must be root to be refused as root")
+		testenv.Unavailable(t, "the test process must be root to be refused as root")
 	}
 	h := newHarness(t, nil)
 	_, err := localapi.Profile(context.Background(), h.cfg.Socket, request("bert"), nil)
