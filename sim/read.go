@@ -197,3 +197,22 @@ func parseWallClock(s string) (time.Time, error) {
 	}
 	return time.Time{}, err
 }
+
+// setWallClockSubmits makes each job's Submit its stamp (stamps[i] for
+// t.Jobs[i]) in seconds after the earliest one, which becomes t.Start.
+// With no stamps it does nothing.
+func setWallClockSubmits(t *Trace, stamps []time.Time) {
+	if len(stamps) == 0 {
+		return
+	}
+	start := stamps[0]
+	for _, s := range stamps {
+		if s.Before(start) {
+			start = s
+		}
+	}
+	t.Start = start
+	for i := range t.Jobs {
+		t.Jobs[i].Submit = stamps[i].Sub(start).Seconds()
+	}
+}

@@ -74,17 +74,6 @@ func ReadJobList(r io.Reader) (*Trace, error) {
 		}
 		t.Jobs = append(t.Jobs, job)
 	}
-	if len(stamps) > 0 {
-		start := stamps[0]
-		for _, s := range stamps {
-			if s.Before(start) {
-				start = s
-			}
-		}
-		t.Start = start
-		for i := range t.Jobs {
-			t.Jobs[i].Submit = stamps[i].Sub(start).Seconds()
-		}
-	}
+	setWallClockSubmits(t, stamps)
 	return t, t.normalise()
 }

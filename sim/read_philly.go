@@ -40,17 +40,6 @@ func ReadPhilly(r io.Reader) (*Trace, error) {
 		stamps = append(stamps, ts)
 		t.Jobs = append(t.Jobs, Job{ID: row, GPUs: gpus, Duration: dur, Cluster: tab.field(rec, "cluster")})
 	}
-	if len(stamps) > 0 {
-		start := stamps[0]
-		for _, s := range stamps {
-			if s.Before(start) {
-				start = s
-			}
-		}
-		t.Start = start
-		for i := range t.Jobs {
-			t.Jobs[i].Submit = stamps[i].Sub(start).Seconds()
-		}
-	}
+	setWallClockSubmits(t, stamps)
 	return t, t.normalise()
 }

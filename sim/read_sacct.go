@@ -183,18 +183,9 @@ func ReadSacct(r io.Reader, opts SacctOptions) (*Trace, SacctStats, error) {
 	if len(t.Jobs) == 0 {
 		return nil, st, fmt.Errorf("%w: no finished GPU job in the sacct input (%d lines)", ErrBadTrace, st.Lines)
 	}
-	start := stamps[0]
-	for _, s := range stamps {
-		if s.Before(start) {
-			start = s
-		}
-	}
-	t.Start = start
-	for i := range t.Jobs {
-		t.Jobs[i].Submit = stamps[i].Sub(start).Seconds()
-	}
+	setWallClockSubmits(t, stamps)
 	st.Jobs = len(t.Jobs)
-	st.FirstSubmit = start
+	st.FirstSubmit = t.Start
 	return t, st, t.normalise()
 }
 

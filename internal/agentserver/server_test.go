@@ -1,10 +1,10 @@
 package agentserver_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"github.com/lachesis-sched/lachesis/internal/testenv"
 	"io"
 	"log/slog"
 	"net"
@@ -24,23 +24,8 @@ import (
 
 const slurmUID = 64030
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer: a log/output sink the code's goroutines may write to.
+type syncBuffer = testenv.SyncBuffer
 
 type fixture struct {
 	t     *testing.T

@@ -276,6 +276,13 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 			c.finish(rec, now)
 		}
 	}
+	// Decisions made by Place for jobs that were gone before any pass
+	// (cancelled at once) have no record to finish: drop them here.
+	for id := range c.decisions {
+		if !c.seen[id] {
+			delete(c.decisions, id)
+		}
+	}
 	c.signalWriter()
 	return len(c.candidates)
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/lachesis-sched/lachesis/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -65,23 +65,8 @@ func TestDecode_SpendsItsBudgetOfThreadCPUTime(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the reporter goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer: a log/output sink the code's goroutines may write to.
+type syncBuffer = testenv.SyncBuffer
 
 var progressLine = regexp.MustCompile(`^step ([0-9]+) ([0-9.]+) it/s$`)
 
