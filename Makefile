@@ -27,21 +27,23 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 all: build
 
+# Every target that compiles or runs depends on deps first: cgo needs munge.h
+# and the cluster needs Slurm. install-deps.sh is idempotent and takes about a
+# second when everything is there, so a fresh machine needs no manual step.
 deps:
 	bash scripts/install-deps.sh
 
 slurm-src: $(SLURM_SRC)/config.h
-$(SLURM_SRC)/config.h:
-	bash scripts/install-deps.sh
+$(SLURM_SRC)/config.h: | deps
 	bash scripts/slurm-src.sh $(SLURM_SRC)
 
 build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so commands
 
-commands:
+commands: deps
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-$(CORE): $(GO_SRC) cgo/lachesis_core.h
+$(CORE): $(GO_SRC) cgo/lachesis_core.h | deps
 	@mkdir -p $(PLUGINS)
 	$(GO) build -buildmode=c-shared -trimpath -o $@ \
 		-ldflags "-extldflags '-Wl,-z,nodelete -Wl,-soname,liblachesis_core.so'" ./cgo
@@ -52,7 +54,7 @@ $(PLUGINS)/%.so: slurmctld-hook/%.c $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
 # Unit tests need no Slurm; cluster tests start a real one on loopback.
 test: test-unit test-cluster
 
-test-unit:
+test-unit: deps
 	CGO_ENABLED=0 $(GO) test ./priority/... ./sim/... ./profiler/sensitivity/...
 	$(GO) test -race $$($(GO) list ./... | grep -v /tests/)
 
@@ -81,7 +83,7 @@ demo: build
 	$(GO) run ./cmd/lachesis-demo
 
 # Fuzz the parsers that face the network and users (a while each).
-fuzz:
+fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 2m ./internal/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/synergy
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/gres
@@ -100,7 +102,7 @@ install: build
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-vet:
+vet: deps
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) vet ./priority/...
 
