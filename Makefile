@@ -55,7 +55,7 @@ $(PLUGINS)/%.so: slurmctld-hook/%.c $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
 test: test-unit test-cluster
 
 test-unit: deps
-	CGO_ENABLED=0 $(GO) test ./priority/... ./sim/... ./profiler/sensitivity/...
+	CGO_ENABLED=0 $(GO) test ./priority/... ./sim/... ./profile/...
 	$(GO) test -race $$($(GO) list ./... | grep -v /tests/)
 
 # The test binary stops its clusters itself; the loop below also stops any
@@ -72,7 +72,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./priority/
 	$(GO) test -run '^$$' -bench Philly512 -benchtime 1x ./sim/
 	$(BIN)/lachesis-sim -trace ../shared/data/philly/philly_jobs.csv -policies gittins -parallel 1 -bench
-	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/core/
+	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~5 minutes on 2 cores.
@@ -84,9 +84,9 @@ demo: build
 
 # Fuzz the parsers that face the network and users (a while each).
 fuzz: deps
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 2m ./internal/wire
-	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/synergy
-	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/gres
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 2m ./internal/protocol/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/controller/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/controller/gres
 
 # Install on a real cluster: plugins into Slurm's plugin directory (the
 # controller), the node agent and CLI (compute nodes, admins).

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/lachesis-sched/lachesis/internal/core"
-	"github.com/lachesis-sched/lachesis/internal/gres"
+	"github.com/lachesis-sched/lachesis/internal/controller/core"
+	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 )
 
 type coreDecision = core.Decision

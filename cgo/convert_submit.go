@@ -11,8 +11,8 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/lachesis-sched/lachesis/internal/gres"
-	"github.com/lachesis-sched/lachesis/internal/synergy"
+	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 )
 
 // maxSubmitString bounds what is copied of any user-controlled string: a

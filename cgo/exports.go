@@ -15,8 +15,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lachesis-sched/lachesis/internal/config"
-	"github.com/lachesis-sched/lachesis/internal/core"
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/core"
 )
 
 //export lachesis_init

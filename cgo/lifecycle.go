@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/lachesis-sched/lachesis/internal/core"
-	"github.com/lachesis-sched/lachesis/internal/logging"
+	"github.com/lachesis-sched/lachesis/internal/controller/core"
+	"github.com/lachesis-sched/lachesis/internal/util/logging"
 )
 
 // One core per process, shared by every Lachesis plugin that slurmctld

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // AllocMode chooses how CPUs and memory are given to a job.

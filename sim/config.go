@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // Config is one simulation: a cluster, a policy, an allocation mode.

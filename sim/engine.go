@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // ErrStalled means jobs remain but nothing can ever run them; it indicates

@@ -1,14 +1,15 @@
 package sim
 
 import (
-	"github.com/lachesis-sched/lachesis/internal/shareddata"
 	"math"
 	"os"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/internal/rigs/shareddata"
+
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // sharedData is the path of rel inside ../shared/data.

@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // ModelRule says how jobs get a model for the Synergy allocation.

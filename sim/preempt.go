@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // victimPlan is the cheapest way found to make room on one node: of the

@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // Shape is the simulated cluster: identical nodes.

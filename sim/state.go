@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // Status is where a job is in its life.

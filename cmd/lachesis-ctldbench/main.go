@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/ctldbench"
-	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+	"github.com/lachesis-sched/lachesis/internal/rigs/ctldbench"
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 )
 
 func main() {

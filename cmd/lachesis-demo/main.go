@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/demo"
-	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 )
 
 func main() {

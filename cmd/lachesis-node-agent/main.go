@@ -22,12 +22,12 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/lachesis-sched/lachesis/internal/logging"
-	"github.com/lachesis-sched/lachesis/internal/munge"
-	"github.com/lachesis-sched/lachesis/internal/telemetry"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
+	"github.com/lachesis-sched/lachesis/internal/util/logging"
 	"github.com/lachesis-sched/lachesis/node-agent/agent"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 )
 
 func main() {

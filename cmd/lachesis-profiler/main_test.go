@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/profiler"
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {
@@ -33,9 +34,9 @@ func seededDB(t *testing.T) string {
 	}
 	defer s.Close()
 	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	rec := profiler.Record{ID: "id-1", Model: "bert", Node: "lnode1", User: "alice", GPUs: 1,
+	rec := profile.Record{ID: "id-1", Model: "bert", Node: "lnode1", User: "alice", GPUs: 1,
 		Started: at.Add(-time.Minute), Finished: at, Signal: "regex", Tolerance: 0.1,
-		CPUSweep: []profiler.Measurement{{CPUs: 1, Throughput: 5, Samples: 3, Seconds: 2}, {CPUs: 2, Throughput: 9.5, Samples: 3, Seconds: 2}},
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 5, Samples: 3, Seconds: 2}, {CPUs: 2, Throughput: 9.5, Samples: 3, Seconds: 2}},
 		Matrix:   sensitivity.Profile{Model: "bert", CPUs: []int{1, 2}, MemGB: []float64{4}, Throughput: [][]float64{{0.5}, {1}}},
 		Best:     sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 4},
 	}

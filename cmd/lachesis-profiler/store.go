@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	lconfig "github.com/lachesis-sched/lachesis/internal/config"
-	"github.com/lachesis-sched/lachesis/internal/profilestore"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/internal/chart"
+	lconfig "github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
 )
 
 // errNoProfile: show was asked about a model nobody profiled.
@@ -125,14 +125,14 @@ func cmdShow(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("%w for model %q (`lachesis-profiler list` shows the profiled models)", errNoProfile, model)
 	}
-	if err := profiler.Render(stdout, rec, "text"); err != nil {
+	if err := chart.Render(stdout, rec, "text"); err != nil {
 		return err
 	}
 	if format == "" {
 		return nil
 	}
 	var buf bytes.Buffer
-	if err := profiler.Render(&buf, rec, format); err != nil {
+	if err := chart.Render(&buf, rec, format); err != nil {
 		return err
 	}
 	if err := os.WriteFile(*plot, buf.Bytes(), 0o644); err != nil {

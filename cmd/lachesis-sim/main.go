@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 

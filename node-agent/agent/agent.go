@@ -9,18 +9,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/munge"
-	"github.com/lachesis-sched/lachesis/internal/telemetry"
-	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 // ProfileFunc runs a profiling sweep (profiler.Profile).
-type ProfileFunc func(ctx context.Context, model string, spec profiler.SweepSpec, progress func(profiler.Progress)) (profiler.Record, error)
+type ProfileFunc func(ctx context.Context, model string, spec profiler.SweepSpec, progress func(profiler.Progress)) (profile.Record, error)
 
 // Deps are the agent's ties to the outside world.
 type Deps struct {

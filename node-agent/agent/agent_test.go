@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"errors"
-	"github.com/lachesis-sched/lachesis/internal/testenv"
 	"log/slog"
 	"math"
 	"net"
@@ -14,16 +13,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/agentserver"
-	"github.com/lachesis-sched/lachesis/internal/munge/mungetest"
-	"github.com/lachesis-sched/lachesis/internal/profilestore"
-	"github.com/lachesis-sched/lachesis/internal/telemetry"
-	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
+	"github.com/lachesis-sched/lachesis/profile"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/agent"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/profiler"
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 const alice = 4242
@@ -47,7 +49,7 @@ type fakeProfiler struct {
 	nan   bool // return a record with a NaN throughput
 }
 
-func (f *fakeProfiler) profile(ctx context.Context, model string, spec profiler.SweepSpec, progress func(profiler.Progress)) (profiler.Record, error) {
+func (f *fakeProfiler) profile(ctx context.Context, model string, spec profiler.SweepSpec, progress func(profiler.Progress)) (profile.Record, error) {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
 	f.mu.Unlock()
@@ -55,21 +57,21 @@ func (f *fakeProfiler) profile(ctx context.Context, model string, spec profiler.
 		select {
 		case <-f.block:
 		case <-ctx.Done():
-			return profiler.Record{}, ctx.Err()
+			return profile.Record{}, ctx.Err()
 		}
 	}
 	progress(profiler.Progress{Points: 2, Message: "measuring 2 CPUs"})
 	progress(profiler.Progress{Point: 1, Points: 2, CPUs: 2, Throughput: 10})
 	if f.fail != nil {
-		return profiler.Record{}, f.fail
+		return profile.Record{}, f.fail
 	}
 	progress(profiler.Progress{Point: 2, Points: 2, CPUs: 1, Throughput: 6})
 	if f.nan {
-		return profiler.Record{ID: "nan", Model: model, CPUSweep: []profiler.Measurement{{CPUs: 1, Throughput: math.NaN()}}}, nil
+		return profile.Record{ID: "nan", Model: model, CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: math.NaN()}}}, nil
 	}
-	return profiler.Record{
+	return profile.Record{
 		ID: "uuid-" + model, Model: model, Node: "hostname", User: "x", Finished: time.Now(),
-		CPUSweep: []profiler.Measurement{{CPUs: 1, Throughput: 6}, {CPUs: 2, Throughput: 10}},
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 6}, {CPUs: 2, Throughput: 10}},
 		Best:     sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 4},
 	}, nil
 }

@@ -9,10 +9,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 // Sentinel errors of profile requests.
@@ -66,7 +67,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	record := func(p profiler.Progress) {
 		// Every measurement reaches the spool as soon as it is taken.
 		if p.Point > 0 && p.CPUs > 0 {
-			m := profiler.Measurement{CPUs: p.CPUs, Throughput: p.Throughput}
+			m := profile.Measurement{CPUs: p.CPUs, Throughput: p.Throughput}
 			if err := a.spool.AddMeasurement(runID, p.Point, m, time.Now()); err != nil {
 				log.Error("could not spool a measurement", keyErr, err)
 			}

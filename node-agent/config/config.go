@@ -14,7 +14,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
-	"github.com/lachesis-sched/lachesis/internal/munge"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
 )
 
 // ErrInvalid is wrapped by every parse or validation error.

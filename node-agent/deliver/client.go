@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 )
 
 // Sentinel errors.

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/agentserver"
-	"github.com/lachesis-sched/lachesis/internal/munge/mungetest"
-	"github.com/lachesis-sched/lachesis/internal/profilestore"
-	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -61,7 +61,7 @@ func spoolWith(t *testing.T, ids ...string) *spool.Spool {
 	}
 	t.Cleanup(func() { s.Close() })
 	for _, id := range ids {
-		r := profiler.Record{ID: id, Model: "bert", Node: "n1", Finished: time.Now()}
+		r := profile.Record{ID: id, Model: "bert", Node: "n1", Finished: time.Now()}
 		if err := s.FinishRun(id, r); err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +177,7 @@ func TestKickDeliversANewProfileAtOnce(t *testing.T) {
 	d := deliver.New(sp, &deliver.Client{Addr: addr, Signer: fake, Timeout: time.Second}, time.Hour, time.Hour, slog.New(slog.DiscardHandler))
 	run(t, d)
 	time.Sleep(50 * time.Millisecond) // the first round found nothing
-	sp.FinishRun("n", profiler.Record{ID: "n", Model: "bert", Finished: time.Now()})
+	sp.FinishRun("n", profile.Record{ID: "n", Model: "bert", Finished: time.Now()})
 	d.Kick()
 	select {
 	case <-d.Delivered():

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/wire"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 )
 
 type fakeHandler struct {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 )
 
 // Caller is who is on the other end of the socket, from SO_PEERCRED.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 )
 
 // barWidth is the number of cells in the bar.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/progress"
-	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 func TestDuration(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/sqlitedb"
+	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
+	"github.com/lachesis-sched/lachesis/profile"
 
-	"github.com/lachesis-sched/lachesis/internal/wire"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 )
 
 // ErrSpool is wrapped by every error the spool returns.
@@ -102,7 +102,7 @@ func (s *Spool) BeginRun(r Run) error {
 }
 
 // AddMeasurement records one sweep point of a run as soon as it is taken.
-func (s *Spool) AddMeasurement(runID string, seq int, m profiler.Measurement, at time.Time) error {
+func (s *Spool) AddMeasurement(runID string, seq int, m profile.Measurement, at time.Time) error {
 	_, err := s.db.Exec(`INSERT OR REPLACE INTO measurements (run_id, seq, cpus, throughput, samples, seconds, at)
 		VALUES (?,?,?,?,?,?,?)`, runID, seq, m.CPUs, m.Throughput, m.Samples, m.Seconds, at.UnixNano())
 	if err != nil {
@@ -112,16 +112,16 @@ func (s *Spool) AddMeasurement(runID string, seq int, m profiler.Measurement, at
 }
 
 // Measurements returns a run's recorded points in order.
-func (s *Spool) Measurements(runID string) ([]profiler.Measurement, error) {
+func (s *Spool) Measurements(runID string) ([]profile.Measurement, error) {
 	rows, err := s.db.Query(`SELECT cpus, throughput, samples, seconds FROM measurements
 		WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: measurements of %s: %v", ErrSpool, runID, err)
 	}
 	defer rows.Close()
-	var out []profiler.Measurement
+	var out []profile.Measurement
 	for rows.Next() {
-		var m profiler.Measurement
+		var m profile.Measurement
 		if err := rows.Scan(&m.CPUs, &m.Throughput, &m.Samples, &m.Seconds); err != nil {
 			return nil, fmt.Errorf("%w: scan measurement: %v", ErrSpool, err)
 		}
@@ -147,7 +147,7 @@ func (s *Spool) FailRun(runID, state string, cause error) error {
 // FinishRun records a run's profile, pending delivery, and marks the run
 // done, in one transaction. The run and the profile may have different IDs
 // (the profiler names its records).
-func (s *Spool) FinishRun(runID string, rec profiler.Record) error {
+func (s *Spool) FinishRun(runID string, rec profile.Record) error {
 	blob, err := wire.Marshal(&rec)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrSpool, err)
@@ -185,7 +185,7 @@ func (s *Spool) InterruptRuns() (int, error) {
 
 // Entry is a spooled profile and its delivery state.
 type Entry struct {
-	Record    profiler.Record
+	Record    profile.Record
 	Created   time.Time
 	Delivered time.Time // zero while pending
 	Duplicate bool

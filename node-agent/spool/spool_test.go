@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 func open(t *testing.T) (*spool.Spool, string) {
@@ -21,9 +21,9 @@ func open(t *testing.T) (*spool.Spool, string) {
 	return s, path
 }
 
-func rec(id string) profiler.Record {
-	return profiler.Record{ID: id, Model: "bert", Node: "n1", Finished: time.Unix(1700000000, 0).UTC(),
-		CPUSweep: []profiler.Measurement{{CPUs: 1, Throughput: 2}}}
+func rec(id string) profile.Record {
+	return profile.Record{ID: id, Model: "bert", Node: "n1", Finished: time.Unix(1700000000, 0).UTC(),
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 2}}}
 }
 
 func TestFinishedRunIsPendingUntilDelivered(t *testing.T) {
@@ -31,10 +31,10 @@ func TestFinishedRunIsPendingUntilDelivered(t *testing.T) {
 	if err := s.BeginRun(spool.Run{ID: "r1", Model: "bert", UID: 1000, User: "alice", Argv: []string{"python", "t.py"}, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddMeasurement("r1", 1, profiler.Measurement{CPUs: 4, Throughput: 9}, time.Now()); err != nil {
+	if err := s.AddMeasurement("r1", 1, profile.Measurement{CPUs: 4, Throughput: 9}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddMeasurement("r1", 2, profiler.Measurement{CPUs: 2, Throughput: 8}, time.Now()); err != nil {
+	if err := s.AddMeasurement("r1", 2, profile.Measurement{CPUs: 2, Throughput: 8}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if ms, err := s.Measurements("r1"); err != nil || len(ms) != 2 || ms[0].CPUs != 4 {

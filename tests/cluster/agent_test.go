@@ -20,11 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/munge"
-	"github.com/lachesis-sched/lachesis/internal/munge/mungetest"
-	"github.com/lachesis-sched/lachesis/internal/profilestore"
-	"github.com/lachesis-sched/lachesis/internal/wire"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 // testUser is the unprivileged user who asks for profiles: the agent must
@@ -389,7 +389,7 @@ type attack struct {
 
 func reportFrame(t *testing.T, signer wire.Signer, model string) []byte {
 	t.Helper()
-	rec := profiler.Record{ID: fmt.Sprintf("abuse-%d", time.Now().UnixNano()), Model: model, Node: "evil", Finished: time.Now()}
+	rec := profile.Record{ID: fmt.Sprintf("abuse-%d", time.Now().UnixNano()), Model: model, Node: "evil", Finished: time.Now()}
 	b, err := wire.EncodeReport(signer, wire.TypeProfile, &wire.ProfileReport{Record: rec})
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/ledger"
-	"github.com/lachesis-sched/lachesis/internal/profilestore"
-	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 var repoRoot string
@@ -115,7 +115,7 @@ func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string
 // startSeededCluster is startShapedCluster with profiles stored in the
 // controller's database before slurmctld starts, as if node agents had
 // reported them earlier.
-func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profiler.Record, extraConf ...string) *env {
+func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.Record, extraConf ...string) *env {
 	t.Helper()
 	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
 	os.RemoveAll(dir)

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/profiler"
-	"github.com/lachesis-sched/lachesis/profiler/sensitivity"
+	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // profileOf is a stored profile whose best case is cpus CPUs and memGB GB
 // per GPU.
-func profileOf(model string, cpus int, memGB float64) profiler.Record {
-	return profiler.Record{
+func profileOf(model string, cpus int, memGB float64) profile.Record {
+	return profile.Record{
 		ID: "test-" + model, Model: model, Node: "lnode1", User: "root", GPUs: 1,
 		Started: time.Now().Add(-time.Minute), Finished: time.Now(), Signal: "regex",
 		Best: sensitivity.Demand{CPUsPerGPU: cpus, MemGBPerGPU: memGB}, Tolerance: 0.02,
@@ -112,7 +112,7 @@ func TestHugeCommentIsRefusedCleanly(t *testing.T) {
 // has 2 cores, and a job's CPUs must be real for the job to use them, so A
 // needs 2 here.
 func TestProfiledModelsGetTheirBestCase(t *testing.T) {
-	e := startSeededCluster(t, synergyShape, "", []profiler.Record{profileOf("A", 2, 1.5), profileOf("B", 1, 0.5)}, synergyConf...)
+	e := startSeededCluster(t, synergyShape, "", []profile.Record{profileOf("A", 2, 1.5), profileOf("B", 1, 0.5)}, synergyConf...)
 	outA, a := e.runAndRead("-J", "A", "--gpus=1")
 	outB, b := e.runAndRead("-J", "B", "--gpus=1")
 	if a["CpusPerTres"] != "gres:gpu:2" || a["MemPerTres"] != "gres:gpu:1536" || !strings.Contains(outA, "cpus=2") {
@@ -132,7 +132,7 @@ func TestProfiledModelsGetTheirBestCase(t *testing.T) {
 }
 
 func TestUnprofiledModelShowsUpInProfilerMissing(t *testing.T) {
-	e := startSeededCluster(t, synergyShape, "", []profiler.Record{profileOf("A", 2, 1.5)}, synergyConf...)
+	e := startSeededCluster(t, synergyShape, "", []profile.Record{profileOf("A", 2, 1.5)}, synergyConf...)
 	e.runAndRead("-J", "never-profiled", "--gpus=1")
 	e.runAndRead("-J", "A", "--gpus=1")
 	bin := buildCommands(t)
@@ -144,7 +144,7 @@ func TestUnprofiledModelShowsUpInProfilerMissing(t *testing.T) {
 }
 
 func TestFallbackShrinksAJobThatWouldWaitForever(t *testing.T) {
-	e := startSeededCluster(t, synergyShape, "synergy:\n  fallback_after: 3\n", []profiler.Record{profileOf("hungry", 2, 1)}, synergyConf...)
+	e := startSeededCluster(t, synergyShape, "synergy:\n  fallback_after: 3\n", []profile.Record{profileOf("hungry", 2, 1)}, synergyConf...)
 	// A job on the share takes 1 GPU and 1 of the 2 CPUs for a long time:
 	// the hungry job's GPU is free, its second CPU never will be.
 	filler := e.submit("-J", "filler", "--gpus=1", "--wrap", "sleep 600")

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/slurmcluster"
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 )
 
 // Queue 0's band starts at 2/3 of the default Tiresias weight (K=3 queues).

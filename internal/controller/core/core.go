@@ -1,0 +1,446 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/internal/util/safego"
+	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+)
+
+// Log keys, constant so slurmctld's log can be grepped.
+const (
+	keyJob      = "job_id"
+	keyQueue    = "queue"
+	keyService  = "service_gpu_s"
+	keyErr      = "err"
+	keyJobs     = "jobs"
+	keyDuration = "took"
+	keyPath     = "path"
+	keySource   = "source"
+	keySamples  = "samples"
+)
+
+// historyWindow is how many recent completions feed the Gittins index.
+const historyWindow = 10000
+
+// ErrNotFound is returned for jobs the core has never seen.
+var ErrNotFound = errors.New("job not known to lachesis")
+
+// Core is Lachesis's state inside slurmctld. Its methods are safe for
+// concurrent use.
+type Core struct {
+	log        *slog.Logger
+	configPath string
+	env        Env
+	store      ledger.Store
+
+	mu         sync.Mutex // guards the fields below
+	cfg        config.Config
+	ranker     *priority.Ranker
+	rankerDist *priority.Distribution
+	records    map[uint32]*ledger.Record
+	decisions  map[uint32]Decision
+	seen       map[uint32]bool // scratch: jobs present in this pass
+	jobs       []priority.Job
+	jobIndex   []int // jobs[i] came from snapshot jobIndex[i]
+	results    []priority.Result
+
+	// dist is the Gittins distribution the next pass uses; the writer
+	// goroutine replaces it as history accumulates.
+	dist atomic.Pointer[priority.Distribution]
+	// minHistory mirrors cfg.GittinsMinHistory for the writer goroutine.
+	minHistory atomic.Int64
+
+	// Synergy sizing (synergy.go): where profiles come from.
+	bestCase synergy.ProfileLookup
+	// candidates of the last pass for the Synergy fallback, and when each
+	// job's shrink was last asked for; under mu
+	candidates  []fallbackCandidate
+	shrinkTried map[uint32]int64
+
+	// agents holds the profile cache, the model keys for `missing` and,
+	// when agent.listen is set, the node-agent listener. Set once in Open,
+	// before any plugin call; nil for a Core made by New (tests).
+	agents *agentserver.Service
+
+	pendMu  sync.Mutex
+	pending map[uint32]ledger.Record // queued for the writer
+	spare   map[uint32]ledger.Record // the writer's last batch, emptied
+	batch   []ledger.Record          // writer-only scratch
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// Env is what slurmctld tells the core when it starts.
+type Env struct {
+	ConfigPath  string // lachesis.yaml
+	AuthInfo    string // slurm.conf AuthInfo (munge socket)
+	ClusterName string
+	SlurmUID    uint32 // SlurmUser, allowed to report besides root
+}
+
+// Open loads the config at env.ConfigPath (defaults if absent), opens the
+// ledger it names, restores every active job's record and starts the writer.
+func Open(env Env, log *slog.Logger) (*Core, error) {
+	cfg, err := config.Load(env.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	store, err := ledger.Open(cfg.DBPath)
+	if err != nil {
+		return nil, err
+	}
+	c, err := New(cfg, store, log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	c.configPath = env.ConfigPath
+	c.env = env
+	// Profiles and the agent listener (when agent.listen is set): goroutines
+	// of their own, never under slurmctld's locks.
+	c.agents, err = agentserver.OpenService(cfg, env.AuthInfo, env.SlurmUID, log)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.bestCase = func(model string) (sensitivity.Demand, bool) {
+		r, ok := c.agents.Profile(model)
+		return r.Best, ok
+	}
+	return c, nil
+}
+
+// Profile returns the latest profile a node agent reported for model. It
+// reads memory only, so job_submit may call it under slurmctld's locks.
+func (c *Core) Profile(model string) (profile.Record, bool) {
+	if c.agents == nil {
+		return profile.Record{}, false
+	}
+	return c.agents.Profile(model)
+}
+
+// New builds a Core on an already opened store (tests use it directly).
+func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error) {
+	active, err := store.Active()
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		log:       log,
+		store:     store,
+		cfg:       cfg,
+		records:   make(map[uint32]*ledger.Record, len(active)),
+		decisions: make(map[uint32]Decision, len(active)),
+		seen:      make(map[uint32]bool, len(active)),
+		pending:   make(map[uint32]ledger.Record),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+	}
+	c.minHistory.Store(int64(cfg.GittinsMinHistory))
+	for i := range active {
+		r := active[i]
+		c.records[r.JobID] = &r
+	}
+	c.loadDistribution()
+	if err := c.rebuildRanker(); err != nil {
+		return nil, err
+	}
+	safego.Loop(log, "ledger writer", c.writer, func() { close(c.stopped) })
+	log.Info("lachesis core ready", keyJobs, len(active), keyPath, cfg.DBPath)
+	return c, nil
+}
+
+// rebuildRanker makes a ranker for the current config and distribution.
+// Caller holds mu (or is the constructor).
+func (c *Core) rebuildRanker() error {
+	dist := c.dist.Load()
+	r, err := priority.NewRanker(c.cfg.Tiresias, dist)
+	if err != nil {
+		return err
+	}
+	c.ranker, c.rankerDist = r, dist
+	return nil
+}
+
+// PassInterval is how often the plugin should call Pass.
+func (c *Core) PassInterval() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg.PassInterval
+}
+
+// Config returns the configuration in force.
+func (c *Core) Config() config.Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// Reconfigure re-reads the config file. A bad file keeps the config in
+// force and returns the reason, which the caller logs.
+func (c *Core) Reconfigure() error {
+	cfg, err := config.Load(c.configPath)
+	if err != nil {
+		c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cfg.DBPath != c.cfg.DBPath {
+		c.log.Warn("db_path changed; it takes effect when slurmctld restarts", keyPath, cfg.DBPath)
+		cfg.DBPath = c.cfg.DBPath
+	}
+	old := c.cfg
+	c.cfg = cfg
+	c.minHistory.Store(int64(cfg.GittinsMinHistory))
+	if err := c.rebuildRanker(); err != nil {
+		c.cfg = old
+		c.minHistory.Store(int64(old.GittinsMinHistory))
+		c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
+		return err
+	}
+	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
+	return nil
+}
+
+// Pass ranks every job in one call: it updates each job's attained service
+// from what slurmctld reports, decides queues and priorities, and writes one
+// Decision per snapshot into out (Priority 0 = leave the job alone). It does
+// no I/O: ledger changes go to the writer goroutine. It returns how many
+// pending jobs are candidates for the Synergy fallback (see Fallback).
+func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.candidates = c.candidates[:0]
+	if d := c.dist.Load(); d != c.rankerDist {
+		if err := c.rebuildRanker(); err != nil {
+			c.log.Error("new Gittins distribution rejected", keyErr, err)
+		}
+	}
+	clear(c.seen)
+	c.jobs, c.jobIndex = c.jobs[:0], c.jobIndex[:0]
+	for i := range snaps {
+		s := &snaps[i]
+		out[i] = Decision{}
+		c.seen[s.ID] = true
+		rec := c.observe(now, s)
+		if s.State == StateFinished || s.Held {
+			continue
+		}
+		if s.State == StatePending {
+			c.noteCandidate(now, s)
+		}
+		c.jobs = append(c.jobs, policyJob(rec, s))
+		c.jobIndex = append(c.jobIndex, i)
+	}
+	c.results = c.ranker.Rank(now, c.jobs, c.results[:0])
+	w := c.cfg.Tiresias.Weights
+	for k := range c.results {
+		res := &c.results[k]
+		s := &snaps[c.jobIndex[k]]
+		rec := c.records[s.ID]
+		before := *rec
+		if res.Promoted {
+			rec.ServiceBase = rec.Total()
+			rec.Promotions++
+			rec.WaitingSince = now
+			c.log.Info("job promoted to queue 0 (starvation)", keyJob, s.ID, keyService, rec.Total())
+		} else if res.Queue != rec.Queue {
+			c.log.Info("job changed queue", keyJob, s.ID, keyQueue, res.Queue, keyService, rec.Total())
+		}
+		rec.Queue, rec.QueueEntry = res.Queue, res.QueueEntry
+		if *rec != before {
+			c.markDirty(rec)
+		}
+		d := decide(w, *res, rec.Total(), rec.QueueService())
+		c.decisions[s.ID] = d
+		out[c.jobIndex[k]] = d
+	}
+	// Jobs slurmctld no longer has (purged before a pass saw them end).
+	for id, rec := range c.records {
+		if !c.seen[id] {
+			c.finish(rec, now)
+		}
+	}
+	// Decisions made by Place for jobs that were gone before any pass
+	// (cancelled at once) have no record to finish: drop them here.
+	for id := range c.decisions {
+		if !c.seen[id] {
+			delete(c.decisions, id)
+		}
+	}
+	c.signalWriter()
+	return len(c.candidates)
+}
+
+// observe folds one snapshot into the job's ledger record and returns it.
+func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
+	rec, ok := c.records[s.ID]
+	if !ok {
+		rec = &ledger.Record{
+			JobID:        s.ID,
+			FirstSubmit:  s.SubmitTime,
+			QueueEntry:   s.SubmitTime,
+			WaitingSince: s.SubmitTime,
+		}
+		c.records[s.ID] = rec
+		c.markDirty(rec)
+	}
+	before := *rec
+	switch s.State {
+	case StateRunning, StateSuspended:
+		if rec.RunStart != s.StartTime {
+			closeRun(rec)
+			rec.RunStart, rec.RunGPUs = s.StartTime, s.gpuCount()
+			rec.Runs++
+		}
+		rec.RunSeconds = s.runSeconds(now)
+	case StatePending:
+		if rec.RunStart != 0 { // requeued since the last pass
+			rec.WaitingSince = rec.RunStart + int64(rec.RunSeconds)
+			closeRun(rec)
+		}
+	case StateFinished:
+		if s.StartTime != 0 && rec.RunStart != s.StartTime {
+			// A run that began and ended between two passes.
+			closeRun(rec)
+			rec.RunStart, rec.RunGPUs = s.StartTime, s.gpuCount()
+			rec.Runs++
+		}
+		if rec.RunStart != 0 {
+			rec.RunSeconds = s.runSeconds(now)
+		}
+		end := s.EndTime
+		if end == 0 {
+			end = now
+		}
+		c.finish(rec, end)
+		return rec
+	}
+	if *rec != before {
+		c.markDirty(rec)
+	}
+	return rec
+}
+
+// closeRun moves the open run's service into the closed total.
+func closeRun(rec *ledger.Record) {
+	if rec.RunStart == 0 {
+		return
+	}
+	rec.ServiceClosed += float64(rec.RunGPUs) * rec.RunSeconds
+	rec.LastRun = rec.RunSeconds
+	rec.RunStart, rec.RunGPUs, rec.RunSeconds = 0, 0, 0
+}
+
+// finish records a job's completion and forgets it.
+func (c *Core) finish(rec *ledger.Record, when int64) {
+	closeRun(rec)
+	rec.Finished = max(when, 1)
+	c.markDirty(rec)
+	delete(c.records, rec.JobID)
+	delete(c.decisions, rec.JobID)
+}
+
+func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
+	state := priority.Pending
+	if s.State != StatePending {
+		state = priority.Running
+	}
+	return priority.Job{
+		ID:           s.ID,
+		State:        state,
+		GPUs:         s.gpuCount(),
+		SubmitTime:   rec.FirstSubmit,
+		EligibleTime: s.BeginTime,
+		Service:      rec.QueueService(),
+		Queue:        rec.Queue,
+		QueueEntry:   rec.QueueEntry,
+		LastRun:      rec.LastRun,
+		WaitingSince: rec.WaitingSince,
+		Partition:    s.PartFactor,
+		QOS:          s.QOSFactor,
+		Nice:         s.Nice,
+	}
+}
+
+// Place decides the priority of a job that slurmctld asks about between
+// passes (at submit, release, requeue, update). A job ranked by the last
+// pass keeps that pass's decision; a new one goes last into its queue.
+func (c *Core) Place(now int64, s *Snapshot) Decision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.decisions[s.ID]; ok && !s.Held {
+		return d
+	}
+	rec, ok := c.records[s.ID]
+	if !ok {
+		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, QueueEntry: now}
+	}
+	res := c.ranker.Place(now, policyJob(rec, s))
+	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
+	c.decisions[s.ID] = d
+	return d
+}
+
+// Decision returns the last decision for a job (for sprio).
+func (c *Core) Decision(id uint32) (Decision, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.decisions[id]
+	if !ok {
+		return Decision{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return d, nil
+}
+
+// Preemptable reports whether preemptor may requeue preemptee. Tiresias
+// preempts only across queue boundaries: the victim must sit in a lower
+// queue than the job that wants its GPUs. A job never ranked counts as a
+// new job, in queue 0; a victim never ranked is not preempted.
+func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	victim, ok := c.decisions[preemptee]
+	if !ok {
+		return false
+	}
+	return victim.Queue > c.decisions[preemptor].Queue
+}
+
+// Record returns a job's ledger record as the core holds it in memory.
+func (c *Core) Record(id uint32) (ledger.Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.records[id]
+	if !ok {
+		return ledger.Record{}, false
+	}
+	return *r, true
+}
+
+// Close stops the agent listener, flushes the ledger and stops the writer.
+func (c *Core) Close() error {
+	if c.agents != nil {
+		if err := c.agents.Close(); err != nil {
+			c.log.Error("closing the node-agent listener", keyErr, err)
+		}
+	}
+	close(c.stop)
+	<-c.stopped
+	return c.store.Close()
+}

@@ -1,0 +1,274 @@
+package core
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+)
+
+// testConfig: queues split at 100 and 1000 GPU-seconds, promotion after
+// waiting twice the last run.
+func testConfig(db string) config.Config {
+	c := config.Default()
+	c.DBPath = db
+	c.Tiresias.Thresholds = []float64{100, 1000}
+	c.Tiresias.PromoteKnob = 2
+	return c
+}
+
+func openCore(t *testing.T, db string) *Core {
+	t.Helper()
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(testConfig(db), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func pass(c *Core, now int64, snaps ...Snapshot) []Decision {
+	out := make([]Decision, len(snaps))
+	c.Pass(now, snaps, out)
+	return out
+}
+
+func running(id, gpus uint32, submit, start int64) Snapshot {
+	return Snapshot{ID: id, State: StateRunning, GPUs: gpus, SubmitTime: submit, StartTime: start}
+}
+
+func pending(id, gpus uint32, submit int64) Snapshot {
+	return Snapshot{ID: id, State: StatePending, GPUs: gpus, SubmitTime: submit}
+}
+
+func TestServiceIsGPUsTimesRunSeconds(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	d := pass(c, 1050, running(1, 2, 1000, 1010))
+	if d[0].Service != 80 { // 2 GPUs × 40 s
+		t.Fatalf("service = %v, want 80", d[0].Service)
+	}
+}
+
+func TestRequeuedJobKeepsItsServiceAcrossRuns(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	pass(c, 1100, running(1, 2, 1000, 1000))      // 200 GPU-s, queue 1
+	pass(c, 1105, pending(1, 2, 1105))            // requeued: Slurm reset submit
+	d := pass(c, 1200, running(1, 2, 1105, 1150)) // second run: 100 GPU-s more
+	if d[0].Service != 300 {
+		t.Fatalf("service after requeue = %v, want 300", d[0].Service)
+	}
+	rec, _ := c.Record(1)
+	if rec.Runs != 2 || rec.LastRun != 100 || rec.FirstSubmit != 1000 {
+		t.Fatalf("record = %+v, want 2 runs, last run 100 s, first submit 1000", rec)
+	}
+	if d[0].Queue != 1 {
+		t.Fatalf("queue = %d, want 1", d[0].Queue)
+	}
+}
+
+func TestNewJobOutranksDemotedJob(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	d := pass(c, 2000, running(1, 4, 1000, 1000), pending(2, 1, 1999))
+	if d[0].Queue != 2 || d[1].Queue != 0 {
+		t.Fatalf("queues = %d,%d; want 2,0", d[0].Queue, d[1].Queue)
+	}
+	if d[1].Priority <= d[0].Priority {
+		t.Fatalf("new job priority %d not above demoted job's %d", d[1].Priority, d[0].Priority)
+	}
+	if !c.Preemptable(2, 1) {
+		t.Fatal("Q0 job may not preempt a Q2 job")
+	}
+	if c.Preemptable(1, 2) {
+		t.Fatal("Q2 job may preempt a Q0 job")
+	}
+}
+
+func TestPreemptionOnlyAcrossQueues(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	pass(c, 1010, running(1, 1, 1000, 1000), pending(2, 1, 1005))
+	if c.Preemptable(2, 1) {
+		t.Fatal("a job preempted another in the same queue")
+	}
+	if c.Preemptable(2, 99) {
+		t.Fatal("an unknown victim was preemptable")
+	}
+}
+
+func TestPlacedJobGoesLastInQueueZeroUntilTheNextPass(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	d := pass(c, 1010, pending(1, 1, 1000), running(2, 8, 900, 900))
+	s := pending(3, 1, 1020)
+	p := c.Place(1020, &s)
+	if p.Queue != 0 || p.Priority >= d[0].Priority || p.Priority <= d[1].Priority {
+		t.Fatalf("placed priority %d (queue %d) not between Q0 job %d and demoted job %d",
+			p.Priority, p.Queue, d[0].Priority, d[1].Priority)
+	}
+	if got, err := c.Decision(3); err != nil || got != p {
+		t.Fatalf("Decision(3) = %+v, %v; want the placement", got, err)
+	}
+}
+
+func TestStarvationPromotionResetsQueueServiceButKeepsTotal(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	pass(c, 1200, running(1, 1, 1000, 1000)) // 200 s → queue 1
+	pass(c, 1201, pending(1, 1, 1201))       // requeued; waiting since 1200
+	if d := pass(c, 1599, pending(1, 1, 1201)); d[0].Queue != 1 {
+		t.Fatalf("promoted too early: queue %d", d[0].Queue)
+	}
+	d := pass(c, 1600, pending(1, 1, 1201)) // waited 400 = 2 × 200
+	if d[0].Queue != 0 || d[0].QueueService != 0 || d[0].Service != 200 {
+		t.Fatalf("after promotion: %+v; want queue 0, queue service 0, service 200", d[0])
+	}
+}
+
+func TestLedgerSurvivesRestartWithSameOrder(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	snaps := []Snapshot{running(1, 2, 1000, 1000), pending(2, 1, 1100), running(3, 1, 1050, 1060)}
+	before := pass(c, 1300, snaps...)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := openCore(t, db)
+	defer c2.Close()
+	for _, id := range []uint32{1, 2, 3} {
+		if _, ok := c2.Record(id); !ok {
+			t.Fatalf("job %d lost across restart", id)
+		}
+	}
+	after := pass(c2, 1300, snaps...)
+	for i := range before {
+		if before[i].Priority != after[i].Priority || before[i].Service != after[i].Service {
+			t.Fatalf("job %d: before %+v, after restart %+v", snaps[i].ID, before[i], after[i])
+		}
+	}
+}
+
+func TestFinishedAndPurgedJobsJoinTheHistory(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	pass(c, 1100, running(1, 2, 1000, 1000), running(2, 1, 1000, 1000))
+	fin := Snapshot{ID: 1, State: StateFinished, GPUs: 2, SubmitTime: 1000, StartTime: 1000, EndTime: 1150}
+	if d := pass(c, 1200, fin); d[0].Priority != 0 {
+		t.Fatalf("finished job got priority %d", d[0].Priority)
+	}
+	// Job 2 vanished without a pass seeing it end: counted up to its last sighting.
+	if _, ok := c.Record(1); ok {
+		t.Fatal("finished job still tracked")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	samples, total, err := store.CompletedGPUTimes(10)
+	if err != nil || total != 2 {
+		t.Fatalf("history: %v, %d, %v; want 2 jobs", samples, total, err)
+	}
+	got := map[float64]bool{samples[0]: true, samples[1]: true}
+	if !got[300] || !got[100] { // 2 GPUs × 150 s; 1 GPU × 100 s
+		t.Fatalf("history samples = %v, want 300 and 100", samples)
+	}
+}
+
+func TestHeldJobIsTrackedButNotRanked(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	s := pending(1, 1, 1000)
+	s.Held = true
+	if d := pass(c, 1010, s); d[0].Priority != 0 {
+		t.Fatalf("held job got priority %d", d[0].Priority)
+	}
+	if _, ok := c.Record(1); !ok {
+		t.Fatal("held job not tracked")
+	}
+}
+
+func TestGPUCountFallsBackToGresStrings(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	s := running(1, UnknownGPUs, 1000, 1000)
+	s.GresRequest.PerNode = "gres:gpu:2"
+	s.GresRequest.Nodes = 2
+	if d := pass(c, 1010, s); d[0].Service != 40 {
+		t.Fatalf("service = %v, want 40 (4 GPUs × 10 s)", d[0].Service)
+	}
+}
+
+func TestSuspendedTimeDoesNotCount(t *testing.T) {
+	s := Snapshot{State: StateRunning, StartTime: 100, SuspendTime: 200, PreSusTime: 50}
+	if got := s.runSeconds(260); got != 110 {
+		t.Fatalf("runSeconds = %v, want 110", got)
+	}
+	s.State = StateSuspended
+	if got := s.runSeconds(260); got != 50 {
+		t.Fatalf("suspended runSeconds = %v, want 50", got)
+	}
+}
+
+func TestReconfigureWithBadFileKeepsConfig(t *testing.T) {
+	dir := t.TempDir()
+	c := openCore(t, filepath.Join(dir, "l.db"))
+	defer c.Close()
+	c.configPath = filepath.Join(dir, "lachesis.yaml")
+	writeFile(t, c.configPath, "tiresias:\n  thresholds: [5, 1]\n")
+	if err := c.Reconfigure(); err == nil {
+		t.Fatal("bad config accepted")
+	}
+	if got := c.Config().Tiresias.Thresholds; len(got) != 2 || got[0] != 100 {
+		t.Fatalf("thresholds = %v, want the previous [100 1000]", got)
+	}
+	writeFile(t, c.configPath, "tiresias:\n  thresholds: [5]\n")
+	if err := c.Reconfigure(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Config().Tiresias.Queues(); got != 2 {
+		t.Fatalf("queues = %d after good reload, want 2", got)
+	}
+}
+
+func TestFallbackCandidatesAreOnlyEnlargedJobsThatWaitedLongEnough(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	c.cfg.Synergy.FallbackAfter = 60 * time.Second
+	enlarged := "lachesis: model=x [lachesis:sized cpus=4 mem=1000 share_cpus=1 share_mem=1000]"
+	waiting := func(id uint32, submit int64, comment string) Snapshot {
+		s := pending(id, 1, submit)
+		s.WaitsForResources, s.AdminComment = true, comment
+		return s
+	}
+	out := make([]Decision, 3)
+	snaps := []Snapshot{
+		waiting(1, 1000, enlarged),                               // waited 100 s: a candidate
+		waiting(2, 1090, enlarged),                               // waited 10 s: not yet
+		waiting(3, 1000, "lachesis: model=y proportional share"), // not enlarged
+	}
+	if got := c.Pass(1100, snaps, out); got != 1 {
+		t.Fatalf("candidates = %d, want 1", got)
+	}
+	// Free GPU, no free CPU for 4 per GPU, room for the share of 1.
+	nodes := []NodeState{{CPUs: 4, AllocCPUs: 2, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
+	sh := c.Fallback(1100, nodes, 10)
+	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 1 {
+		t.Fatalf("shrinks = %+v, want job 1 to 1 CPU per GPU", sh)
+	}
+	if got := c.Pass(1101, snaps, out); got != 0 {
+		t.Fatalf("a job just asked to shrink is a candidate again (%d)", got)
+	}
+}

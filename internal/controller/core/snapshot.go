@@ -1,0 +1,79 @@
+package core
+
+import (
+	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+)
+
+// JobState is a job's state as the core needs to know it.
+type JobState uint8
+
+// These values are part of the C ABI (cgo/lachesis_core.h).
+const (
+	StatePending JobState = iota
+	StateRunning
+	StateSuspended
+	StateFinished
+)
+
+// UnknownGPUs in Snapshot.GPUs means slurmctld does not track gres/gpu as a
+// TRES, so the count comes from the job's gres request strings.
+const UnknownGPUs = ^uint32(0)
+
+// Snapshot is one job as copied out of slurmctld in a pass. Times are Unix
+// seconds; zero means unset.
+type Snapshot struct {
+	ID    uint32
+	State JobState
+	// Held jobs (priority 0) and jobs whose priority an admin set are
+	// tracked but neither ranked nor written back.
+	Held        bool
+	GPUs        uint32
+	GresRequest gres.Request // read only when GPUs == UnknownGPUs
+	Nice        int32
+	SubmitTime  int64
+	BeginTime   int64
+	StartTime   int64
+	EndTime     int64
+	SuspendTime int64
+	PreSusTime  int64
+	PartFactor  float64
+	QOSFactor   float64
+	// Set only for pending jobs that wait for resources and that Lachesis
+	// sized (their admin comment carries SizedMarker).
+	WaitsForResources bool
+	AdminComment      string
+}
+
+// gpuCount resolves the job's GPU count, falling back to its request strings.
+func (s *Snapshot) gpuCount() uint32 {
+	if s.GPUs != UnknownGPUs {
+		return s.GPUs
+	}
+	n, err := s.GresRequest.Total()
+	if err != nil || n > uint64(gres.MaxCount) {
+		return 0
+	}
+	return uint32(n)
+}
+
+// runSeconds is how long the job's current (or, once finished, last) run
+// has lasted, the way squeue computes it: suspended time does not count.
+func (s *Snapshot) runSeconds(now int64) float64 {
+	if s.StartTime == 0 {
+		return 0
+	}
+	end := now
+	if s.State == StateFinished && s.EndTime >= s.StartTime {
+		end = s.EndTime
+	}
+	var secs int64
+	switch {
+	case s.State == StateSuspended:
+		secs = s.PreSusTime
+	case s.SuspendTime != 0:
+		secs = end - s.SuspendTime + s.PreSusTime
+	default:
+		secs = end - s.StartTime
+	}
+	return float64(max(secs, 0))
+}

@@ -1,0 +1,218 @@
+package ledger
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
+)
+
+// ErrStore is wrapped by every error the store returns.
+var ErrStore = errors.New("ledger")
+
+// Record is one job's entry. Times are Unix seconds; service is GPU-seconds.
+type Record struct {
+	JobID       uint32
+	FirstSubmit int64 // first submission seen; Slurm resets its own on requeue
+	// ServiceClosed is the service of runs that have ended.
+	ServiceClosed float64
+	// ServiceBase is the total service at the job's last starvation
+	// promotion; the queue is chosen by Total() - ServiceBase.
+	ServiceBase  float64
+	RunStart     int64   // Slurm start time of the open run, 0 when none
+	RunGPUs      uint32  // GPUs of the open run
+	RunSeconds   float64 // last observed length of the open run
+	LastRun      float64 // length of the most recent closed run
+	Runs         int
+	WaitingSince int64
+	Queue        int
+	QueueEntry   int64
+	Promotions   int
+	Finished     int64 // when the job finished, 0 while it is active
+}
+
+// Total is the job's attained service across all its runs so far.
+func (r *Record) Total() float64 {
+	t := r.ServiceClosed
+	if r.RunStart != 0 {
+		t += float64(r.RunGPUs) * r.RunSeconds
+	}
+	return t
+}
+
+// QueueService is the service that places the job in a queue.
+func (r *Record) QueueService() float64 { return r.Total() - r.ServiceBase }
+
+// Store is what the core needs from persistent storage.
+type Store interface {
+	// Active returns every job that has not finished.
+	Active() ([]Record, error)
+	// CompletedGPUTimes returns the total service of up to limit most
+	// recently finished jobs, and how many finished jobs there are in all.
+	CompletedGPUTimes(limit int) (samples []float64, total int, err error)
+	// Save upserts records in one transaction; records with Finished set
+	// also join the completed-job history.
+	Save(records []Record) error
+	Close() error
+}
+
+// SQLite is the Store on a SQLite file.
+type SQLite struct{ db *sql.DB }
+
+var _ Store = (*SQLite)(nil)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS jobs (
+	job_id        INTEGER PRIMARY KEY,
+	first_submit  INTEGER NOT NULL,
+	service_closed REAL   NOT NULL,
+	service_base  REAL    NOT NULL,
+	run_start     INTEGER NOT NULL,
+	run_gpus      INTEGER NOT NULL,
+	run_seconds   REAL    NOT NULL,
+	last_run      REAL    NOT NULL,
+	runs          INTEGER NOT NULL,
+	waiting_since INTEGER NOT NULL,
+	queue         INTEGER NOT NULL,
+	queue_entry   INTEGER NOT NULL,
+	promotions    INTEGER NOT NULL,
+	finished      INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_active ON jobs(finished);
+CREATE TABLE IF NOT EXISTS completed (
+	job_id      INTEGER NOT NULL,
+	finished    INTEGER NOT NULL,
+	gpu_seconds REAL    NOT NULL,
+	PRIMARY KEY (job_id, finished)
+);
+CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
+`
+
+// Open opens (creating if needed) the ledger at path. synchronous=NORMAL:
+// a kill -9 of slurmctld loses nothing committed; only a power loss may
+// lose the last commits, which the next pass recomputes from Slurm.
+func Open(path string) (*SQLite, error) {
+	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return &SQLite{db: db}, nil
+}
+
+// OpenReadOnly opens an existing ledger for reading while slurmctld writes
+// it.
+func OpenReadOnly(path string) (*SQLite, error) {
+	db, err := sqlitedb.OpenReadOnly(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return &SQLite{db: db}, nil
+}
+
+const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
+	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished`
+
+// Active implements Store.
+func (s *SQLite) Active() ([]Record, error) {
+	rows, err := s.db.Query(`SELECT ` + columns + ` FROM jobs WHERE finished = 0`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load active jobs: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		if err := rows.Scan(&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
+			&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
+			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished); err != nil {
+			return nil, fmt.Errorf("%w: scan job: %v", ErrStore, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: load active jobs: %v", ErrStore, err)
+	}
+	return out, nil
+}
+
+// Get returns one job's record, finished or not (for tools and tests).
+func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
+	var r Record
+	err := s.db.QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID).Scan(
+		&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
+		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
+		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%w: get job %d: %v", ErrStore, jobID, err)
+	}
+	return r, true, nil
+}
+
+// CompletedGPUTimes implements Store.
+func (s *SQLite) CompletedGPUTimes(limit int) ([]float64, int, error) {
+	var total int
+	if err := s.db.QueryRow(`SELECT count(*) FROM completed`).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("%w: count completed: %v", ErrStore, err)
+	}
+	rows, err := s.db.Query(`SELECT gpu_seconds FROM completed ORDER BY finished DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: load completed: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	samples := make([]float64, 0, min(limit, total))
+	for rows.Next() {
+		var v float64
+		if err := rows.Scan(&v); err != nil {
+			return nil, 0, fmt.Errorf("%w: scan completed: %v", ErrStore, err)
+		}
+		samples = append(samples, v)
+	}
+	return samples, total, rows.Err()
+}
+
+// Save implements Store.
+func (s *SQLite) Save(records []Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("%w: begin: %v", ErrStore, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	upsert, err := tx.Prepare(`INSERT OR REPLACE INTO jobs (` + columns + `)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
+	}
+	defer upsert.Close()
+	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds) VALUES (?,?,?)`)
+	if err != nil {
+		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
+	}
+	defer done.Close()
+	for i := range records {
+		r := &records[i]
+		if _, err := upsert.Exec(r.JobID, r.FirstSubmit, r.ServiceClosed, r.ServiceBase,
+			r.RunStart, r.RunGPUs, r.RunSeconds, r.LastRun, r.Runs, r.WaitingSince,
+			r.Queue, r.QueueEntry, r.Promotions, r.Finished); err != nil {
+			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
+		}
+		if r.Finished != 0 {
+			if _, err := done.Exec(r.JobID, r.Finished, r.Total()); err != nil {
+				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%w: commit: %v", ErrStore, err)
+	}
+	return nil
+}
+
+// Close implements Store.
+func (s *SQLite) Close() error { return s.db.Close() }

@@ -1,0 +1,66 @@
+package profilestore_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/profile"
+)
+
+func TestCacheKeepsTheNewestProfilePerModel(t *testing.T) {
+	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)})
+	tests := []struct {
+		name   string
+		offer  profile.Record
+		kept   bool
+		wantID string
+	}{
+		{"older profile is ignored", record("old", "bert", t0.Add(-time.Hour)), false, "a"},
+		{"newer profile replaces", record("new", "bert", t0.Add(time.Hour)), true, "new"},
+		{"same finish time replaces (later arrival)", record("tie", "bert", t0.Add(time.Hour)), true, "tie"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if kept := c.Offer(tc.offer); kept != tc.kept {
+				t.Fatalf("Offer kept=%v, want %v", kept, tc.kept)
+			}
+			if r, ok := c.Profile("bert"); !ok || r.ID != tc.wantID {
+				t.Fatalf("Profile(bert) = %q, want %q", r.ID, tc.wantID)
+			}
+		})
+	}
+	if _, ok := c.Profile("gpt"); ok {
+		t.Fatal("unknown model found")
+	}
+}
+
+func TestCacheReadsRaceFreeWithWrites(t *testing.T) {
+	c := profilestore.NewCache(nil)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 1000; i++ {
+			c.Offer(record("x", "bert", t0.Add(time.Duration(i))))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 1000; i++ {
+			c.Profile("bert")
+		}
+	}()
+	wg.Wait()
+	if c.Len() != 1 {
+		t.Fatalf("Len = %d", c.Len())
+	}
+}
+
+func BenchmarkCacheProfile(b *testing.B) {
+	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)})
+	for b.Loop() {
+		c.Profile("bert")
+	}
+}

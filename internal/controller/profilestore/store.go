@@ -1,0 +1,350 @@
+package profilestore
+
+import (
+	"cmp"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
+	"github.com/lachesis-sched/lachesis/profile"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+)
+
+// ErrStore is wrapped by every error the store returns.
+var ErrStore = errors.New("profile store")
+
+// ErrNoTables means a read-only open found a database the controller never
+// stored a profile in (its agent listener never ran on it).
+var ErrNoTables = errors.New("no profile tables (has slurmctld run with agent.listen set on this db_path?)")
+
+const schema = `
+CREATE TABLE IF NOT EXISTS profiles (
+	id       TEXT    PRIMARY KEY,
+	model    TEXT    NOT NULL,
+	node     TEXT    NOT NULL,
+	user     TEXT    NOT NULL,
+	gpus     INTEGER NOT NULL,
+	finished INTEGER NOT NULL, -- Unix nanoseconds
+	received INTEGER NOT NULL, -- Unix nanoseconds
+	record   TEXT    NOT NULL  -- profile.Record as JSON
+);
+CREATE INDEX IF NOT EXISTS profiles_by_model ON profiles(model, finished);
+CREATE TABLE IF NOT EXISTS model_keys (
+	key        TEXT    PRIMARY KEY,
+	first_seen INTEGER NOT NULL, -- Unix seconds
+	last_seen  INTEGER NOT NULL,
+	jobs       INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gpu_telemetry (
+	node         TEXT    NOT NULL,
+	gpu          INTEGER NOT NULL,
+	uuid         TEXT    NOT NULL,
+	name         TEXT    NOT NULL,
+	util_pct     REAL    NOT NULL,
+	mem_used_mb  REAL    NOT NULL,
+	mem_total_mb REAL    NOT NULL,
+	temp_c       REAL    NOT NULL,
+	power_w      REAL    NOT NULL,
+	at           INTEGER NOT NULL, -- Unix nanoseconds of the sample
+	PRIMARY KEY (node, gpu)
+);
+`
+
+// Store is the profile tables of one SQLite file.
+type Store struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) the tables in the SQLite file at path.
+func Open(path string) (*Store, error) {
+	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// OpenReadOnly opens an existing file for reading while slurmctld writes it.
+func OpenReadOnly(path string) (*Store, error) {
+	db, err := sqlitedb.OpenReadOnly(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	var n int
+	err = db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('profiles', 'model_keys')`).Scan(&n)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrStore, path, err)
+	}
+	if n < 2 {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrStore, path, ErrNoTables)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Put stores rec unless a record with its ID is already stored; inserted
+// says which happened.
+func (s *Store) Put(rec profile.Record) (inserted bool, err error) {
+	blob, err := json.Marshal(rec)
+	if err != nil {
+		return false, fmt.Errorf("%w: encode record %s: %v", ErrStore, rec.ID, err)
+	}
+	res, err := s.db.Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record)
+		VALUES (?,?,?,?,?,?,?,?)`,
+		rec.ID, rec.Model, rec.Node, rec.User, rec.GPUs, unixNano(rec.Finished), time.Now().UnixNano(), string(blob))
+	if err != nil {
+		return false, fmt.Errorf("%w: store record %s: %v", ErrStore, rec.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("%w: store record %s: %v", ErrStore, rec.ID, err)
+	}
+	return n == 1, nil
+}
+
+// unixNano maps the zero time to 0 rather than to a huge negative number.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// Latest returns the most recently finished profile of model.
+func (s *Store) Latest(model string) (profile.Record, bool, error) {
+	var blob string
+	err := s.db.QueryRow(`SELECT record FROM profiles WHERE model = ?
+		ORDER BY finished DESC, received DESC LIMIT 1`, model).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return profile.Record{}, false, nil
+	}
+	if err != nil {
+		return profile.Record{}, false, fmt.Errorf("%w: latest profile of %q: %v", ErrStore, model, err)
+	}
+	rec, err := decode(blob)
+	if err != nil {
+		return profile.Record{}, false, err
+	}
+	return rec, true, nil
+}
+
+// LatestAll returns every model's most recently finished profile.
+func (s *Store) LatestAll() (map[string]profile.Record, error) {
+	rows, err := s.db.Query(`SELECT p.record FROM profiles p
+		WHERE p.id = (SELECT q.id FROM profiles q WHERE q.model = p.model
+		              ORDER BY q.finished DESC, q.received DESC LIMIT 1)`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load profiles: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	out := map[string]profile.Record{}
+	for rows.Next() {
+		var blob string
+		if err := rows.Scan(&blob); err != nil {
+			return nil, fmt.Errorf("%w: scan profile: %v", ErrStore, err)
+		}
+		rec, err := decode(blob)
+		if err != nil {
+			return nil, err
+		}
+		out[rec.Model] = rec
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: load profiles: %v", ErrStore, err)
+	}
+	return out, nil
+}
+
+func decode(blob string) (profile.Record, error) {
+	var rec profile.Record
+	if err := json.Unmarshal([]byte(blob), &rec); err != nil {
+		return profile.Record{}, fmt.Errorf("%w: decode stored record: %v", ErrStore, err)
+	}
+	return rec, nil
+}
+
+// Summary describes a model's latest profile, for `lachesis-profiler list`.
+type Summary struct {
+	Model    string
+	Profiles int // how many profiles of the model are stored
+	ID       string
+	Node     string
+	User     string
+	GPUs     int
+	Finished time.Time
+	Points   int // CPU counts swept
+	Best     sensitivity.Demand
+}
+
+// List summarises every profiled model, by model name.
+func (s *Store) List() ([]Summary, error) {
+	counts := map[string]int{}
+	rows, err := s.db.Query(`SELECT model, count(*) FROM profiles GROUP BY model`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list profiles: %v", ErrStore, err)
+	}
+	for rows.Next() {
+		var m string
+		var n int
+		if err := rows.Scan(&m, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%w: list profiles: %v", ErrStore, err)
+		}
+		counts[m] = n
+	}
+	rows.Close()
+	latest, err := s.LatestAll()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Summary, 0, len(latest))
+	for model, r := range latest {
+		out = append(out, Summary{
+			Model: model, Profiles: counts[model], ID: r.ID, Node: r.Node, User: r.User,
+			GPUs: r.GPUs, Finished: r.Finished, Points: len(r.CPUSweep), Best: r.Best,
+		})
+	}
+	slices.SortFunc(out, func(a, b Summary) int { return cmp.Compare(a.Model, b.Model) })
+	return out, nil
+}
+
+// MissingKey is a model key seen in submitted jobs with no profile.
+type MissingKey struct {
+	Key       string
+	Jobs      int
+	FirstSeen time.Time
+	LastSeen  time.Time
+}
+
+// NoteModelKeys adds counts (model key → jobs submitted with it) seen at at.
+func (s *Store) NoteModelKeys(counts map[string]int, at time.Time) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("%w: begin: %v", ErrStore, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	st, err := tx.Prepare(`INSERT INTO model_keys (key, first_seen, last_seen, jobs) VALUES (?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET
+			first_seen = min(first_seen, excluded.first_seen),
+			last_seen  = max(last_seen, excluded.last_seen),
+			jobs       = jobs + excluded.jobs`)
+	if err != nil {
+		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
+	}
+	defer st.Close()
+	sec := at.Unix()
+	for k, n := range counts {
+		if k == "" || n <= 0 {
+			continue
+		}
+		if _, err := st.Exec(k, sec, sec, n); err != nil {
+			return fmt.Errorf("%w: note model key %q: %v", ErrStore, k, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%w: commit: %v", ErrStore, err)
+	}
+	return nil
+}
+
+// Missing lists model keys seen in submitted jobs that have no profile,
+// most-submitted first.
+func (s *Store) Missing() ([]MissingKey, error) {
+	rows, err := s.db.Query(`SELECT key, jobs, first_seen, last_seen FROM model_keys
+		WHERE key NOT IN (SELECT model FROM profiles)
+		ORDER BY jobs DESC, key`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: missing profiles: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var out []MissingKey
+	for rows.Next() {
+		var m MissingKey
+		var first, last int64
+		if err := rows.Scan(&m.Key, &m.Jobs, &first, &last); err != nil {
+			return nil, fmt.Errorf("%w: scan model key: %v", ErrStore, err)
+		}
+		m.FirstSeen, m.LastSeen = time.Unix(first, 0), time.Unix(last, 0)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: missing profiles: %v", ErrStore, err)
+	}
+	return out, nil
+}
+
+// PutTelemetry replaces the node's stored GPU values with the report's.
+func (s *Store) PutTelemetry(rep wire.TelemetryReport) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("%w: begin: %v", ErrStore, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	st, err := tx.Prepare(`INSERT OR REPLACE INTO gpu_telemetry
+		(node, gpu, uuid, name, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, at)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
+	}
+	defer st.Close()
+	at := unixNano(rep.At)
+	for _, g := range rep.GPUs {
+		if _, err := st.Exec(rep.Node, g.Index, g.UUID, g.Name, g.UtilPct, g.MemUsedMB,
+			g.MemTotalMB, g.TempC, g.PowerW, at); err != nil {
+			return fmt.Errorf("%w: store telemetry of %s GPU %d: %v", ErrStore, rep.Node, g.Index, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%w: commit: %v", ErrStore, err)
+	}
+	return nil
+}
+
+// Telemetry returns the latest stored GPU values of node, by GPU index.
+func (s *Store) Telemetry(node string) ([]wire.GPU, time.Time, error) {
+	rows, err := s.db.Query(`SELECT gpu, uuid, name, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, at
+		FROM gpu_telemetry WHERE node = ? ORDER BY gpu`, node)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%w: telemetry of %s: %v", ErrStore, node, err)
+	}
+	defer rows.Close()
+	var out []wire.GPU
+	var latest int64
+	for rows.Next() {
+		var g wire.GPU
+		var at int64
+		if err := rows.Scan(&g.Index, &g.UUID, &g.Name, &g.UtilPct, &g.MemUsedMB, &g.MemTotalMB,
+			&g.TempC, &g.PowerW, &at); err != nil {
+			return nil, time.Time{}, fmt.Errorf("%w: scan telemetry: %v", ErrStore, err)
+		}
+		latest = max(latest, at)
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("%w: telemetry of %s: %v", ErrStore, node, err)
+	}
+	return out, time.Unix(0, latest), nil
+}
+
+// Count is how many profiles of model are stored (tests and tools use it
+// to check that a retried delivery stored one row).
+func (s *Store) Count(model string) (int, error) {
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM profiles WHERE model = ?`, model).Scan(&n); err != nil {
+		return 0, fmt.Errorf("%w: count profiles of %q: %v", ErrStore, model, err)
+	}
+	return n, nil
+}

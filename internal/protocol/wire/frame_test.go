@@ -1,0 +1,242 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/profile"
+)
+
+const testMax = 1 << 20
+
+func header(magic [4]byte, version uint8, t uint8, reserved uint16, length uint32) []byte {
+	b := append([]byte{}, magic[:]...)
+	b = append(b, version, t)
+	b = binary.BigEndian.AppendUint16(b, reserved)
+	return binary.BigEndian.AppendUint32(b, length)
+}
+
+func TestReadFrameRejectsBadHeaders(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"bad magic is rejected", header([4]byte{'G', 'E', 'T', ' '}, Version, 1, 0, 0), ErrBadMagic},
+		{"unknown version is rejected", header(Magic, 99, 1, 0, 0), ErrVersion},
+		{"version zero is rejected", header(Magic, 0, 1, 0, 0), ErrVersion},
+		{"type zero is rejected", header(Magic, Version, 0, 0, 0), ErrType},
+		{"unknown type is rejected", header(Magic, Version, 200, 0, 0), ErrType},
+		{"reserved bits are rejected", header(Magic, Version, 1, 1, 0), ErrReserved},
+		{"1 GB length is rejected", header(Magic, Version, 1, 0, 1<<30), ErrTooLarge},
+		{"length one above the limit is rejected", header(Magic, Version, 1, 0, testMax+1), ErrTooLarge},
+		{"short header is truncated", header(Magic, Version, 1, 0, 0)[:7], ErrTruncated},
+		{"short body is truncated", append(header(Magic, Version, 1, 0, 10), 1, 2, 3), ErrTruncated},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadFrame(bytes.NewReader(tc.in), testMax)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadFrameAcceptsValidFrames(t *testing.T) {
+	tests := []struct {
+		name string
+		typ  Type
+		body []byte
+	}{
+		{"empty body is accepted", TypeAck, nil},
+		{"body at the limit is accepted", TypeProfile, bytes.Repeat([]byte{7}, testMax)},
+		{"telemetry frame is accepted", TypeTelemetry, []byte{0x80}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteFrame(&buf, tc.typ, tc.body); err != nil {
+				t.Fatal(err)
+			}
+			f, err := ReadFrame(&buf, testMax)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Type != tc.typ || !bytes.Equal(f.Body, tc.body) {
+				t.Fatalf("got type %v and %d bytes, want %v and %d", f.Type, len(f.Body), tc.typ, len(tc.body))
+			}
+		})
+	}
+}
+
+func TestReadFrameReturnsEOFAtCleanEnd(t *testing.T) {
+	if _, err := ReadFrame(bytes.NewReader(nil), testMax); err != io.EOF {
+		t.Fatalf("got %v, want io.EOF", err)
+	}
+}
+
+// countingReader fails the test if more than limit bytes are read.
+type countingReader struct {
+	t     *testing.T
+	r     io.Reader
+	n     int
+	limit int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	if c.n > c.limit {
+		c.t.Fatalf("read %d bytes, more than the %d-byte header", c.n, c.limit)
+	}
+	return n, err
+}
+
+func TestOneGigabyteClaimCostsOnlyTheHeader(t *testing.T) {
+	// The header claims 1 GB and an endless stream follows: the reader must
+	// stop after the header and allocate nothing near the claim.
+	cr := &countingReader{t: t, r: io.MultiReader(bytes.NewReader(header(Magic, Version, 1, 0, 1<<30)), zeros{}), limit: HeaderSize}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadFrame(cr, testMax)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+		t.Fatalf("rejecting a 1 GB claim allocated %d bytes", n)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestWriteFrameRefusesUnknownType(t *testing.T) {
+	if err := WriteFrame(io.Discard, Type(9), nil); !errors.Is(err, ErrType) {
+		t.Fatalf("got %v, want ErrType", err)
+	}
+}
+
+// fakeSigner "signs" by prefixing the payload; enough for framing tests.
+type fakeSigner struct{ err error }
+
+func (s fakeSigner) Sign(p []byte) (string, error) { return "cred:" + string(p), s.err }
+
+func TestProfileReportRoundTrips(t *testing.T) {
+	started := time.Date(2025, 3, 1, 10, 0, 0, 123456789, time.UTC)
+	want := ProfileReport{Record: profile.Record{
+		ID: "r-1", Model: "resnet50", Node: "lnode1", User: "alice", GPUs: 1,
+		Started: started, Finished: started.Add(time.Minute), Signal: "regex",
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 10.5, Samples: 3, Seconds: 2}},
+	}}
+	raw, err := EncodeReport(fakeSigner{}, TypeProfile, &want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFrame(bytes.NewReader(raw), testMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := DecodeReport(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Cred != "cred:"+string(Digest(TypeProfile, env.Body)) {
+		t.Fatalf("credential does not carry the digest of the body")
+	}
+	var got ProfileReport
+	if err := Unmarshal(env.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Record.ID != want.Record.ID || got.Record.Model != want.Record.Model ||
+		!got.Record.Started.Equal(started) || !got.Record.Finished.Equal(want.Record.Finished) ||
+		len(got.Record.CPUSweep) != 1 || got.Record.CPUSweep[0] != want.Record.CPUSweep[0] {
+		t.Fatalf("round trip changed the record:\n got %+v\nwant %+v", got.Record, want.Record)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEncodeReportPassesSignerErrorOn(t *testing.T) {
+	boom := errors.New("munged down")
+	if _, err := EncodeReport(fakeSigner{err: boom}, TypeProfile, &ProfileReport{}); !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the signer's error", err)
+	}
+}
+
+func TestDigestDependsOnTypeAndBody(t *testing.T) {
+	a := Digest(TypeProfile, []byte("x"))
+	if bytes.Equal(a, Digest(TypeTelemetry, []byte("x"))) || bytes.Equal(a, Digest(TypeProfile, []byte("y"))) {
+		t.Fatal("digest ignores the type or the body")
+	}
+}
+
+func TestAckRoundTrips(t *testing.T) {
+	var buf bytes.Buffer
+	want := Ack{ID: "r-1", OK: true, Duplicate: true}
+	if err := WriteAck(&buf, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAck(&buf, testMax)
+	if err != nil || got != want {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestValidateRejectsUnusableReports(t *testing.T) {
+	long := string(bytes.Repeat([]byte("m"), MaxNameLen+1))
+	tests := []struct {
+		name string
+		rep  ProfileReport
+	}{
+		{"missing id is rejected", ProfileReport{Record: profile.Record{Model: "m"}}},
+		{"missing model is rejected", ProfileReport{Record: profile.Record{ID: "1"}}},
+		{"overlong model is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: long}}},
+		{"non-UTF-8 model is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "\xff"}}},
+		{"huge sweep is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m",
+			CPUSweep: make([]profile.Measurement, MaxSweepLen+1)}}},
+		{"NaN throughput is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m",
+			CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: math.NaN()}}}}},
+		{"infinite memory bandwidth is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m", MemBW: math.Inf(1)}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.rep.Validate(); !errors.Is(err, ErrBody) {
+				t.Fatalf("got %v, want ErrBody", err)
+			}
+		})
+	}
+	tel := TelemetryReport{}
+	if err := tel.Validate(); !errors.Is(err, ErrBody) {
+		t.Fatalf("telemetry without node: got %v, want ErrBody", err)
+	}
+}
+
+func TestUnmarshalRejectsGarbage(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []byte
+	}{
+		{"empty body is rejected", nil},
+		{"array claiming 4 billion entries is rejected", []byte{0xdd, 0xff, 0xff, 0xff, 0xff}},
+		{"string where a map belongs is rejected", []byte{0xa3, 'a', 'b', 'c'}},
+		{"map with a truncated key is rejected", []byte{0x81, 0xa4, 'c'}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Report
+			if err := Unmarshal(tc.in, &r); !errors.Is(err, ErrBody) {
+				t.Fatalf("got %v, want ErrBody", err)
+			}
+		})
+	}
+}

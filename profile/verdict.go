@@ -1,0 +1,23 @@
+package profile
+
+// BestCPUs is the best-case demand in CPUs for the whole workload (all its
+// GPUs), the figure to compare with the node's cores.
+func (r Record) BestCPUs() int { return r.Best.CPUsPerGPU * max(r.GPUs, 1) }
+
+// MaxSweptCPUs is the largest CPU count the sweep measured: the node's
+// limit, or MaxCPUs.
+func (r Record) MaxSweptCPUs() int {
+	n := 0
+	for _, m := range r.CPUSweep {
+		n = max(n, m.CPUs)
+	}
+	return n
+}
+
+// MayWantMoreCPUs reports whether the best case is every CPU the sweep
+// could give: throughput was still climbing at the node's limit (or only
+// one count could be measured), so the model may want more CPUs than this
+// node has, and its best case is a lower bound.
+func (r Record) MayWantMoreCPUs() bool {
+	return len(r.CPUSweep) > 0 && r.BestCPUs() >= r.MaxSweptCPUs()
+}
