@@ -12,45 +12,28 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/core"
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 )
 
-type coreDecision = core.Decision
-
 // sizedMarker is core.SizedMarker as a C string, made once.
 var sizedMarker = C.CString(core.SizedMarker)
 
-func nodeStatesFromC(cn []C.lachesis_node_state_t) []core.NodeState {
-	passNodes = passNodes[:0]
-	for i := range cn {
-		n := &cn[i]
-		passNodes = append(passNodes, core.NodeState{
-			CPUs: int(n.cpus), AllocCPUs: int(n.alloc_cpus),
-			GPUs: int(n.gpus), AllocGPUs: int(n.alloc_gpus),
-			MemMB: uint64(n.mem_mb), AllocMemMB: uint64(n.alloc_mem_mb),
-			Usable: n.usable != 0,
-		})
+func nodeStateFromC(n *C.lachesis_node_state_t) core.NodeState {
+	return core.NodeState{
+		CPUs: int(n.cpus), AllocCPUs: int(n.alloc_cpus),
+		GPUs: int(n.gpus), AllocGPUs: int(n.alloc_gpus),
+		MemMB: uint64(n.mem_mb), AllocMemMB: uint64(n.alloc_mem_mb),
+		Usable: n.usable != 0,
 	}
-	return passNodes
 }
 
 func shrinkToC(s *core.Shrink, out *C.lachesis_shrink_t) {
 	*out = C.lachesis_shrink_t{job_id: C.uint32_t(s.JobID), cpus_per_gpu: C.uint32_t(s.CPUsPerGPU), mem_mb_per_gpu: C.uint64_t(s.MemMBPerGPU)}
 	copyCString(unsafe.Pointer(&out.admin_comment[0]), len(out.admin_comment), s.AdminComment)
 }
-
-// Scratch buffers reused by every pass; slurmctld runs one pass at a time
-// but passMu makes that an invariant of ours, not an assumption.
-var (
-	passMu        sync.Mutex
-	passSnaps     []core.Snapshot
-	passDecisions []core.Decision
-	passNodes     []core.NodeState
-)
 
 func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s := core.Snapshot{

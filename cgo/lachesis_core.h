@@ -13,7 +13,8 @@
 
 #include <stdint.h>
 
-#define LACHESIS_ABI_VERSION 1
+/* 2: lachesis_fallback takes now, like lachesis_pass. */
+#define LACHESIS_ABI_VERSION 2
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -179,11 +180,12 @@ extern int lachesis_pass_interval(void);
  * the Synergy fallback (then call lachesis_fallback). */
 extern int lachesis_pass(int64_t now, lachesis_job_t *jobs, int32_t n,
 			 lachesis_prio_t *out);
-/* Decides, from the nodes' state, which fallback candidates of the last
- * pass to shrink; writes up to max of them into out and returns how many.
- * The caller applies them through Slurm's own job update. */
-extern int lachesis_fallback(lachesis_node_state_t *nodes, int32_t nn,
-			     lachesis_shrink_t *out, int32_t max);
+/* Decides at now (Unix seconds, the caller's clock, as for the pass), from
+ * the nodes' state, which fallback candidates of the last pass to shrink;
+ * writes up to max of them into out and returns how many. The caller
+ * applies them through Slurm's own job update. */
+extern int lachesis_fallback(int64_t now, lachesis_node_state_t *nodes,
+			     int32_t nn, lachesis_shrink_t *out, int32_t max);
 /* Priority of one job between passes (submit, release, requeue). */
 extern int lachesis_place(int64_t now, lachesis_job_t *job,
 			  lachesis_prio_t *out);

@@ -15,7 +15,7 @@ import (
 // loads; each plugin's init()/fini() adds/drops a reference.
 var (
 	lifeMu   sync.Mutex
-	theCore  *core.Core
+	theHost  *host
 	refs     int
 	logLevel = new(slog.LevelVar)
 	theLog   = slog.New(slog.DiscardHandler)
@@ -27,10 +27,10 @@ func logger() *slog.Logger {
 	return theLog
 }
 
-func running() *core.Core {
+func running() *host {
 	lifeMu.Lock()
 	defer lifeMu.Unlock()
-	return theCore
+	return theHost
 }
 
 // errABI: a plugin built against another version of lachesis_core.h.
@@ -39,7 +39,7 @@ var errABI = errors.New("the plugin and liblachesis_core.so were built from diff
 func start(env core.Env, sink logging.Sink) error {
 	lifeMu.Lock()
 	defer lifeMu.Unlock()
-	if theCore != nil {
+	if theHost != nil {
 		refs++
 		return nil
 	}
@@ -49,23 +49,23 @@ func start(env core.Env, sink logging.Sink) error {
 		return err
 	}
 	logLevel.Set(logging.ParseLevel(c.Config().LogLevel))
-	theCore, refs = c, 1
+	theHost, refs = newHost(c), 1
 	return nil
 }
 
 func stop() {
 	lifeMu.Lock()
 	defer lifeMu.Unlock()
-	if theCore == nil {
+	if theHost == nil {
 		return
 	}
 	if refs--; refs > 0 {
 		return
 	}
-	if err := theCore.Close(); err != nil {
+	if err := theHost.core.Close(); err != nil {
 		theLog.Error("closing the ledger", "err", err)
 	}
-	theCore = nil
+	theHost = nil
 }
 
 func applyLogLevel(c *core.Core) { logLevel.Set(logging.ParseLevel(c.Config().LogLevel)) }

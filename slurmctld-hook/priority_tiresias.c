@@ -153,7 +153,8 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 
 /* The Synergy fallback: only when the pass found candidates, take the locks
  * a job update takes, refresh node allocation counts, let the core decide,
- * and apply its shrinks. */
+ * and apply its shrinks. The core takes the time from us, as for the pass:
+ * one clock, slurmctld's. */
 static void _run_fallback(void)
 {
 	slurmctld_lock_t update_lock = {
@@ -162,13 +163,15 @@ static void _run_fallback(void)
 	lachesis_shrink_t shrinks[16];
 	node_record_t *node_ptr;
 	int nn = 0, ns;
+	time_t now;
 
 	lock_slurmctld(update_lock);
+	now = time(NULL);
 	select_g_select_nodeinfo_set_all();
 	nodes = xcalloc(MAX(node_record_count, 1), sizeof(*nodes));
 	for (int i = 0; (node_ptr = next_node(&i)); i++)
 		_fill_node_state(node_ptr, &nodes[nn++]);
-	ns = lachesis_fallback(nodes, nn, shrinks, ARRAY_SIZE(shrinks));
+	ns = lachesis_fallback(now, nodes, nn, shrinks, ARRAY_SIZE(shrinks));
 	for (int i = 0; i < ns; i++)
 		_apply_shrink(&shrinks[i]);
 	unlock_slurmctld(update_lock);
