@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/sim/plot"
+	"github.com/lachesis-sched/lachesis/internal/chart"
 )
 
 // Output file names in a results directory.
@@ -93,15 +93,15 @@ func byAlloc(results []*Result) [][]*Result {
 }
 
 // CDFChart is the JCT CDF of each result, one line per policy.
-func CDFChart(results []*Result, title string) plot.CDF {
-	c := plot.CDF{Title: title, XLabel: "job completion time (log scale)"}
+func CDFChart(results []*Result, title string) chart.CDF {
+	c := chart.CDF{Title: title, XLabel: "job completion time (log scale)"}
 	labels := summaries(results)
 	for i, r := range results {
 		jcts := make([]float64, len(r.Jobs))
 		for k, j := range r.Jobs {
 			jcts[k] = j.JCT
 		}
-		c.Series = append(c.Series, plot.Series{Label: labels[i].Label, Values: jcts})
+		c.Series = append(c.Series, chart.Series{Label: labels[i].Label, Values: jcts})
 	}
 	return c
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"image/color"
 	"image/png"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +100,47 @@ func TestRender_PNGDecodesAtTheChartSize(t *testing.T) {
 	}
 }
 
+func TestRender_ChartsOfOddRecordsAreDrawnNotRefused(t *testing.T) {
+	cases := []struct {
+		name  string
+		sweep []profile.Measurement
+	}{
+		{"no sweep", nil},
+		{"zero throughput", []profile.Measurement{{CPUs: 1}, {CPUs: 2}}},
+		{"a measurement that is not a number", []profile.Measurement{{CPUs: 1, Throughput: math.NaN()}, {CPUs: 2, Throughput: 50}}},
+		{"an infinite measurement", []profile.Measurement{{CPUs: 1, Throughput: 10}, {CPUs: 2, Throughput: math.Inf(1)}}},
+	}
+	for _, c := range cases {
+		for _, format := range []string{"svg", "png"} {
+			t.Run(c.name+" as "+format, func(t *testing.T) {
+				r := knee3OnTwoCores()
+				r.CPUSweep = c.sweep
+				var b bytes.Buffer
+				if err := Render(&b, r, format); err != nil || b.Len() == 0 {
+					t.Fatalf("err = %v, %d bytes", err, b.Len())
+				}
+			})
+		}
+	}
+}
+
 func TestRender_UnknownFormatIsAnError(t *testing.T) {
 	if err := Render(io.Discard, knee3OnTwoCores(), "pdf"); !errors.Is(err, ErrUnknownFormat) {
 		t.Fatalf("err = %v, want ErrUnknownFormat", err)
+	}
+}
+
+func TestRender_PNGShowsTheSweepTheBandAndTheBestCase(t *testing.T) {
+	var b bytes.Buffer
+	if err := Render(&b, knee3OnTwoCores(), "png"); err != nil {
+		t.Fatal(err)
+	}
+	found := colours(t, &b)
+	for name, want := range map[string]color.RGBA{"sweep": sweepColour, "band fill": bandFill,
+		"band edge": bandColour, "best case": bestColour} {
+		if found[want] < 50 {
+			t.Errorf("%s colour %v covers %d pixels; it is not drawn", name, want, found[want])
+		}
 	}
 }
 
@@ -112,7 +152,9 @@ func TestNiceTicks(t *testing.T) {
 	}{
 		{"round hundreds", 276, []float64{0, 100, 200, 300}},
 		{"steps of 2.5", 11, []float64{0, 2.5, 5, 7.5, 10, 12.5}},
+		{"steps of 0.02 without rounding error", 0.09, []float64{0, 0.02, 0.04, 0.06, 0.08, 0.1}},
 		{"nothing to show", 0, []float64{0, 1}},
+		{"not a number", math.NaN(), []float64{0, 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,7 +163,7 @@ func TestNiceTicks(t *testing.T) {
 				t.Fatalf("ticks %v, want %v", got, c.want)
 			}
 			for i := range got {
-				if !near(got[i], c.want[i]) {
+				if math.Abs(got[i]-c.want[i]) > 1e-12 {
 					t.Fatalf("ticks %v, want %v", got, c.want)
 				}
 			}
@@ -129,4 +171,39 @@ func TestNiceTicks(t *testing.T) {
 	}
 }
 
-func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b)) }
+func TestCPUTicks(t *testing.T) {
+	cases := []struct {
+		name    string
+		maxCPUs int
+		want    []int
+	}{
+		{"every count on a small node", 4, []int{0, 1, 2, 3, 4}},
+		{"every count up to 16", 16, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},
+		{"steps of 4 on 48 cores", 48, []int{0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48}},
+		{"steps of 16 on 256 cores", 256, []int{0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := cpuTicks(c.maxCPUs); !slices.Equal(got, c.want) {
+				t.Fatalf("cpuTicks(%d) = %v, want %v", c.maxCPUs, got, c.want)
+			}
+		})
+	}
+}
+
+// colours decodes a PNG and counts its pixels by colour.
+func colours(t *testing.T, r io.Reader) map[color.RGBA]int {
+	t.Helper()
+	img, err := png.Decode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[color.RGBA]int{}
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			r, g, b, a := img.At(x, y).RGBA()
+			found[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), uint8(a >> 8)}]++
+		}
+	}
+	return found
+}

@@ -116,7 +116,7 @@
 //
 // # Rendering
 //
-// Render writes a profile.Record as a text report (for `show`), or a chart of
-// throughput against CPUs as SVG or PNG, drawn with the standard library
-// (the PNG with a 5×7 bitmap font of its own).
+// chart.Render (internal/chart) writes a profile.Record as a text report (for
+// `show`), or a chart of throughput against CPUs as SVG or PNG, drawn with
+// gonum.org/v1/plot.
 package profiler
