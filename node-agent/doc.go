@@ -1,8 +1,8 @@
 // Package nodeagent is the root of lachesis-node-agent, the daemon that runs
 // on every compute node (cmd/lachesis-node-agent wires it):
 //
-//   - config: the agent's YAML (viper), parsed from an io.Reader and
-//     validated once at start;
+//   - config: the agent's YAML (internal/util/yamlconf), parsed from an
+//     io.Reader and validated once at start;
 //   - spool: its own SQLite file, where every measurement and every profile
 //     is written before anything is sent;
 //   - deliver: sends spooled profiles to the Lachesis core in slurmctld
