@@ -11,6 +11,8 @@
 //   - localapi: the unix socket the lachesis-profiler CLI talks to, which
 //     learns the caller's uid from SO_PEERCRED;
 //   - agent: ties them together: runs profiling sweeps as the requesting
-//     user, never as root, and reports GPU telemetry (internal/telemetry);
-//   - progress: the CLI's progress bar with an ETA.
+//     user, never as root, and reports GPU telemetry (node-agent/telemetry).
+//
+// The lachesis-profiler CLI draws a run's progress itself, with the
+// terminal pieces of internal/util/progress.
 package nodeagent
