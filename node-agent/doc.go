@@ -1,8 +1,8 @@
 // Package nodeagent is the root of lachesis-node-agent, the daemon that runs
 // on every compute node (cmd/lachesis-node-agent wires it):
 //
-//   - config: the agent's YAML (viper), parsed from an io.Reader and
-//     validated once at start;
+//   - config: the agent's YAML (internal/util/yamlconf), parsed from an
+//     io.Reader and validated once at start;
 //   - spool: its own SQLite file, where every measurement and every profile
 //     is written before anything is sent;
 //   - deliver: sends spooled profiles to the Lachesis core in slurmctld
@@ -11,6 +11,8 @@
 //   - localapi: the unix socket the lachesis-profiler CLI talks to, which
 //     learns the caller's uid from SO_PEERCRED;
 //   - agent: ties them together: runs profiling sweeps as the requesting
-//     user, never as root, and reports GPU telemetry (internal/telemetry);
-//   - progress: the CLI's progress bar with an ETA.
+//     user, never as root, and reports GPU telemetry (node-agent/telemetry).
+//
+// The lachesis-profiler CLI draws a run's progress itself, with the
+// terminal pieces of internal/util/progress.
 package nodeagent

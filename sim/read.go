@@ -133,26 +133,69 @@ func newTable(r io.Reader, required []string) (*table, error) {
 	return &table{r: cr, cols: cols}, nil
 }
 
-// next returns the next record, or io.EOF.
-func (t *table) next() ([]string, int, error) {
-	rec, err := t.r.Read()
+// readRows reads a trace table whose header has the required columns and
+// calls each with every data row, in order; the first error stops it.
+func readRows(r io.Reader, required []string, each func(row *row) error) error {
+	tab, err := newTable(r, required)
 	if err != nil {
-		if err == io.EOF {
-			return nil, 0, io.EOF
-		}
-		return nil, 0, fmt.Errorf("%w: %w", ErrBadTrace, err)
+		return err
 	}
-	line, _ := t.r.FieldPos(0)
-	return rec, line, nil
+	for {
+		rec, err := tab.r.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrBadTrace, err)
+		}
+		line, _ := tab.r.FieldPos(0)
+		row := &row{tab: tab, rec: rec, line: line}
+		if err := each(row); err != nil {
+			return err
+		}
+		if row.err != nil {
+			return row.err
+		}
+	}
+}
+
+// row is one data row. Its parsing methods keep the first error, for
+// readRows to return, so a reader fills a Job from several columns without
+// checking each; the values after an error are zero and unused.
+type row struct {
+	tab  *table
+	rec  []string
+	line int
+	err  error
 }
 
 // field is the value of a column, "" if the column or the field is absent.
-func (t *table) field(rec []string, name string) string {
-	i, ok := t.cols[name]
-	if !ok || i >= len(rec) {
+func (r *row) field(name string) string {
+	i, ok := r.tab.cols[name]
+	if !ok || i >= len(r.rec) {
 		return ""
 	}
-	return strings.TrimSpace(rec[i])
+	return strings.TrimSpace(r.rec[i])
+}
+
+func (r *row) float(col string) float64 {
+	return keepFirst(r, parseFloat, col)
+}
+
+func (r *row) int(col string) int {
+	return keepFirst(r, parseInt, col)
+}
+
+func (r *row) id(col string) uint32 {
+	return keepFirst(r, parseID, col)
+}
+
+func keepFirst[T any](r *row, parse func(line int, col, s string) (T, error), col string) T {
+	var v T
+	if r.err == nil {
+		v, r.err = parse(r.line, col, r.field(col))
+	}
+	return v
 }
 
 func parseFloat(line int, col, s string) (float64, error) {

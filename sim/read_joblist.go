@@ -29,50 +29,34 @@ import (
 // Columns are found by name, so their order is free and extra columns are
 // ignored.
 func ReadJobList(r io.Reader) (*Trace, error) {
-	tab, err := newTable(r, []string{"job_id", "submit_time", "gpus", "duration"})
-	if err != nil {
-		return nil, err
-	}
 	t := &Trace{}
 	var stamps []time.Time
-	for {
-		rec, line, err := tab.next()
-		if err == io.EOF {
-			break
+	err := readRows(r, []string{"job_id", "submit_time", "gpus", "duration"}, func(row *row) error {
+		job := Job{ID: row.id("job_id"), GPUs: row.int("gpus"), Duration: row.float("duration"), Model: row.field("model")}
+		if row.err != nil {
+			return row.err
 		}
-		if err != nil {
-			return nil, err
-		}
-		id, err := parseID(line, "job_id", tab.field(rec, "job_id"))
-		if err != nil {
-			return nil, err
-		}
-		gpus, err := parseInt(line, "gpus", tab.field(rec, "gpus"))
-		if err != nil {
-			return nil, err
-		}
-		dur, err := parseFloat(line, "duration", tab.field(rec, "duration"))
-		if err != nil {
-			return nil, err
-		}
-		job := Job{ID: id, GPUs: gpus, Duration: dur, Model: tab.field(rec, "model")}
-		raw := tab.field(rec, "submit_time")
+		raw := row.field("submit_time")
 		if sec, err := strconv.ParseFloat(raw, 64); err == nil {
 			if len(stamps) > 0 {
-				return nil, fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, line)
+				return fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, row.line)
 			}
 			job.Submit = sec
 		} else {
 			ts, err := parseWallClock(raw)
 			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: submit_time %q is neither seconds nor a wall-clock time", ErrBadTrace, line, raw)
+				return fmt.Errorf("%w: line %d: submit_time %q is neither seconds nor a wall-clock time", ErrBadTrace, row.line, raw)
 			}
 			if len(stamps) != len(t.Jobs) {
-				return nil, fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, line)
+				return fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, row.line)
 			}
 			stamps = append(stamps, ts)
 		}
 		t.Jobs = append(t.Jobs, job)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	setWallClockSubmits(t, stamps)
 	return t, t.normalise()

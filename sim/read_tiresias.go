@@ -9,37 +9,14 @@ import (
 // submit_time and duration are in seconds. iterations and interval are not
 // used: duration already says how long the job runs.
 func ReadTiresias(r io.Reader) (*Trace, error) {
-	tab, err := newTable(r, []string{"job_id", "num_gpu", "submit_time", "duration"})
+	t := &Trace{}
+	err := readRows(r, []string{"job_id", "num_gpu", "submit_time", "duration"}, func(row *row) error {
+		t.Jobs = append(t.Jobs, Job{ID: row.id("job_id"), GPUs: row.int("num_gpu"),
+			Submit: row.float("submit_time"), Duration: row.float("duration"), Model: row.field("model_name")})
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	t := &Trace{}
-	for {
-		rec, line, err := tab.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		id, err := parseID(line, "job_id", tab.field(rec, "job_id"))
-		if err != nil {
-			return nil, err
-		}
-		gpus, err := parseInt(line, "num_gpu", tab.field(rec, "num_gpu"))
-		if err != nil {
-			return nil, err
-		}
-		submit, err := parseFloat(line, "submit_time", tab.field(rec, "submit_time"))
-		if err != nil {
-			return nil, err
-		}
-		dur, err := parseFloat(line, "duration", tab.field(rec, "duration"))
-		if err != nil {
-			return nil, err
-		}
-		t.Jobs = append(t.Jobs, Job{ID: id, Submit: submit, GPUs: gpus, Duration: dur,
-			Model: tab.field(rec, "model_name")})
 	}
 	return t, t.normalise()
 }

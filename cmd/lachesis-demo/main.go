@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/util/progress"
+
 	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
 	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 )
@@ -39,8 +41,7 @@ func run(ctx context.Context, part, dir string) error {
 	if err != nil {
 		return err
 	}
-	fi, _ := os.Stdout.Stat()
-	live := fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	live := progress.IsTerminal(os.Stdout)
 	if part == "tiresias" || part == "all" {
 		jobs, err := readWorkload(root, "etc/demo/workload.csv")
 		if err != nil {

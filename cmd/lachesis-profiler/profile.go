@@ -9,10 +9,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/lachesis-sched/lachesis/internal/util/progress"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
 	"github.com/lachesis-sched/lachesis/node-agent/profiler"
-	"github.com/lachesis-sched/lachesis/node-agent/progress"
 )
 
 func agentSocketFlag(fs *flag.FlagSet) *string {
@@ -47,9 +47,9 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bar := progress.New(stderr, isTerminal(stderr))
-	res, err := localapi.Profile(ctx, *socket, req, bar.Update)
-	bar.Done()
+	bar := newProfileProgress(stderr, progress.IsTerminal(stderr))
+	res, err := localapi.Profile(ctx, *socket, req, bar.update)
+	bar.done()
 	if err != nil {
 		return err
 	}
@@ -81,13 +81,4 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "profiling now: %s\n", st.Running)
 	}
 	return nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -60,8 +60,12 @@ func noArgs(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func cmdList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("list", stderr)
+// storeTable is a subcommand that takes only --db and prints rows read
+// from the controller's database as a table under header, or empty when
+// there are none.
+func storeTable(name string, args []string, stdout, stderr io.Writer, header, empty string,
+	rows func(*profilestore.Store) ([]string, error)) error {
+	fs := newFlags(name, stderr)
 	db := dbFlag(fs)
 	if err := noArgs(fs, args); err != nil {
 		return err
@@ -71,21 +75,35 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	rows, err := s.List()
+	lines, err := rows(s)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		fmt.Fprintln(stdout, "no profiles yet (see `lachesis-profiler missing` for models jobs are waiting on)")
+	if len(lines) == 0 {
+		fmt.Fprintln(stdout, empty)
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tPROFILES\tBEST CPUS/GPU\tBEST MEM GB/GPU\tPOINTS\tNODE\tUSER\tFINISHED")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%d\t%s\t%s\t%s\n", r.Model, r.Profiles, r.Best.CPUsPerGPU,
-			r.Best.MemGBPerGPU, r.Points, r.Node, r.User, r.Finished.Local().Format(time.DateTime))
+	fmt.Fprintln(tw, header)
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
 	}
 	return tw.Flush()
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) error {
+	return storeTable("list", args, stdout, stderr,
+		"MODEL\tPROFILES\tBEST CPUS/GPU\tBEST MEM GB/GPU\tPOINTS\tNODE\tUSER\tFINISHED",
+		"no profiles yet (see `lachesis-profiler missing` for models jobs are waiting on)",
+		func(s *profilestore.Store) ([]string, error) {
+			rows, err := s.List()
+			lines := make([]string, len(rows))
+			for i, r := range rows {
+				lines[i] = fmt.Sprintf("%s\t%d\t%d\t%.2f\t%d\t%s\t%s\t%s", r.Model, r.Profiles, r.Best.CPUsPerGPU,
+					r.Best.MemGBPerGPU, r.Points, r.Node, r.User, r.Finished.Local().Format(time.DateTime))
+			}
+			return lines, err
+		})
 }
 
 func cmdShow(args []string, stdout, stderr io.Writer) error {
@@ -143,28 +161,16 @@ func cmdShow(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdMissing(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("missing", stderr)
-	db := dbFlag(fs)
-	if err := noArgs(fs, args); err != nil {
-		return err
-	}
-	s, err := openStore(*db)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	keys, err := s.Missing()
-	if err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		fmt.Fprintln(stdout, "every model key seen in submitted jobs has a profile")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL KEY\tJOBS\tFIRST SEEN\tLAST SEEN")
-	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", k.Key, k.Jobs, k.FirstSeen.Local().Format(time.DateTime), k.LastSeen.Local().Format(time.DateTime))
-	}
-	return tw.Flush()
+	return storeTable("missing", args, stdout, stderr,
+		"MODEL KEY\tJOBS\tFIRST SEEN\tLAST SEEN",
+		"every model key seen in submitted jobs has a profile",
+		func(s *profilestore.Store) ([]string, error) {
+			keys, err := s.Missing()
+			lines := make([]string, len(keys))
+			for i, k := range keys {
+				lines[i] = fmt.Sprintf("%s\t%d\t%s\t%s", k.Key, k.Jobs,
+					k.FirstSeen.Local().Format(time.DateTime), k.LastSeen.Local().Format(time.DateTime))
+			}
+			return lines, err
+		})
 }

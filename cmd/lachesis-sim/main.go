@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/util/progress"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
@@ -142,9 +143,9 @@ func run(args []string) error {
 	if o.sweep {
 		runs = sim.NumSweepRuns() * len(settings)
 	}
-	var bar *sim.Bar
-	if o.progress || stderrIsTerminal() {
-		bar = sim.NewBar(os.Stderr, "simulating", runs*len(trace.Jobs))
+	var bar *progress.Counter
+	if o.progress || progress.IsTerminal(os.Stderr) {
+		bar = progress.NewCounter(os.Stderr, "simulating", "jobs", runs*len(trace.Jobs))
 		for i := range variants {
 			variants[i].Config.Progress = bar.Add
 		}
@@ -369,9 +370,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func stderrIsTerminal() bool {
-	fi, err := os.Stderr.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

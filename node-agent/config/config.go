@@ -4,17 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
-
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
+	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )
 
 // ErrInvalid is wrapped by every parse or validation error.
@@ -95,49 +92,46 @@ func Default() Config {
 	}
 }
 
-func defaults(v *viper.Viper) {
-	d := Default()
-	v.SetDefault("controller", "")
-	v.SetDefault("munge_socket", d.MungeSocket)
-	v.SetDefault("spool", d.Spool)
-	v.SetDefault("socket", d.Socket)
-	v.SetDefault("node", "")
-	v.SetDefault("allow_root_profiling", false)
-	v.SetDefault("node_gpus", 0)
-	v.SetDefault("telemetry_interval", d.TelemetryInterval.Seconds())
-	v.SetDefault("log_level", d.LogLevel)
-	v.SetDefault("delivery.retry_min", d.Delivery.RetryMin.Seconds())
-	v.SetDefault("delivery.retry_max", d.Delivery.RetryMax.Seconds())
-	v.SetDefault("delivery.timeout", d.Delivery.Timeout.Seconds())
-	v.SetDefault("delivery.max_frame_bytes", d.Delivery.MaxFrameBytes)
-}
-
 // Parse reads YAML from r, fills in defaults and validates the result.
 // hostname supplies the default node name.
 func Parse(r io.Reader, hostname func() (string, error)) (Config, error) {
-	v := viper.New()
-	v.SetConfigType("yaml")
-	defaults(v)
-	if err := v.ReadConfig(r); err != nil {
-		return Config{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
-	}
-	var f file
-	if err := v.Unmarshal(&f, func(dc *mapstructure.DecoderConfig) { dc.ErrorUnused = true }); err != nil {
-		msg := strings.ReplaceAll(err.Error(), "decoding failed due to the following error(s):\n\n", "")
-		msg = strings.ReplaceAll(msg, "'' has invalid keys: ", "unknown key(s): ")
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(msg))
+	f := defaultFile()
+	if err := yamlconf.Decode(r, &f); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return f.validate(hostname)
 }
 
-// Load parses the file at path.
-func Load(path string) (Config, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+// defaultFile is Default in the YAML's layout, onto which Parse decodes a
+// file so that every key it leaves out keeps its default.
+func defaultFile() file {
+	d := Default()
+	f := file{
+		MungeSocket:       d.MungeSocket,
+		Spool:             d.Spool,
+		Socket:            d.Socket,
+		TelemetryInterval: d.TelemetryInterval.Seconds(),
+		LogLevel:          d.LogLevel,
 	}
-	defer fh.Close()
-	c, err := Parse(fh, os.Hostname)
+	f.Delivery.RetryMin = d.Delivery.RetryMin.Seconds()
+	f.Delivery.RetryMax = d.Delivery.RetryMax.Seconds()
+	f.Delivery.Timeout = d.Delivery.Timeout.Seconds()
+	f.Delivery.MaxFrameBytes = d.Delivery.MaxFrameBytes
+	return f
+}
+
+// Load parses the file at path; every error names it. A file that sets no
+// key (yamlconf.ErrEmpty) or is over yamlconf.MaxBytes
+// (yamlconf.ErrTooLarge) is refused like lachesis.yaml is.
+func Load(path string) (Config, error) {
+	fh, err := yamlconf.Open(path)
+	var c Config
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
+	} else {
+		defer fh.Close()
+		c, err = Parse(fh, os.Hostname)
+	}
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -145,10 +139,11 @@ func Load(path string) (Config, error) {
 }
 
 func seconds(key string, v, lo, hi float64) (time.Duration, error) {
-	if math.IsNaN(v) || v < lo || v > hi {
-		return 0, fmt.Errorf("%w: %s must be between %v and %v seconds, got %v", ErrInvalid, key, lo, hi, v)
+	d, err := yamlconf.Seconds(key, v, lo, hi)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return time.Duration(v * float64(time.Second)), nil
+	return d, nil
 }
 
 func (f file) validate(hostname func() (string, error)) (Config, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 )
 
@@ -111,5 +112,36 @@ func TestHostnameFailureNeedsAnExplicitNode(t *testing.T) {
 	_, err := config.Parse(strings.NewReader("controller: c:1\n"), func() (string, error) { return "", errors.New("no uts") })
 	if !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestLoadRefusesEmptyAndOversizedFiles(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       error
+	}{
+		{"empty file is refused", "", yamlconf.ErrEmpty},
+		{"comments-only file is refused", "# controller: ctl:6830\n\n", yamlconf.ErrEmpty},
+		{"file over 1 MiB is refused", "controller: c:1\n# " + strings.Repeat("x", yamlconf.MaxBytes) + "\n", yamlconf.ErrTooLarge},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "node-agent.yaml")
+			if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := config.Load(p)
+			if !errors.Is(err, tc.want) || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("got %v; want %v naming %s", err, tc.want, p)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFileIsAnErrorNamingIt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "absent.yaml")
+	_, err := config.Load(p)
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("got %v; want ErrNotExist naming %s", err, p)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,41 +201,59 @@ func pendingOrder(jobs map[uint32]slurmcluster.Job) []uint32 {
 }
 
 func TestMalformedYAMLOnReconfigureKeepsPreviousConfig(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [50, 100000]\n  promote_knob: 0\n")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [100, 100000]\n  promote_knob: 0\n")
 	job := e.submit("-J", "job", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(job, "RUNNING", 30*time.Second)
 
-	bad := []struct{ yaml, key string }{
-		{"tiresias:\n  thresholds: [10, abc]\n", "tiresias.thresholds"},
-		{"tiresias:\n  thresold: [10]\n", "thresold"},
-		{"tiresias: [\n", "not valid YAML"},
+	// Each bad file would, if it were applied, keep the job in queue 0 past
+	// 100 GPU-s of service (the defaults' first threshold is 3250), or
+	// move it to queue 1 before 16 GPU-s (thresholds from 10).
+	oversized := tiresiasYAML(e.dir, "tiresias:\n  thresholds: [100000, 200000]\n") +
+		"# " + strings.Repeat("x", 2<<20) + "\n"
+	bad := []struct{ name, text, reason string }{
+		{"non-numeric threshold", tiresiasYAML(e.dir, "tiresias:\n  thresholds: [10, abc]\n"), "tiresias.thresholds"},
+		{"misspelt key", tiresiasYAML(e.dir, "tiresias:\n  thresold: [10]\n"), "thresold"},
+		{"broken YAML", tiresiasYAML(e.dir, "tiresias: [\n"), "not valid YAML"},
+		// An emptied file would otherwise reset everything to the defaults
+		// (pass_interval 1 s -> 30 s, thresholds -> 3250...).
+		{"empty file", "", "the file sets no key"},
+		{"comments-only file", "# pass_interval: 1\n\n", "the file sets no key"},
+		// Refused from its size: slurmctld never reads the 2 MiB.
+		{"2 MiB file", oversized, "the file is too large: 2097"},
 	}
-	for _, b := range bad {
-		if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, b.yaml)); err != nil {
+	refused := regexp.MustCompile(`config not reloaded, keeping the previous one: .*`)
+	for i, b := range bad {
+		if err := e.c.WriteLachesisYAML(b.text); err != nil {
 			t.Fatal(err)
 		}
 		e.c.Reconfigure() //nolint:errcheck // slurmctld's answer is not what we test
-		e.eventually(10*time.Second, "the log to name "+b.key, func() (bool, string) {
-			return e.logMatches(`config not reloaded, keeping the previous one: .*` + regexpQuote(b.key)), ""
+		// The (i+1)th refusal is this file's, and it says why.
+		e.eventually(10*time.Second, "the log to say why the "+b.name+" was refused", func() (bool, string) {
+			lines := refused.FindAllString(e.c.ControllerLog(), -1)
+			if len(lines) <= i {
+				return false, fmt.Sprintf("%d refusals logged", len(lines))
+			}
+			return regexp.MustCompile(`lachesis\.yaml: .*` + regexpQuote(b.reason)).MatchString(lines[i]), lines[i]
 		})
 		if !e.c.Ping() {
-			t.Fatal("slurmctld died on a bad reconfigure")
+			t.Fatalf("slurmctld died on a reconfigure with a %s", b.name)
 		}
 	}
 	// The previous thresholds still hold: after 16+ GPU-s (> 10) the job
-	// is still in queue 0.
+	// is still in queue 0, and past 100 GPU-s (< 3250) it is in queue 1.
 	time.Sleep(4 * time.Second)
 	if p := e.prio()[job]; p.Queue != 0 || p.Service < 16 {
-		t.Fatalf("after bad reloads: %+v; want queue 0 under the previous threshold 50", p)
+		t.Fatalf("after bad reloads: %+v; want queue 0 under the previous threshold 100", p)
 	}
+	e.waitQueue(job, 1, 60*time.Second)
 	// A good file takes effect.
-	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, "tiresias:\n  thresholds: [10, 100000]\n  promote_knob: 0\n")); err != nil {
+	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, "tiresias:\n  thresholds: [100, 110]\n  promote_knob: 0\n")); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.Reconfigure(); err != nil {
 		t.Fatal(err)
 	}
-	e.waitQueue(job, 1, 15*time.Second)
+	e.waitQueue(job, 2, 30*time.Second)
 }
 
 func regexpQuote(s string) string {
@@ -242,26 +261,42 @@ func regexpQuote(s string) string {
 }
 
 func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
-	dir := filepath.Join(testDirRoot, t.Name())
-	os.RemoveAll(dir)
-	fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
-	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
-		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: freePortBase(t, 1),
-		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
-		LachesisYAML: tiresiasYAML(dir, "tiresias:\n  mode: fifo\n"),
-		ExtraConf:    string(fragment),
-	})
-	t.Cleanup(func() {
-		if c != nil {
-			c.Down() //nolint:errcheck
-		}
-	})
-	if err == nil {
-		t.Fatal("slurmctld started with mode: fifo")
+	tests := []struct {
+		name    string
+		file    func(dir string) string
+		mention string
+	}{
+		{"unknown mode stops slurmctld",
+			func(dir string) string { return tiresiasYAML(dir, "tiresias:\n  mode: fifo\n") }, "tiresias.mode"},
+		// Only a missing file means the defaults; an emptied one is an error.
+		{"comments-only file stops slurmctld",
+			func(string) string { return "# emptied\n" }, "lachesis.yaml: invalid lachesis config: the file sets no key"},
 	}
-	log := c.ControllerLog()
-	if !strings.Contains(log, "tiresias.mode") || !strings.Contains(log, "fatal") {
-		t.Fatalf("slurmctld's log does not name tiresias.mode in a fatal error:\n%s", tail(log, 15))
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Short: the munge socket's path under it must fit in sun_path.
+			dir := filepath.Join(testDirRoot, fmt.Sprintf("BadConfigAtStartup%d", i))
+			os.RemoveAll(dir)
+			fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
+			c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
+				Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: freePortBase(t, 1),
+				PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
+				LachesisYAML: tc.file(dir),
+				ExtraConf:    string(fragment),
+			})
+			t.Cleanup(func() {
+				if c != nil {
+					c.Down() //nolint:errcheck
+				}
+			})
+			if err == nil {
+				t.Fatal("slurmctld started with a bad lachesis.yaml")
+			}
+			log := c.ControllerLog()
+			if !strings.Contains(log, tc.mention) || !strings.Contains(log, "fatal") {
+				t.Fatalf("slurmctld's log does not name %q in a fatal error (Up: %v):\n%s", tc.mention, err, tail(log, 15))
+			}
+		})
 	}
 }
 

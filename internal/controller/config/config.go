@@ -4,16 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
-
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 	"github.com/lachesis-sched/lachesis/priority"
 )
 
@@ -36,7 +35,7 @@ type Config struct {
 	// LogLevel: debug, info, warn or error.
 	LogLevel string
 	Agent    Agent
-	Synergy  Synergy
+	Synergy  synergy.Config
 }
 
 // Agent configures the controller's listener for node agents.
@@ -47,21 +46,6 @@ type Agent struct {
 	MaxFrameBytes int
 	// AllowedUIDs may report besides root and SlurmUser.
 	AllowedUIDs []uint32
-}
-
-// Synergy configures CPU/memory right-sizing by job_submit/synergy.
-type Synergy struct {
-	Enabled bool
-	// Tolerance: the best-case demand is the smallest (CPUs, memory) within
-	// this fraction of the model's best throughput.
-	Tolerance float64
-	// Override: profile-based sizing replaces explicit --cpus-per-gpu,
-	// --mem-per-gpu and --mem requests instead of deferring to them.
-	Override bool
-	// FallbackAfter is how long a job may pend only because its enlarged
-	// request fits nowhere, while its GPUs are free, before it is shrunk
-	// toward the GPU-proportional share.
-	FallbackAfter time.Duration
 }
 
 // file mirrors the YAML layout; its field names are the keys admins write.
@@ -106,64 +90,64 @@ func Default() Config {
 		GittinsMinHistory: 100,
 		LogLevel:          "info",
 		Agent:             Agent{Listen: "", MaxFrameBytes: 1 << 20, AllowedUIDs: []uint32{}},
-		Synergy:           Synergy{Enabled: true, Tolerance: 0.02, Override: false, FallbackAfter: 60 * time.Second},
+		Synergy:           synergy.DefaultConfig(),
 	}
-}
-
-func defaults(v *viper.Viper) {
-	d := Default()
-	v.SetDefault("tiresias.mode", string(d.Tiresias.Mode))
-	v.SetDefault("tiresias.thresholds", d.Tiresias.Thresholds)
-	v.SetDefault("tiresias.promote_knob", d.Tiresias.PromoteKnob)
-	v.SetDefault("tiresias.max_age", d.Tiresias.MaxAge)
-	v.SetDefault("tiresias.weights.tiresias", d.Tiresias.Weights.Tiresias)
-	v.SetDefault("tiresias.weights.age", d.Tiresias.Weights.Age)
-	v.SetDefault("tiresias.weights.partition", d.Tiresias.Weights.Partition)
-	v.SetDefault("tiresias.weights.qos", d.Tiresias.Weights.QOS)
-	v.SetDefault("tiresias.gittins_min_history", d.GittinsMinHistory)
-	v.SetDefault("pass_interval", d.PassInterval.Seconds())
-	v.SetDefault("db_path", d.DBPath)
-	v.SetDefault("log_level", d.LogLevel)
-	v.SetDefault("agent.listen", d.Agent.Listen)
-	v.SetDefault("agent.max_frame_bytes", d.Agent.MaxFrameBytes)
-	v.SetDefault("agent.allowed_uids", d.Agent.AllowedUIDs)
-	v.SetDefault("synergy.enabled", d.Synergy.Enabled)
-	v.SetDefault("synergy.tolerance", d.Synergy.Tolerance)
-	v.SetDefault("synergy.override", d.Synergy.Override)
-	v.SetDefault("synergy.fallback_after", d.Synergy.FallbackAfter.Seconds())
 }
 
 // Parse reads YAML from r, fills in defaults and validates the result.
 func Parse(r io.Reader) (Config, error) {
-	v := viper.New()
-	v.SetConfigType("yaml")
-	defaults(v)
-	if err := v.ReadConfig(r); err != nil {
-		return Config{}, fmt.Errorf("%w: not valid YAML: %v", ErrInvalid, err)
-	}
-	var f file
-	err := v.Unmarshal(&f, func(dc *mapstructure.DecoderConfig) {
-		dc.ErrorUnused = true // a misspelt key is an error, not a silent default
-	})
-	if err != nil {
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, describeDecodeError(err))
+	f := defaultFile()
+	if err := yamlconf.Decode(r, &f); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return f.validate()
 }
 
+// defaultFile is Default in the YAML's layout, onto which Parse decodes a
+// file so that every key it leaves out keeps its default.
+func defaultFile() file {
+	d := Default()
+	var f file
+	f.Tiresias.Mode = string(d.Tiresias.Mode)
+	f.Tiresias.Thresholds = d.Tiresias.Thresholds
+	f.Tiresias.PromoteKnob = d.Tiresias.PromoteKnob
+	f.Tiresias.MaxAge = d.Tiresias.MaxAge
+	f.Tiresias.Weights.Tiresias = d.Tiresias.Weights.Tiresias
+	f.Tiresias.Weights.Age = d.Tiresias.Weights.Age
+	f.Tiresias.Weights.Partition = d.Tiresias.Weights.Partition
+	f.Tiresias.Weights.QOS = d.Tiresias.Weights.QOS
+	f.Tiresias.GittinsMinHistory = d.GittinsMinHistory
+	f.PassInterval = d.PassInterval.Seconds()
+	f.DBPath = d.DBPath
+	f.LogLevel = d.LogLevel
+	f.Agent.Listen = d.Agent.Listen
+	f.Agent.MaxFrameBytes = d.Agent.MaxFrameBytes
+	f.Agent.AllowedUIDs = d.Agent.AllowedUIDs
+	f.Synergy.Enabled = d.Synergy.Enabled
+	f.Synergy.Tolerance = d.Synergy.Tolerance
+	f.Synergy.Override = d.Synergy.Override
+	f.Synergy.FallbackAfter = d.Synergy.FallbackAfter.Seconds()
+	return f
+}
+
 // Load reads the file at path. A missing file gives the defaults, so a
-// cluster can enable the plugin before writing any YAML.
+// cluster can enable the plugin before writing any YAML; a file that sets
+// no key (yamlconf.ErrEmpty) or is over yamlconf.MaxBytes
+// (yamlconf.ErrTooLarge) is an error, so that an emptied or runaway file
+// on `scontrol reconfigure` keeps the config in force instead of resetting
+// it. Every error names path.
 func Load(path string) (Config, error) {
-	fh, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		c := Default()
-		return c, nil
+	fh, err := yamlconf.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Default(), nil
 	}
+	var c Config
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
+	} else {
+		defer fh.Close()
+		c, err = Parse(fh)
 	}
-	defer fh.Close()
-	c, err := Parse(fh)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -194,7 +178,6 @@ func (f file) validate() (Config, error) {
 				QOS:       t.Weights.QOS,
 			},
 		},
-		PassInterval:      time.Duration(f.PassInterval * float64(time.Second)),
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,
 		LogLevel:          strings.ToLower(f.LogLevel),
@@ -203,18 +186,17 @@ func (f file) validate() (Config, error) {
 			MaxFrameBytes: f.Agent.MaxFrameBytes,
 			AllowedUIDs:   f.Agent.AllowedUIDs,
 		},
-		Synergy: Synergy{
-			Enabled:       f.Synergy.Enabled,
-			Tolerance:     f.Synergy.Tolerance,
-			Override:      f.Synergy.Override,
-			FallbackAfter: time.Duration(f.Synergy.FallbackAfter * float64(time.Second)),
+		Synergy: synergy.Config{
+			Enabled:   f.Synergy.Enabled,
+			Tolerance: f.Synergy.Tolerance,
+			Override:  f.Synergy.Override,
 		},
 	}
 	if c.Agent.AllowedUIDs == nil {
 		c.Agent.AllowedUIDs = []uint32{}
 	}
 	if err := c.Tiresias.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, tiresiasKeys(err))
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("tiresias", err))
 	}
 	if t.Queues != 0 && t.Queues != len(t.Thresholds)+1 {
 		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
@@ -223,8 +205,9 @@ func (f file) validate() (Config, error) {
 	if t.GittinsMinHistory < 0 {
 		return Config{}, fmt.Errorf("%w: tiresias.gittins_min_history must be >= 0, got %d", ErrInvalid, t.GittinsMinHistory)
 	}
-	if math.IsNaN(f.PassInterval) || f.PassInterval < 1 || f.PassInterval > 3600 {
-		return Config{}, fmt.Errorf("%w: pass_interval must be between 1 and 3600 seconds, got %v", ErrInvalid, f.PassInterval)
+	var err error
+	if c.PassInterval, err = yamlconf.Seconds("pass_interval", f.PassInterval, 1, 3600); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if strings.TrimSpace(f.DBPath) == "" {
 		return Config{}, fmt.Errorf("%w: db_path must not be empty", ErrInvalid)
@@ -237,11 +220,13 @@ func (f file) validate() (Config, error) {
 	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > 64<<20 {
 		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, 64<<20, f.Agent.MaxFrameBytes)
 	}
-	if !(c.Synergy.Tolerance >= 0 && c.Synergy.Tolerance < 1) {
-		return Config{}, fmt.Errorf("%w: synergy.tolerance must be in [0, 1), got %v", ErrInvalid, f.Synergy.Tolerance)
+	// Seconds first: a NaN or huge float has no Duration for Validate to see.
+	if c.Synergy.FallbackAfter, err = yamlconf.Seconds("synergy.fallback_after", f.Synergy.FallbackAfter,
+		0, synergy.MaxFallbackAfter.Seconds()); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if !(f.Synergy.FallbackAfter >= 0) || f.Synergy.FallbackAfter > 7*24*3600 {
-		return Config{}, fmt.Errorf("%w: synergy.fallback_after must be between 0 and 604800 seconds, got %v", ErrInvalid, f.Synergy.FallbackAfter)
+	if err := c.Synergy.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("synergy", err))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -251,29 +236,17 @@ func (f file) validate() (Config, error) {
 	return c, nil
 }
 
-// tiresiasKeys lists the policy's key errors with their full YAML keys.
-func tiresiasKeys(err error) string {
+// sectionKeys prefixes each of a section's Validate errors, which name keys
+// relative to the section, with the section, so that every message names
+// the full YAML key (e.g. "tiresias.thresholds: ...").
+func sectionKeys(section string, err error) string {
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	}
 	msgs := make([]string, 0, len(errs))
 	for _, e := range errs {
-		var ke *priority.KeyError
-		if errors.As(e, &ke) {
-			msgs = append(msgs, "tiresias."+ke.Error())
-		} else {
-			msgs = append(msgs, e.Error())
-		}
+		msgs = append(msgs, section+"."+e.Error())
 	}
 	return strings.Join(msgs, "; ")
-}
-
-// describeDecodeError turns mapstructure's messages into ones that name the
-// full YAML key, e.g. "tiresias.thresholds[1]: cannot parse 'abc' as float".
-func describeDecodeError(err error) string {
-	msg := err.Error()
-	msg = strings.ReplaceAll(msg, "decoding failed due to the following error(s):\n\n", "")
-	msg = strings.ReplaceAll(msg, "'' has invalid keys: ", "unknown key(s): ")
-	return strings.TrimSpace(msg)
 }

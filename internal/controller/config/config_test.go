@@ -2,11 +2,15 @@ package config
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )
 
 func TestParseFillsDefaultsForMissingKeys(t *testing.T) {
@@ -71,6 +75,11 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"bad log level is rejected", "log_level: loud\n", "log_level"},
 		{"negative weight is rejected", "tiresias:\n  weights: {age: -3}\n", "weights.age"},
 		{"broken YAML is rejected", "tiresias: [\n", "YAML"},
+		{"tolerance of 1 is rejected", "synergy:\n  tolerance: 1\n", "synergy.tolerance"},
+		{"negative fallback is rejected", "synergy:\n  fallback_after: -1\n", "synergy.fallback_after"},
+		{"NaN fallback is rejected", "synergy:\n  fallback_after: .nan\n", "synergy.fallback_after"},
+		{"pass interval over an hour is rejected", "pass_interval: 3601\n", "pass_interval"},
+		{"wrong type for a bool is rejected", "synergy:\n  enabled: maybe\n", "synergy.enabled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -92,6 +101,54 @@ func TestLoadMissingFileGivesDefaults(t *testing.T) {
 	}
 	if c.PassInterval != Default().PassInterval {
 		t.Errorf("got %+v, want defaults", c)
+	}
+}
+
+// An emptied or runaway file must not reset a running cluster to the
+// defaults: Load refuses it (Core.Reconfigure then keeps the config in
+// force), naming the file and the reason.
+func TestLoadRefusesEmptyAndOversizedFiles(t *testing.T) {
+	huge := "# " + strings.Repeat("x", yamlconf.MaxBytes) + "\npass_interval: 2\n"
+	tests := []struct {
+		name, text string
+		want       error
+	}{
+		{"empty file is refused", "", yamlconf.ErrEmpty},
+		{"blank file is refused", "  \n\n   \n", yamlconf.ErrEmpty},
+		{"comments-only file is refused", "# pass_interval: 2\n  # nothing else\n", yamlconf.ErrEmpty},
+		{"null document is refused", "---\n~\n", yamlconf.ErrEmpty},
+		{"file over 1 MiB is refused", huge, yamlconf.ErrTooLarge},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "lachesis.yaml")
+			if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(p)
+			if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("err = %v, want %v naming %s", err, tc.want, p)
+			}
+		})
+	}
+}
+
+func TestParseRefusesAReaderOverTheBound(t *testing.T) {
+	r := io.MultiReader(strings.NewReader("pass_interval: 2\n# "), strings.NewReader(strings.Repeat("x", yamlconf.MaxBytes)))
+	if _, err := Parse(r); !errors.Is(err, yamlconf.ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestParseAcceptsAFileOfOnlyDefaultsSections(t *testing.T) {
+	// A section left without keys names a key, so it is not an empty file;
+	// it means the section's defaults.
+	c, err := Parse(strings.NewReader("tiresias:\nsynergy:\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Fatalf("got %+v, want the defaults", c)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 // The example in etc/ documents the defaults; it must not drift from them.
 func TestShippedExampleEqualsDefaults(t *testing.T) {
-	f, err := os.Open("../../etc/lachesis.yaml")
+	f, err := os.Open("../../../etc/lachesis.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

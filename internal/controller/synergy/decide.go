@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -51,7 +50,7 @@ type Decision struct {
 type ProfileLookup func(model string) (sensitivity.Demand, bool)
 
 // Decide sizes one job. nodes are the nodes of its partition.
-func Decide(cfg config.Synergy, req Request, nodes []Node, lookup ProfileLookup) Decision {
+func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decision {
 	gpus, err := req.GPU.Total()
 	if err != nil {
 		return reject(fmt.Errorf("%w: %v", ErrBadRequest, err))

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -21,7 +20,7 @@ var profiles = map[string]sensitivity.Demand{
 
 func lookup(m string) (sensitivity.Demand, bool) { d, ok := profiles[m]; return d, ok }
 
-func cfg() config.Synergy { return config.Default().Synergy }
+func cfg() Config { return DefaultConfig() }
 
 func gpuJob(name string, gpus string) Request {
 	return Request{Name: name, Partition: "gpu", GPU: gres.Request{PerJob: "gres:gpu:" + gpus, Nodes: 1}}
@@ -32,7 +31,7 @@ func TestDecide(t *testing.T) {
 	over.Override = true
 	cases := []struct {
 		name     string
-		cfg      config.Synergy
+		cfg      Config
 		req      Request
 		action   Action
 		cpus     int
@@ -75,7 +74,7 @@ func TestDecide(t *testing.T) {
 			r.CPUsPerTRES = "gres:gpu:0"
 			return r
 		}(), Reject, 0, 0, false},
-		{"disabled synergy leaves jobs alone", config.Synergy{}, gpuJob("res18", "1"), Leave, 0, 0, false},
+		{"disabled synergy leaves jobs alone", Config{}, gpuJob("res18", "1"), Leave, 0, 0, false},
 		{"more GPUs per node than any node has is left alone", cfg(), Request{Name: "res18", GPU: gres.Request{PerNode: "gres:gpu:16", Nodes: 1}}, Leave, 0, 0, false},
 		{"per-node request sizes per GPU, not per job", cfg(), Request{Name: "res18", GPU: gres.Request{PerNode: "gres:gpu:2", Nodes: 4}}, Set, 9, 64000, true},
 	}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lachesis-sched/lachesis/internal/controller/config"
 )
 
 // SizedMarker starts the machine-readable record of a sizing in a job's
@@ -71,7 +69,7 @@ type Shrink struct {
 // at least cfg.FallbackAfter, while some node has the GPUs it needs free
 // but not the enlarged CPUs or memory, and would fit there at its share,
 // is shrunk to the share. g is the job's GPUs per node.
-func Fallback(cfg config.Synergy, comment string, g int, waited time.Duration, nodes []NodeState) (Shrink, bool) {
+func Fallback(cfg Config, comment string, g int, waited time.Duration, nodes []NodeState) (Shrink, bool) {
 	sz, ok := ParseSizing(comment)
 	if !ok || !sz.Enlarged() || waited < cfg.FallbackAfter || g <= 0 {
 		return Shrink{}, false

@@ -1,0 +1,62 @@
+package synergy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxFallbackAfter bounds Config.FallbackAfter: a job kept waiting a week
+// for an enlarged request has waited far past any use of the fallback.
+const MaxFallbackAfter = 7 * 24 * time.Hour
+
+// Config configures CPU/memory right-sizing by job_submit/synergy: the
+// synergy section of lachesis.yaml, which internal/controller/config reads
+// and composes, as it does priority.Config for the tiresias section.
+type Config struct {
+	Enabled bool
+	// Tolerance: the best-case demand is the smallest (CPUs, memory) within
+	// this fraction of the model's best throughput.
+	Tolerance float64
+	// Override: profile-based sizing replaces explicit --cpus-per-gpu,
+	// --mem-per-gpu and --mem requests instead of deferring to them.
+	Override bool
+	// FallbackAfter is how long a job may pend only because its enlarged
+	// request fits nowhere, while its GPUs are free, before it is shrunk
+	// toward the GPU-proportional share.
+	FallbackAfter time.Duration
+}
+
+// DefaultConfig is the single place Synergy's defaults live
+// (etc/lachesis.yaml documents them).
+func DefaultConfig() Config {
+	return Config{Enabled: true, Tolerance: 0.02, Override: false, FallbackAfter: 60 * time.Second}
+}
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("invalid synergy config")
+
+// KeyError is one problem with one key of the synergy section. It wraps
+// ErrInvalidConfig.
+type KeyError struct {
+	Key string // the YAML key, relative to the synergy section
+	Msg string
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *KeyError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate reports every problem in c at once; each error is a *KeyError.
+func (c Config) Validate() error {
+	var errs []error
+	if !(c.Tolerance >= 0 && c.Tolerance < 1) {
+		errs = append(errs, &KeyError{Key: "tolerance", Msg: fmt.Sprintf("must be in [0, 1), got %v", c.Tolerance)})
+	}
+	if c.FallbackAfter < 0 || c.FallbackAfter > MaxFallbackAfter {
+		errs = append(errs, &KeyError{Key: "fallback_after", Msg: fmt.Sprintf("must be between 0 and %v seconds, got %v",
+			MaxFallbackAfter.Seconds(), c.FallbackAfter.Seconds())})
+	}
+	return errors.Join(errs...)
+}
