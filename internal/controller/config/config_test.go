@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,7 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"bad log level is rejected", "log_level: loud\n", "log_level"},
 		{"negative weight is rejected", "tiresias:\n  weights: {age: -3}\n", "weights.age"},
 		{"broken YAML is rejected", "tiresias: [\n", "YAML"},
+		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,6 +84,13 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 				t.Fatalf("error %q does not name %q", err, c.key)
 			}
 		})
+	}
+}
+
+func TestMaxFrameBytesAtTheCapIsAccepted(t *testing.T) {
+	c, err := Parse(strings.NewReader(fmt.Sprintf("agent:\n  max_frame_bytes: %d\n", MaxFrameBytesCap)))
+	if err != nil || c.Agent.MaxFrameBytes != MaxFrameBytesCap {
+		t.Fatalf("got %d, %v; want the cap accepted", c.Agent.MaxFrameBytes, err)
 	}
 }
 
