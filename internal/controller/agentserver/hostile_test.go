@@ -109,7 +109,7 @@ func TestOnePeerCannotTakeEverySlot(t *testing.T) {
 	}
 }
 
-func TestHeldSlotsAreFreedAtTheAuthDeadline(t *testing.T) {
+func TestAgentEvictsTheOldestUnauthenticatedAndHeldSlotsAreFreed(t *testing.T) {
 	f := start(t, func(c *agentserver.Config) { c.MaxConns = 4; c.MaxConnsPerPeer = 1 })
 	// Four hosts hold every slot with two bytes each.
 	var held []io.Reader
@@ -125,27 +125,26 @@ func TestHeldSlotsAreFreedAtTheAuthDeadline(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	begin := time.Now()
-	// An agent retries until it gets through, as the deliverer does.
-	for {
-		c := f.dial()
-		c.Write(profileFrame(t, f.fake, record("real")))
-		ack, err := wire.ReadAck(c, 1<<20)
-		c.Close()
-		if err == nil && ack.OK {
-			break
-		}
-		if time.Since(begin) > 3*time.Second {
-			t.Fatalf("no report through 3 s after the slots were taken: %v; stats %+v", err, f.srv.Stats())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// An agent's report takes the oldest holder's slot on its first try.
+	if ack, err, _ := f.send(profileFrame(t, f.fake, record("real"))); err != nil || !ack.OK {
+		t.Fatalf("report while every slot was held: %+v, %v; stats %+v", ack, err, f.srv.Stats())
 	}
-	f.waitRejection(agentserver.ReasonConnLimit)
-	f.waitRejection(agentserver.ReasonAuthTimeout)
-	// Every held connection was closed by the server.
+	f.waitRejection(agentserver.ReasonEvicted)
+	// The other holders are closed by the server at the auth deadline, and
+	// their slots are free again.
 	for i, c := range held {
 		if _, err := io.Copy(io.Discard, c); err != nil {
 			t.Fatalf("held connection %d: %v (not closed by the server)", i, err)
+		}
+	}
+	f.waitRejection(agentserver.ReasonAuthTimeout)
+	st := f.srv.Stats()
+	if st.Rejections[agentserver.ReasonEvicted] != 1 || st.Rejections[agentserver.ReasonAuthTimeout] != 3 || st.Rejections[agentserver.ReasonConnLimit] != 0 {
+		t.Fatalf("stats %+v; want 1 eviction, 3 auth timeouts, no refusal", st)
+	}
+	for deadline := time.Now().Add(2 * time.Second); f.srv.Stats().Open != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("slots still taken: %+v", f.srv.Stats())
 		}
 	}
 }

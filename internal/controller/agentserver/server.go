@@ -67,7 +67,8 @@ const (
 	ReasonStoreError     Reason = "store_error"
 	ReasonConnLimit      Reason = "connection_limit"
 	ReasonPeerLimit      Reason = "peer_connection_limit"
-	ReasonBusy           Reason = "busy" // too many bodies in memory; the agent retries
+	ReasonEvicted        Reason = "evicted_unauthenticated" // its slot went to a newer peer
+	ReasonBusy           Reason = "busy"                    // too many bodies in memory; the agent retries
 	ReasonPanic          Reason = "panic"
 )
 
@@ -177,7 +178,7 @@ type Server struct {
 	decoders chan struct{} // decodes at once; each may take a few MB
 
 	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]*connState
 	perPeer map[string]int // open connections by source IP
 	closed  bool
 
@@ -206,7 +207,7 @@ func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier
 		limiter:  newLogLimiter(cfg.LogsPerSecond),
 		bodies:   newBudget(cfg.BodyBudget),
 		decoders: make(chan struct{}, maxDecoders),
-		conns:    map[net.Conn]struct{}{},
+		conns:    map[net.Conn]*connState{},
 		perPeer:  map[string]int{},
 		quit:     make(chan struct{}),
 	}
@@ -286,7 +287,8 @@ func (s *Server) acceptLoop() {
 		// after accept, whatever the peer does.
 		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.AuthTimeout))
 		ip := peerIP(conn.RemoteAddr())
-		switch s.track(conn, ip) {
+		st, res := s.track(conn, ip)
+		switch res {
 		case trackClosed:
 			conn.Close()
 			return
@@ -295,16 +297,14 @@ func (s *Server) acceptLoop() {
 			conn.Close()
 			continue
 		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
+		if !s.takeSlot() {
 			s.untrack(conn, ip)
-			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open", s.cfg.MaxConns))
+			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them unauthenticated", s.cfg.MaxConns))
 			conn.Close()
 			continue
 		}
 		s.wg.Add(1)
-		go s.serve(conn, ip)
+		go s.serve(conn, st, ip)
 	}
 }
 
@@ -329,18 +329,63 @@ const (
 	trackPeerFull
 )
 
-func (s *Server) track(c net.Conn, ip string) trackResult {
+// connState is what the accept loop needs to know of a connection to pick
+// one to evict.
+type connState struct {
+	since  time.Time
+	authed atomic.Bool // a credential of this connection was verified
+}
+
+func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return trackClosed
+		return nil, trackClosed
 	case s.perPeer[ip] >= s.cfg.MaxConnsPerPeer:
-		return trackPeerFull
+		return nil, trackPeerFull
 	}
 	s.perPeer[ip]++
-	s.conns[c] = struct{}{}
-	return tracked
+	st := &connState{since: time.Now()}
+	s.conns[c] = st
+	return st, tracked
+}
+
+// takeSlot takes a connection slot. When all are taken it evicts the
+// oldest connection that has not authenticated yet and takes its slot:
+// many hosts holding half a header each would otherwise keep an agent out
+// for as long as they keep reconnecting, while an agent sends its header
+// and credential at once, so it is never the oldest unauthenticated peer
+// for more than a munged round trip.
+func (s *Server) takeSlot() bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	var victim net.Conn
+	var oldest time.Time
+	s.mu.Lock()
+	for c, st := range s.conns {
+		if !st.authed.Load() && (victim == nil || st.since.Before(oldest)) {
+			victim, oldest = c, st.since
+		}
+	}
+	s.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	s.reject(victim.RemoteAddr().String(), ReasonEvicted, fmt.Errorf("unauthenticated for %v while %d slots were taken", time.Since(oldest).Round(time.Millisecond), s.cfg.MaxConns))
+	victim.Close() // its goroutine ends at once and frees its slot
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-s.quit:
+	}
+	return false
 }
 
 func (s *Server) untrack(c net.Conn, ip string) {
@@ -356,7 +401,7 @@ func (s *Server) untrack(c net.Conn, ip string) {
 // passes, or a frame is rejected. Nothing is decoded before the frame's
 // credential is verified: an unauthenticated peer can make the server
 // read 12 + wire.MaxCredLen bytes within AuthTimeout, no more.
-func (s *Server) serve(conn net.Conn, ip string) {
+func (s *Server) serve(conn net.Conn, st *connState, ip string) {
 	peer := conn.RemoteAddr().String()
 	defer func() {
 		if r := recover(); r != nil {
@@ -384,7 +429,7 @@ func (s *Server) serve(conn net.Conn, ip string) {
 			_ = conn.SetReadDeadline(time.Now().Add(s.cfg.AuthTimeout))
 			r = io.MultiReader(bytes.NewReader(b[:]), conn)
 		}
-		ack, keep := s.frame(conn, r, peer)
+		ack, keep := s.frame(conn, st, r, peer)
 		if ack == nil {
 			return
 		}
@@ -402,7 +447,7 @@ func (s *Server) serve(conn net.Conn, ip string) {
 // frame reads, authenticates and handles one frame from r. A nil ack
 // means the connection ends without one (the peer is not worth an
 // answer, or is gone); keep says whether it may carry on after the ack.
-func (s *Server) frame(conn net.Conn, r io.Reader, peer string) (ack *wire.Ack, keep bool) {
+func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (ack *wire.Ack, keep bool) {
 	h, err := wire.ReadHeader(r, s.cfg.MaxFrameBytes)
 	if err != nil {
 		if !errors.Is(err, io.EOF) && !isClosed(err) {
@@ -433,7 +478,9 @@ func (s *Server) frame(conn net.Conn, r io.Reader, peer string) (ack *wire.Ack, 
 		return &a, keep
 	}
 
-	// Authenticated: the body may now take memory, within the budget.
+	// Authenticated: the body may now take memory, within the budget, and
+	// the connection may no longer be evicted.
+	st.authed.Store(true)
 	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.FrameTimeout))
 	// Waiting for room is bounded by AuthTimeout: an agent refused as busy
 	// retries, which beats holding its connection for long.

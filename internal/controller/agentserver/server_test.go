@@ -362,11 +362,16 @@ func TestSlowAndIdlePeersTimeOut(t *testing.T) {
 	}
 }
 
-func TestConnectionsBeyondTheLimitAreClosed(t *testing.T) {
+func TestConnectionsBeyondTheLimitOfAuthenticatedOnesAreClosed(t *testing.T) {
 	f := start(t, func(c *agentserver.Config) { c.MaxConns = 2 })
-	f.dial()
-	f.dial()
-	time.Sleep(100 * time.Millisecond) // both accepted
+	// Two agents that have authenticated and stay connected.
+	for _, id := range []string{"a", "b"} {
+		c := f.dial()
+		c.Write(profileFrame(t, f.fake, record(id)))
+		if ack, err := wire.ReadAck(c, 1<<20); err != nil || !ack.OK {
+			t.Fatalf("ack %+v, %v", ack, err)
+		}
+	}
 	c := f.dial()
 	_ = c.SetReadDeadline(time.Now().Add(time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
