@@ -85,6 +85,9 @@ demo: build
 # Fuzz the parsers that face the network and users (a while each).
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 2m ./internal/protocol/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime 2m ./internal/protocol/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAck$$' -fuzztime 1m ./internal/protocol/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime 1m ./node-agent/deliver
 	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/controller/synergy
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/controller/gres
 

@@ -68,11 +68,13 @@ func (c *Client) Send(ctx context.Context, t wire.Type, payload any) (wire.Ack, 
 	}
 	max := c.MaxFrameBytes
 	if max <= 0 {
-		max = 1 << 20
+		max = wire.MaxAckBytes
 	}
 	ack, err := wire.ReadAck(conn, max)
 	if err != nil {
-		return wire.Ack{}, fmt.Errorf("%w: no ack: %v", ErrUnreachable, err)
+		// %w twice: the caller (and its tests) can tell a hostile reply
+		// (wire.ErrTooDeep, wire.ErrVersion) from a lost connection.
+		return wire.Ack{}, fmt.Errorf("%w: no ack: %w", ErrUnreachable, err)
 	}
 	if !ack.OK {
 		return ack, fmt.Errorf("%w: %s", ErrRefused, ack.Error)

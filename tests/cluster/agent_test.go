@@ -132,13 +132,17 @@ func mungeSocketOf(t *testing.T, conf string) string {
 
 // startAgentCluster brings up one node whose core listens for agents, and
 // a node agent for it.
-func startAgentCluster(t *testing.T) *agentEnv {
+func startAgentCluster(t *testing.T) *agentEnv { return startAgentClusterWith(t, "") }
+
+// startAgentClusterWith adds agentYAML (indented keys) to lachesis.yaml's
+// agent section.
+func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 	t.Helper()
 	bin := buildCommands(t)
 	u := ensureTestUser(t)
 	listen := freeTCPAddr(t)
 	e := &agentEnv{
-		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"),
+		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML),
 		listen: listen,
 		bin:    bin,
 	}
@@ -421,7 +425,7 @@ func TestControllerRejectsAbuseAndKeepsScheduling(t *testing.T) {
 			return b
 		}},
 		{"a header claiming 1 GB", "too_large", func(*testing.T) []byte {
-			h := wire.AppendHeader(nil, wire.TypeProfile, 0)
+			h := wire.AppendHeader(nil, wire.TypeProfile, 1, 0)
 			binary.BigEndian.PutUint32(h[8:], 1<<30)
 			return h
 		}},
@@ -430,8 +434,12 @@ func TestControllerRejectsAbuseAndKeepsScheduling(t *testing.T) {
 			b[4] = 99
 			return b
 		}},
-		{"an absent credential", "bad_credential", func(t *testing.T) []byte {
-			return reportFrame(t, signerFunc(func([]byte) (string, error) { return "", nil }), "abuse-absent")
+		{"an absent credential", "bad_credential_length", func(t *testing.T) []byte {
+			body, err := wire.Marshal(&wire.ProfileReport{Record: profile.Record{ID: "abuse-absent", Model: "abuse-absent"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(wire.AppendHeader(nil, wire.TypeProfile, 0, len(body)), body...)
 		}},
 		{"a credential of another munge key", "bad_credential", func(t *testing.T) []byte {
 			return reportFrame(t, forger, "abuse-forged")
@@ -456,10 +464,11 @@ func TestControllerRejectsAbuseAndKeepsScheduling(t *testing.T) {
 		}},
 	}
 
-	// Idle connections held open all along: they must not stall anything.
+	// Idle connections from another host, held open all along: they must
+	// not stall anything (the core closes them at its auth deadline).
 	var idle []net.Conn
 	for i := 0; i < 20; i++ {
-		if c, err := net.Dial("tcp", e.listen); err == nil {
+		if c, err := dialFrom("127.0.0.2", e.listen); err == nil {
 			idle = append(idle, c)
 		}
 	}

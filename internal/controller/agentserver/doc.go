@@ -5,12 +5,17 @@
 // report.
 //
 // It runs in goroutines of its own and never under slurmctld's locks. A
-// peer can cost it little: frames are size-checked before their bodies are
-// read, every frame must arrive within a deadline (no slowloris), the
-// number of connections is capped, and a panic in a connection's goroutine
-// ends that connection only. Every rejection is counted by reason and
-// logged with constant keys ("peer", "reason", "err"), so an admin can grep
-// slurmctld's log for "agent report rejected".
+// peer can cost it little. Nothing is decoded before a frame's munge
+// credential is verified: an unauthenticated peer gets to send a 12-byte
+// header and at most wire.MaxCredLen bytes of credential, within
+// AuthTimeout of connecting, and is then closed (no slowloris). Connections
+// are capped in all (MaxConns) and per source address (MaxConnsPerPeer), so
+// one host cannot take every slot. An authenticated body is read within
+// FrameTimeout into a shared BodyBudget of bytes, and decoded by at most
+// two goroutines at a time under wire's depth and size limits. A panic in
+// a connection's goroutine ends that connection only. Every rejection is
+// counted by reason and logged with constant keys ("peer", "reason",
+// "err"), so an admin can grep slurmctld's log for "agent report rejected".
 //
 // Only credentials made by root, SlurmUser or a uid listed in
 // agent.allowed_uids are accepted, and a credential must carry the digest

@@ -49,11 +49,14 @@ const (
 	ReasonBadMagic       Reason = "bad_magic"
 	ReasonBadVersion     Reason = "bad_version"
 	ReasonBadType        Reason = "bad_type"
-	ReasonReservedBits   Reason = "reserved_bits"
+	ReasonCredLength     Reason = "bad_credential_length"
 	ReasonTooLarge       Reason = "too_large"
 	ReasonTruncated      Reason = "truncated"
-	ReasonTimeout        Reason = "timeout"
+	ReasonAuthTimeout    Reason = "auth_timeout" // header and credential late
+	ReasonTimeout        Reason = "timeout"      // body late, or an authenticated peer idle
 	ReasonBadBody        Reason = "bad_body"
+	ReasonTooDeep        Reason = "too_deep"
+	ReasonTooMany        Reason = "too_many_elements"
 	ReasonBadCredential  Reason = "bad_credential"
 	ReasonReplayed       Reason = "replayed_credential"
 	ReasonExpired        Reason = "expired_credential"
@@ -63,6 +66,9 @@ const (
 	ReasonInvalidReport  Reason = "invalid_report"
 	ReasonStoreError     Reason = "store_error"
 	ReasonConnLimit      Reason = "connection_limit"
+	ReasonPeerLimit      Reason = "peer_connection_limit"
+	ReasonEvicted        Reason = "evicted_unauthenticated" // its slot went to a newer peer
+	ReasonBusy           Reason = "busy"                    // too many bodies in memory; the agent retries
 	ReasonPanic          Reason = "panic"
 )
 
@@ -83,10 +89,23 @@ type Config struct {
 	AllowedUIDs []uint32
 	// MaxConns caps concurrent agent connections; more are closed at once.
 	MaxConns int
-	// IdleTimeout is how long a connection may wait before its next frame
-	// begins; FrameTimeout is how long one whole frame may take to arrive.
+	// MaxConnsPerPeer caps one source address's connections, so one host
+	// cannot take every slot. An agent uses one connection at a time.
+	MaxConnsPerPeer int
+	// AuthTimeout is how long a peer has to send a frame's header and
+	// credential: from accept for the first frame, from its first byte
+	// for later ones. Until then the peer is unauthenticated, and holds a
+	// slot no longer than this.
+	AuthTimeout time.Duration
+	// IdleTimeout is how long an authenticated connection may wait before
+	// its next frame begins; FrameTimeout is how long a body may take to
+	// arrive once its credential is verified.
 	IdleTimeout  time.Duration
 	FrameTimeout time.Duration
+	// BodyBudget bounds the bytes of all bodies held in memory at once
+	// (at least MaxFrameBytes); a report that cannot get its share within
+	// AuthTimeout is refused as busy and retried by its agent.
+	BodyBudget int
 	// WriteTimeout bounds sending an ack to a peer that does not read.
 	WriteTimeout time.Duration
 	// OnProfile is called (outside any lock) with each newly stored profile.
@@ -98,11 +117,14 @@ type Config struct {
 
 // Defaults used for zero Config fields.
 const (
-	DefaultMaxConns      = 64
-	DefaultIdleTimeout   = 30 * time.Second
-	DefaultFrameTimeout  = 30 * time.Second
-	DefaultWriteTimeout  = 10 * time.Second
-	DefaultLogsPerSecond = 20
+	DefaultMaxConns        = 64
+	DefaultMaxConnsPerPeer = 8
+	DefaultAuthTimeout     = 5 * time.Second
+	DefaultBodyBudget      = 8 << 20
+	DefaultIdleTimeout     = 30 * time.Second
+	DefaultFrameTimeout    = 30 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultLogsPerSecond   = 20
 )
 
 // ConfigFrom makes a Config from lachesis.yaml's agent section.
@@ -114,9 +136,20 @@ func (c *Config) fillDefaults() {
 	if c.MaxFrameBytes <= 0 {
 		c.MaxFrameBytes = config.Default().Agent.MaxFrameBytes
 	}
+	c.MaxFrameBytes = min(c.MaxFrameBytes, wire.MaxBodyBytes)
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
 	}
+	if c.MaxConnsPerPeer <= 0 {
+		c.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	}
+	if c.AuthTimeout <= 0 {
+		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.BodyBudget <= 0 {
+		c.BodyBudget = DefaultBodyBudget
+	}
+	c.BodyBudget = max(c.BodyBudget, c.MaxFrameBytes)
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
@@ -141,10 +174,13 @@ type Server struct {
 	ln       net.Listener
 	slots    chan struct{}
 	limiter  *logLimiter
+	bodies   *budget       // bytes of bodies in memory
+	decoders chan struct{} // decodes at once; each may take a few MB
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
+	mu      sync.Mutex
+	conns   map[net.Conn]*connState
+	perPeer map[string]int // open connections by source IP
+	closed  bool
 
 	wg        sync.WaitGroup
 	quit      chan struct{} // closed by Close
@@ -169,7 +205,10 @@ func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier
 		ln:       ln,
 		slots:    make(chan struct{}, cfg.MaxConns),
 		limiter:  newLogLimiter(cfg.LogsPerSecond),
-		conns:    map[net.Conn]struct{}{},
+		bodies:   newBudget(cfg.BodyBudget),
+		decoders: make(chan struct{}, maxDecoders),
+		conns:    map[net.Conn]*connState{},
+		perPeer:  map[string]int{},
 		quit:     make(chan struct{}),
 	}
 	for _, u := range cfg.AllowedUIDs {
@@ -243,76 +282,159 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			s.reject(conn.RemoteAddr().String(), ReasonConnLimit,
-				fmt.Errorf("%d connections open", s.cfg.MaxConns))
+		peer := conn.RemoteAddr().String()
+		// The first frame's header and credential are due AuthTimeout
+		// after accept, whatever the peer does.
+		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.AuthTimeout))
+		ip := peerIP(conn.RemoteAddr())
+		st, res := s.track(conn, ip)
+		switch res {
+		case trackClosed:
+			conn.Close()
+			return
+		case trackPeerFull:
+			s.reject(peer, ReasonPeerLimit, fmt.Errorf("%d connections open from %s", s.cfg.MaxConnsPerPeer, ip))
 			conn.Close()
 			continue
 		}
-		if !s.track(conn) {
+		if !s.takeSlot() {
+			s.untrack(conn, ip)
+			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them unauthenticated", s.cfg.MaxConns))
 			conn.Close()
-			<-s.slots
-			return
+			continue
 		}
 		s.wg.Add(1)
-		go s.serve(conn)
+		go s.serve(conn, st, ip)
 	}
 }
 
-func (s *Server) track(c net.Conn) bool {
+// peerIP is the source address without its port: the unit of the
+// per-peer cap.
+func peerIP(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+type trackResult int
+
+const (
+	tracked trackResult = iota
+	trackClosed
+	trackPeerFull
+)
+
+// connState is what the accept loop needs to know of a connection to pick
+// one to evict.
+type connState struct {
+	since  time.Time
+	authed atomic.Bool // a credential of this connection was verified
+}
+
+func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return false
+	switch {
+	case s.closed:
+		return nil, trackClosed
+	case s.perPeer[ip] >= s.cfg.MaxConnsPerPeer:
+		return nil, trackPeerFull
 	}
-	s.conns[c] = struct{}{}
-	return true
+	s.perPeer[ip]++
+	st := &connState{since: time.Now()}
+	s.conns[c] = st
+	return st, tracked
 }
 
-func (s *Server) untrack(c net.Conn) {
+// takeSlot takes a connection slot. When all are taken it evicts the
+// oldest connection that has not authenticated yet and takes its slot:
+// many hosts holding half a header each would otherwise keep an agent out
+// for as long as they keep reconnecting, while an agent sends its header
+// and credential at once, so it is never the oldest unauthenticated peer
+// for more than a munged round trip.
+func (s *Server) takeSlot() bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	var victim net.Conn
+	var oldest time.Time
+	s.mu.Lock()
+	for c, st := range s.conns {
+		if !st.authed.Load() && (victim == nil || st.since.Before(oldest)) {
+			victim, oldest = c, st.since
+		}
+	}
+	s.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	s.reject(victim.RemoteAddr().String(), ReasonEvicted, fmt.Errorf("unauthenticated for %v while %d slots were taken", time.Since(oldest).Round(time.Millisecond), s.cfg.MaxConns))
+	victim.Close() // its goroutine ends at once and frees its slot
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-s.quit:
+	}
+	return false
+}
+
+func (s *Server) untrack(c net.Conn, ip string) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perPeer[ip]--; s.perPeer[ip] <= 0 {
+		delete(s.perPeer, ip)
+	}
 	s.mu.Unlock()
 }
 
 // serve handles one connection: frames until the peer closes, a deadline
-// passes, or a frame is rejected.
-func (s *Server) serve(conn net.Conn) {
+// passes, or a frame is rejected. Nothing is decoded before the frame's
+// credential is verified: an unauthenticated peer can make the server
+// read 12 + wire.MaxCredLen bytes within AuthTimeout, no more.
+func (s *Server) serve(conn net.Conn, st *connState, ip string) {
 	peer := conn.RemoteAddr().String()
 	defer func() {
 		if r := recover(); r != nil {
 			s.reject(peer, ReasonPanic, fmt.Errorf("%v\n%s", r, debug.Stack()))
 		}
 		conn.Close()
-		s.untrack(conn)
+		s.untrack(conn, ip)
 		<-s.slots
 		s.wg.Done()
 	}()
 	s.stats.conns.Add(1)
-	for {
-		// Waiting for a frame and receiving it have separate bounds: a quiet
-		// agent may idle, but no frame may trickle in byte by byte.
-		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		var first [1]byte
-		if _, err := io.ReadFull(conn, first[:]); err != nil {
-			if !errors.Is(err, io.EOF) && !isClosed(err) {
-				s.reject(peer, frameReason(err), err)
+	for first := true; ; first = false {
+		var r io.Reader = conn
+		if !first {
+			// An authenticated agent may idle between frames; once a frame
+			// begins its header and credential are due within AuthTimeout.
+			_ = conn.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			var b [1]byte
+			if _, err := io.ReadFull(conn, b[:]); err != nil {
+				if !errors.Is(err, io.EOF) && !isClosed(err) {
+					s.reject(peer, frameReason(err, ReasonTimeout), err)
+				}
+				return
 			}
+			_ = conn.SetReadDeadline(time.Now().Add(s.cfg.AuthTimeout))
+			r = io.MultiReader(bytes.NewReader(b[:]), conn)
+		}
+		ack, keep := s.frame(conn, st, r, peer)
+		if ack == nil {
 			return
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.FrameTimeout))
-		f, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(first[:]), conn), s.cfg.MaxFrameBytes)
-		if err != nil {
-			if !isClosed(err) {
-				s.reject(peer, frameReason(err), err)
-			}
-			return
-		}
-		ack, keep := s.handle(peer, f)
 		_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if err := wire.WriteAck(conn, ack); err != nil {
+		if err := wire.WriteAck(conn, *ack); err != nil {
 			s.log.Debug("could not ack an agent report", keyPeer, peer, keyErr, err)
 			return
 		}
@@ -322,42 +444,94 @@ func (s *Server) serve(conn net.Conn) {
 	}
 }
 
+// frame reads, authenticates and handles one frame from r. A nil ack
+// means the connection ends without one (the peer is not worth an
+// answer, or is gone); keep says whether it may carry on after the ack.
+func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (ack *wire.Ack, keep bool) {
+	h, err := wire.ReadHeader(r, s.cfg.MaxFrameBytes)
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !isClosed(err) {
+			s.reject(peer, frameReason(err, ReasonAuthTimeout), err)
+		}
+		return nil, false
+	}
+	if h.Type == wire.TypeAck {
+		s.reject(peer, ReasonBadType, fmt.Errorf("%w: agents do not send acks", wire.ErrType))
+		return nil, false
+	}
+	credStr, err := wire.ReadCred(r, h)
+	if err != nil {
+		if !isClosed(err) {
+			s.reject(peer, frameReason(err, ReasonAuthTimeout), err)
+		}
+		return nil, false
+	}
+	cred, err := s.verifier.Verify(credStr)
+	if err == nil && !s.allowed[cred.UID] {
+		s.reject(peer, ReasonUIDNotAllowed, fmt.Errorf("uid %d may not report (root, SlurmUser %d or agent.allowed_uids)", cred.UID, s.cfg.SlurmUID), keyUID, cred.UID)
+		s.discard(r, h)
+		return &wire.Ack{Error: string(ReasonUIDNotAllowed)}, false
+	}
+	if err != nil {
+		a, keep := s.refuse(peer, credentialReason(err), err)
+		s.discard(r, h)
+		return &a, keep
+	}
+
+	// Authenticated: the body may now take memory, within the budget, and
+	// the connection may no longer be evicted.
+	st.authed.Store(true)
+	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.FrameTimeout))
+	// Waiting for room is bounded by AuthTimeout: an agent refused as busy
+	// retries, which beats holding its connection for long.
+	if !s.bodies.acquire(int64(h.Length), time.Now().Add(s.cfg.AuthTimeout), s.quit) {
+		a, keep := s.refuse(peer, ReasonBusy, fmt.Errorf("no room for a body of %d bytes within %v (budget %d bytes)", h.Length, s.cfg.AuthTimeout, s.cfg.BodyBudget))
+		s.discard(r, h)
+		return &a, keep
+	}
+	defer s.bodies.release(int64(h.Length))
+	body, err := wire.ReadBody(r, h)
+	if err != nil {
+		if !isClosed(err) {
+			s.reject(peer, frameReason(err, ReasonTimeout), err)
+		}
+		return nil, false
+	}
+	if subtle.ConstantTimeCompare(cred.Payload, wire.Digest(h.Type, body)) != 1 {
+		a, keep := s.refuse(peer, ReasonDigestMismatch, errors.New("the credential was not made for this report"))
+		return &a, keep
+	}
+	select {
+	case s.decoders <- struct{}{}:
+	case <-s.quit:
+		return nil, false
+	}
+	defer func() { <-s.decoders }()
+	var a wire.Ack
+	switch h.Type {
+	case wire.TypeProfile:
+		a, keep = s.handleProfile(peer, body)
+	default:
+		a, keep = s.handleTelemetry(peer, body)
+	}
+	return &a, keep
+}
+
+// discard reads and drops the body of a refused frame, within the
+// deadline already running, so the refusal reaches the peer instead of
+// being lost to the reset that closing a socket with unread data causes.
+// Nothing is kept: it costs bandwidth, not memory.
+func (s *Server) discard(r io.Reader, h wire.Header) {
+	_, _ = io.CopyN(io.Discard, r, int64(h.Length))
+}
+
 // isClosed: the server closed the connection (shutting down).
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
-
-// handle checks and stores one report. keep says whether the connection
-// may carry on; any rejection ends it.
-func (s *Server) handle(peer string, f wire.Frame) (ack wire.Ack, keep bool) {
-	if f.Type == wire.TypeAck {
-		return s.refuse(peer, ReasonBadType, fmt.Errorf("%w: agents do not send acks", wire.ErrType))
-	}
-	env, err := wire.DecodeReport(f)
-	if err != nil {
-		return s.refuse(peer, ReasonBadBody, err)
-	}
-	cred, err := s.verifier.Verify(env.Cred)
-	if err != nil {
-		return s.refuse(peer, credentialReason(err), err)
-	}
-	if subtle.ConstantTimeCompare(cred.Payload, wire.Digest(f.Type, env.Body)) != 1 {
-		return s.refuse(peer, ReasonDigestMismatch, errors.New("the credential was not made for this report"))
-	}
-	if !s.allowed[cred.UID] {
-		s.reject(peer, ReasonUIDNotAllowed, fmt.Errorf("uid %d may not report (root, SlurmUser %d or agent.allowed_uids)", cred.UID, s.cfg.SlurmUID), keyUID, cred.UID)
-		return wire.Ack{Error: string(ReasonUIDNotAllowed)}, false
-	}
-	switch f.Type {
-	case wire.TypeProfile:
-		return s.handleProfile(peer, env.Body)
-	default:
-		return s.handleTelemetry(peer, env.Body)
-	}
-}
 
 func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 	var rep wire.ProfileReport
 	if err := wire.Unmarshal(body, &rep); err != nil {
-		return s.refuse(peer, ReasonInvalidReport, err)
+		return s.refuse(peer, bodyReason(err), err)
 	}
 	if err := rep.Validate(); err != nil {
 		return s.refuse(peer, ReasonInvalidReport, err)
@@ -385,7 +559,7 @@ func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 func (s *Server) handleTelemetry(peer string, body []byte) (wire.Ack, bool) {
 	var rep wire.TelemetryReport
 	if err := wire.Unmarshal(body, &rep); err != nil {
-		return s.refuse(peer, ReasonInvalidReport, err)
+		return s.refuse(peer, bodyReason(err), err)
 	}
 	if err := rep.Validate(); err != nil {
 		return s.refuse(peer, ReasonInvalidReport, err)
@@ -412,7 +586,9 @@ func (s *Server) reject(peer string, r Reason, err error, extra ...any) {
 	}
 }
 
-func frameReason(err error) Reason {
+// frameReason names a framing error; a deadline passing is onTimeout
+// (the unauthenticated part or the body).
+func frameReason(err error, onTimeout Reason) Reason {
 	var ne net.Error
 	switch {
 	case errors.Is(err, wire.ErrBadMagic):
@@ -421,14 +597,25 @@ func frameReason(err error) Reason {
 		return ReasonBadVersion
 	case errors.Is(err, wire.ErrType):
 		return ReasonBadType
-	case errors.Is(err, wire.ErrReserved):
-		return ReasonReservedBits
+	case errors.Is(err, wire.ErrCredLength):
+		return ReasonCredLength
 	case errors.Is(err, wire.ErrTooLarge):
 		return ReasonTooLarge
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
-		return ReasonTimeout
+		return onTimeout
 	}
 	return ReasonTruncated
+}
+
+// bodyReason names a decoding error of an authenticated body.
+func bodyReason(err error) Reason {
+	switch {
+	case errors.Is(err, wire.ErrTooDeep):
+		return ReasonTooDeep
+	case errors.Is(err, wire.ErrTooMany):
+		return ReasonTooMany
+	}
+	return ReasonBadBody
 }
 
 func credentialReason(err error) Reason {
@@ -445,7 +632,8 @@ func credentialReason(err error) Reason {
 
 // Stats is a snapshot of the server's counters.
 type Stats struct {
-	Connections uint64
+	Connections uint64 // accepted so far
+	Open        int    // open now
 	Profiles    uint64 // newly stored
 	Duplicates  uint64 // already stored, acknowledged again
 	Telemetry   uint64
@@ -471,8 +659,12 @@ func (st *stats) add(r Reason) {
 func (s *Server) Stats() Stats {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
+	s.mu.Lock()
+	open := len(s.conns)
+	s.mu.Unlock()
 	out := Stats{
 		Connections: s.stats.conns.Load(),
+		Open:        open,
 		Profiles:    s.stats.profiles.Load(),
 		Duplicates:  s.stats.duplicates.Load(),
 		Telemetry:   s.stats.telemetry.Load(),
@@ -525,4 +717,49 @@ func (l *logLimiter) flush(log *slog.Logger) {
 	if n > 0 {
 		log.Warn("agent rejections not logged individually (rate limit)", keyCount, n)
 	}
+}
+
+// maxDecoders bounds concurrent decodes: each may build a few MB (Check
+// bounds how much), and decoding is CPU work that more goroutines would
+// not speed up inside slurmctld.
+const maxDecoders = 2
+
+// budget is a counting semaphore over bytes, with a deadline.
+type budget struct {
+	mu   sync.Mutex
+	free int64
+	wake chan struct{} // closed and replaced on every release
+}
+
+func newBudget(n int) *budget { return &budget{free: int64(n), wake: make(chan struct{})} }
+
+// acquire takes n bytes, waiting until deadline or quit.
+func (b *budget) acquire(n int64, deadline time.Time, quit <-chan struct{}) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		b.mu.Lock()
+		if b.free >= n {
+			b.free -= n
+			b.mu.Unlock()
+			return true
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-timer.C:
+			return false
+		case <-quit:
+			return false
+		}
+	}
+}
+
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	b.free += n
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
 }

@@ -50,6 +50,7 @@ func start(t *testing.T, mod func(*agentserver.Config)) *fixture {
 	cfg := agentserver.Config{
 		MaxFrameBytes: 64 << 10,
 		SlurmUID:      slurmUID,
+		AuthTimeout:   500 * time.Millisecond,
 		IdleTimeout:   2 * time.Second,
 		FrameTimeout:  500 * time.Millisecond,
 		OnProfile: func(r profile.Record) {
@@ -70,9 +71,17 @@ func start(t *testing.T, mod func(*agentserver.Config)) *fixture {
 	return f
 }
 
-func (f *fixture) dial() net.Conn {
+func (f *fixture) dial() net.Conn { return f.dialFrom("") }
+
+// dialFrom connects from a loopback address of its own (127.0.0.x), so a
+// test can play several hosts; "" lets the kernel choose.
+func (f *fixture) dialFrom(ip string) net.Conn {
 	f.t.Helper()
-	c, err := net.Dial("tcp", f.srv.Addr().String())
+	d := net.Dialer{}
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	c, err := d.Dial("tcp", f.srv.Addr().String())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -120,9 +129,10 @@ func profileFrame(t *testing.T, s wire.Signer, rec profile.Record) []byte {
 	return b
 }
 
-func rawHeader(version, typ uint8, length uint32) []byte {
+func rawHeader(version, typ uint8, credLen uint16, length uint32) []byte {
 	b := append([]byte{}, wire.Magic[:]...)
-	b = append(b, version, typ, 0, 0)
+	b = append(b, version, typ)
+	b = binary.BigEndian.AppendUint16(b, credLen)
 	return binary.BigEndian.AppendUint32(b, length)
 }
 
@@ -249,11 +259,6 @@ func (o otherBody) Sign([]byte) (string, error) {
 	return o.s.Sign(wire.Digest(wire.TypeProfile, []byte("another body")))
 }
 
-// absent sends no credential at all.
-type absent struct{}
-
-func (absent) Sign([]byte) (string, error) { return "", nil }
-
 func TestReportsWithBadCredentialsAreRejected(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -261,7 +266,6 @@ func TestReportsWithBadCredentialsAreRejected(t *testing.T) {
 		reason agentserver.Reason
 	}{
 		{"forged credential is rejected", func(*fixture) wire.Signer { return forger{} }, agentserver.ReasonBadCredential},
-		{"absent credential is rejected", func(*fixture) wire.Signer { return absent{} }, agentserver.ReasonBadCredential},
 		{"credential for another body is rejected", func(f *fixture) wire.Signer { return otherBody{f.fake} }, agentserver.ReasonDigestMismatch},
 	}
 	for _, tc := range tests {
@@ -305,11 +309,13 @@ func TestGarbageIsRejectedBeforeMunge(t *testing.T) {
 		reason agentserver.Reason
 	}{
 		{"random bytes are rejected", random, agentserver.ReasonBadMagic},
-		{"1 GB length is rejected unread", rawHeader(wire.Version, 1, 1<<30), agentserver.ReasonTooLarge},
-		{"unknown version is rejected", append(rawHeader(9, 1, 3), 1, 2, 3), agentserver.ReasonBadVersion},
-		{"unknown type is rejected", append(rawHeader(wire.Version, 77, 1), 0), agentserver.ReasonBadType},
-		{"ack from an agent is rejected", append(rawHeader(wire.Version, uint8(wire.TypeAck), 1), 0x80), agentserver.ReasonBadType},
-		{"malformed envelope is rejected", append(rawHeader(wire.Version, 1, 2), 0xc1, 0xc1), agentserver.ReasonBadBody},
+		{"1 GB length is rejected unread", rawHeader(wire.Version, 1, 8, 1<<30), agentserver.ReasonTooLarge},
+		{"unknown version is rejected", append(rawHeader(9, 1, 1, 3), 'c', 1, 2, 3), agentserver.ReasonBadVersion},
+		{"version 1 frame is rejected", append(rawHeader(1, 1, 0, 3), 0x81, 0xa0, 0xc0), agentserver.ReasonBadVersion},
+		{"unknown type is rejected", append(rawHeader(wire.Version, 77, 1, 1), 'c', 0), agentserver.ReasonBadType},
+		{"ack from an agent is rejected", append(rawHeader(wire.Version, uint8(wire.TypeAck), 0, 1), 0x80), agentserver.ReasonBadType},
+		{"report without a credential is rejected", append(rawHeader(wire.Version, 1, 0, 1), 0x80), agentserver.ReasonCredLength},
+		{"credential claiming 64 KiB is rejected", rawHeader(wire.Version, 2, 0xffff, 1), agentserver.ReasonCredLength},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,9 +343,9 @@ func TestSlowAndIdlePeersTimeOut(t *testing.T) {
 		write []byte
 		max   time.Duration
 	}{
-		{"half a header times out after the frame timeout", rawHeader(wire.Version, 1, 10)[:5], 1500 * time.Millisecond},
-		{"header without its body times out after the frame timeout", rawHeader(wire.Version, 1, 10), 1500 * time.Millisecond},
-		{"silent connection times out after the idle timeout", nil, 3 * time.Second},
+		{"half a header times out after the auth timeout", rawHeader(wire.Version, 1, 10, 10)[:5], 1500 * time.Millisecond},
+		{"header with half its credential times out after the auth timeout", append(rawHeader(wire.Version, 1, 10, 10), "MUNGE"...), 1500 * time.Millisecond},
+		{"silent connection times out after the auth timeout", nil, 1500 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -351,16 +357,21 @@ func TestSlowAndIdlePeersTimeOut(t *testing.T) {
 			if d := time.Since(begin); d > tc.max {
 				t.Fatalf("closed after %v, want within %v", d, tc.max)
 			}
-			f.waitRejection(agentserver.ReasonTimeout)
+			f.waitRejection(agentserver.ReasonAuthTimeout)
 		})
 	}
 }
 
-func TestConnectionsBeyondTheLimitAreClosed(t *testing.T) {
+func TestConnectionsBeyondTheLimitOfAuthenticatedOnesAreClosed(t *testing.T) {
 	f := start(t, func(c *agentserver.Config) { c.MaxConns = 2 })
-	f.dial()
-	f.dial()
-	time.Sleep(100 * time.Millisecond) // both accepted
+	// Two agents that have authenticated and stay connected.
+	for _, id := range []string{"a", "b"} {
+		c := f.dial()
+		c.Write(profileFrame(t, f.fake, record(id)))
+		if ack, err := wire.ReadAck(c, 1<<20); err != nil || !ack.OK {
+			t.Fatalf("ack %+v, %v", ack, err)
+		}
+	}
 	c := f.dial()
 	_ = c.SetReadDeadline(time.Now().Add(time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {

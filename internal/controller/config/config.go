@@ -39,10 +39,16 @@ type Config struct {
 }
 
 // Agent configures the controller's listener for node agents.
+// MaxFrameBytesCap is the largest agent.max_frame_bytes: wire.MaxBodyBytes,
+// the most any build reads. Reports are a few KB; a larger limit only
+// lets an authenticated peer make slurmctld hold more memory.
+const MaxFrameBytesCap = 4 << 20
+
 type Agent struct {
 	// Listen is the TCP address node agents report to ("" = no listener).
 	Listen string
 	// MaxFrameBytes bounds one frame; larger frames are rejected unread.
+	// At most MaxFrameBytesCap.
 	MaxFrameBytes int
 	// AllowedUIDs may report besides root and SlurmUser.
 	AllowedUIDs []uint32
@@ -217,8 +223,8 @@ func (f file) validate() (Config, error) {
 			return Config{}, fmt.Errorf("%w: agent.listen must be host:port (e.g. \":6830\"), got %q", ErrInvalid, f.Agent.Listen)
 		}
 	}
-	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > 64<<20 {
-		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, 64<<20, f.Agent.MaxFrameBytes)
+	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > MaxFrameBytesCap {
+		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, MaxFrameBytesCap, f.Agent.MaxFrameBytes)
 	}
 	// Seconds first: a NaN or huge float has no Duration for Validate to see.
 	if c.Synergy.FallbackAfter, err = yamlconf.Seconds("synergy.fallback_after", f.Synergy.FallbackAfter,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -80,6 +81,7 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"NaN fallback is rejected", "synergy:\n  fallback_after: .nan\n", "synergy.fallback_after"},
 		{"pass interval over an hour is rejected", "pass_interval: 3601\n", "pass_interval"},
 		{"wrong type for a bool is rejected", "synergy:\n  enabled: maybe\n", "synergy.enabled"},
+		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,6 +93,13 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 				t.Fatalf("error %q does not name %q", err, c.key)
 			}
 		})
+	}
+}
+
+func TestMaxFrameBytesAtTheCapIsAccepted(t *testing.T) {
+	c, err := Parse(strings.NewReader(fmt.Sprintf("agent:\n  max_frame_bytes: %d\n", MaxFrameBytesCap)))
+	if err != nil || c.Agent.MaxFrameBytes != MaxFrameBytesCap {
+		t.Fatalf("got %d, %v; want the cap accepted", c.Agent.MaxFrameBytes, err)
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 
 const testMax = 1 << 20
 
-func header(magic [4]byte, version uint8, t uint8, reserved uint16, length uint32) []byte {
+func header(magic [4]byte, version uint8, t uint8, credLen uint16, length uint32) []byte {
 	b := append([]byte{}, magic[:]...)
 	b = append(b, version, t)
-	b = binary.BigEndian.AppendUint16(b, reserved)
+	b = binary.BigEndian.AppendUint16(b, credLen)
 	return binary.BigEndian.AppendUint32(b, length)
 }
 
@@ -28,16 +28,21 @@ func TestReadFrameRejectsBadHeaders(t *testing.T) {
 		in   []byte
 		want error
 	}{
-		{"bad magic is rejected", header([4]byte{'G', 'E', 'T', ' '}, Version, 1, 0, 0), ErrBadMagic},
-		{"unknown version is rejected", header(Magic, 99, 1, 0, 0), ErrVersion},
-		{"version zero is rejected", header(Magic, 0, 1, 0, 0), ErrVersion},
-		{"type zero is rejected", header(Magic, Version, 0, 0, 0), ErrType},
-		{"unknown type is rejected", header(Magic, Version, 200, 0, 0), ErrType},
-		{"reserved bits are rejected", header(Magic, Version, 1, 1, 0), ErrReserved},
-		{"1 GB length is rejected", header(Magic, Version, 1, 0, 1<<30), ErrTooLarge},
-		{"length one above the limit is rejected", header(Magic, Version, 1, 0, testMax+1), ErrTooLarge},
-		{"short header is truncated", header(Magic, Version, 1, 0, 0)[:7], ErrTruncated},
-		{"short body is truncated", append(header(Magic, Version, 1, 0, 10), 1, 2, 3), ErrTruncated},
+		{"bad magic is rejected", header([4]byte{'G', 'E', 'T', ' '}, Version, 1, 1, 0), ErrBadMagic},
+		{"unknown version is rejected", header(Magic, 99, 1, 1, 0), ErrVersion},
+		{"version 1 (credential inside the body) is rejected", header(Magic, 1, 1, 0, 0), ErrVersion},
+		{"version zero is rejected", header(Magic, 0, 1, 1, 0), ErrVersion},
+		{"type zero is rejected", header(Magic, Version, 0, 1, 0), ErrType},
+		{"unknown type is rejected", header(Magic, Version, 200, 1, 0), ErrType},
+		{"report without a credential is rejected", header(Magic, Version, 1, 0, 0), ErrCredLength},
+		{"credential one above the limit is rejected", header(Magic, Version, 2, MaxCredLen+1, 0), ErrCredLength},
+		{"64 KiB credential is rejected", header(Magic, Version, 1, 0xffff, 0), ErrCredLength},
+		{"ack with a credential is rejected", header(Magic, Version, uint8(TypeAck), 1, 0), ErrCredLength},
+		{"1 GB length is rejected", header(Magic, Version, 1, 1, 1<<30), ErrTooLarge},
+		{"length one above the limit is rejected", header(Magic, Version, 1, 1, testMax+1), ErrTooLarge},
+		{"short header is truncated", header(Magic, Version, 1, 1, 0)[:7], ErrTruncated},
+		{"short credential is truncated", append(header(Magic, Version, 1, 10, 0), 'M', 'U'), ErrTruncated},
+		{"short body is truncated", append(header(Magic, Version, 1, 1, 10), 'c', 1, 2, 3), ErrTruncated},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,24 +58,26 @@ func TestReadFrameAcceptsValidFrames(t *testing.T) {
 	tests := []struct {
 		name string
 		typ  Type
+		cred string
 		body []byte
 	}{
-		{"empty body is accepted", TypeAck, nil},
-		{"body at the limit is accepted", TypeProfile, bytes.Repeat([]byte{7}, testMax)},
-		{"telemetry frame is accepted", TypeTelemetry, []byte{0x80}},
+		{"empty ack body is accepted", TypeAck, "", nil},
+		{"body at the limit is accepted", TypeProfile, "c", bytes.Repeat([]byte{7}, testMax)},
+		{"credential at the limit is accepted", TypeProfile, string(bytes.Repeat([]byte{'M'}, MaxCredLen)), []byte{0x80}},
+		{"telemetry frame is accepted", TypeTelemetry, "MUNGE:x", []byte{0x80}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WriteFrame(&buf, tc.typ, tc.body); err != nil {
+			if err := WriteFrame(&buf, tc.typ, tc.cred, tc.body); err != nil {
 				t.Fatal(err)
 			}
 			f, err := ReadFrame(&buf, testMax)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.Type != tc.typ || !bytes.Equal(f.Body, tc.body) {
-				t.Fatalf("got type %v and %d bytes, want %v and %d", f.Type, len(f.Body), tc.typ, len(tc.body))
+			if f.Type != tc.typ || f.Cred != tc.cred || !bytes.Equal(f.Body, tc.body) {
+				t.Fatalf("got type %v, %d-byte credential and %d bytes, want %v, %d and %d", f.Type, len(f.Cred), len(f.Body), tc.typ, len(tc.cred), len(tc.body))
 			}
 		})
 	}
@@ -102,7 +109,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestOneGigabyteClaimCostsOnlyTheHeader(t *testing.T) {
 	// The header claims 1 GB and an endless stream follows: the reader must
 	// stop after the header and allocate nothing near the claim.
-	cr := &countingReader{t: t, r: io.MultiReader(bytes.NewReader(header(Magic, Version, 1, 0, 1<<30)), zeros{}), limit: HeaderSize}
+	cr := &countingReader{t: t, r: io.MultiReader(bytes.NewReader(header(Magic, Version, 1, 1, 1<<30)), zeros{}), limit: HeaderSize}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := ReadFrame(cr, testMax)
@@ -119,9 +126,26 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-func TestWriteFrameRefusesUnknownType(t *testing.T) {
-	if err := WriteFrame(io.Discard, Type(9), nil); !errors.Is(err, ErrType) {
-		t.Fatalf("got %v, want ErrType", err)
+func TestWriteFrameRefusesWhatReadFrameWouldRefuse(t *testing.T) {
+	tests := []struct {
+		name string
+		typ  Type
+		cred string
+		body []byte
+		want error
+	}{
+		{"unknown type is refused", Type(9), "", nil, ErrType},
+		{"report without a credential is refused", TypeProfile, "", nil, ErrCredLength},
+		{"ack with a credential is refused", TypeAck, "c", nil, ErrCredLength},
+		{"overlong credential is refused", TypeTelemetry, string(make([]byte, MaxCredLen+1)), nil, ErrCredLength},
+		{"body above MaxBodyBytes is refused", TypeProfile, "c", make([]byte, MaxBodyBytes+1), ErrTooLarge},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := WriteFrame(io.Discard, tc.typ, tc.cred, tc.body); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -145,15 +169,11 @@ func TestProfileReportRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := DecodeReport(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.Cred != "cred:"+string(Digest(TypeProfile, env.Body)) {
+	if f.Type != TypeProfile || f.Cred != "cred:"+string(Digest(TypeProfile, f.Body)) {
 		t.Fatalf("credential does not carry the digest of the body")
 	}
 	var got ProfileReport
-	if err := Unmarshal(env.Body, &got); err != nil {
+	if err := Unmarshal(f.Body, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Record.ID != want.Record.ID || got.Record.Model != want.Record.Model ||
@@ -233,7 +253,7 @@ func TestUnmarshalRejectsGarbage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var r Report
+			var r ProfileReport
 			if err := Unmarshal(tc.in, &r); !errors.Is(err, ErrBody) {
 				t.Fatalf("got %v, want ErrBody", err)
 			}

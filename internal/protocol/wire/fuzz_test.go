@@ -10,22 +10,41 @@ import (
 	"github.com/lachesis-sched/lachesis/profile"
 )
 
-// fuzzMax keeps the fuzzer's frames small; the limit's value does not change
-// the code paths.
-const fuzzMax = 64 << 10
+// expand builds head + unit×n + tail, at most limit bytes, so a few-byte
+// seed (unit 0x91, n = 2^20) stands for a megabyte of nesting and the
+// committed corpus stays small.
+func expand(head, unit []byte, n uint32, tail []byte, limit int) []byte {
+	if len(unit) > 0 {
+		n = min(n, uint32(max(0, limit-len(head)-len(tail))/len(unit)))
+	} else {
+		n = 0
+	}
+	b := make([]byte, 0, len(head)+len(unit)*int(n)+len(tail))
+	b = append(b, head...)
+	for i := uint32(0); i < n; i++ {
+		b = append(b, unit...)
+	}
+	b = append(b, tail...)
+	return b[:min(len(b), limit)]
+}
+
+// frameLimit is the most a frame can be: header, credential and the
+// largest body any build accepts, plus slack for what follows.
+const frameLimit = HeaderSize + MaxCredLen + MaxBodyBytes + 64
 
 // FuzzDecode feeds arbitrary bytes through everything the controller does
-// with a connection's bytes before munge sees them: frame, envelope,
-// payload, validation. Nothing may panic, a rejection must wrap a sentinel,
-// and no frame may exceed the limit.
+// with a connection's bytes, munge aside: frame, then (as after a good
+// credential) payload and validation, at the largest frame size any
+// configuration allows. Nothing may panic or overflow the stack, a
+// rejection must wrap a sentinel, and no body may exceed the limit.
 func FuzzDecode(f *testing.F) {
-	for _, seed := range fuzzSeeds(f) {
-		f.Add(seed)
+	for _, s := range frameSeeds(f) {
+		f.Add(s.head, s.unit, s.n, s.tail)
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
+	f.Fuzz(func(t *testing.T, head, unit []byte, n uint32, tail []byte) {
+		r := bytes.NewReader(expand(head, unit, n, tail, frameLimit))
 		for {
-			fr, err := ReadFrame(r, fuzzMax)
+			fr, err := ReadFrame(r, MaxBodyBytes)
 			if err == io.EOF {
 				return
 			}
@@ -35,50 +54,77 @@ func FuzzDecode(f *testing.F) {
 				}
 				return
 			}
-			if len(fr.Body) > fuzzMax {
-				t.Fatalf("body of %d bytes passed a %d-byte limit", len(fr.Body), fuzzMax)
+			if len(fr.Body) > MaxBodyBytes || len(fr.Cred) > MaxCredLen || fr.Type.IsReport() != (fr.Cred != "") {
+				t.Fatalf("frame passed the limits: type %v, %d-byte credential, %d-byte body", fr.Type, len(fr.Cred), len(fr.Body))
 			}
-			decodeAny(t, fr)
+			decodeAny(t, fr.Type, fr.Body)
 		}
 	})
 }
 
-func decodeAny(t *testing.T, fr Frame) {
-	switch fr.Type {
+// FuzzUnmarshal feeds arbitrary msgpack, up to the largest body, to every
+// message type's decoder. Check must refuse what is too deep or too big
+// before the codec runs; every failure must wrap ErrBody.
+func FuzzUnmarshal(f *testing.F) {
+	for _, s := range bodySeeds(f) {
+		f.Add(s.head, s.unit, s.n, s.tail)
+	}
+	f.Fuzz(func(t *testing.T, head, unit []byte, n uint32, tail []byte) {
+		b := expand(head, unit, n, tail, MaxBodyBytes+64)
+		checkErr := Check(b, DefaultLimits)
+		for _, typ := range []Type{TypeProfile, TypeTelemetry, TypeAck} {
+			err := decodeAny(t, typ, b)
+			if checkErr != nil && err == nil {
+				t.Fatalf("%v decoded a body Check refused: %v", typ, checkErr)
+			}
+		}
+		var v any
+		if err := Unmarshal(b, &v); err != nil && !errors.Is(err, ErrBody) {
+			t.Fatalf("any: %v", err)
+		}
+	})
+}
+
+// FuzzReadAck is the agent's side: whatever answers on the controller's
+// port, reading an ack must end in an ack or a sentinel error.
+func FuzzReadAck(f *testing.F) {
+	for _, s := range frameSeeds(f) {
+		f.Add(s.head, s.unit, s.n, s.tail)
+	}
+	f.Fuzz(func(t *testing.T, head, unit []byte, n uint32, tail []byte) {
+		_, err := ReadAck(bytes.NewReader(expand(head, unit, n, tail, HeaderSize+MaxAckBytes+64)), 64<<20)
+		if err != nil && !isSentinel(err) && err != io.EOF {
+			t.Fatalf("error wraps no sentinel: %v", err)
+		}
+	})
+}
+
+// decodeAny decodes body as a message of type typ and validates it.
+func decodeAny(t *testing.T, typ Type, body []byte) error {
+	var err error
+	switch typ {
 	case TypeAck:
 		var a Ack
-		if err := Unmarshal(fr.Body, &a); err != nil && !errors.Is(err, ErrBody) {
-			t.Fatalf("ack: %v", err)
-		}
-		return
-	}
-	env, err := DecodeReport(fr)
-	if err != nil {
-		if !isSentinel(err) {
-			t.Fatalf("envelope error wraps no sentinel: %v", err)
-		}
-		return
-	}
-	var verr error
-	switch fr.Type {
+		err = Unmarshal(body, &a)
 	case TypeProfile:
 		var p ProfileReport
-		if verr = Unmarshal(env.Body, &p); verr == nil {
-			verr = p.Validate()
+		if err = Unmarshal(body, &p); err == nil {
+			err = p.Validate()
 		}
 	case TypeTelemetry:
 		var tr TelemetryReport
-		if verr = Unmarshal(env.Body, &tr); verr == nil {
-			verr = tr.Validate()
+		if err = Unmarshal(body, &tr); err == nil {
+			err = tr.Validate()
 		}
 	}
-	if verr != nil && !errors.Is(verr, ErrBody) {
-		t.Fatalf("payload error is not ErrBody: %v", verr)
+	if err != nil && !errors.Is(err, ErrBody) {
+		t.Fatalf("%v payload error is not ErrBody: %v", typ, err)
 	}
+	return err
 }
 
 func isSentinel(err error) bool {
-	for _, s := range []error{ErrBadMagic, ErrVersion, ErrType, ErrReserved, ErrTooLarge, ErrTruncated, ErrBody} {
+	for _, s := range []error{ErrBadMagic, ErrVersion, ErrType, ErrCredLength, ErrTooLarge, ErrTruncated, ErrBody} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -86,35 +132,65 @@ func isSentinel(err error) bool {
 	return false
 }
 
-// fuzzSeeds are valid frames of every type plus a few classic attacks; the
-// committed corpus in testdata/fuzz/FuzzDecode grows from these.
-func fuzzSeeds(tb testing.TB) [][]byte {
+// seed is one fuzz input: head + unit×n + tail.
+type seed struct {
+	head, unit []byte
+	n          uint32
+	tail       []byte
+}
+
+func whole(b []byte) seed { return seed{head: b} }
+
+// bodySeeds are valid messages plus the attacks of issue 9, the big ones
+// as a unit and a count.
+func bodySeeds(tb testing.TB) []seed {
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-	prof := &ProfileReport{Record: profile.Record{ID: "n1-1", Model: "bert", Node: "n1", User: "u",
-		GPUs: 1, Started: at, Finished: at.Add(time.Second), Signal: "regex",
-		CPUSweep: []profile.Measurement{{CPUs: 2, Throughput: 3, Samples: 4, Seconds: 5}}}}
-	tel := &TelemetryReport{Node: "n1", At: at, GPUs: []GPU{{Index: 0, UUID: "GPU-1", Name: "H100", UtilPct: 50}}}
-	var seeds [][]byte
-	for _, r := range []struct {
-		t Type
-		p any
-	}{{TypeProfile, prof}, {TypeTelemetry, tel}} {
-		b, err := EncodeReport(fakeSigner{}, r.t, r.p)
+	var out []seed
+	for _, p := range []any{
+		&ProfileReport{Record: profile.Record{ID: "n1-1", Model: "bert", Node: "n1", User: "u",
+			GPUs: 1, Started: at, Finished: at.Add(time.Second), Signal: "regex",
+			CPUSweep: []profile.Measurement{{CPUs: 2, Throughput: 3, Samples: 4, Seconds: 5}}}},
+		&TelemetryReport{Node: "n1", At: at, GPUs: []GPU{{Index: 0, UUID: "GPU-1", Name: "H100", UtilPct: 50}}},
+		&Ack{ID: "n1-1", OK: true},
+	} {
+		b, err := Marshal(p)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		seeds = append(seeds, b)
+		out = append(out, whole(b))
 	}
-	var ack bytes.Buffer
-	if err := WriteAck(&ack, Ack{ID: "n1-1", OK: true}); err != nil {
-		tb.Fatal(err)
-	}
-	seeds = append(seeds,
-		ack.Bytes(),
-		header(Magic, Version, 1, 0, 1<<30),
-		header(Magic, 2, 1, 0, 0),
-		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
-		append(header(Magic, Version, 1, 0, 5), 0xdd, 0xff, 0xff, 0xff, 0xff),
+	unknownKey := []byte{0x81, 0xa2, 'z', 'z'}
+	return append(out,
+		seed{unknownKey, []byte{0x91}, 1 << 20, []byte{0xc0}},                      // nested a million deep
+		seed{unknownKey, []byte{0x91}, MaxBodyBytes, []byte{0xc0}},                 // nested to the largest body
+		seed{[]byte{0xdd, 0, 0x10, 0, 0}, []byte{0xc0}, 1 << 20, nil},              // a million nils
+		seed{[]byte{0xdf, 0, 0x08, 0, 0}, []byte{0xc0, 0x80}, 1 << 19, nil},        // half a million empty maps
+		seed{[]byte{0xc6, 0, 0x3f, 0xff, 0xf0}, []byte{0}, MaxBodyBytes - 16, nil}, // a body-sized bin
+		whole([]byte{0xdf, 0xff, 0xff, 0xff, 0xff}),                                // a map claiming 2^32-1 entries
+		whole([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}),
+		whole([]byte{0xdb, 0xff, 0xff, 0xff, 0xff}),
 	)
-	return seeds
+}
+
+// frameSeeds wrap bodySeeds in frames, plus header attacks.
+func frameSeeds(tb testing.TB) []seed {
+	var out []seed
+	for _, s := range bodySeeds(tb) {
+		n := len(s.head) + len(s.unit)*int(s.n) + len(s.tail)
+		for _, typ := range []Type{TypeProfile, TypeAck} {
+			cred := ""
+			if typ.IsReport() {
+				cred = "MUNGE:cred"
+			}
+			h := append(AppendHeader(nil, typ, len(cred), n), cred...)
+			out = append(out, seed{append(h, s.head...), s.unit, s.n, s.tail})
+		}
+	}
+	return append(out,
+		whole(AppendHeader(nil, TypeProfile, 1, 1<<30)),
+		whole(AppendHeader(nil, TypeProfile, 0xffff, 0)),
+		whole(header(Magic, 1, 1, 0, 0)),
+		whole([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")),
+		seed{AppendHeader(nil, TypeTelemetry, MaxCredLen, 0), []byte{'M'}, MaxCredLen, nil}, // the longest credential
+	)
 }

@@ -11,14 +11,6 @@ import (
 	"github.com/ugorji/go/codec"
 )
 
-// Report is the envelope of every report frame: the msgpack encoding of the
-// payload and the munge credential vouching for it.
-type Report struct {
-	// Cred is a munge credential whose payload is Digest(type, Body).
-	Cred string `codec:"cred"`
-	Body []byte `codec:"body"`
-}
-
 // ProfileReport delivers one profiling run (frame type TypeProfile).
 type ProfileReport struct {
 	Record profile.Record `codec:"record"`
@@ -68,7 +60,9 @@ func newHandle() *codec.MsgpackHandle {
 	h := &codec.MsgpackHandle{}
 	h.WriteExt = true // str8/bin types and the timestamp extension for time.Time
 	h.RawToString = true
-	h.MaxDepth = 32     // payloads nest a few levels; deeper is an attack
+	// Check enforces DefaultLimits before the codec runs; this is a second
+	// line, looser because the codec counts its own levels differently.
+	h.MaxDepth = int16(2 * DefaultLimits.MaxDepth)
 	h.MaxInitLen = 4096 // a claimed length never preallocates more than this
 	return h
 }
@@ -82,9 +76,16 @@ func Marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
-// Unmarshal decodes msgpack b into v. Every failure, including a panic in
-// the codec on hostile input, wraps ErrBody.
-func Unmarshal(b []byte, v any) (err error) {
+// Unmarshal decodes msgpack b into v after Check has bounded its depth,
+// element counts and size by DefaultLimits. Every failure, including a
+// panic in the codec on hostile input, wraps ErrBody.
+func Unmarshal(b []byte, v any) error { return UnmarshalLimited(b, v, DefaultLimits) }
+
+// UnmarshalLimited is Unmarshal with explicit limits.
+func UnmarshalLimited(b []byte, v any, lim Limits) (err error) {
+	if err := Check(b, lim); err != nil {
+		return fmt.Errorf("%T: %w", v, err)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: decoder panic: %v", ErrBody, r)

@@ -1,20 +1,19 @@
 package wire
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 )
 
-// Signer makes munge credentials (implemented by internal/munge).
+// Signer makes munge credentials (implemented by internal/protocol/munge).
 type Signer interface {
 	Sign(payload []byte) (cred string, err error)
 }
 
 // EncodeReport builds a whole report frame of type t around payload,
-// signed by signer.
+// signed by signer: header, credential over Digest(t, body), body.
 func EncodeReport(signer Signer, t Type, payload any) ([]byte, error) {
-	if t != TypeProfile && t != TypeTelemetry {
+	if !t.IsReport() {
 		return nil, fmt.Errorf("%w: %v is not a report", ErrType, t)
 	}
 	body, err := Marshal(payload)
@@ -25,27 +24,7 @@ func EncodeReport(signer Signer, t Type, payload any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: sign %v report: %w", t, err)
 	}
-	env, err := Marshal(&Report{Cred: cred, Body: body})
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := WriteFrame(&buf, t, env); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// DecodeReport parses a report frame's envelope.
-func DecodeReport(f Frame) (Report, error) {
-	if f.Type != TypeProfile && f.Type != TypeTelemetry {
-		return Report{}, fmt.Errorf("%w: %v is not a report", ErrType, f.Type)
-	}
-	var r Report
-	if err := Unmarshal(f.Body, &r); err != nil {
-		return Report{}, err
-	}
-	return r, nil
+	return AppendFrame(nil, t, cred, body)
 }
 
 // WriteAck sends an ack frame.
@@ -54,12 +33,18 @@ func WriteAck(w io.Writer, a Ack) error {
 	if err != nil {
 		return err
 	}
-	return WriteFrame(w, TypeAck, body)
+	return WriteFrame(w, TypeAck, "", body)
 }
 
-// ReadAck reads one frame and requires it to be an ack.
+// ackLimits fit an ack (four short fields) and nothing much bigger: the
+// agent decodes what the controller's port sends, which need not be the
+// controller.
+var ackLimits = Limits{MaxBytes: MaxAckBytes, MaxDepth: 2, MaxLen: 16, MaxItems: 64}
+
+// ReadAck reads one frame and requires it to be an ack. The body is
+// bounded by min(maxBody, MaxAckBytes) and decoded within ackLimits.
 func ReadAck(r io.Reader, maxBody int) (Ack, error) {
-	f, err := ReadFrame(r, maxBody)
+	f, err := ReadFrame(r, min(maxBody, MaxAckBytes))
 	if err != nil {
 		return Ack{}, err
 	}
@@ -67,7 +52,7 @@ func ReadAck(r io.Reader, maxBody int) (Ack, error) {
 		return Ack{}, fmt.Errorf("%w: want an ack, got %v", ErrType, f.Type)
 	}
 	var a Ack
-	if err := Unmarshal(f.Body, &a); err != nil {
+	if err := UnmarshalLimited(f.Body, &a, ackLimits); err != nil {
 		return Ack{}, err
 	}
 	return a, nil
