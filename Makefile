@@ -23,7 +23,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/la
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deps eval fuzz install slurm-src test test-unit test-cluster bench demo clean fmt vet
+.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo clean fmt vet
 
 all: build
 
@@ -60,7 +60,7 @@ test-unit: deps
 
 # The test binary stops its clusters itself; the loop below also stops any
 # left behind by a test binary that died (timeout, crash).
-test-cluster: build
+test-cluster: build deb
 	@mkdir -p $(BUILD); rc=0; \
 	$(GO) test -count=1 -timeout 20m -v ./tests/cluster/... > $(BUILD)/test-cluster.log 2>&1 || rc=$$?; \
 	grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|^\s+' $(BUILD)/test-cluster.log | grep -vE '^\s+(=====|[0-9]{4}-|\[)' ; \
@@ -91,7 +91,12 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/controller/synergy
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/controller/gres
 
-# Install on a real cluster: plugins into Slurm's plugin directory (the
+# Debian packages lachesis-slurmctld and lachesis-node-agent in build/deb
+# (README, "Installing on a real cluster"); the cluster tests install them.
+deb: build
+	bash scripts/mkdeb.sh $(BUILD)/deb
+
+# Install on a real cluster without packages: plugins into Slurm's plugin directory (the
 # controller), the node agent and CLI (compute nodes, admins).
 SLURM_PLUGIN_DIR ?= /usr/lib/x86_64-linux-gnu/slurm-wlm
 install: build
@@ -99,6 +104,8 @@ install: build
 		$(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so
 	install -D -m 0755 $(BIN)/lachesis-node-agent $(DESTDIR)/usr/sbin/lachesis-node-agent
 	install -D -m 0755 $(BIN)/lachesis-profiler $(DESTDIR)/usr/bin/lachesis-profiler
+	install -D -m 0644 docs/man/lachesis-node-agent.8 $(DESTDIR)/usr/share/man/man8/lachesis-node-agent.8
+	install -D -m 0644 docs/man/lachesis-profiler.1 $(DESTDIR)/usr/share/man/man1/lachesis-profiler.1
 	install -D -m 0644 etc/lachesis-node-agent.service $(DESTDIR)/etc/systemd/system/lachesis-node-agent.service
 	[ -e $(DESTDIR)/etc/lachesis/node-agent.yaml ] || install -D -m 0644 etc/node-agent.yaml $(DESTDIR)/etc/lachesis/node-agent.yaml
 

@@ -98,6 +98,9 @@ type env struct {
 type shape struct {
 	Nodes, GPUs, CPUs, MemMB int
 	Accounting               string // "" or "slurmdbd"
+	// SystemPlugins: PluginDir is Slurm's own directory alone, where the
+	// lachesis-slurmctld package installs the plugins, not build/plugins.
+	SystemPlugins bool
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -139,6 +142,10 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 	if err != nil {
 		t.Fatal(err)
 	}
+	pluginDir := filepath.Join(repoRoot, "build", "plugins")
+	if hw.SystemPlugins {
+		pluginDir = "" // scripts/cluster.sh: Slurm's own PluginDir only
+	}
 	opts := slurmcluster.Options{
 		Dir:          dir,
 		PortBase:     freePortBase(t, hw.Nodes),
@@ -147,7 +154,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		CPUsPerNode:  hw.CPUs,
 		MemPerNode:   hw.MemMB,
 		Accounting:   hw.Accounting,
-		PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
+		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),
 	}
