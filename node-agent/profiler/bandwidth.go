@@ -24,12 +24,27 @@ const (
 )
 
 // datasetFiles lists the regular files of a dataset (a file or a directory
-// tree) and their total size.
-func datasetFiles(path string) ([]string, int64, error) {
-	var files []string
-	var total int64
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+// tree) that the caller can read, and their total size; it runs as the
+// requesting user (AsUser), so the kernel decides what that is. A root the
+// user cannot read fails; inside the tree, directories and files they
+// cannot read are left out and counted in skipped, as their own du would
+// leave them out. Symlinks inside the tree are not followed; the root is
+// resolved first (as the user), so a dataset given as a link to the
+// user's own data is measured.
+func datasetFiles(path string) (files []string, total int64, skipped int, err error) {
+	root, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if p != root && errors.Is(err, fs.ErrPermission) {
+				skipped++
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
 			return err
 		}
 		if !d.Type().IsRegular() {
@@ -39,14 +54,24 @@ func datasetFiles(path string) ([]string, int64, error) {
 		if err != nil {
 			return err
 		}
+		// Listing a directory needs no read permission on its files.
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			if p == root {
+				return &os.PathError{Op: "open", Path: p, Err: err}
+			}
+			skipped++
+			return nil
+		}
+		unix.Close(fd)
 		files = append(files, p)
 		total += info.Size()
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("dataset %s: %w", path, err)
+		return nil, 0, skipped, fmt.Errorf("dataset %s: %w", path, err)
 	}
-	return files, total, nil
+	return files, total, skipped, nil
 }
 
 // diskReadMode says how the disk was reached, for the log.
