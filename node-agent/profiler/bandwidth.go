@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,12 +32,17 @@ const (
 // leave them out. Symlinks inside the tree are not followed; the root is
 // resolved first (as the user), so a dataset given as a link to the
 // user's own data is measured.
-func datasetFiles(path string) (files []string, total int64, skipped int, err error) {
+//
+// A walk or read of a huge tree stops when ctx ends (max_sweep_seconds).
+func datasetFiles(ctx context.Context, path string) (files []string, total int64, skipped int, err error) {
 	root, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err != nil {
 			if p != root && errors.Is(err, fs.ErrPermission) {
 				skipped++
@@ -163,13 +169,16 @@ func readFileUncached(path string, buf []byte, limit int64) (int64, diskReadMode
 // measures CPU sensitivity, the memory model adds the disk. It does so only
 // when the dataset fits in half the memory available now; a larger dataset
 // cannot be cached anyway and is read at disk speed by the first points.
-func warmCache(files []string, total int64) (bool, error) {
+func warmCache(ctx context.Context, files []string, total int64) (bool, error) {
 	avail, err := memInfo("MemAvailable:")
 	if err != nil || total > avail/2 {
 		return false, err
 	}
 	buf := make([]byte, diskReadBlock)
 	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return false, err

@@ -93,7 +93,7 @@ func Profile(ctx context.Context, model string, spec SweepSpec, progress func(Pr
 		prog.say("measuring the dataset and the disk's read bandwidth")
 		// As the user: the agent reads only what they could.
 		err = AsUser(n.Credential, func() (err error) {
-			mm, err = measureDataset(n.DatasetPath, log)
+			mm, err = measureDataset(ctx, n.DatasetPath, log)
 			return err
 		})
 		if err != nil {
@@ -168,10 +168,13 @@ func measurePoint(ctx context.Context, r *pointRunner, k int, prog *progressRepo
 
 // measureDataset sizes the dataset, times a read of it from disk and
 // then reads it into the page cache for the sweep.
-func measureDataset(path string, log *slog.Logger) (memoryModel, error) {
-	files, total, skipped, err := datasetFiles(path)
+func measureDataset(ctx context.Context, path string, log *slog.Logger) (memoryModel, error) {
+	files, total, skipped, err := datasetFiles(ctx, path)
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
+		switch {
+		case ctx.Err() != nil:
+			return memoryModel{}, err
+		case errors.Is(err, fs.ErrPermission):
 			return memoryModel{}, fmt.Errorf("%w: %w", ErrNoAccess, err)
 		}
 		return memoryModel{}, fmt.Errorf("%w: %w", ErrBadSpec, err)
@@ -184,7 +187,7 @@ func measureDataset(path string, log *slog.Logger) (memoryModel, error) {
 		return memoryModel{}, err
 	}
 	log.Info("profiler: dataset", logKeyBytes, total, logKeyRate, bw, logKeyMode, string(mode))
-	cached, err := warmCache(files, total)
+	cached, err := warmCache(ctx, files, total)
 	if err != nil {
 		return memoryModel{}, err
 	}
