@@ -170,3 +170,39 @@ func TestPointSecondsDefaultsWithinTheCap(t *testing.T) {
 		t.Fatalf("point %v, want the cap (20s) below the 60s default", got)
 	}
 }
+
+func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
+	h := newHarness(t, nil)
+	h.prof.block = make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := h.agent.Profile(context.Background(), aliceCaller, request("bert"), nil)
+		first <- err
+	}()
+	waitFor(t, "the first sweep", func() bool { return h.status().Running == "bert" })
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		_, err := h.agent.Profile(ctx, aliceCaller, request("gpt"), nil)
+		second <- err
+	}()
+	waitFor(t, "the second request queued", func() bool { return h.status().Queued == 1 })
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	if st := h.status(); st.Queued != 0 || st.Running != "bert" {
+		t.Fatalf("status after the cancel: %+v", st)
+	}
+	close(h.prof.block)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The slot is free again, not held by the cancelled waiter.
+	if _, err := h.agent.Profile(context.Background(), aliceCaller, request("t5"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.prof.specs); n != 2 {
+		t.Fatalf("%d sweeps ran, want 2 (the cancelled one never)", n)
+	}
+}

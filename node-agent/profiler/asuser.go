@@ -145,7 +145,7 @@ func LookPath(name string, env []string, dir string, cred *syscall.Credential) (
 			}
 			p := filepath.Join(d, name)
 			fi, err := os.Stat(p) // as the user: a directory they cannot search fails here
-			if err != nil || !fi.Mode().IsRegular() || !executableBy(fi, cred) {
+			if err != nil || !fi.Mode().IsRegular() || !mayExecute(p, fi, cred) {
 				continue
 			}
 			found = p
@@ -154,6 +154,18 @@ func LookPath(name string, env []string, dir string, cred *syscall.Credential) (
 		return fmt.Errorf("%w: %q is not an executable file on your PATH (%s); give the command's absolute path", ErrBadSpec, name, pathEnv)
 	})
 	return found, err
+}
+
+// mayExecute asks the kernel whether this thread's file-system identity
+// (the user's, under AsUser) may execute p, ACLs included: faccessat2 with
+// AT_EACCESS checks the fsuid, where access(2) would check the real uid
+// (root). Kernels before 5.8 lack it; the mode bits decide there.
+func mayExecute(p string, fi os.FileInfo, cred *syscall.Credential) bool {
+	err := unix.Faccessat2(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS)
+	if errors.Is(err, unix.ENOSYS) {
+		return executableBy(fi, cred)
+	}
+	return err == nil
 }
 
 // executableBy applies the execute bits as the kernel would for cred
