@@ -138,7 +138,7 @@ func (f *fakeAgent) Profile(_ context.Context, _ localapi.Caller, req localapi.P
 	return localapi.Result{ID: "id-9", Model: req.Model, Points: 2, Best: sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 8}}, nil
 }
 func (f *fakeAgent) Status() (localapi.Status, error) {
-	return localapi.Status{Node: "n1", Controller: "ctl:6830", Pending: 1, Telemetry: "off: no NVIDIA driver"}, nil
+	return localapi.Status{Node: "n1", Controller: "ctl:6830", Pending: 1, Telemetry: "off: no NVIDIA driver", Running: "bert", Queued: 3}, nil
 }
 
 func agentSocket(t *testing.T, h localapi.Handler) string {
@@ -160,12 +160,13 @@ func TestProfileSendsTheCommandAndShowsProgress(t *testing.T) {
 	agent := &fakeAgent{}
 	sock := agentSocket(t, agent)
 	out, errOut, err := runCLI(t, "profile", "--agent-socket", sock, "--model", "bert", "--point-seconds", "3",
-		"--regex", `(\d+) it/s`, "--", "python", "-u", "train.py", "--epochs", "1")
+		"--regex", `(\d+) it/s`, "--dataset", "data", "--", "python", "-u", "train.py", "--epochs", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := agent.got
-	if g.Model != "bert" || strings.Join(g.Argv, " ") != "python -u train.py --epochs 1" || g.PointSeconds != 3 || g.Regex != `(\d+) it/s` || g.Dir == "" || len(g.Env) == 0 {
+	if g.Model != "bert" || strings.Join(g.Argv, " ") != "python -u train.py --epochs 1" || g.PointSeconds != 3 || g.Regex != `(\d+) it/s` || g.Dir == "" || len(g.Env) == 0 ||
+		g.DatasetPath != filepath.Join(g.Dir, "data") {
 		t.Fatalf("request %+v", g)
 	}
 	if !strings.Contains(errOut, "2 CPUs: 7") || !strings.Contains(out, "best case 2 CPUs and 8.00 GB per GPU") || !strings.Contains(out, "waiting in the node agent's spool") {
@@ -191,7 +192,8 @@ func TestProfileNeedsModelAndCommand(t *testing.T) {
 func TestStatusShowsTheAgent(t *testing.T) {
 	sock := agentSocket(t, &fakeAgent{})
 	out, _, err := runCLI(t, "status", "--agent-socket", sock)
-	if err != nil || !strings.Contains(out, "1 waiting in the spool") || !strings.Contains(out, "no NVIDIA driver") {
+	if err != nil || !strings.Contains(out, "1 waiting in the spool") || !strings.Contains(out, "no NVIDIA driver") ||
+		!strings.Contains(out, "profiling now: bert") || !strings.Contains(out, "queued: 3 more") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }

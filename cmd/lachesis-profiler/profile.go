@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/lachesis-sched/lachesis/internal/util/progress"
@@ -40,9 +41,16 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	req.Argv = argv
+	// The agent finds the command on this PATH, as this user.
 	req.Env = os.Environ()
 	if req.Dir, err = os.Getwd(); err != nil {
 		return err
+	}
+	// The agent does not share this working directory.
+	if req.DatasetPath != "" {
+		if req.DatasetPath, err = filepath.Abs(req.DatasetPath); err != nil {
+			return err
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -79,6 +87,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		st.Node, st.Controller, st.Pending, st.Delivered, st.Telemetry)
 	if st.Running != "" {
 		fmt.Fprintf(stdout, "profiling now: %s\n", st.Running)
+	}
+	if st.Queued > 0 {
+		fmt.Fprintf(stdout, "queued: %d more\n", st.Queued)
 	}
 	return nil
 }

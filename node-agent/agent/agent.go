@@ -57,12 +57,11 @@ type Agent struct {
 	spool     *spool.Spool
 	sender    *deliver.Client
 	deliverer *deliver.Deliverer
-	// slot admits one sweep at a time: two sweeps on one node would
-	// measure each other.
-	slot chan struct{}
+	// queue admits one sweep at a time (two sweeps on one node would
+	// measure each other), fairly across users.
+	queue *sweepQueue
 
 	mu        sync.Mutex
-	running   string // model of the sweep in progress
 	telemetry string // telemetry state, for Status
 }
 
@@ -95,7 +94,7 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 		spool:     sp,
 		sender:    sender,
 		deliverer: deliver.New(sp, sender, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
-		slot:      make(chan struct{}, 1),
+		queue:     newSweepQueue(),
 		telemetry: "off",
 	}, nil
 }
@@ -137,12 +136,13 @@ func (a *Agent) Status() (localapi.Status, error) {
 	if err != nil {
 		return localapi.Status{}, err
 	}
+	running, queued := a.queue.state()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return localapi.Status{
 		Node: a.cfg.Node, Controller: a.cfg.Controller,
 		Pending: c.Pending, Delivered: c.Delivered,
-		Telemetry: a.telemetry, Running: a.running,
+		Telemetry: a.telemetry, Running: running, Queued: queued,
 	}, nil
 }
 

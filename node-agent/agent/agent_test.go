@@ -185,7 +185,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 var aliceCaller = localapi.Caller{UID: alice, GID: alice, PID: 1}
 
 func request(model string) localapi.ProfileRequest {
-	return localapi.ProfileRequest{Model: model, Argv: []string{"python", "train.py"}, Dir: "/home/alice", PointSeconds: 5}
+	return localapi.ProfileRequest{Model: model, Argv: []string{"/home/alice/venv/bin/python", "train.py"}, Dir: "/home/alice", PointSeconds: 5}
 }
 
 func TestProfileRunsAsTheCallerAndReachesTheController(t *testing.T) {
@@ -263,6 +263,10 @@ func TestBadRequestsAreRefused(t *testing.T) {
 		{"negative duration is refused", func(r *localapi.ProfileRequest) { r.PointSeconds = -1 }, agent.ErrBadRequest},
 		{"absent dataset is refused", func(r *localapi.ProfileRequest) { r.DatasetPath = "/nonexistent/data" }, agent.ErrBadRequest},
 		{"dataset alice cannot read is refused", func(r *localapi.ProfileRequest) { r.DatasetPath = "/root" }, agent.ErrNoAccess},
+		{"relative dataset is refused", func(r *localapi.ProfileRequest) { r.DatasetPath = "data" }, agent.ErrBadRequest},
+		{"bare command without a PATH is refused", func(r *localapi.ProfileRequest) { r.Argv = []string{"python3"} }, agent.ErrBadRequest},
+		{"point_seconds of 1e6 is refused", func(r *localapi.ProfileRequest) { r.PointSeconds = 1e6 }, agent.ErrBadRequest},
+		{"point_seconds just above the cap is refused", func(r *localapi.ProfileRequest) { r.PointSeconds = 600.5 }, agent.ErrBadRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,7 +359,7 @@ func TestSecondRequestWaitsForTheFirst(t *testing.T) {
 		_, err := h.agent.Profile(context.Background(), aliceCaller, request("gpt"), func(p profiler.Progress) { msgs <- p.Message })
 		second <- err
 	}()
-	if m := <-msgs; !strings.Contains(m, "waiting: the profile of bert") {
+	if m := <-msgs; !strings.Contains(m, "waiting: place 1 in this node's queue; the profile of bert is running") {
 		t.Fatalf("first message %q", m)
 	}
 	close(h.prof.block)

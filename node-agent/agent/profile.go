@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,10 @@ var (
 	ErrBadRequest = errors.New("bad profile request")
 	// ErrNoAccess: the caller could not read what it asked the agent to.
 	ErrNoAccess = errors.New("no access")
+	// ErrSweepTooLong: a sweep ran past max_sweep_seconds and was stopped.
+	ErrSweepTooLong = errors.New("sweep too long")
+
+	errSweepTooLong = errors.New("max_sweep_seconds reached")
 )
 
 // Profile implements localapi.Handler: it runs one sweep as the caller.
@@ -35,34 +40,55 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	if err := checkRequest(req); err != nil {
 		return localapi.Result{}, err
 	}
+	if err := a.checkCaps(req); err != nil {
+		return localapi.Result{}, err
+	}
 	u, err := a.deps.Users(caller.UID)
 	if err != nil {
 		return localapi.Result{}, fmt.Errorf("%w: uid %d: %v", ErrBadRequest, caller.UID, err)
 	}
-	// The profiler measures the dataset itself, with the agent's
-	// privileges: only accept one the caller could read.
+	cred := &syscall.Credential{Uid: caller.UID, Gid: u.GID, Groups: u.Groups}
+	// Whatever the agent opens for the request it opens as the caller
+	// (profiler.AsUser): the kernel decides what they may read. These
+	// checks give an early answer; the profiler opens as the user again.
 	if req.DatasetPath != "" {
-		if err := canRead(req.DatasetPath, caller.UID, append([]uint32{u.GID}, u.Groups...)); err != nil {
-			return localapi.Result{}, err
+		if err := profiler.CheckDataset(req.DatasetPath, cred); err != nil {
+			return localapi.Result{}, requestErr(err)
 		}
 	}
-	if err := a.acquire(ctx, req.Model, progress); err != nil {
+	// The command is found on the caller's PATH, as the caller, not on
+	// the agent's (root's) PATH.
+	argv := slices.Clone(req.Argv)
+	if argv[0], err = profiler.LookPath(argv[0], req.Env, req.Dir, cred); err != nil {
+		return localapi.Result{}, requestErr(err)
+	}
+	point := a.cfg.MaxPointDuration
+	if req.PointSeconds > 0 {
+		point = time.Duration(req.PointSeconds * float64(time.Second))
+	} else {
+		point = min(profiler.DefaultPointDuration, point)
+	}
+	if err := a.queue.acquire(ctx, caller.UID, req.Model, func(p position) {
+		if progress != nil {
+			progress(profiler.Progress{Message: fmt.Sprintf("waiting: place %d in this node's queue; the profile of %s is running", p.place, p.running)})
+		}
+	}); err != nil {
 		return localapi.Result{}, err
 	}
-	defer a.release()
+	defer a.queue.release()
 
 	runID := newRunID(a.cfg.Node)
 	log := a.log.With(keyRun, runID, keyModel, req.Model, keyUser, u.Name)
-	if err := a.spool.BeginRun(spool.Run{ID: runID, Model: req.Model, UID: caller.UID, User: u.Name, Argv: req.Argv, Started: time.Now()}); err != nil {
+	if err := a.spool.BeginRun(spool.Run{ID: runID, Model: req.Model, UID: caller.UID, User: u.Name, Argv: argv, Started: time.Now()}); err != nil {
 		return localapi.Result{}, err
 	}
 	log.Info("profiling", keyUID, caller.UID)
 	spec := profiler.SweepSpec{
-		Argv: req.Argv, Env: req.Env, Dir: req.Dir, Regex: req.Regex,
-		PointDuration: time.Duration(req.PointSeconds * float64(time.Second)),
+		Argv: argv, Env: req.Env, Dir: req.Dir, Regex: req.Regex,
+		PointDuration: point,
 		MaxCPUs:       req.MaxCPUs, Tolerance: req.Tolerance, DatasetPath: req.DatasetPath,
 		GPUs: req.GPUs, NodeGPUs: max(a.cfg.NodeGPUs, req.GPUs), UseNVML: req.UseNVML,
-		Credential: &syscall.Credential{Uid: caller.UID, Gid: u.GID, Groups: u.Groups},
+		Credential: cred,
 	}
 	record := func(p profiler.Progress) {
 		// Every measurement reaches the spool as soon as it is taken.
@@ -76,11 +102,18 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 			progress(p)
 		}
 	}
-	rec, err := a.deps.Profile(ctx, req.Model, spec, record)
+	// max_sweep_seconds: one sweep holds the node's only slot, so no
+	// sweep may hold it longer than the admin allows.
+	sweepCtx, cancel := context.WithTimeoutCause(ctx, a.cfg.MaxSweepDuration, errSweepTooLong)
+	defer cancel()
+	rec, err := a.deps.Profile(sweepCtx, req.Model, spec, record)
 	if err != nil {
 		state := spool.RunFailed
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			state, err = spool.RunInterrupted, fmt.Errorf("cancelled: %w", err)
+		case errors.Is(context.Cause(sweepCtx), errSweepTooLong):
+			err = fmt.Errorf("%w: stopped after max_sweep_seconds (%v) of this node's agent; profile with a shorter --point-seconds or --max-cpus (%v)", ErrSweepTooLong, a.cfg.MaxSweepDuration, err)
 		}
 		if serr := a.spool.FailRun(runID, state, err); serr != nil {
 			log.Error("could not record the failed run", keyErr, serr)
@@ -126,38 +159,30 @@ func checkRequest(req localapi.ProfileRequest) error {
 		return fmt.Errorf("%w: working directory %q is not absolute", ErrBadRequest, req.Dir)
 	case req.PointSeconds < 0 || req.GPUs < 0 || req.MaxCPUs < 0:
 		return fmt.Errorf("%w: negative duration or count", ErrBadRequest)
+	case req.DatasetPath != "" && !filepath.IsAbs(req.DatasetPath):
+		return fmt.Errorf("%w: dataset %q is not an absolute path", ErrBadRequest, req.DatasetPath)
 	}
 	return nil
 }
 
-// acquire waits for the node's sweep slot, telling the caller why it waits.
-func (a *Agent) acquire(ctx context.Context, model string, progress func(profiler.Progress)) error {
-	select {
-	case a.slot <- struct{}{}:
-	default:
-		a.mu.Lock()
-		other := a.running
-		a.mu.Unlock()
-		if progress != nil {
-			progress(profiler.Progress{Message: fmt.Sprintf("waiting: the profile of %s is running on this node", other)})
-		}
-		select {
-		case a.slot <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+// checkCaps refuses a request that would hold the node's sweep slot
+// longer than its admin allows.
+func (a *Agent) checkCaps(req localapi.ProfileRequest) error {
+	if limit := a.cfg.MaxPointDuration.Seconds(); !(req.PointSeconds <= limit) {
+		return fmt.Errorf("%w: --point-seconds %g is above this node's max_point_seconds (%g)", ErrBadRequest, req.PointSeconds, limit)
 	}
-	a.mu.Lock()
-	a.running = model
-	a.mu.Unlock()
 	return nil
 }
 
-func (a *Agent) release() {
-	a.mu.Lock()
-	a.running = ""
-	a.mu.Unlock()
-	<-a.slot
+// requestErr maps the profiler's sentinels onto the agent's.
+func requestErr(err error) error {
+	switch {
+	case errors.Is(err, profiler.ErrNoAccess):
+		return fmt.Errorf("%w: %w", ErrNoAccess, err)
+	case errors.Is(err, profiler.ErrBadSpec):
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return err
 }
 
 // awaitDelivery waits for the deliverer's first attempt at id and reports

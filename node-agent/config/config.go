@@ -41,8 +41,14 @@ type Config struct {
 	NodeGPUs int
 	// TelemetryInterval between GPU telemetry reports; 0 turns them off.
 	TelemetryInterval time.Duration
-	Delivery          Delivery
-	LogLevel          string
+	// MaxPointDuration caps a request's point_seconds: one sweep holds the
+	// node's only sweep slot, so its length is everyone's wait.
+	MaxPointDuration time.Duration
+	// MaxSweepDuration caps a whole sweep (dataset measurement included,
+	// queueing not); a sweep running longer is stopped and fails.
+	MaxSweepDuration time.Duration
+	Delivery         Delivery
+	LogLevel         string
 }
 
 // Delivery tunes how the agent sends profiles.
@@ -65,6 +71,8 @@ type file struct {
 	AllowRootProfiling bool    `mapstructure:"allow_root_profiling"`
 	NodeGPUs           int     `mapstructure:"node_gpus"`
 	TelemetryInterval  float64 `mapstructure:"telemetry_interval"`
+	MaxPointSeconds    float64 `mapstructure:"max_point_seconds"`
+	MaxSweepSeconds    float64 `mapstructure:"max_sweep_seconds"`
 	LogLevel           string  `mapstructure:"log_level"`
 	Delivery           struct {
 		RetryMin      float64 `mapstructure:"retry_min"`
@@ -82,6 +90,8 @@ func Default() Config {
 		Spool:             "/var/lib/lachesis/node-agent/spool.db",
 		Socket:            "/run/lachesis/agent.sock",
 		TelemetryInterval: 30 * time.Second,
+		MaxPointDuration:  10 * time.Minute,
+		MaxSweepDuration:  2 * time.Hour,
 		Delivery: Delivery{
 			RetryMin:      time.Second,
 			RetryMax:      time.Minute,
@@ -111,6 +121,8 @@ func defaultFile() file {
 		Spool:             d.Spool,
 		Socket:            d.Socket,
 		TelemetryInterval: d.TelemetryInterval.Seconds(),
+		MaxPointSeconds:   d.MaxPointDuration.Seconds(),
+		MaxSweepSeconds:   d.MaxSweepDuration.Seconds(),
 		LogLevel:          d.LogLevel,
 	}
 	f.Delivery.RetryMin = d.Delivery.RetryMin.Seconds()
@@ -188,6 +200,15 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 		if c.TelemetryInterval, err = seconds("telemetry_interval", f.TelemetryInterval, 1, 86400); err != nil {
 			return Config{}, err
 		}
+	}
+	if c.MaxPointDuration, err = seconds("max_point_seconds", f.MaxPointSeconds, 1, 86400); err != nil {
+		return Config{}, err
+	}
+	if c.MaxSweepDuration, err = seconds("max_sweep_seconds", f.MaxSweepSeconds, 1, 7*86400); err != nil {
+		return Config{}, err
+	}
+	if c.MaxSweepDuration < c.MaxPointDuration {
+		return Config{}, fmt.Errorf("%w: max_sweep_seconds (%v) is below max_point_seconds (%v): no sweep could finish a point", ErrInvalid, c.MaxSweepDuration, c.MaxPointDuration)
 	}
 	if c.Delivery.RetryMin, err = seconds("delivery.retry_min", f.Delivery.RetryMin, 0.01, 3600); err != nil {
 		return Config{}, err

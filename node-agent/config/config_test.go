@@ -61,6 +61,8 @@ node: n1
 allow_root_profiling: true
 node_gpus: 8
 telemetry_interval: 0
+max_point_seconds: 30
+max_sweep_seconds: 900
 log_level: DEBUG
 delivery:
   retry_min: 0.5
@@ -74,6 +76,7 @@ delivery:
 	want := config.Config{
 		Controller: "10.0.0.1:7000", MungeSocket: "/m/sock", Spool: "/s/spool.db", Socket: "/r/agent.sock",
 		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, TelemetryInterval: 0, LogLevel: "debug",
+		MaxPointDuration: 30 * time.Second, MaxSweepDuration: 15 * time.Minute,
 		Delivery: config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -96,6 +99,9 @@ func TestBadFilesAreRejected(t *testing.T) {
 		{"bad log level is rejected", "controller: c:1\nlog_level: loud\n", "log_level"},
 		{"negative node_gpus is rejected", "controller: c:1\nnode_gpus: -2\n", "node_gpus"},
 		{"wrong type is rejected", "controller: c:1\ndelivery:\n  timeout: soon\n", "timeout"},
+		{"zero max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 0\n", "max_point_seconds"},
+		{"a month of max_sweep_seconds is rejected", "controller: c:1\nmax_sweep_seconds: 2592000\n", "max_sweep_seconds"},
+		{"max_sweep_seconds below max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 600\nmax_sweep_seconds: 60\n", "max_sweep_seconds"},
 		{"not YAML is rejected", "controller: [\n", "YAML"},
 	}
 	for _, tc := range tests {

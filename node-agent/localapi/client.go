@@ -39,11 +39,21 @@ func call(ctx context.Context, socket string, req Request, fn func(Event) (final
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return fmt.Errorf("%w: send request: %v", ErrAgent, err)
-	}
+	sendErr := json.NewEncoder(conn).Encode(req)
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	if sendErr != nil {
+		// The agent may have refused the connection before reading the
+		// request (too many from this user): its reason is the better
+		// error.
+		if sc.Scan() {
+			var e Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Error != "" {
+				return fmt.Errorf("%w: %s", ErrAgent, e.Error)
+			}
+		}
+		return fmt.Errorf("%w: send request: %v", ErrAgent, sendErr)
+	}
 	for sc.Scan() {
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {

@@ -9,5 +9,8 @@
 //
 // Any local user may connect (the socket is mode 0666): the agent runs a
 // workload as the user who asked for it, and refuses root unless
-// configured otherwise.
+// configured otherwise. Each connection is served on its own goroutine with
+// read and write deadlines, so a status request never waits behind a
+// sweep; one uid may hold at most a few connections at a time (queued
+// profiles included), so one user cannot lock the others out.
 package localapi

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ type fakeHandler struct {
 	caller    chan localapi.Caller
 	cancelled chan struct{}
 	block     bool
+	once      sync.Once
 }
 
 func (h *fakeHandler) Profile(ctx context.Context, c localapi.Caller, req localapi.ProfileRequest, progress func(profiler.Progress)) (localapi.Result, error) {
@@ -30,7 +32,7 @@ func (h *fakeHandler) Profile(ctx context.Context, c localapi.Caller, req locala
 	progress(profiler.Progress{Point: 2, Points: 3, CPUs: 2, Throughput: 9})
 	if h.block {
 		<-ctx.Done()
-		close(h.cancelled)
+		h.once.Do(func() { close(h.cancelled) })
 		return localapi.Result{}, ctx.Err()
 	}
 	return localapi.Result{ID: "r1", Model: req.Model, Points: 2}, nil
@@ -180,4 +182,21 @@ func TestGarbageRequestIsAnsweredWithAnError(t *testing.T) {
 	if !strings.Contains(string(buf[:n]), "bad request") {
 		t.Fatalf("answer %q", buf[:n])
 	}
+}
+
+func TestOneUsersConnectionsAreCappedWithAClearError(t *testing.T) {
+	h := &fakeHandler{caller: make(chan localapi.Caller, 8), cancelled: make(chan struct{}), block: true}
+	path := serve(t, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 4 {
+		go localapi.Profile(ctx, path, localapi.ProfileRequest{Model: "bert"}, nil)
+		<-h.caller // being served
+	}
+	_, err := localapi.Profile(context.Background(), path, localapi.ProfileRequest{Model: "gpt"}, nil)
+	if !errors.Is(err, localapi.ErrAgent) || !strings.Contains(err.Error(), "too many connections") || !strings.Contains(err.Error(), "at most 4") {
+		t.Fatalf("fifth connection: got %v, want a refusal naming the limit", err)
+	}
+	cancel()
+	<-h.cancelled
 }

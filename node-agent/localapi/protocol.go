@@ -63,6 +63,7 @@ type Status struct {
 	Delivered  int    `json:"delivered"`
 	Telemetry  string `json:"telemetry"`
 	Running    string `json:"running,omitempty"` // model being profiled
+	Queued     int    `json:"queued,omitempty"`  // sweeps waiting for it
 }
 
 // Sentinel errors of the client.

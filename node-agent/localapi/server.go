@@ -39,12 +39,21 @@ const (
 	keyOp   = "op"
 )
 
-// requestTimeout bounds reading a request; writeTimeout one event.
+// requestTimeout bounds reading a request; writeTimeout one event. Every
+// connection is served by its own goroutine, so a request waiting for the
+// node's sweep never holds up another's status. maxConnsPerUID bounds what
+// one user holds open (queued profiles included), so one user cannot take
+// every connection; maxConns bounds them all.
 const (
 	requestTimeout = 10 * time.Second
 	writeTimeout   = 10 * time.Second
-	maxConns       = 16
+	maxConns       = 256
+	maxConnsPerUID = 4
 )
+
+// ErrTooManyConnections: the caller already holds maxConnsPerUID
+// connections to the agent.
+var ErrTooManyConnections = errors.New("too many connections")
 
 // Server serves the socket.
 type Server struct {
@@ -56,6 +65,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
+	perUID map[uint32]int
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -78,7 +88,7 @@ func Listen(path string, h Handler, log *slog.Logger) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("agent socket: %w", err)
 	}
-	s := &Server{path: path, ln: ln, handler: h, log: log, slots: make(chan struct{}, maxConns), conns: map[net.Conn]struct{}{}}
+	s := &Server{path: path, ln: ln, handler: h, log: log, slots: make(chan struct{}, maxConns), conns: map[net.Conn]struct{}{}, perUID: map[uint32]int{}}
 	s.wg.Add(1)
 	go s.accept()
 	log.Info("listening for lachesis-profiler", keyPath, path)
@@ -175,6 +185,24 @@ func (s *Server) serve(conn *net.UnixConn) {
 		return
 	}
 	out := &eventWriter{conn: conn}
+	s.mu.Lock()
+	n := s.perUID[caller.UID]
+	if n < maxConnsPerUID {
+		s.perUID[caller.UID]++
+	}
+	s.mu.Unlock()
+	if n >= maxConnsPerUID {
+		s.log.Warn("CLI connection refused: too many from one user", keyUID, caller.UID, keyPID, caller.PID)
+		out.send(Event{Error: fmt.Sprintf("%v: uid %d already has %d requests open on this node's agent (at most %d at a time); wait for one to finish", ErrTooManyConnections, caller.UID, n, maxConnsPerUID)})
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		if s.perUID[caller.UID]--; s.perUID[caller.UID] <= 0 {
+			delete(s.perUID, caller.UID)
+		}
+		s.mu.Unlock()
+	}()
 	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
 	var req Request
 	if err := json.NewDecoder(io.LimitReader(conn, maxRequestBytes)).Decode(&req); err != nil {

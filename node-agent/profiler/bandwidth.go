@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,12 +25,32 @@ const (
 )
 
 // datasetFiles lists the regular files of a dataset (a file or a directory
-// tree) and their total size.
-func datasetFiles(path string) ([]string, int64, error) {
-	var files []string
-	var total int64
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+// tree) that the caller can read, and their total size; it runs as the
+// requesting user (AsUser), so the kernel decides what that is. A root the
+// user cannot read fails; inside the tree, directories and files they
+// cannot read are left out and counted in skipped, as their own du would
+// leave them out. Symlinks inside the tree are not followed; the root is
+// resolved first (as the user), so a dataset given as a link to the
+// user's own data is measured.
+//
+// A walk or read of a huge tree stops when ctx ends (max_sweep_seconds).
+func datasetFiles(ctx context.Context, path string) (files []string, total int64, skipped int, err error) {
+	root, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err != nil {
+			if p != root && errors.Is(err, fs.ErrPermission) {
+				skipped++
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
 			return err
 		}
 		if !d.Type().IsRegular() {
@@ -39,14 +60,24 @@ func datasetFiles(path string) ([]string, int64, error) {
 		if err != nil {
 			return err
 		}
+		// Listing a directory needs no read permission on its files.
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			if p == root {
+				return &os.PathError{Op: "open", Path: p, Err: err}
+			}
+			skipped++
+			return nil
+		}
+		unix.Close(fd)
 		files = append(files, p)
 		total += info.Size()
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("dataset %s: %w", path, err)
+		return nil, 0, skipped, fmt.Errorf("dataset %s: %w", path, err)
 	}
-	return files, total, nil
+	return files, total, skipped, nil
 }
 
 // diskReadMode says how the disk was reached, for the log.
@@ -138,13 +169,16 @@ func readFileUncached(path string, buf []byte, limit int64) (int64, diskReadMode
 // measures CPU sensitivity, the memory model adds the disk. It does so only
 // when the dataset fits in half the memory available now; a larger dataset
 // cannot be cached anyway and is read at disk speed by the first points.
-func warmCache(files []string, total int64) (bool, error) {
+func warmCache(ctx context.Context, files []string, total int64) (bool, error) {
 	avail, err := memInfo("MemAvailable:")
 	if err != nil || total > avail/2 {
 		return false, err
 	}
 	buf := make([]byte, diskReadBlock)
 	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return false, err

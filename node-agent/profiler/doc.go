@@ -95,6 +95,12 @@
 // a workload that reads its data through mmap shows no reads and is
 // modelled as insensitive to memory (with a warning).
 //
+// The dataset is measured as the workload's user (AsUser: a thread with the
+// user's fsuid, fsgid and groups), never with the agent's root privileges:
+// what the user cannot read is left out, or refused when it is the dataset
+// itself. The command is looked up the same way, on the workload's PATH
+// (LookPath).
+//
 // # The sensitivity matrix
 //
 // Record.Matrix is a sensitivity.Profile per GPU: rows are the swept CPU

@@ -16,4 +16,5 @@ const (
 	logKeyBest       = "best_cpus_per_gpu"
 	logKeyBestMem    = "best_mem_gb_per_gpu"
 	logKeyErr        = "err"
+	logKeyCount      = "count"
 )

@@ -2,7 +2,9 @@ package profiler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"time"
@@ -33,6 +35,15 @@ func Profile(ctx context.Context, model string, spec SweepSpec, progress func(Pr
 	}
 	n, err := spec.normalise()
 	if err != nil {
+		return profile.Record{}, err
+	}
+	// exec.Command would look the command up on the agent's PATH, as
+	// root: look it up on the workload's, as its user.
+	env := n.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if n.Argv[0], err = LookPath(n.Argv[0], env, n.Dir, n.Credential); err != nil {
 		return profile.Record{}, err
 	}
 	cpus, err := allowedCPUs()
@@ -80,7 +91,12 @@ func Profile(ctx context.Context, model string, spec SweepSpec, progress func(Pr
 	var mm memoryModel
 	if n.DatasetPath != "" {
 		prog.say("measuring the dataset and the disk's read bandwidth")
-		if mm, err = measureDataset(n.DatasetPath, log); err != nil {
+		// As the user: the agent reads only what they could.
+		err = AsUser(n.Credential, func() (err error) {
+			mm, err = measureDataset(ctx, n.DatasetPath, log)
+			return err
+		})
+		if err != nil {
 			return profile.Record{}, err
 		}
 		rec.DatasetBytes, rec.DiskBW = int64(mm.datasetBytes), mm.diskBW
@@ -152,17 +168,26 @@ func measurePoint(ctx context.Context, r *pointRunner, k int, prog *progressRepo
 
 // measureDataset sizes the dataset, times a read of it from disk and
 // then reads it into the page cache for the sweep.
-func measureDataset(path string, log *slog.Logger) (memoryModel, error) {
-	files, total, err := datasetFiles(path)
+func measureDataset(ctx context.Context, path string, log *slog.Logger) (memoryModel, error) {
+	files, total, skipped, err := datasetFiles(ctx, path)
 	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return memoryModel{}, err
+		case errors.Is(err, fs.ErrPermission):
+			return memoryModel{}, fmt.Errorf("%w: %w", ErrNoAccess, err)
+		}
 		return memoryModel{}, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	if skipped > 0 {
+		log.Warn("profiler: dataset entries the user cannot read are left out", logKeyCount, skipped)
 	}
 	bw, mode, err := diskReadBW(files)
 	if err != nil {
 		return memoryModel{}, err
 	}
 	log.Info("profiler: dataset", logKeyBytes, total, logKeyRate, bw, logKeyMode, string(mode))
-	cached, err := warmCache(files, total)
+	cached, err := warmCache(ctx, files, total)
 	if err != nil {
 		return memoryModel{}, err
 	}

@@ -188,7 +188,8 @@ func TestProfile_UnusableWorkloadsAreErrorsNotProfiles(t *testing.T) {
 		{"output without a throughput figure", []string{"sh", "-c", "echo hello; echo still nothing; sleep 10"},
 			ErrNoThroughput, "still nothing"},
 		{"a workload that fails", []string{"sh", "-c", "echo boom >&2; exit 3"}, ErrWorkloadFailed, "boom"},
-		{"a command that does not exist", []string{"lachesis-no-such-command"}, ErrWorkloadFailed, "lachesis-no-such-command"},
+		{"a command not on the PATH is a bad spec asking for an absolute path", []string{"lachesis-no-such-command"}, ErrBadSpec, "absolute path"},
+		{"an absolute command that does not exist", []string{"/nonexistent/lachesis-no-such-command"}, ErrWorkloadFailed, "lachesis-no-such-command"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -45,7 +46,8 @@ const DefaultPointDuration = 60 * time.Second
 
 // SweepSpec says what to profile and how.
 type SweepSpec struct {
-	// Argv is the workload command; Argv[0] is looked up in PATH.
+	// Argv is the workload command. An Argv[0] without a slash is looked up
+	// on the PATH of Env, as the user of Credential (LookPath).
 	Argv []string
 	// Env is the workload's environment; nil means the profiler's own.
 	// LACHESIS_PROFILE_CPUS=<cores of this point> is added either way, so a
@@ -115,6 +117,7 @@ type normalised struct {
 
 func (s SweepSpec) normalise() (normalised, error) {
 	n := normalised{SweepSpec: s}
+	n.Argv = slices.Clone(s.Argv) // Profile resolves Argv[0]; the caller's stays
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return n, fmt.Errorf("%w: no workload command", ErrBadSpec)
 	}
