@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
@@ -199,8 +200,7 @@ func (e *engine) wakeTime(due, now float64) float64 {
 func (e *engine) arrive(j *JobState) {
 	j.Status = Pending
 	j.Remaining = j.Job.Duration
-	sec := int64(math.Floor(j.Job.Submit))
-	j.QueueEntry, j.WaitingSince = sec, sec
+	j.Account = priority.NewAccount(int64(math.Floor(j.Job.Submit)))
 	e.active = append(e.active, j)
 	e.pending++
 }
@@ -211,6 +211,7 @@ func (e *engine) start(j *JobState, speed, now float64) {
 	e.pending--
 	j.seq++
 	j.RunStart, j.ProgressFrom = now, now
+	j.Account.StartRun(int64(math.Floor(now)), uint32(j.Job.GPUs))
 	if j.Starts > 0 {
 		j.ProgressFrom += e.cfg.RestartPenalty
 	} else {
@@ -227,8 +228,7 @@ func (e *engine) closeRun(j *JobState, now float64) {
 	run := now - j.RunStart
 	j.progressTime += max(0, now-j.ProgressFrom)
 	gpuSeconds := float64(j.Job.GPUs) * run
-	j.Service += gpuSeconds
-	j.LastRun = run
+	j.Account.RunSeconds = run
 	e.busyGPUSeconds += gpuSeconds
 	if e.cfg.RecordRuns {
 		r := RunRecord{JobID: j.Job.ID, Start: j.RunStart, End: now}
@@ -243,8 +243,8 @@ func (e *engine) closeRun(j *JobState, now float64) {
 func (e *engine) preempt(j *JobState, now float64) {
 	j.Remaining = j.RemainingAt(now)
 	e.closeRun(j, now)
+	j.Account.Requeued(int64(math.Floor(now)))
 	j.Status = Pending
-	j.WaitingSince = int64(math.Floor(now))
 	j.seq++
 	j.Preemptions++
 	j.preemptedIn = e.passes
@@ -254,12 +254,13 @@ func (e *engine) preempt(j *JobState, now float64) {
 
 func (e *engine) complete(j *JobState, now float64) error {
 	e.closeRun(j, now)
+	j.Account.CloseRun()
 	j.Remaining = 0
 	j.Status = Done
 	j.Finish = now
 	e.done++
 	if l, ok := e.policy.Order.(interface{ jobDone(float64) error }); ok {
-		if err := l.jobDone(j.Service); err != nil {
+		if err := l.jobDone(j.Account.ServiceClosed); err != nil {
 			return fmt.Errorf("learning the Gittins distribution: %w", err)
 		}
 	}

@@ -8,14 +8,6 @@ import (
 	"github.com/lachesis-sched/lachesis/priority"
 )
 
-// Learning the Gittins distribution from the simulated cluster's own
-// completions follows the core: the bundled seed until learnMinHistory jobs
-// have finished, then the most recent learnWindow of them.
-const (
-	learnMinHistory = 100
-	learnWindow     = 10000
-)
-
 // tiresiasOrder ranks jobs with priority.Ranker, the same code that runs
 // inside slurmctld, and keeps each job's queue, queue entry, promotion and
 // waiting time between passes the way the core's ledger does.
@@ -63,35 +55,30 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 			state = priority.Running
 		}
 		submit := int64(math.Floor(j.Job.Submit))
-		o.jobs = append(o.jobs, priority.Job{
+		if j.Status == Running {
+			// What a pass of the core observes of a running job.
+			j.Account.RunSeconds = now - j.RunStart
+		}
+		pj := priority.Job{
 			ID:           j.Job.ID,
 			State:        state,
 			GPUs:         uint32(j.Job.GPUs),
 			SubmitTime:   submit,
 			EligibleTime: submit,
-			Service:      j.QueueService(now),
-			Queue:        j.Queue,
-			QueueEntry:   j.QueueEntry,
-			LastRun:      j.LastRun,
-			WaitingSince: j.WaitingSince,
-		})
+		}
+		j.Account.Describe(&pj)
+		o.jobs = append(o.jobs, pj)
 	}
 	o.results = o.ranker.Rank(nowSec, o.jobs, o.results)
 	o.sorted = slices.Grow(o.sorted[:0], len(jobs))[:len(jobs)]
 	for i := range o.results {
 		res, j := &o.results[i], jobs[i]
-		if res.Promoted {
-			// What the core does with its ledger record on promotion.
-			j.ServiceBase = j.AttainedService(now)
-			j.WaitingSince = nowSec
-			j.Promotions++
-		}
-		j.Queue, j.QueueEntry = res.Queue, res.QueueEntry
+		j.Account.Apply(nowSec, *res)
 		o.sorted[res.Rank] = j
 	}
 	copy(jobs, o.sorted)
 	for i, j := range jobs {
-		levels[i] = float64(j.Queue)
+		levels[i] = float64(j.Account.Queue)
 	}
 }
 
@@ -110,8 +97,8 @@ func (o *tiresiasOrder) NextChange(now float64, jobs []*JobState) float64 {
 				next = min(next, now+(th[q]-s)/float64(j.Job.GPUs))
 			}
 		case Pending:
-			if knob > 0 && j.Queue > 0 && j.LastRun > 0 {
-				next = min(next, float64(j.WaitingSince)+knob*j.LastRun)
+			if a := &j.Account; knob > 0 && a.Queue > 0 && a.LastRun > 0 {
+				next = min(next, float64(a.WaitingSince)+knob*a.LastRun)
 			}
 		}
 	}
@@ -124,15 +111,15 @@ func (o *tiresiasOrder) jobDone(gpuSeconds float64) error {
 		return nil
 	}
 	o.history = append(o.history, gpuSeconds)
-	if len(o.history) > 2*learnWindow {
-		o.history = append(o.history[:0], o.history[len(o.history)-learnWindow:]...)
+	if len(o.history) > 2*priority.LearnWindow {
+		o.history = append(o.history[:0], o.history[len(o.history)-priority.LearnWindow:]...)
 	}
 	o.sinceLearn++
-	if o.sinceLearn < o.learnEvery || len(o.history) < learnMinHistory {
+	if o.sinceLearn < o.learnEvery || len(o.history) < priority.LearnMinHistory {
 		return nil
 	}
 	o.sinceLearn = 0
-	window := o.history[max(0, len(o.history)-learnWindow):]
+	window := o.history[max(0, len(o.history)-priority.LearnWindow):]
 	dist, err := priority.NewDistribution(window)
 	if err != nil {
 		return err

@@ -40,6 +40,12 @@ type Policy struct {
 	// behind waiting jobs is preempted by them. Lachesis preempts only
 	// across queues (design: preempt/tiresias), which this leaves off.
 	PreemptRankedBelow bool
+	// Preempts is the rule between levels: may a pending job of level
+	// preemptor requeue a running job of level victim? It must hold for
+	// every victim level above some bound and for none below, since the
+	// engine walks the order as a suffix. Nil: victim > preemptor. The
+	// Tiresias policies use priority.Preempts, slurmctld's own rule.
+	Preempts func(preemptor, victim float64) bool
 	// HeadOfLine: stop at the first pending job that does not fit (strict
 	// FIFO); otherwise skip it and go on (backfill-like, work-conserving).
 	HeadOfLine bool
@@ -129,7 +135,22 @@ func NewPolicy(name string, opts PolicyOptions) (Policy, error) {
 		if err != nil {
 			return Policy{}, err
 		}
-		return Policy{Name: name, Order: o, Preemptive: true, PreemptRankedBelow: opts.ReferencePreemption}, nil
+		return Policy{Name: name, Order: o, Preemptive: true, PreemptRankedBelow: opts.ReferencePreemption,
+			Preempts: tiresiasPreempts}, nil
 	}
 	return Policy{}, fmt.Errorf("%w: unknown policy %q (%s)", ErrBadConfig, name, strings.Join(PolicyNames, ", "))
+}
+
+// tiresiasPreempts applies priority.Preempts to the Tiresias orderer's
+// levels, which are queue numbers.
+func tiresiasPreempts(preemptor, victim float64) bool {
+	return priority.Preempts(int(preemptor), int(victim))
+}
+
+// preempts is p.Preempts or, when nil, a strictly larger level.
+func (p *Policy) preempts(preemptor, victim float64) bool {
+	if p.Preempts != nil {
+		return p.Preempts(preemptor, victim)
+	}
+	return victim > preemptor
 }

@@ -101,7 +101,7 @@ func (e *engine) result(trace *Trace) *Result {
 			Finish:      j.Finish,
 			JCT:         j.Finish - j.Job.Submit,
 			Preemptions: j.Preemptions,
-			Promotions:  j.Promotions,
+			Promotions:  j.Account.Promotions,
 			Speed:       j.Job.Duration / j.progressTime,
 			MaxSpeed:    j.maxSpeed,
 		}

@@ -70,7 +70,7 @@ func (e *engine) place(now float64) {
 			}
 		}
 		if pol.Preemptive {
-			for k < n && (k <= i || (!pol.PreemptRankedBelow && levels[k] <= levels[i])) {
+			for k < n && (k <= i || (!pol.PreemptRankedBelow && !pol.preempts(levels[i], levels[k]))) {
 				if order[k].preemptedIn == pass {
 					preemptedBeyond -= order[k].Job.GPUs
 				}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
@@ -16,9 +17,8 @@ const (
 )
 
 // JobState is one job during a simulation. Policies read it; only the
-// engine changes it, except the Tiresias fields (Queue, QueueEntry,
-// ServiceBase, WaitingSince), which the Tiresias orderer keeps the way
-// Lachesis's core keeps its ledger.
+// engine changes it, except Account's queue and promotion fields, which the
+// Tiresias orderer folds its results into, as Lachesis's core does.
 type JobState struct {
 	Job    Job
 	Status Status
@@ -39,22 +39,16 @@ type JobState struct {
 	RunStart     float64
 	ProgressFrom float64
 
-	// Service is the attained service of closed runs, GPU-seconds.
-	Service float64
-	// ServiceBase is Service at the last starvation promotion; the queue is
-	// decided by the service since then.
-	ServiceBase  float64
-	Queue        int
-	QueueEntry   int64
-	WaitingSince int64
-	// LastRun is the length of the most recent closed run, seconds.
-	LastRun float64
+	// Account is the job's Tiresias accounting, kept by the same code as
+	// in slurmctld (priority.Account): service of closed runs, the open
+	// run, queue, promotion state. The engine opens and closes runs; the
+	// orderer applies each pass's results.
+	Account priority.Account
 
 	FirstStart  float64
 	Finish      float64
 	Preemptions int
 	Starts      int
-	Promotions  int
 
 	slots []slot
 	// seq numbers the job's runs, so a completion event of a run that was
@@ -82,16 +76,13 @@ type slot struct {
 
 // AttainedService is the job's GPU-seconds run so far, across requeues.
 func (j *JobState) AttainedService(now float64) float64 {
-	if j.Status == Running {
-		return j.Service + float64(j.Job.GPUs)*(now-j.RunStart)
-	}
-	return j.Service
+	return j.Account.ServiceAt(now - j.RunStart)
 }
 
 // QueueService is the attained service since the last promotion, which
 // places the job in a queue.
 func (j *JobState) QueueService(now float64) float64 {
-	return j.AttainedService(now) - j.ServiceBase
+	return j.AttainedService(now) - j.Account.ServiceBase
 }
 
 // RemainingAt is the work left at now, in seconds at speed 1.

@@ -31,9 +31,6 @@ const (
 	keySamples  = "samples"
 )
 
-// historyWindow is how many recent completions feed the Gittins index.
-const historyWindow = 10000
-
 // ErrNotFound is returned for jobs the core has never seen.
 var ErrNotFound = errors.New("job not known to lachesis")
 
@@ -222,15 +219,33 @@ func (c *Core) Reconfigure() error {
 // Decision per snapshot into out (Priority 0 = leave the job alone). It does
 // no I/O: ledger changes go to the writer goroutine. It returns how many
 // pending jobs are candidates for the Synergy fallback (see Fallback).
+//
+// A pass is three stages, each a method of its own: account (fold every
+// snapshot into its job's ledger record), rank (priority.Ranker, then fold
+// each Result back into the record and into a Decision), and forget (close
+// the records of jobs slurmctld no longer has). Fallback candidates are
+// noted while accounting, since that stage sees every pending job.
 func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.candidates = c.candidates[:0]
 	if d := c.dist.Load(); d != c.rankerDist {
 		if err := c.rebuildRanker(); err != nil {
 			c.log.Error("new Gittins distribution rejected", keyErr, err)
 		}
 	}
+	c.account(now, snaps, out)
+	c.rank(now, snaps, out)
+	c.forget(now)
+	c.signalWriter()
+	return len(c.candidates)
+}
+
+// account is a pass's first stage: every snapshot updates its job's
+// record; the jobs to rank (not finished, not held) are collected in c.jobs
+// with their snapshot's index in c.jobIndex, and pending jobs that Synergy
+// enlarged are noted as fallback candidates.
+func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
+	c.candidates = c.candidates[:0]
 	clear(c.seen)
 	c.jobs, c.jobIndex = c.jobs[:0], c.jobIndex[:0]
 	for i := range snaps {
@@ -247,6 +262,11 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 		c.jobs = append(c.jobs, policyJob(rec, s))
 		c.jobIndex = append(c.jobIndex, i)
 	}
+}
+
+// rank is a pass's second stage: the policy orders c.jobs, each Result is
+// folded into the job's record (promotion, queue) and becomes its Decision.
+func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 	c.results = c.ranker.Rank(now, c.jobs, c.results[:0])
 	w := c.cfg.Tiresias.Weights
 	for k := range c.results {
@@ -254,15 +274,13 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 		s := &snaps[c.jobIndex[k]]
 		rec := c.records[s.ID]
 		before := *rec
-		if res.Promoted {
-			rec.ServiceBase = rec.Total()
-			rec.Promotions++
-			rec.WaitingSince = now
+		promoted, moved := rec.Apply(now, *res)
+		switch {
+		case promoted:
 			c.log.Info("job promoted to queue 0 (starvation)", keyJob, s.ID, keyService, rec.Total())
-		} else if res.Queue != rec.Queue {
+		case moved:
 			c.log.Info("job changed queue", keyJob, s.ID, keyQueue, res.Queue, keyService, rec.Total())
 		}
-		rec.Queue, rec.QueueEntry = res.Queue, res.QueueEntry
 		if *rec != before {
 			c.markDirty(rec)
 		}
@@ -270,59 +288,46 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
-	// Jobs slurmctld no longer has (purged before a pass saw them end).
+}
+
+// forget is a pass's last stage: jobs slurmctld no longer has (purged
+// before a pass saw them end) are finished, and decisions made by Place
+// for jobs that were gone before any pass (cancelled at once), which have
+// no record, are dropped.
+func (c *Core) forget(now int64) {
 	for id, rec := range c.records {
 		if !c.seen[id] {
 			c.finish(rec, now)
 		}
 	}
-	// Decisions made by Place for jobs that were gone before any pass
-	// (cancelled at once) have no record to finish: drop them here.
 	for id := range c.decisions {
 		if !c.seen[id] {
 			delete(c.decisions, id)
 		}
 	}
-	c.signalWriter()
-	return len(c.candidates)
 }
 
 // observe folds one snapshot into the job's ledger record and returns it.
+// What a run, a requeue and a completion do to the service is
+// priority.Account's; observe only maps Slurm's states onto it.
 func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	rec, ok := c.records[s.ID]
 	if !ok {
-		rec = &ledger.Record{
-			JobID:        s.ID,
-			FirstSubmit:  s.SubmitTime,
-			QueueEntry:   s.SubmitTime,
-			WaitingSince: s.SubmitTime,
-		}
+		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: priority.NewAccount(s.SubmitTime)}
 		c.records[s.ID] = rec
 		c.markDirty(rec)
 	}
 	before := *rec
 	switch s.State {
 	case StateRunning, StateSuspended:
-		if rec.RunStart != s.StartTime {
-			closeRun(rec)
-			rec.RunStart, rec.RunGPUs = s.StartTime, s.gpuCount()
-			rec.Runs++
-		}
-		rec.RunSeconds = s.runSeconds(now)
+		rec.ObserveRun(s.StartTime, s.gpuCount(), s.runSeconds(now))
 	case StatePending:
-		if rec.RunStart != 0 { // requeued since the last pass
-			rec.WaitingSince = rec.RunStart + int64(rec.RunSeconds)
-			closeRun(rec)
-		}
+		rec.Requeued(rec.RunEnd()) // if it ran since the last pass
 	case StateFinished:
-		if s.StartTime != 0 && rec.RunStart != s.StartTime {
-			// A run that began and ended between two passes.
-			closeRun(rec)
-			rec.RunStart, rec.RunGPUs = s.StartTime, s.gpuCount()
-			rec.Runs++
-		}
-		if rec.RunStart != 0 {
-			rec.RunSeconds = s.runSeconds(now)
+		if s.StartTime != 0 {
+			// Its last run, which may have begun and ended between two
+			// passes.
+			rec.ObserveRun(s.StartTime, s.gpuCount(), s.runSeconds(now))
 		}
 		end := s.EndTime
 		if end == 0 {
@@ -337,19 +342,9 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	return rec
 }
 
-// closeRun moves the open run's service into the closed total.
-func closeRun(rec *ledger.Record) {
-	if rec.RunStart == 0 {
-		return
-	}
-	rec.ServiceClosed += float64(rec.RunGPUs) * rec.RunSeconds
-	rec.LastRun = rec.RunSeconds
-	rec.RunStart, rec.RunGPUs, rec.RunSeconds = 0, 0, 0
-}
-
 // finish records a job's completion and forgets it.
 func (c *Core) finish(rec *ledger.Record, when int64) {
-	closeRun(rec)
+	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	c.markDirty(rec)
 	delete(c.records, rec.JobID)
@@ -361,21 +356,18 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 	if s.State != StatePending {
 		state = priority.Running
 	}
-	return priority.Job{
+	j := priority.Job{
 		ID:           s.ID,
 		State:        state,
 		GPUs:         s.gpuCount(),
 		SubmitTime:   rec.FirstSubmit,
 		EligibleTime: s.BeginTime,
-		Service:      rec.QueueService(),
-		Queue:        rec.Queue,
-		QueueEntry:   rec.QueueEntry,
-		LastRun:      rec.LastRun,
-		WaitingSince: rec.WaitingSince,
 		Partition:    s.PartFactor,
 		QOS:          s.QOSFactor,
 		Nice:         s.Nice,
 	}
+	rec.Describe(&j)
+	return j
 }
 
 // Place decides the priority of a job that slurmctld asks about between
@@ -389,7 +381,9 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 	}
 	rec, ok := c.records[s.ID]
 	if !ok {
-		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, QueueEntry: now}
+		acct := priority.NewAccount(s.SubmitTime)
+		acct.QueueEntry = now
+		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
 	}
 	res := c.ranker.Place(now, policyJob(rec, s))
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
@@ -419,7 +413,7 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	if !ok {
 		return false
 	}
-	return victim.Queue > c.decisions[preemptor].Queue
+	return priority.Preempts(c.decisions[preemptor].Queue, victim.Queue)
 }
 
 // Record returns a job's ledger record as the core holds it in memory.

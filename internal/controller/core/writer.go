@@ -80,7 +80,7 @@ func (c *Core) flush() {
 // loadDistribution swaps in the cluster's own GPU-time history once it has
 // enough completed jobs, and the bundled seed until then.
 func (c *Core) loadDistribution() {
-	samples, total, err := c.store.CompletedGPUTimes(historyWindow)
+	samples, total, err := c.store.CompletedGPUTimes(priority.LearnWindow)
 	if err != nil || int64(total) < c.minHistory.Load() || len(samples) == 0 {
 		if err != nil {
 			c.log.Error("loading job history failed; using the seed distribution", keyErr, err)

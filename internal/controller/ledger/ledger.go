@@ -6,43 +6,21 @@ import (
 	"fmt"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // ErrStore is wrapped by every error the store returns.
 var ErrStore = errors.New("ledger")
 
-// Record is one job's entry. Times are Unix seconds; service is GPU-seconds.
+// Record is one job's entry: its identity, its Tiresias accounting (the
+// rules live in priority.Account; the ledger only persists them) and when
+// it finished. Times are Unix seconds; service is GPU-seconds.
 type Record struct {
 	JobID       uint32
 	FirstSubmit int64 // first submission seen; Slurm resets its own on requeue
-	// ServiceClosed is the service of runs that have ended.
-	ServiceClosed float64
-	// ServiceBase is the total service at the job's last starvation
-	// promotion; the queue is chosen by Total() - ServiceBase.
-	ServiceBase  float64
-	RunStart     int64   // Slurm start time of the open run, 0 when none
-	RunGPUs      uint32  // GPUs of the open run
-	RunSeconds   float64 // last observed length of the open run
-	LastRun      float64 // length of the most recent closed run
-	Runs         int
-	WaitingSince int64
-	Queue        int
-	QueueEntry   int64
-	Promotions   int
-	Finished     int64 // when the job finished, 0 while it is active
+	priority.Account
+	Finished int64 // when the job finished, 0 while it is active
 }
-
-// Total is the job's attained service across all its runs so far.
-func (r *Record) Total() float64 {
-	t := r.ServiceClosed
-	if r.RunStart != 0 {
-		t += float64(r.RunGPUs) * r.RunSeconds
-	}
-	return t
-}
-
-// QueueService is the service that places the job in a queue.
-func (r *Record) QueueService() float64 { return r.Total() - r.ServiceBase }
 
 // Store is what the core needs from persistent storage.
 type Store interface {
@@ -128,6 +106,7 @@ func (s *SQLite) Active() ([]Record, error) {
 			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished); err != nil {
 			return nil, fmt.Errorf("%w: scan job: %v", ErrStore, err)
 		}
+		r.RunOpen = r.RunStart != 0
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -149,6 +128,7 @@ func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
 	if err != nil {
 		return Record{}, false, fmt.Errorf("%w: get job %d: %v", ErrStore, jobID, err)
 	}
+	r.RunOpen = r.RunStart != 0
 	return r, true, nil
 }
 
