@@ -67,6 +67,8 @@ delivery:
   retry_max: 5
   timeout: 2
   max_frame_bytes: 4096
+metrics:
+  listen: ":9831"
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,8 @@ delivery:
 	want := config.Config{
 		Controller: "10.0.0.1:7000", MungeSocket: "/m/sock", Spool: "/s/spool.db", Socket: "/r/agent.sock",
 		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, TelemetryInterval: 0, LogLevel: "debug",
-		Delivery: config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
+		Delivery:      config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
+		MetricsListen: ":9831",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
@@ -96,6 +99,7 @@ func TestBadFilesAreRejected(t *testing.T) {
 		{"bad log level is rejected", "controller: c:1\nlog_level: loud\n", "log_level"},
 		{"negative node_gpus is rejected", "controller: c:1\nnode_gpus: -2\n", "node_gpus"},
 		{"wrong type is rejected", "controller: c:1\ndelivery:\n  timeout: soon\n", "timeout"},
+		{"metrics address without a port is rejected", "controller: c:1\nmetrics:\n  listen: localhost\n", "metrics.listen"},
 		{"not YAML is rejected", "controller: [\n", "YAML"},
 	}
 	for _, tc := range tests {
