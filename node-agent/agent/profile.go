@@ -82,6 +82,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 		if ctx.Err() != nil {
 			state, err = spool.RunInterrupted, fmt.Errorf("cancelled: %w", err)
 		}
+		a.met.runs.WithLabelValues(state).Inc()
 		if serr := a.spool.FailRun(runID, state, err); serr != nil {
 			log.Error("could not record the failed run", keyErr, serr)
 		}
@@ -97,6 +98,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	// sees why, not be retried forever from the spool.
 	if err := (&wire.ProfileReport{Record: rec}).Validate(); err != nil {
 		err = fmt.Errorf("the profiler produced an unusable record: %w", err)
+		a.met.runs.WithLabelValues(outcomeFailed).Inc()
 		if serr := a.spool.FailRun(runID, spool.RunFailed, err); serr != nil {
 			log.Error("could not record the failed run", keyErr, serr)
 		}
@@ -107,6 +109,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 		return localapi.Result{}, err
 	}
 	log.Info("profile spooled", keyID, rec.ID)
+	a.met.runs.WithLabelValues(outcomeCompleted).Inc()
 	a.deliverer.Kick()
 	return localapi.Result{
 		ID: rec.ID, Model: rec.Model, User: rec.User, Points: len(rec.CPUSweep), Best: rec.Best,
