@@ -44,12 +44,16 @@ type metrics struct {
 	sizing      [3]prometheus.Counter // by synergy.Action
 
 	// Scratch of the pass in progress, under c.mu.
-	counts                []int
-	demoted, promoted     int
+	counts            []int
+	demoted, promoted int
+
+	// The agent listener's counters, read at scrape time (agentCollector).
 	agents                func() *agentserver.Server
 	agentConns, agentOpen *prometheus.Desc
 	agentReports          *prometheus.Desc
 	agentRejected         *prometheus.Desc
+	// collectors registered in reg (the dashboard test describes them).
+	collectors []prometheus.Collector
 }
 
 // sizingOutcome names each synergy.Action in lachesis_sizing_decisions_total.
@@ -90,8 +94,9 @@ func newMetrics() *metrics {
 	for a, name := range sizingOutcome {
 		m.sizing[a] = sizing.WithLabelValues(name)
 	}
-	m.reg.MustRegister(m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, sizing,
-		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, sizing,
+		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	m.reg.MustRegister(m.collectors...)
 	return m
 }
 
