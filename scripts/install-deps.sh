@@ -8,8 +8,10 @@
 #   the default install, and CI time, stay as they were.
 set -euo pipefail
 
+# prometheus: the cluster tests start a private server that scrapes the
+# core's and the node agent's /metrics (its packaged daemon is not started).
 pkgs=(slurmctld slurmd slurm-client munge libmunge-dev libslurm-dev
-      build-essential pkg-config sqlite3 procps python3)
+      build-essential pkg-config sqlite3 procps python3 prometheus)
 
 accounting=${LACHESIS_ACCOUNTING:-none}
 for arg; do

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
@@ -57,6 +58,7 @@ type Agent struct {
 	spool     *spool.Spool
 	sender    *deliver.Client
 	deliverer *deliver.Deliverer
+	met       *agentMetrics // metrics.go
 	// queue admits one sweep at a time (two sweeps on one node would
 	// measure each other), fairly across users.
 	queue *sweepQueue
@@ -87,14 +89,17 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 		Addr: cfg.Controller, Signer: deps.Signer,
 		Timeout: cfg.Delivery.Timeout, MaxFrameBytes: cfg.Delivery.MaxFrameBytes,
 	}
+	met := newAgentMetrics(sp, deps.Telemetry)
+	counted := countingSender{Sender: sender, failures: met.failures.WithLabelValues(kindProfile)}
 	return &Agent{
 		cfg:       cfg,
 		deps:      deps,
 		log:       log,
 		spool:     sp,
 		sender:    sender,
-		deliverer: deliver.New(sp, sender, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
+		deliverer: deliver.New(sp, counted, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
 		queue:     newSweepQueue(),
+		met:       met,
 		telemetry: "off",
 	}, nil
 }
@@ -110,6 +115,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	api, err := localapi.Listen(a.cfg.Socket, a, a.log)
 	if err != nil {
 		return err
+	}
+	if a.cfg.MetricsListen != "" {
+		ms, err := metricsrv.Start(a.cfg.MetricsListen, a.met.reg, a.log)
+		if err != nil {
+			api.Close()
+			return err
+		}
+		defer ms.Close()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -176,6 +189,7 @@ func (a *Agent) reportTelemetry(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
+				a.met.failures.WithLabelValues(kindTelem).Inc()
 				a.setTelemetry("not delivered: " + err.Error())
 				if !failing {
 					a.log.Warn("GPU telemetry not delivered", keyErr, err)

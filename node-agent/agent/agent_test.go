@@ -3,9 +3,11 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,4 +403,85 @@ func TestNoDriverTurnsTelemetryOff(t *testing.T) {
 		d.Telemetry = telemetry.Disabled{Reason: telemetry.ErrNoDriver}
 	})
 	waitFor(t, "telemetry off", func() bool { return h.status().Telemetry == "off: no NVIDIA driver" })
+}
+
+func TestMetricsCountRunsByOutcomeAndFailedDeliveries(t *testing.T) {
+	h := newHarness(t, nil)
+	if _, err := h.agent.Profile(context.Background(), aliceCaller, request("bert"), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The controller is down: the deliverer's attempts fail and are counted.
+	waitFor(t, "a failed delivery", func() bool {
+		n, _ := gathered(t, h.agent, agent.MetricDeliveryFailures, `kind="profile"`)
+		return n >= 1
+	})
+	h.prof.fail = errors.New("workload failed: exit status 1")
+	h.agent.Profile(context.Background(), aliceCaller, request("gpt"), nil)
+	h.prof.fail = nil
+	h.prof.nan = true
+	h.agent.Profile(context.Background(), aliceCaller, request("vit"), nil)
+	tests := []struct {
+		name, metric, labels string
+		want                 float64
+	}{
+		{"one completed run", agent.MetricProfilingRuns, `outcome="completed"`, 1},
+		{"two failed runs: workload failure and unusable record", agent.MetricProfilingRuns, `outcome="failed"`, 2},
+		{"no interrupted run", agent.MetricProfilingRuns, `outcome="interrupted"`, 0},
+		{"one profile waits in the spool", agent.MetricSpoolPending, "", 1},
+		{"no telemetry failures with telemetry off", agent.MetricDeliveryFailures, `kind="telemetry"`, 0},
+		{"telemetry down without a source", telemetry.MetricGPUUp, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := gathered(t, h.agent, tt.metric, tt.labels)
+			if !ok || got != tt.want {
+				t.Fatalf("%s{%s} = %v (found %v), want %v", tt.metric, tt.labels, got, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestMetricsAreServedOnlyWhenConfigured(t *testing.T) {
+	addr := freeAddr(t)
+	newHarness(t, func(c *config.Config, _ *agent.Deps) { c.MetricsListen = addr })
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), agent.MetricSpoolPending+" 0") {
+		t.Fatalf("scrape lacks the spool depth:\n%s", body)
+	}
+}
+
+// gathered returns the value of the series of name whose labels, written
+// as in the exposition format, contain labels.
+func gathered(t *testing.T, a *agent.Agent, name, labels string) (float64, bool) {
+	t.Helper()
+	mfs, err := a.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, lp := range m.GetLabel() {
+				ls = append(ls, lp.GetName()+`="`+lp.GetValue()+`"`)
+			}
+			if !strings.Contains(strings.Join(ls, ","), labels) {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
 }

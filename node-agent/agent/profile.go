@@ -115,6 +115,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 		case errors.Is(context.Cause(sweepCtx), errSweepTooLong):
 			err = fmt.Errorf("%w: stopped after max_sweep_seconds (%v) of this node's agent; profile with a shorter --point-seconds or --max-cpus (%v)", ErrSweepTooLong, a.cfg.MaxSweepDuration, err)
 		}
+		a.met.runs.WithLabelValues(state).Inc()
 		if serr := a.spool.FailRun(runID, state, err); serr != nil {
 			log.Error("could not record the failed run", keyErr, serr)
 		}
@@ -130,6 +131,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	// sees why, not be retried forever from the spool.
 	if err := (&wire.ProfileReport{Record: rec}).Validate(); err != nil {
 		err = fmt.Errorf("the profiler produced an unusable record: %w", err)
+		a.met.runs.WithLabelValues(outcomeFailed).Inc()
 		if serr := a.spool.FailRun(runID, spool.RunFailed, err); serr != nil {
 			log.Error("could not record the failed run", keyErr, serr)
 		}
@@ -140,6 +142,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 		return localapi.Result{}, err
 	}
 	log.Info("profile spooled", keyID, rec.ID)
+	a.met.runs.WithLabelValues(outcomeCompleted).Inc()
 	a.deliverer.Kick()
 	return localapi.Result{
 		ID: rec.ID, Model: rec.Model, User: rec.User, Points: len(rec.CPUSweep), Best: rec.Best,

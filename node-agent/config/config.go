@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
+	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )
 
@@ -49,6 +50,9 @@ type Config struct {
 	MaxSweepDuration time.Duration
 	Delivery         Delivery
 	LogLevel         string
+	// MetricsListen is the TCP address of the agent's Prometheus /metrics
+	// (metrics.listen; "" = off).
+	MetricsListen string
 }
 
 // Delivery tunes how the agent sends profiles.
@@ -80,6 +84,9 @@ type file struct {
 		Timeout       float64 `mapstructure:"timeout"`
 		MaxFrameBytes int     `mapstructure:"max_frame_bytes"`
 	} `mapstructure:"delivery"`
+	Metrics struct {
+		Listen string `mapstructure:"listen"`
+	} `mapstructure:"metrics"`
 }
 
 // Default is the configuration of an empty file, except that Controller has
@@ -169,6 +176,7 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 		NodeGPUs:           f.NodeGPUs,
 		LogLevel:           strings.ToLower(strings.TrimSpace(f.LogLevel)),
 		Delivery:           Delivery{MaxFrameBytes: f.Delivery.MaxFrameBytes},
+		MetricsListen:      strings.TrimSpace(f.Metrics.Listen),
 	}
 	if c.Controller == "" {
 		return Config{}, fmt.Errorf("%w: controller must be set to the host:port of agent.listen in lachesis.yaml", ErrInvalid)
@@ -191,6 +199,9 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 			return Config{}, fmt.Errorf("%w: node is not set and the hostname is unknown: %v", ErrInvalid, err)
 		}
 		c.Node, _, _ = strings.Cut(h, ".")
+	}
+	if err := metricsrv.ValidateAddr("metrics.listen", c.MetricsListen); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if c.NodeGPUs < 0 {
 		return Config{}, fmt.Errorf("%w: node_gpus must be >= 0, got %d", ErrInvalid, c.NodeGPUs)

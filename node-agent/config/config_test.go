@@ -69,6 +69,8 @@ delivery:
   retry_max: 5
   timeout: 2
   max_frame_bytes: 4096
+metrics:
+  listen: ":9831"
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +79,8 @@ delivery:
 		Controller: "10.0.0.1:7000", MungeSocket: "/m/sock", Spool: "/s/spool.db", Socket: "/r/agent.sock",
 		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, TelemetryInterval: 0, LogLevel: "debug",
 		MaxPointDuration: 30 * time.Second, MaxSweepDuration: 15 * time.Minute,
-		Delivery: config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
+		Delivery:      config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
+		MetricsListen: ":9831",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
@@ -102,6 +105,7 @@ func TestBadFilesAreRejected(t *testing.T) {
 		{"zero max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 0\n", "max_point_seconds"},
 		{"a month of max_sweep_seconds is rejected", "controller: c:1\nmax_sweep_seconds: 2592000\n", "max_sweep_seconds"},
 		{"max_sweep_seconds below max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 600\nmax_sweep_seconds: 60\n", "max_sweep_seconds"},
+		{"metrics address without a port is rejected", "controller: c:1\nmetrics:\n  listen: localhost\n", "metrics.listen"},
 		{"not YAML is rejected", "controller: [\n", "YAML"},
 	}
 	for _, tc := range tests {

@@ -138,11 +138,18 @@ func startAgentCluster(t *testing.T) *agentEnv { return startAgentClusterWith(t,
 // agent section.
 func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 	t.Helper()
+	return startAgentClusterFull(t, agentYAML, "", "")
+}
+
+// startAgentClusterFull also appends coreExtra (top-level keys) to
+// lachesis.yaml and nodeExtra (top-level keys) to node-agent.yaml.
+func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string) *agentEnv {
+	t.Helper()
 	bin := buildCommands(t)
 	u := ensureTestUser(t)
 	listen := freeTCPAddr(t)
 	e := &agentEnv{
-		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML),
+		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra),
 		listen: listen,
 		bin:    bin,
 	}
@@ -177,7 +184,7 @@ delivery:
   retry_min: 0.2
   retry_max: 1
   timeout: 3
-`, listen, e.socket, filepath.Join(dir, "spool", "spool.db"), e.agentSock)
+`, listen, e.socket, filepath.Join(dir, "spool", "spool.db"), e.agentSock) + nodeExtra
 	if err := os.WriteFile(e.agentCfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -36,6 +37,14 @@ type Config struct {
 	LogLevel string
 	Agent    Agent
 	Synergy  synergy.Config
+	Metrics  Metrics
+}
+
+// Metrics configures the core's Prometheus endpoint.
+type Metrics struct {
+	// Listen is the TCP address of /metrics ("" = off). Like db_path, a
+	// change takes effect when slurmctld restarts.
+	Listen string
 }
 
 // Agent configures the controller's listener for node agents.
@@ -84,6 +93,9 @@ type file struct {
 		Override      bool    `mapstructure:"override"`
 		FallbackAfter float64 `mapstructure:"fallback_after"`
 	} `mapstructure:"synergy"`
+	Metrics struct {
+		Listen string `mapstructure:"listen"`
+	} `mapstructure:"metrics"`
 }
 
 // Default returns the configuration used when lachesis.yaml is absent and
@@ -187,6 +199,7 @@ func (f file) validate() (Config, error) {
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,
 		LogLevel:          strings.ToLower(f.LogLevel),
+		Metrics:           Metrics{Listen: strings.TrimSpace(f.Metrics.Listen)},
 		Agent: Agent{
 			Listen:        strings.TrimSpace(f.Agent.Listen),
 			MaxFrameBytes: f.Agent.MaxFrameBytes,
@@ -222,6 +235,9 @@ func (f file) validate() (Config, error) {
 		if _, _, err := net.SplitHostPort(c.Agent.Listen); err != nil {
 			return Config{}, fmt.Errorf("%w: agent.listen must be host:port (e.g. \":6830\"), got %q", ErrInvalid, f.Agent.Listen)
 		}
+	}
+	if err := metricsrv.ValidateAddr("metrics.listen", c.Metrics.Listen); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > MaxFrameBytesCap {
 		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, MaxFrameBytesCap, f.Agent.MaxFrameBytes)

@@ -41,6 +41,8 @@ tiresias:
 pass_interval: 2
 db_path: /tmp/x.db
 log_level: debug
+metrics:
+  listen: "127.0.0.1:9830"
 `
 	c, err := Parse(strings.NewReader(yaml))
 	if err != nil {
@@ -57,6 +59,9 @@ log_level: debug
 	}
 	if c.PassInterval != 2*time.Second || c.DBPath != "/tmp/x.db" || c.LogLevel != "debug" {
 		t.Errorf("top-level keys not read: %+v", c)
+	}
+	if c.Metrics.Listen != "127.0.0.1:9830" {
+		t.Errorf("metrics.listen = %q, want 127.0.0.1:9830", c.Metrics.Listen)
 	}
 }
 
@@ -81,6 +86,7 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"NaN fallback is rejected", "synergy:\n  fallback_after: .nan\n", "synergy.fallback_after"},
 		{"pass interval over an hour is rejected", "pass_interval: 3601\n", "pass_interval"},
 		{"wrong type for a bool is rejected", "synergy:\n  enabled: maybe\n", "synergy.enabled"},
+		{"metrics address without a port is rejected", "metrics:\n  listen: localhost\n", "metrics.listen"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
 	}
 	for _, c := range cases {

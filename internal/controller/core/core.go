@@ -12,6 +12,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile"
@@ -71,6 +72,9 @@ type Core struct {
 	// before any plugin call; nil for a Core made by New (tests).
 	agents *agentserver.Service
 
+	met        *metrics          // nil unless metrics.listen is set (metrics.go)
+	metricsSrv *metricsrv.Server // serves met; nil when off
+
 	pendMu  sync.Mutex
 	pending map[uint32]ledger.Record // queued for the writer
 	spare   map[uint32]ledger.Record // the writer's last batch, emptied
@@ -113,6 +117,10 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		c.Close()
 		return nil, err
 	}
+	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
+		c.Close()
+		return nil, err
+	}
 	c.bestCase = func(model string) (sensitivity.Demand, bool) {
 		r, ok := c.agents.Profile(model)
 		return r.Best, ok
@@ -146,6 +154,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
+		met:       newMetricsIf(cfg.Metrics.Listen),
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	for i := range active {
@@ -228,6 +237,7 @@ func (c *Core) Reconfigure() error {
 func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.met.passDone(time.Now())
 	if d := c.dist.Load(); d != c.rankerDist {
 		if err := c.rebuildRanker(); err != nil {
 			c.log.Error("new Gittins distribution rejected", keyErr, err)
@@ -274,6 +284,7 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		s := &snaps[c.jobIndex[k]]
 		rec := c.records[s.ID]
 		before := *rec
+		c.met.queueChange(rec.Queue, res.Queue, res.Promoted)
 		promoted, moved := rec.Apply(now, *res)
 		switch {
 		case promoted:
@@ -413,7 +424,7 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	if !ok {
 		return false
 	}
-	return priority.Preempts(c.decisions[preemptor].Queue, victim.Queue)
+	return c.met.preemption(priority.Preempts(c.decisions[preemptor].Queue, victim.Queue))
 }
 
 // Record returns a job's ledger record as the core holds it in memory.
@@ -429,6 +440,9 @@ func (c *Core) Record(id uint32) (ledger.Record, bool) {
 
 // Close stops the agent listener, flushes the ledger and stops the writer.
 func (c *Core) Close() error {
+	if c.metricsSrv != nil {
+		c.metricsSrv.Close()
+	}
 	if c.agents != nil {
 		if err := c.agents.Close(); err != nil {
 			c.log.Error("closing the node-agent listener", keyErr, err)

@@ -17,6 +17,7 @@ func (c *Core) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decisi
 	cfg := c.cfg.Synergy
 	c.mu.Unlock()
 	d := synergy.Decide(cfg, req, nodes, c.lookupBestCase)
+	c.met.sized(d.Action)
 	if d.NoProfile && d.ModelKey != "" && c.agents != nil {
 		c.agents.NoteModelKey(d.ModelKey) // memory only; written by a goroutine
 	}

@@ -1,0 +1,206 @@
+package core
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
+)
+
+// Metric names the core registers (etc/grafana/lachesis-core.json queries
+// them; a test checks that it queries nothing else).
+const (
+	MetricPassDuration  = "lachesis_pass_duration_seconds"
+	MetricQueueJobs     = "lachesis_queue_jobs"
+	MetricDemotions     = "lachesis_demotions_total"
+	MetricPromotions    = "lachesis_promotions_total"
+	MetricPreemptions   = "lachesis_preemptions_total"
+	MetricSizing        = "lachesis_sizing_decisions_total"
+	MetricAgentConns    = "lachesis_agent_connections_total"
+	MetricAgentOpen     = "lachesis_agent_connections_open"
+	MetricAgentReports  = "lachesis_agent_reports_total"
+	MetricAgentRejected = "lachesis_agent_rejected_total"
+)
+
+// metrics is what the core records for Prometheus. A nil *metrics (no
+// metrics.listen) records nothing, so every method is safe on nil. The
+// pass's recording is plain integer work under c.mu plus a few atomic
+// adds at the end of the pass: per-queue counts are gathered in a scratch
+// slice and published once per pass.
+type metrics struct {
+	reg         *prometheus.Registry
+	passSeconds prometheus.Histogram
+	queueJobs   *prometheus.GaugeVec
+	queueGauges []prometheus.Gauge // queueJobs by queue index, made once
+	demotions   prometheus.Counter
+	promotions  prometheus.Counter
+	preemptions prometheus.Counter
+	sizing      [3]prometheus.Counter // by synergy.Action
+
+	// Scratch of the pass in progress, under c.mu.
+	counts            []int
+	demoted, promoted int
+
+	// The agent listener's counters, read at scrape time (agentCollector).
+	agents                func() *agentserver.Server
+	agentConns, agentOpen *prometheus.Desc
+	agentReports          *prometheus.Desc
+	agentRejected         *prometheus.Desc
+	// collectors registered in reg (the dashboard test describes them).
+	collectors []prometheus.Collector
+}
+
+// sizingOutcome names each synergy.Action in lachesis_sizing_decisions_total.
+var sizingOutcome = [...]string{synergy.Leave: "leave", synergy.Set: "set", synergy.Reject: "reject"}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		passSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: MetricPassDuration,
+			Help: "Time one priority pass holds the core, from lock to decisions.",
+			// 100µs to ~26s: a pass over 100k jobs takes tens of ms.
+			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10),
+		}),
+		queueJobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricQueueJobs,
+			Help: "Jobs (pending and running, not held) in each Tiresias queue after the last pass.",
+		}, []string{"queue"}),
+		demotions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricDemotions, Help: "Jobs moved to a lower-priority queue by attained service.",
+		}),
+		promotions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricPromotions, Help: "Jobs promoted back to queue 0 against starvation.",
+		}),
+		preemptions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricPreemptions, Help: "Preemptions Lachesis allowed (Preemptable answered true).",
+		}),
+		agentConns: prometheus.NewDesc(MetricAgentConns, "Connections the node-agent listener accepted.", nil, nil),
+		agentOpen:  prometheus.NewDesc(MetricAgentOpen, "Node-agent connections open now.", nil, nil),
+		agentReports: prometheus.NewDesc(MetricAgentReports,
+			"Node-agent reports accepted, by kind (profile, duplicate_profile, telemetry).", []string{"kind"}, nil),
+		agentRejected: prometheus.NewDesc(MetricAgentRejected,
+			"Node-agent connections or frames rejected, by reason.", []string{"reason"}, nil),
+	}
+	sizing := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricSizing, Help: "Synergy sizing decisions at submit, by outcome.",
+	}, []string{"outcome"})
+	for a, name := range sizingOutcome {
+		m.sizing[a] = sizing.WithLabelValues(name)
+	}
+	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, sizing,
+		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	m.reg.MustRegister(m.collectors...)
+	return m
+}
+
+// serve starts /metrics at addr; agents supplies the listener whose
+// counters are read at scrape time (nil: none).
+func (m *metrics) serve(addr string, agents *agentserver.Service, log *slog.Logger) (*metricsrv.Server, error) {
+	if m == nil || addr == "" {
+		return nil, nil
+	}
+	if agents != nil {
+		m.agents = agents.Server
+	}
+	return metricsrv.Start(addr, m.reg, log)
+}
+
+// queueChange notes one ranked job of the pass: its queue before and after.
+func (m *metrics) queueChange(before, after int, promoted bool) {
+	if m == nil {
+		return
+	}
+	switch {
+	case promoted:
+		m.promoted++
+	case after > before:
+		m.demoted++
+	}
+	for len(m.counts) <= after {
+		m.counts = append(m.counts, 0)
+	}
+	m.counts[after]++
+}
+
+// passDone publishes the pass's counts and its duration since start.
+func (m *metrics) passDone(start time.Time) {
+	if m == nil {
+		return
+	}
+	for len(m.queueGauges) < len(m.counts) {
+		m.queueGauges = append(m.queueGauges, m.queueJobs.WithLabelValues(strconv.Itoa(len(m.queueGauges))))
+	}
+	// Every queue ever seen is set, so one emptied by this pass reads 0.
+	for q, g := range m.queueGauges {
+		n := 0
+		if q < len(m.counts) {
+			n = m.counts[q]
+		}
+		g.Set(float64(n))
+	}
+	clear(m.counts)
+	m.demotions.Add(float64(m.demoted))
+	m.promotions.Add(float64(m.promoted))
+	m.demoted, m.promoted = 0, 0
+	m.passSeconds.Observe(time.Since(start).Seconds())
+}
+
+// preemption counts an allowed preemption and returns allowed unchanged.
+func (m *metrics) preemption(allowed bool) bool {
+	if m != nil && allowed {
+		m.preemptions.Inc()
+	}
+	return allowed
+}
+
+// sized counts one Synergy decision by its outcome.
+func (m *metrics) sized(a synergy.Action) {
+	if m != nil && int(a) >= 0 && int(a) < len(m.sizing) {
+		m.sizing[a].Inc()
+	}
+}
+
+// agentCollector reads the node-agent listener's counters at scrape time,
+// on the metrics goroutine: the listener keeps them already.
+type agentCollector struct{ m *metrics }
+
+func (a agentCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- a.m.agentConns
+	ch <- a.m.agentOpen
+	ch <- a.m.agentReports
+	ch <- a.m.agentRejected
+}
+
+func (a agentCollector) Collect(ch chan<- prometheus.Metric) {
+	if a.m.agents == nil {
+		return
+	}
+	srv := a.m.agents()
+	if srv == nil {
+		return
+	}
+	st := srv.Stats()
+	ch <- prometheus.MustNewConstMetric(a.m.agentConns, prometheus.CounterValue, float64(st.Connections))
+	ch <- prometheus.MustNewConstMetric(a.m.agentOpen, prometheus.GaugeValue, float64(st.Open))
+	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.Profiles), "profile")
+	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.Duplicates), "duplicate_profile")
+	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.Telemetry), "telemetry")
+	for r, n := range st.Rejections {
+		ch <- prometheus.MustNewConstMetric(a.m.agentRejected, prometheus.CounterValue, float64(n), string(r))
+	}
+}
+
+// newMetricsIf returns the core's metrics when listen is set, else nil.
+func newMetricsIf(listen string) *metrics {
+	if listen == "" {
+		return nil
+	}
+	return newMetrics()
+}

@@ -1,0 +1,184 @@
+package core
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+)
+
+// openMetricsCore is openCore with metrics.listen set (New records; only
+// Open listens).
+func openMetricsCore(t *testing.T) *Core {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "l.db")
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(db)
+	cfg.Metrics.Listen = "127.0.0.1:0"
+	c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestNoMetricsWithoutListen(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	if c.met != nil {
+		t.Fatal("metrics recorded although metrics.listen is empty")
+	}
+	pass(c, 1010, running(1, 1, 1000, 1000)) // nil metrics must not panic
+	c.Preemptable(1, 2)
+}
+
+func TestPassRecordsQueuesDemotionsAndPromotions(t *testing.T) {
+	c := openMetricsCore(t)
+	m := c.met
+	pass(c, 1010, running(1, 1, 1000, 1000), pending(2, 1, 1005))
+	if got := testutil.ToFloat64(m.queueJobs.WithLabelValues("0")); got != 2 {
+		t.Fatalf("queue 0 jobs after the first pass = %v, want 2", got)
+	}
+	pass(c, 1200, running(1, 1, 1000, 1000), pending(2, 1, 1005)) // job 1: 200 s → queue 1
+	if q0, q1 := testutil.ToFloat64(m.queueJobs.WithLabelValues("0")), testutil.ToFloat64(m.queueJobs.WithLabelValues("1")); q0 != 1 || q1 != 1 {
+		t.Fatalf("queue jobs = %v,%v; want 1,1", q0, q1)
+	}
+	if got := testutil.ToFloat64(m.demotions); got != 1 {
+		t.Fatalf("demotions = %v, want 1", got)
+	}
+	pass(c, 1201, pending(1, 1, 1201), pending(2, 1, 1005)) // requeued; waiting since 1200
+	pass(c, 1600, pending(1, 1, 1201), pending(2, 1, 1005)) // waited 2 × 200: promoted
+	if got := testutil.ToFloat64(m.promotions); got != 1 {
+		t.Fatalf("promotions = %v, want 1", got)
+	}
+	if q1 := testutil.ToFloat64(m.queueJobs.WithLabelValues("1")); q1 != 0 {
+		t.Fatalf("queue 1 jobs after the promotion = %v, want 0 (an emptied queue reads 0)", q1)
+	}
+	if got := testutil.CollectAndCount(m.passSeconds); got != 1 {
+		t.Fatalf("%d pass histograms, want 1", got)
+	}
+	if n := histogramCount(t, c); n != 4 {
+		t.Fatalf("pass count = %d, want 4", n)
+	}
+}
+
+func histogramCount(t *testing.T, c *Core) uint64 {
+	t.Helper()
+	mfs, err := c.met.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == MetricPassDuration {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("%s not gathered", MetricPassDuration)
+	return 0
+}
+
+func TestPreemptionsCountOnlyAllowedOnes(t *testing.T) {
+	c := openMetricsCore(t)
+	pass(c, 2000, running(1, 4, 1000, 1000), pending(2, 1, 1999))
+	tests := []struct {
+		name                string
+		preemptor, preemtee uint32
+		want                float64
+	}{
+		{"queue 0 over queue 2 is counted", 2, 1, 1},
+		{"queue 2 over queue 0 is not counted", 1, 2, 1},
+		{"unknown victim is not counted", 2, 99, 1},
+		{"a second allowed one is counted", 2, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.Preemptable(tt.preemptor, tt.preemtee)
+			if got := testutil.ToFloat64(c.met.preemptions); got != tt.want {
+				t.Fatalf("preemptions = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSizingDecisionsByOutcome(t *testing.T) {
+	c := openMetricsCore(t)
+	c.SizeJob(synergy.Request{Name: "no-gpus"}, nil) // no GPUs: left alone
+	c.met.sized(synergy.Set)
+	c.met.sized(synergy.Reject)
+	c.met.sized(synergy.Reject)
+	c.met.sized(synergy.Action(7)) // unknown: ignored, not a panic
+	want := `
+# HELP lachesis_sizing_decisions_total Synergy sizing decisions at submit, by outcome.
+# TYPE lachesis_sizing_decisions_total counter
+lachesis_sizing_decisions_total{outcome="leave"} 1
+lachesis_sizing_decisions_total{outcome="reject"} 2
+lachesis_sizing_decisions_total{outcome="set"} 1
+`
+	if err := testutil.GatherAndCompare(c.met.reg, strings.NewReader(want), MetricSizing); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPassRecordingDoesNotAllocate(t *testing.T) {
+	c := openMetricsCore(t)
+	snaps := []Snapshot{running(1, 1, 1000, 1000), pending(2, 1, 1005), running(3, 2, 900, 950)}
+	out := make([]Decision, len(snaps))
+	now := int64(2000)
+	c.Pass(now, snaps, out)
+	start := time.Now()
+	allocs := testing.AllocsPerRun(20, func() {
+		c.met.queueChange(0, 1, false)
+		c.met.queueChange(1, 0, true)
+		c.met.passDone(start)
+	})
+	if allocs != 0 {
+		t.Fatalf("recording a pass allocates %v times, want 0", allocs)
+	}
+}
+
+// TestOpenServesMetricsAndTheAgentListener opens a core as slurmctld does,
+// with metrics.listen and agent.listen set, and scrapes it.
+func TestOpenServesMetricsAndTheAgentListener(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "lachesis.yaml")
+	writeFile(t, conf, "db_path: "+filepath.Join(dir, "l.db")+"\nmetrics:\n  listen: 127.0.0.1:0\nagent:\n  listen: 127.0.0.1:0\n")
+	c, err := Open(Env{ConfigPath: conf}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pass(c, 1010, running(1, 1, 1000, 1000))
+	resp, err := http.Get("http://" + c.metricsSrv.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		MetricPassDuration + "_count 1",
+		MetricQueueJobs + `{queue="0"} 1`,
+		MetricAgentConns + " 0",
+		MetricAgentReports + `{kind="telemetry"} 0`,
+		"process_cpu_seconds_total",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		os.Stderr.Write(body)
+	}
+}
