@@ -9,7 +9,7 @@ import (
 )
 
 func TestBundledWorkloadsAndModelsParse(t *testing.T) {
-	for _, p := range []string{"../../etc/demo/workload.csv", "../../etc/demo/synergy-workload.csv"} {
+	for _, p := range []string{"../../../etc/demo/workload.csv", "../../../etc/demo/synergy-workload.csv"} {
 		f, err := os.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -20,7 +20,7 @@ func TestBundledWorkloadsAndModelsParse(t *testing.T) {
 			t.Fatalf("%s: %d jobs, %v", p, len(jobs), err)
 		}
 	}
-	f, err := os.Open("../../etc/demo/models.csv")
+	f, err := os.Open("../../../etc/demo/models.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
