@@ -30,7 +30,7 @@ func main() {
 	flag.StringVar(&pd.Model, "model", "imagecnn", "profile: the model's key")
 	flag.IntVar(&pd.PointSeconds, "point-seconds", 30, "profile: seconds per CPU count of the sweep")
 	flag.IntVar(&pd.JobSteps, "job-steps", 150, "profile: training steps of the sbatch'd job")
-	flag.StringVar(&pd.Python, "python", "python3", "profile: the interpreter that has torch and torchvision")
+	flag.StringVar(&pd.Python, "python", "/usr/bin/python3", "profile: the interpreter with Debian's torch and torchvision")
 	flag.StringVar(&pd.PNG, "png", "build/demo-profile.png", "profile: where the throughput chart goes")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -331,7 +331,7 @@ func (d ProfileDemo) followJob(ctx context.Context, c *slurmcluster.Cluster, id 
 		}
 	}
 	out, _ := os.ReadFile(filepath.Join(d.work(), fmt.Sprintf("job-%d.out", id)))
-	fmt.Fprintf(d.Out, "\nJob %d %s; its output:\n%s", id, det.State, indent(lastLines(string(out), 6)))
+	fmt.Fprintf(d.Out, "\nJob %d %s; its output (first line, last 3):\n%s", id, det.State, indent(headTail(string(out), 3)))
 	if det.State != "COMPLETED" {
 		return fmt.Errorf("%w: job %d ended %s", ErrProfileDemo, id, det.State)
 	}
@@ -466,10 +466,12 @@ func indent(s string) string {
 	return b.String()
 }
 
-func lastLines(s string, n int) string {
+// headTail is s's first line (the script says how many CPUs it got) and
+// its last n lines (its throughput on them).
+func headTail(s string, n int) string {
 	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
+	if len(ls) > n+1 {
+		ls = append(ls[:1:1], ls[len(ls)-n:]...)
 	}
 	return strings.Join(ls, "\n")
 }

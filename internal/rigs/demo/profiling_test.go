@@ -107,3 +107,20 @@ func TestJobArgsNameTheModelAndLeaveCPUsAndMemoryToLachesis(t *testing.T) {
 		t.Fatalf("the job is not bounded: %q", wrap)
 	}
 }
+
+func TestHeadTailKeepsTheFirstLineAndTheLastN(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"a long output keeps line 1 and the last 2", "a\nb\nc\nd\ne\n", "a\nd\ne"},
+		{"an output of n+1 lines is whole", "a\nb\nc\n", "a\nb\nc"},
+		{"a short output is whole", "a\n", "a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := headTail(tc.in, 2); got != tc.want {
+				t.Fatalf("headTail(%q, 2) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
