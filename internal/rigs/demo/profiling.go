@@ -133,6 +133,9 @@ func (d ProfileDemo) Run(ctx context.Context) (err error) {
 	if err := d.Validate(); err != nil {
 		return err
 	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: run it as root (it starts Slurm's daemons and the node agent)", ErrProfileDemo)
+	}
 	say := func(format string, a ...any) { fmt.Fprintf(d.Out, "\n== "+format+"\n", a...) }
 	u, err := ensureUser(d.User)
 	if err != nil {
