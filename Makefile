@@ -23,7 +23,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/la
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo clean fmt vet
+.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo demo-profile clean fmt vet
 
 all: build
 
@@ -81,6 +81,14 @@ eval: commands
 
 demo: build
 	$(GO) run ./cmd/lachesis-demo
+
+# A real PyTorch training job (etc/demo/train_image.py, CPU) profiled through
+# the node agent, its profile stored by the controller, then a plain sbatch
+# of it sized from that profile; the chart goes to build/demo-profile.png.
+# Not part of `make test`: Debian's torch is large and the run takes minutes.
+demo-profile: build
+	bash scripts/install-deps.sh torch
+	$(BIN)/lachesis-demo -part profile -bin $(BIN) -png $(BUILD)/demo-profile.png
 
 # Fuzz the parsers that face the network and users (a while each).
 fuzz: deps

@@ -2,10 +2,12 @@
 # Installs, from Debian's packages, everything Lachesis needs to build and to
 # run the loopback Slurm cluster. Idempotent: a second run installs nothing.
 #
-# Usage: scripts/install-deps.sh [slurmdbd]
+# Usage: scripts/install-deps.sh [slurmdbd] [torch]
 #   slurmdbd (or LACHESIS_ACCOUNTING=slurmdbd in the environment) also installs
 #   what scripts/cluster.sh needs for its accounting mode. It is opt-in so that
 #   the default install, and CI time, stay as they were.
+#   torch also installs Debian's CPU PyTorch and torchvision (and Pillow) for
+#   `make demo-profile`; they are large, so only that target asks for them.
 set -euo pipefail
 
 # prometheus: the cluster tests start a private server that scrapes the
@@ -14,10 +16,12 @@ pkgs=(slurmctld slurmd slurm-client munge libmunge-dev libslurm-dev
       build-essential pkg-config sqlite3 procps python3 prometheus)
 
 accounting=${LACHESIS_ACCOUNTING:-none}
+torch=no
 for arg; do
   case $arg in
     slurmdbd) accounting=slurmdbd ;;
-    *) echo "usage: $0 [slurmdbd]" >&2; exit 2 ;;
+    torch) torch=yes ;;
+    *) echo "usage: $0 [slurmdbd] [torch]" >&2; exit 2 ;;
   esac
 done
 case $accounting in
@@ -31,6 +35,9 @@ case $accounting in
   slurmdbd) pkgs+=(slurmdbd mariadb-server-core mariadb-client-core) ;;
   *) echo "install-deps: LACHESIS_ACCOUNTING must be none or slurmdbd, got '$accounting'" >&2; exit 2 ;;
 esac
+if [[ $torch == yes ]]; then
+  pkgs+=(python3-torch python3-torchvision python3-pil)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,6 +1,8 @@
 // Command lachesis-demo is `make demo`: bundled workloads on a loopback
 // Slurm cluster, each run with Lachesis and with a baseline, side by side.
-// The logic lives in internal/demo; this file only wires flags to it.
+// `-part profile` is `make demo-profile` instead: a real PyTorch training
+// job profiled through the node agent and then sized by the controller.
+// The logic lives in internal/rigs/demo; this file only wires flags to it.
 package main
 
 import (
@@ -20,12 +22,29 @@ import (
 )
 
 func main() {
-	part := flag.String("part", "all", "which comparison to run: tiresias, synergy or all")
-	dir := flag.String("dir", "/tmp/lachesis-demo", "cluster directory")
+	part := flag.String("part", "all", "which comparison to run: tiresias, synergy or all; or profile (make demo-profile)")
+	dir := flag.String("dir", "", "cluster directory (default /tmp/lachesis-demo, /tmp/lachesis-dp for -part profile)")
+	var pd demo.ProfileDemo
+	flag.StringVar(&pd.Bin, "bin", "bin", "profile: directory of the built lachesis-node-agent and lachesis-profiler")
+	flag.StringVar(&pd.User, "user", "lachesis-demo", "profile: the unprivileged user who profiles and submits (created if missing)")
+	flag.StringVar(&pd.Model, "model", "imagecnn", "profile: the model's key")
+	flag.IntVar(&pd.PointSeconds, "point-seconds", 30, "profile: seconds per CPU count of the sweep")
+	flag.IntVar(&pd.JobSteps, "job-steps", 150, "profile: training steps of the sbatch'd job")
+	flag.StringVar(&pd.Python, "python", "/usr/bin/python3", "profile: the interpreter with Debian's torch and torchvision")
+	flag.StringVar(&pd.PNG, "png", "build/demo-profile.png", "profile: where the throughput chart goes")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *part, *dir); err != nil {
+	var err error
+	if *part == "profile" {
+		err = runProfile(ctx, pd, *dir)
+	} else {
+		if *dir == "" {
+			*dir = "/tmp/lachesis-demo"
+		}
+		err = run(ctx, *part, *dir)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "lachesis-demo:", err)
 		os.Exit(1)
 	}
@@ -80,6 +99,31 @@ func run(ctx context.Context, part, dir string) error {
 		}
 	}
 	return nil
+}
+
+// runProfile completes pd's paths from the repository root and runs it.
+func runProfile(ctx context.Context, pd demo.ProfileDemo, dir string) error {
+	wd, _ := os.Getwd()
+	root, err := slurmcluster.RepoRoot(wd)
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		// Short: the node agent's unix socket lives in it.
+		dir = "/tmp/lachesis-dp"
+	}
+	pd.Root, pd.Dir = root, dir
+	if !filepath.IsAbs(pd.Bin) {
+		pd.Bin = filepath.Join(root, pd.Bin)
+	}
+	if !filepath.IsAbs(pd.PNG) {
+		pd.PNG = filepath.Join(root, pd.PNG)
+	}
+	if err := os.MkdirAll(filepath.Dir(pd.PNG), 0o755); err != nil {
+		return err
+	}
+	pd.Out, pd.Stdout, pd.Stderr = os.Stdout, os.Stdout, os.Stderr
+	return pd.Run(ctx)
 }
 
 func readWorkload(root, path string) ([]demo.Job, error) {
