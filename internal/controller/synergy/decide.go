@@ -117,11 +117,11 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	}
 	if d.CPUsPerGPU == 0 && d.MemMBPerGPU == 0 {
 		d.Profiled = false
-		d.Reason = fmt.Sprintf("lachesis: model=%s: kept the user's CPUs/memory request (synergy.override is off)", d.ModelKey)
+		d.Reason = clipReason(fmt.Sprintf("lachesis: model=%s: kept the user's CPUs/memory request (synergy.override is off)", clipField(d.ModelKey)))
 		return d
 	}
 	d.Action = Set
-	d.Reason = clipReason(fmt.Sprintf("lachesis: model=%s %s: %s per GPU", clipField(d.ModelKey), source, describe(d, userCPUs, userMem, explicitCPUs, explicitMem)))
+	d.Reason = clipReason(fmt.Sprintf("lachesis: model=%s %s: %s per GPU on partition %s", clipField(d.ModelKey), source, describe(d, userCPUs, userMem, explicitCPUs, explicitMem), clipField(req.Partition)))
 	if d.CPUsPerGPU != 0 && d.MemMBPerGPU != 0 {
 		// The marker goes after the clipped text, so it is always whole:
 		// the fallback reads it back.
