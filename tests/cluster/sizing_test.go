@@ -49,9 +49,11 @@ func TestImplausibleProfileIsRefusedAndItsModelGetsTheShare(t *testing.T) {
 
 // Nodes of 2 GPUs, a job of 3 GPUs submitted without -p: it is sized from
 // the default partition's nodes (Slurm spreads it over two), and the admin
-// comment names that partition.
+// comment names that partition. A job given a list of partitions is sized
+// from their nodes, and the comment names the list.
 func TestJobWithoutPartitionIsSizedFromTheDefaultPartition(t *testing.T) {
-	e := startShapedCluster(t, shape{Nodes: 2, GPUs: 2, CPUs: 2, MemMB: 4000}, "", synergyConf...)
+	conf := append([]string{"PartitionName=half Nodes=lnode2 MaxTime=INFINITE State=UP"}, synergyConf...)
+	e := startShapedCluster(t, shape{Nodes: 2, GPUs: 2, CPUs: 2, MemMB: 4000}, "", conf...)
 	id := e.submit("-J", "wide", "--gpus=3", "--wrap", "sleep 1")
 	d, err := e.c.ShowJob(id)
 	if err != nil {
@@ -63,5 +65,13 @@ func TestJobWithoutPartitionIsSizedFromTheDefaultPartition(t *testing.T) {
 	}
 	if ac := f["AdminComment"]; !strings.Contains(ac, "spread over nodes of 2 GPUs") || !strings.Contains(ac, "per GPU on partition gpu") {
 		t.Fatalf("AdminComment %q; want the spread and the default partition named", ac)
+	}
+
+	id = e.submit("-J", "listed", "-p", "half,gpu", "--gpus=1", "--wrap", "sleep 1")
+	if d, err = e.c.ShowJob(id); err != nil {
+		t.Fatal(err)
+	}
+	if f := d.Fields; f["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(f["AdminComment"], "on partition half,gpu") {
+		t.Fatalf("CpusPerTres=%s AdminComment=%q; want the share and the list named", f["CpusPerTres"], f["AdminComment"])
 	}
 }
