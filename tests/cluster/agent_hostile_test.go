@@ -22,6 +22,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // dialFrom connects to addr from a loopback address of its own
@@ -196,7 +197,8 @@ func TestDeepFramesLeaveControllerMemoryBounded(t *testing.T) {
 func sendReal(t *testing.T, e *agentEnv, model string) time.Duration {
 	t.Helper()
 	c := &deliver.Client{Addr: e.listen, Signer: &munge.Client{Socket: e.socket}, Timeout: 20 * time.Second}
-	rec := profile.Record{ID: fmt.Sprintf("%s-%d", model, time.Now().UnixNano()), Model: model, Node: "lnode1", Finished: time.Now()}
+	rec := profile.Record{ID: fmt.Sprintf("%s-%d", model, time.Now().UnixNano()), Model: model, Node: "lnode1", Finished: time.Now(),
+		Best: sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 1}}
 	begin := time.Now()
 	ack, err := c.Send(context.Background(), wire.TypeProfile, &wire.ProfileReport{Record: rec})
 	if err != nil || !ack.OK {

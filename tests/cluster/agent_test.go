@@ -25,6 +25,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // testUser is the unprivileged user who asks for profiles: the agent must
@@ -400,7 +401,8 @@ type attack struct {
 
 func reportFrame(t *testing.T, signer wire.Signer, model string) []byte {
 	t.Helper()
-	rec := profile.Record{ID: fmt.Sprintf("abuse-%d", time.Now().UnixNano()), Model: model, Node: "evil", Finished: time.Now()}
+	rec := profile.Record{ID: fmt.Sprintf("abuse-%d", time.Now().UnixNano()), Model: model, Node: "evil", Finished: time.Now(),
+		Best: sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 1}}
 	b, err := wire.EncodeReport(signer, wire.TypeProfile, &wire.ProfileReport{Record: rec})
 	if err != nil {
 		t.Fatal(err)

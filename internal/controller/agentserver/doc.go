@@ -20,6 +20,11 @@
 // Only credentials made by root, SlurmUser or a uid listed in
 // agent.allowed_uids are accepted, and a credential must carry the digest
 // of the frame it came in (wire.Digest), so it vouches for that body alone.
+// Even then a profile's numbers are checked (profile.Record.Check: a best
+// case of 1 to 512 CPUs and 64 MiB to 16 TiB per GPU, finite): a trusted
+// agent that is broken must not size every job of a model to 1 MB per GPU.
+// Such a profile is refused with "implausible_profile", counted and
+// logged; one stored before the check is ignored when the service loads.
 //
 // Service bundles what the core needs: the store on the ledger's file, the
 // in-memory profile cache job_submit reads under slurmctld's locks, and the

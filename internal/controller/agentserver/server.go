@@ -64,6 +64,7 @@ const (
 	ReasonDigestMismatch Reason = "digest_mismatch"
 	ReasonUIDNotAllowed  Reason = "uid_not_allowed"
 	ReasonInvalidReport  Reason = "invalid_report"
+	ReasonImplausible    Reason = "implausible_profile" // numbers no job may be sized from
 	ReasonStoreError     Reason = "store_error"
 	ReasonConnLimit      Reason = "connection_limit"
 	ReasonPeerLimit      Reason = "peer_connection_limit"
@@ -537,6 +538,13 @@ func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 		return s.refuse(peer, ReasonInvalidReport, err)
 	}
 	rec := rep.Record
+	// Even a trusted agent's numbers are checked: one bad profile would
+	// size every job of its model (1e-9 GB is 1 MB per GPU).
+	if err := rec.Check(); err != nil {
+		ack, keep := s.refuse(peer, ReasonImplausible, fmt.Errorf("profile %s of model %q: %w", rec.ID, rec.Model, err))
+		ack.ID = rec.ID
+		return ack, keep
+	}
 	inserted, err := s.store.Put(rec)
 	if err != nil {
 		ack, keep := s.refuse(peer, ReasonStoreError, err)

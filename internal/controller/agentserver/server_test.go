@@ -15,6 +15,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
@@ -117,7 +118,8 @@ func isTimeout(err error) bool {
 func record(id string) profile.Record {
 	return profile.Record{ID: id, Model: "bert", Node: "n1", User: "alice", GPUs: 1,
 		Finished: time.Now().UTC().Truncate(time.Second),
-		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 3}}}
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 3}},
+		Best:     sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 2}}
 }
 
 func profileFrame(t *testing.T, s wire.Signer, rec profile.Record) []byte {
@@ -482,5 +484,35 @@ func TestRejectionLogsAreRateLimited(t *testing.T) {
 			t.Fatalf("suppressed rejections never summarised:\n%s", f.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestImplausibleProfilesAreRefusedAndCounted(t *testing.T) {
+	cases := []struct {
+		name string
+		best sensitivity.Demand
+	}{
+		{"1e-9 GB per GPU is refused", sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 1e-9}},
+		{"1e300 GB per GPU is refused", sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 1e300}},
+		{"negative memory is refused", sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: -2}},
+		{"a huge CPU count is refused", sensitivity.Demand{CPUsPerGPU: 1 << 30, MemGBPerGPU: 2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := start(t, nil)
+			rec := record("absurd-1")
+			rec.Best = c.best
+			ack, err, _ := f.send(profileFrame(t, f.fake, rec))
+			if err != nil || ack.OK || ack.Error != string(agentserver.ReasonImplausible) || ack.ID != "absurd-1" {
+				t.Fatalf("ack %+v, %v; want a refusal naming %s and the record", ack, err, agentserver.ReasonImplausible)
+			}
+			f.waitRejection(agentserver.ReasonImplausible)
+			if n, _ := f.store.Count("bert"); n != 0 || len(f.stored) != 0 {
+				t.Fatalf("%d rows stored, %d OnProfile calls; want none", n, len(f.stored))
+			}
+			if !strings.Contains(f.logs.String(), "implausible demand") {
+				t.Fatalf("the log does not say why:\n%s", f.logs)
+			}
+		})
 	}
 }

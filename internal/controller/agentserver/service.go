@@ -80,6 +80,14 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 		store.Close()
 		return nil, err
 	}
+	for model, rec := range latest {
+		// Stored before profiles were checked at ingest: such a record
+		// must not size jobs either, so its model goes unprofiled.
+		if err := rec.Check(); err != nil {
+			log.Warn("ignoring a stored profile", keyModel, model, keyID, rec.ID, keyErr, err)
+			delete(latest, model)
+		}
+	}
 	s := &Service{
 		cfg:   cfg,
 		log:   log,

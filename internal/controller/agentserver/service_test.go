@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/profile"
 )
 
 func deliver(t *testing.T, addr string, signer wire.Signer, id string) wire.Ack {
@@ -113,5 +115,40 @@ func TestServiceListensOnceItsPortIsFree(t *testing.T) {
 	}
 	if svc.Server().Addr().String() != addr {
 		t.Fatalf("listening on %s, want %s", svc.Server().Addr(), addr)
+	}
+}
+
+// A profile stored before ingest checked numbers must not size jobs after
+// a restart: the service leaves its model unprofiled and says why.
+func TestServiceIgnoresAStoredImplausibleProfile(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lachesis.db")
+	store, err := profilestore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := record("old-1")
+	bad.Best.MemGBPerGPU = 1e-9
+	good := record("old-2")
+	good.Model = "gnmt"
+	for _, r := range []profile.Record{bad, good} {
+		if _, err := store.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+	logs := &syncBuffer{}
+	svc, err := agentserver.NewService(agentserver.ServiceConfig{DBPath: db}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if r, ok := svc.Profile("bert"); ok {
+		t.Fatalf("the implausible profile sizes jobs: %+v", r)
+	}
+	if _, ok := svc.Profile("gnmt"); !ok {
+		t.Fatal("the plausible profile was dropped too")
+	}
+	if !strings.Contains(logs.String(), "ignoring a stored profile") {
+		t.Fatalf("not logged:\n%s", logs)
 	}
 }

@@ -3,6 +3,7 @@ package synergy
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -76,22 +77,35 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	explicitMem := hasMem || req.MemMB != 0
 	d := Decision{Action: Leave, ModelKey: req.ModelKey()}
 
-	shape, ok := partitionShape(nodes, perNodeGPUs(req.GPU, gpus))
+	g, spread := perNodeGPUs(req.GPU, gpus), false
+	shape, ok := partitionShape(nodes, g)
+	if !ok && spreadable(req.GPU) {
+		// --gpus=N with no node count: Slurm spreads the job over as many
+		// nodes as it needs, so size it for the most GPUs one node has.
+		if most := mostGPUs(nodes); most > 0 && most < g {
+			g, spread = most, true
+			shape, ok = partitionShape(nodes, g)
+		}
+	}
 	if !ok {
-		d.Reason = fmt.Sprintf("lachesis: left as submitted: no node of partition %q has %d GPUs", req.Partition, perNodeGPUs(req.GPU, gpus))
+		d.Reason = clipReason(fmt.Sprintf("lachesis: left as submitted: no node of partition %q has %d GPUs", clipField(req.Partition), g))
 		return d
 	}
 	want, source := shape.propCPUs, "proportional share"
 	wantMem := shape.propMemMB
-	if best, ok := lookup(d.ModelKey); ok && best.CPUsPerGPU > 0 {
-		bestMem := uint64(math.Ceil(best.MemGBPerGPU * 1024))
-		if shape.holds(best.CPUsPerGPU, bestMem) {
-			want, wantMem, source, d.Profiled = best.CPUsPerGPU, bestMem, "profile best case", true
-		} else {
-			source = fmt.Sprintf("proportional share (best case %d CPUs, %.1f GB per GPU fits no node)", best.CPUsPerGPU, best.MemGBPerGPU)
-		}
-	} else {
+	if best, ok := lookup(d.ModelKey); !ok || best.CPUsPerGPU <= 0 {
 		source, d.NoProfile = "proportional share (no profile yet)", true
+	} else if err := best.Check(); err != nil {
+		// Checked at ingest too; this guards profiles from elsewhere, so
+		// a bad number can never reach a job or an overflowing product.
+		source = "proportional share (profile ignored: implausible best case)"
+	} else if bestMem := best.MemMB(); shape.holds(best.CPUsPerGPU, bestMem) {
+		want, wantMem, source, d.Profiled = best.CPUsPerGPU, bestMem, "profile best case", true
+	} else {
+		source = fmt.Sprintf("proportional share (best case %d CPUs, %.1f GB per GPU fits no node)", best.CPUsPerGPU, best.MemGBPerGPU)
+	}
+	if spread {
+		source += fmt.Sprintf(" (spread over nodes of %d GPUs)", g)
 	}
 	if !explicitCPUs || cfg.Override {
 		d.CPUsPerGPU = want
@@ -103,16 +117,41 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	}
 	if d.CPUsPerGPU == 0 && d.MemMBPerGPU == 0 {
 		d.Profiled = false
-		d.Reason = fmt.Sprintf("lachesis: model=%s: kept the user's CPUs/memory request (synergy.override is off)", d.ModelKey)
+		d.Reason = clipReason(fmt.Sprintf("lachesis: model=%s: kept the user's CPUs/memory request (synergy.override is off)", clipField(d.ModelKey)))
 		return d
 	}
 	d.Action = Set
-	d.Reason = fmt.Sprintf("lachesis: model=%s %s: %s per GPU", d.ModelKey, source, describe(d, userCPUs, userMem, explicitCPUs, explicitMem))
+	d.Reason = clipReason(fmt.Sprintf("lachesis: model=%s %s: %s per GPU on partition %s", clipField(d.ModelKey), source, describe(d, userCPUs, userMem, explicitCPUs, explicitMem), clipField(req.Partition)))
 	if d.CPUsPerGPU != 0 && d.MemMBPerGPU != 0 {
+		// The marker goes after the clipped text, so it is always whole:
+		// the fallback reads it back.
 		sz := Sizing{CPUs: d.CPUsPerGPU, MemMB: d.MemMBPerGPU, ShareCPUs: shape.propCPUs, ShareMemMB: shape.propMemMB}
 		d.Reason += " " + sz.marker()
 	}
 	return d
+}
+
+// Bounds on the admin comment Lachesis writes: the plugin's buffer is 512
+// bytes, and the marker (at most ~90 bytes) must fit whole after the text.
+const (
+	MaxReasonText = 384
+	maxField      = 64 // a user-chosen name (model key, partition) in the text
+)
+
+// clipField cuts a user-chosen name for the admin comment.
+func clipField(s string) string {
+	if len(s) <= maxField {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxField], "") + "…"
+}
+
+// clipReason cuts the human-readable part of a reason to MaxReasonText.
+func clipReason(s string) string {
+	if len(s) <= MaxReasonText {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxReasonText-len("…")], "") + "…"
 }
 
 func describe(d Decision, userCPUs, userMem uint64, explicitCPUs, explicitMem bool) string {
@@ -149,6 +188,24 @@ func perNodeGPUs(r gres.Request, total uint64) int {
 	}
 	nodes := max(uint64(r.Nodes), 1)
 	return int((total + nodes - 1) / nodes)
+}
+
+// spreadable: the job asks for GPUs per job with no node count (-N), so Slurm
+// may place them on several nodes.
+func spreadable(r gres.Request) bool {
+	n, err := gres.GPUs(r.PerNode)
+	return (err != nil || n == 0) && r.Nodes == 0 && r.PerJob != ""
+}
+
+// mostGPUs is the largest GPU count of a node among nodes.
+func mostGPUs(nodes []Node) int {
+	most := 0
+	for _, n := range nodes {
+		if ng, err := gres.GPUs(n.Gres); err == nil && n.CPUs > 0 {
+			most = max(most, int(ng))
+		}
+	}
+	return most
 }
 
 // shape summarises the partition's nodes that can host g GPUs of the job.
