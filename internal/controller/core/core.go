@@ -78,6 +78,7 @@ type Core struct {
 	pending map[uint32]ledger.Record // queued for the writer
 	spare   map[uint32]ledger.Record // the writer's last batch, emptied
 	batch   []ledger.Record          // writer-only scratch
+	w       writerState              // writer-only: retries (writer.go)
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
@@ -98,7 +99,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := ledger.Open(cfg.DBPath)
+	store, err := ledger.OpenOwned(cfg.DBPath, int(env.SlurmUID))
 	if err != nil {
 		return nil, err
 	}
