@@ -79,6 +79,7 @@ type Core struct {
 	spare   map[uint32]ledger.Record // the writer's last batch, emptied
 	batch   []ledger.Record          // writer-only scratch
 	w       writerState              // writer-only: retries (writer.go)
+	marks   markerState              // under mu: SystemComment markers (restore.go)
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
@@ -238,6 +239,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 		s := &snaps[i]
 		out[i] = Decision{}
 		c.seen[s.ID] = true
+		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
 		if s.State == StateFinished || s.Held {
 			continue
@@ -268,6 +270,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 			c.markDirty(rec)
 		}
 		d := decide(w, *res, rec.Total(), rec.QueueService())
+		d.Marker = c.markerFor(s, rec)
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
@@ -284,6 +287,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 			delete(c.decisions, id)
 		}
 	}
+	c.pruneMarkers()
 	c.signalWriter()
 	return len(c.candidates)
 }
