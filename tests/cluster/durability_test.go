@@ -103,6 +103,9 @@ func TestLedgerDeletedWhileRunningIsRewrittenAndPrivate(t *testing.T) {
 		r, ok := e.ledgerRecord(a)
 		return ok && int64(r.ServiceClosed) == before.Service, fmt.Sprintf("%+v", r)
 	})
+	e.eventually(30*time.Second, "the profile service to reopen the file too", func() (bool, string) {
+		return e.logMatches(`profile file reopened; cached profiles stored again`), ""
+	})
 	e.checkPrivate()
 
 	// (c) model keys noted while writes fail reach `missing` afterwards.

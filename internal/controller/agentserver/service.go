@@ -176,7 +176,7 @@ func (s *Service) RecordModelKeys(counts map[string]int, at time.Time) error {
 // again at the next flush: a full or read-only disk delays `missing`, it
 // does not empty it.
 func (s *Service) flushKeys() {
-	s.checkFile()
+	fileErr := s.checkFile()
 	s.keysMu.Lock()
 	keys := s.keys
 	if len(keys) == 0 {
@@ -185,7 +185,11 @@ func (s *Service) flushKeys() {
 	}
 	s.keys = map[string]int{}
 	s.keysMu.Unlock()
-	if err := s.store.NoteModelKeys(keys, time.Now()); err != nil {
+	err := fileErr // the file is gone and not reopened: writing would lose them
+	if err == nil {
+		err = s.store.NoteModelKeys(keys, time.Now())
+	}
+	if err != nil {
 		s.log.Error("could not record submitted model keys; keeping them for the next try", keyErr, err, keyModels, len(keys))
 		s.keysMu.Lock()
 		for k, n := range keys {
@@ -199,19 +203,20 @@ func (s *Service) flushKeys() {
 // ledger shares it and recreates it too) and stores every cached profile
 // again, so sizing survives the next restart. Model keys written before
 // are lost with the old file; those noted since are written to the new one.
-func (s *Service) checkFile() {
+// It returns an error while the file is gone and cannot be reopened.
+func (s *Service) checkFile() error {
 	err := s.store.CheckFile()
 	if err == nil {
-		return
+		return nil
 	}
 	if !errors.Is(err, sqlitedb.ErrReplaced) {
 		s.log.Error("cannot check the profile file", keyErr, err)
-		return
+		return err
 	}
 	s.log.Error("PROFILE FILE DELETED OR REPLACED; reopening it and storing cached profiles again", keyErr, err, keyPath, s.cfg.DBPath)
 	if err := s.store.Reopen(); err != nil {
 		s.log.Error("cannot reopen the profile file; retrying", keyErr, err, keyPath, s.cfg.DBPath)
-		return
+		return err
 	}
 	n := 0
 	for _, rec := range s.cache.All() {
@@ -222,6 +227,7 @@ func (s *Service) checkFile() {
 		n++
 	}
 	s.log.Warn("profile file reopened; cached profiles stored again", keyModels, n, keyPath, s.cfg.DBPath)
+	return nil
 }
 
 // Server is the running listener, nil while it could not bind.
