@@ -110,6 +110,7 @@ func TestLedgerDeletedWhileRunningIsRewrittenAndPrivate(t *testing.T) {
 
 	// (c) model keys noted while writes fail reach `missing` afterwards.
 	chattr(t, "+i", e.dbPath(), e.dbPath()+"-wal")
+	t.Cleanup(func() { exec.Command("chattr", "-i", e.dbPath(), e.dbPath()+"-wal").Run() })
 	e.submit("-J", "keyed", "--gpus=1", "--comment=model=durable-key", "--wrap", "sleep 600")
 	e.eventually(40*time.Second, "the key write to fail", func() (bool, string) {
 		return e.logMatches(`could not record submitted model keys; keeping them`), ""

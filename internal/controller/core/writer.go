@@ -91,7 +91,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 	if !errors.Is(err, ledger.ErrReplaced) {
 		return err
 	}
-	c.log.Error("LEDGER FILE DELETED OR REPLACED; reopening it and rewriting every active job", keyErr, err, keyPath, c.cfg.DBPath)
+	c.log.Error("LEDGER FILE DELETED OR REPLACED; reopening it and rewriting every active job", keyErr, err)
 	if err := fs.Reopen(); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 	}
 	n := len(c.records)
 	c.mu.Unlock()
-	c.log.Warn("ledger reopened; active jobs queued for rewrite", keyJobs, n, keyPath, c.cfg.DBPath)
+	c.log.Warn("ledger reopened; active jobs queued for rewrite", keyJobs, n)
 	return nil
 }
 
