@@ -35,8 +35,7 @@ const MarkerMax = 160
 
 // markerState is the pass's bookkeeping for markers; under mu.
 type markerState struct {
-	checked map[uint32]bool   // jobs whose snapshot marker was compared since start
-	written map[uint32]string // the marker last handed to Slurm per job
+	checked map[uint32]bool // jobs whose snapshot marker was compared since start
 }
 
 // marker is the part of a record the marker carries: what a restart cannot
@@ -51,7 +50,7 @@ type marker struct {
 
 func (m *markerState) init() {
 	if m.checked == nil {
-		*m = markerState{checked: map[uint32]bool{}, written: map[uint32]string{}}
+		*m = markerState{checked: map[uint32]bool{}}
 	}
 }
 
@@ -167,10 +166,12 @@ func (c *Core) restoreFromMarker(s *Snapshot) {
 func (c *Core) markerFor(s *Snapshot, rec *ledger.Record) string {
 	c.marks.init()
 	m := markerOf(rec).String()
-	if m == s.Marker || m == c.marks.written[s.ID] || len(m) > MarkerMax {
+	// Compared with what the snapshot shows, not with what was last handed
+	// out: an admin who rewrites SystemComment drops our part, and it must
+	// come back at the next pass, not at the job's next change.
+	if m == s.Marker || len(m) > MarkerMax {
 		return ""
 	}
-	c.marks.written[s.ID] = m
 	return m
 }
 
@@ -180,7 +181,6 @@ func (c *Core) pruneMarkers() {
 	for id := range c.marks.checked {
 		if !c.seen[id] {
 			delete(c.marks.checked, id)
-			delete(c.marks.written, id)
 		}
 	}
 }
