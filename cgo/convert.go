@@ -21,6 +21,28 @@ import (
 // sizedMarker is core.SizedMarker as a C string, made once.
 var sizedMarker = C.CString(core.SizedMarker)
 
+var semicolon = C.CString(";")
+
+// servicePrefix is core.MarkerPrefix as a C string, made once.
+var servicePrefix = C.CString(core.MarkerPrefix)
+
+// markerFromC copies Lachesis's part of a SystemComment: from the prefix
+// to the next ';', bounded, so an admin's long comment costs nothing.
+func markerFromC(sc *C.char) string {
+	if sc == nil {
+		return ""
+	}
+	at := C.strstr(sc, servicePrefix)
+	if at == nil {
+		return ""
+	}
+	n := int(C.strcspn(at, semicolon))
+	if n > core.MarkerMax {
+		return "" // not one of ours
+	}
+	return C.GoStringN(at, C.int(n))
+}
+
 func nodeStateFromC(n *C.lachesis_node_state_t) core.NodeState {
 	return core.NodeState{
 		CPUs: int(n.cpus), AllocCPUs: int(n.alloc_cpus),
@@ -58,6 +80,7 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		s.WaitsForResources = true
 		s.AdminComment = boundedString(j.admin_comment)
 	}
+	s.Marker = markerFromC(j.system_comment)
 	s.GresRequest.Nodes, s.GresRequest.Tasks = uint32(j.num_nodes), uint32(j.num_tasks)
 	if s.GPUs == core.UnknownGPUs {
 		// Only copied when needed: most sites track gres/gpu as a TRES.
@@ -85,6 +108,9 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 		w_partition:   C.double(d.WeightedPartition),
 		w_qos:         C.double(d.WeightedQOS),
 		nice:          C.int32_t(d.Factors.Nice),
+	}
+	if d.Marker != "" {
+		copyCString(unsafe.Pointer(&out.marker[0]), len(out.marker), d.Marker)
 	}
 }
 

@@ -72,7 +72,13 @@ typedef struct lachesis_job {
 	uint8_t  waits_for_resources; /* state_reason == WAIT_RESOURCES */
 	uint8_t  reserved2[7];
 	const char *admin_comment;
+	/* The job's SystemComment; the core reads only its part, from
+	 * LACHESIS_MARKER_PREFIX up to the next ';' (see core/restore.go). */
+	const char *system_comment;
 } lachesis_job_t;
+
+/* Lachesis's part of a job's SystemComment starts with this. */
+#define LACHESIS_MARKER_PREFIX "lachesis:v1 "
 
 /* One node's capacity and use, for the Synergy fallback. */
 typedef struct lachesis_node_state {
@@ -108,6 +114,9 @@ typedef struct lachesis_prio {
 	double   w_partition;
 	double   w_qos;
 	int32_t  nice;
+	/* When not empty: the job's new marker, to replace Lachesis's part of
+	 * its SystemComment (Slurm saves it with the job; core/restore.go). */
+	char     marker[192];
 } lachesis_prio_t;
 
 /* job_submit/synergy: one node of the job's partition. */

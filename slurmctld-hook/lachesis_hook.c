@@ -126,8 +126,39 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 		out->waits_for_resources = 1;
 		out->admin_comment = job_ptr->admin_comment;
 	}
+	out->system_comment = job_ptr->system_comment;
 	if (job_ptr->part_ptr)
 		out->part_factor = job_ptr->part_ptr->norm_priority;
 	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage)
 		out->qos_factor = job_ptr->qos_ptr->usage->norm_priority;
+}
+
+/* Longest SystemComment we rewrite: a longer one is an admin's business,
+ * and left exactly as it is. */
+#define LACHESIS_SYSCOMMENT_MAX 4096
+
+bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker)
+{
+	char *old = job_ptr->system_comment, *out = NULL;
+	const char *at, *end;
+
+	if (old && (strlen(old) > LACHESIS_SYSCOMMENT_MAX))
+		return false;
+	at = old ? strstr(old, LACHESIS_MARKER_PREFIX) : NULL;
+	if (at) {
+		/* Replace our part only; the admin's text around it stays. */
+		end = strchr(at, ';');
+		if (at > old)
+			xstrncat(out, old, at - old);
+		xstrcat(out, marker);
+		if (end)
+			xstrcat(out, end);
+	} else if (old && old[0]) {
+		xstrfmtcat(out, "%s; %s", old, marker);
+	} else {
+		out = xstrdup(marker);
+	}
+	xfree(job_ptr->system_comment);
+	job_ptr->system_comment = out;
+	return true;
 }

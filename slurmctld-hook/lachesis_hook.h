@@ -24,6 +24,11 @@ extern void lachesis_hook_stop(bool *up);
 extern int lachesis_hook_gpu_tres_pos(void);
 
 /* Copies what the core needs of one job. Caller holds the job read lock. */
+/* Replaces Lachesis's part of the job's SystemComment with marker (keeping
+ * any other text); caller holds the job write lock. False when the comment
+ * is too long to touch. */
+extern bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker);
+
 extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				   lachesis_job_t *out);
 

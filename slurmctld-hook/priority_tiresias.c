@@ -186,7 +186,7 @@ static void _run_pass(void)
 		{ NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
 	ListIterator itr;
 	job_record_t *job_ptr;
-	int n = 0, changed = 0, rc, gpu_pos, candidates = 0;
+	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
 	time_t now;
 	DEF_TIMERS;
 
@@ -211,6 +211,12 @@ static void _run_pass(void)
 		rc = LACHESIS_OK;
 		for (int i = 0; i < n; i++) {
 			job_ptr = pass_ptrs[i];
+			/* The service marker Slurm saves with the job: the
+			 * core's second record, for a ledger that lost writes. */
+			if (pass_prios[i].marker[0] &&
+			    lachesis_hook_set_marker(job_ptr,
+						     pass_prios[i].marker))
+				marked++;
 			if (!pass_prios[i].priority || pass_jobs[i].held ||
 			    (job_ptr->priority == pass_prios[i].priority))
 				continue;
@@ -220,7 +226,7 @@ static void _run_pass(void)
 			xfree(job_ptr->priority_array);
 			changed++;
 		}
-		if (changed)
+		if (changed || marked)
 			last_job_update = now;
 	}
 	END_TIMER;
@@ -230,8 +236,8 @@ static void _run_pass(void)
 		error("%s: pass over %d jobs failed (code %d); priorities unchanged",
 		      plugin_type, n, rc);
 	else
-		verbose("%s: pass ranked %d jobs, changed %d priorities in %s",
-			plugin_type, n, changed, TIME_STR);
+		verbose("%s: pass ranked %d jobs, changed %d priorities and %d service markers in %s",
+			plugin_type, n, changed, marked, TIME_STR);
 	if (candidates > 0)
 		_run_fallback();
 }

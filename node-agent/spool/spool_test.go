@@ -2,6 +2,7 @@ package spool_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -108,5 +109,21 @@ func TestPendingIsOldestFirstAndLimited(t *testing.T) {
 	p, _ := s.Pending(2)
 	if len(p) != 2 || p[0].Record.ID != "a" || p[1].Record.ID != "b" {
 		t.Fatalf("pending %+v", p)
+	}
+}
+
+func TestSpoolFilesArePrivate(t *testing.T) {
+	s, path := open(t)
+	if err := s.BeginRun(spool.Run{ID: "r1", Model: "bert"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode = %v, want 0600", p, fi.Mode().Perm())
+		}
 	}
 }

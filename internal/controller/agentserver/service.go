@@ -12,6 +12,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
+	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
 	"github.com/lachesis-sched/lachesis/profile"
 )
 
@@ -23,8 +24,12 @@ type ServiceConfig struct {
 	Verifier munge.Verifier
 	// RetryEvery is how often a listener that could not bind tries again.
 	RetryEvery time.Duration
-	// FlushEvery is how often model keys noted in memory reach SQLite.
+	// FlushEvery is how often model keys noted in memory reach SQLite,
+	// and how often the file is checked for deletion or replacement.
 	FlushEvery time.Duration
+	// Owner gets the SQLite file when slurmctld runs as root
+	// (sqlitedb.NoOwner leaves it alone).
+	Owner int
 }
 
 // Service is the core's side of the node agents: the profile store, the
@@ -53,6 +58,7 @@ func OpenService(cfg config.Config, authInfo string, slurmUID uint32, log *slog.
 	return NewService(ServiceConfig{
 		Addr:     cfg.Agent.Listen,
 		DBPath:   cfg.DBPath,
+		Owner:    int(slurmUID),
 		Server:   ConfigFrom(cfg.Agent, slurmUID),
 		Verifier: &munge.Client{Socket: munge.SocketFromAuthInfo(authInfo)},
 	}, log)
@@ -71,7 +77,10 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 	if cfg.FlushEvery <= 0 {
 		cfg.FlushEvery = 10 * time.Second
 	}
-	store, err := profilestore.Open(cfg.DBPath)
+	if cfg.Owner == 0 {
+		cfg.Owner = sqlitedb.NoOwner // root owns it already; the zero value means unset
+	}
+	store, err := profilestore.OpenOwned(cfg.DBPath, cfg.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +179,12 @@ func (s *Service) RecordModelKeys(counts map[string]int, at time.Time) error {
 	return s.store.NoteModelKeys(counts, at)
 }
 
+// flushKeys writes the model keys noted so far. Keys that cannot be
+// written go back into memory (added to any noted since) and are tried
+// again at the next flush: a full or read-only disk delays `missing`, it
+// does not empty it.
 func (s *Service) flushKeys() {
+	fileErr := s.checkFile()
 	s.keysMu.Lock()
 	keys := s.keys
 	if len(keys) == 0 {
@@ -179,9 +193,49 @@ func (s *Service) flushKeys() {
 	}
 	s.keys = map[string]int{}
 	s.keysMu.Unlock()
-	if err := s.store.NoteModelKeys(keys, time.Now()); err != nil {
-		s.log.Error("could not record submitted model keys", keyErr, err)
+	err := fileErr // the file is gone and not reopened: writing would lose them
+	if err == nil {
+		err = s.store.NoteModelKeys(keys, time.Now())
 	}
+	if err != nil {
+		s.log.Error("could not record submitted model keys; keeping them for the next try", keyErr, err, keyModels, len(keys))
+		s.keysMu.Lock()
+		for k, n := range keys {
+			s.keys[k] += n
+		}
+		s.keysMu.Unlock()
+	}
+}
+
+// checkFile reopens the SQLite file when it was deleted or replaced (the
+// ledger shares it and recreates it too) and stores every cached profile
+// again, so sizing survives the next restart. Model keys written before
+// are lost with the old file; those noted since are written to the new one.
+// It returns an error while the file is gone and cannot be reopened.
+func (s *Service) checkFile() error {
+	err := s.store.CheckFile()
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sqlitedb.ErrReplaced) {
+		s.log.Error("cannot check the profile file", keyErr, err)
+		return err
+	}
+	s.log.Error("PROFILE FILE DELETED OR REPLACED; reopening it and storing cached profiles again", keyErr, err, keyPath, s.cfg.DBPath)
+	if err := s.store.Reopen(); err != nil {
+		s.log.Error("cannot reopen the profile file; retrying", keyErr, err, keyPath, s.cfg.DBPath)
+		return err
+	}
+	n := 0
+	for _, rec := range s.cache.All() {
+		if _, err := s.store.Put(rec); err != nil {
+			s.log.Error("cannot store a cached profile again", keyErr, err, keyModel, rec.Model)
+			continue
+		}
+		n++
+	}
+	s.log.Warn("profile file reopened; cached profiles stored again", keyModels, n, keyPath, s.cfg.DBPath)
+	return nil
 }
 
 // Server is the running listener, nil while it could not bind.

@@ -79,6 +79,8 @@ type Core struct {
 	pending map[uint32]ledger.Record // queued for the writer
 	spare   map[uint32]ledger.Record // the writer's last batch, emptied
 	batch   []ledger.Record          // writer-only scratch
+	w       writerState              // writer-only: retries (writer.go)
+	marks   markerState              // under mu: SystemComment markers (restore.go)
 	kick    chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
@@ -99,7 +101,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := ledger.Open(cfg.DBPath)
+	store, err := ledger.OpenOwned(cfg.DBPath, int(env.SlurmUID))
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +264,7 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		s := &snaps[i]
 		out[i] = Decision{}
 		c.seen[s.ID] = true
+		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
 		if s.State == StateFinished || s.Held {
 			continue
@@ -296,6 +299,7 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 			c.markDirty(rec)
 		}
 		d := decide(w, *res, rec.Total(), rec.QueueService())
+		d.Marker = c.markerFor(s, rec)
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
@@ -304,7 +308,8 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 // forget is a pass's last stage: jobs slurmctld no longer has (purged
 // before a pass saw them end) are finished, and decisions made by Place
 // for jobs that were gone before any pass (cancelled at once), which have
-// no record, are dropped.
+// no record, are dropped, and so are the SystemComment markers of jobs that
+// are gone.
 func (c *Core) forget(now int64) {
 	for id, rec := range c.records {
 		if !c.seen[id] {
@@ -316,6 +321,7 @@ func (c *Core) forget(now int64) {
 			delete(c.decisions, id)
 		}
 	}
+	c.pruneMarkers()
 }
 
 // observe folds one snapshot into the job's ledger record and returns it.

@@ -16,6 +16,9 @@ type Decision struct {
 	WeightedAge       float64
 	WeightedPartition float64
 	WeightedQOS       float64
+	// Marker, when not "", is to be saved as Lachesis's part of the job's
+	// SystemComment (restore.go): it changed since Slurm last had it.
+	Marker string
 }
 
 func decide(w priority.Weights, r priority.Result, service, queueService float64) Decision {

@@ -42,6 +42,9 @@ type Snapshot struct {
 	// sized (their admin comment carries SizedMarker).
 	WaitsForResources bool
 	AdminComment      string
+	// Marker is Lachesis's part of the job's SystemComment (restore.go),
+	// "" when it has none.
+	Marker string
 }
 
 // gpuCount resolves the job's GPU count, falling back to its request strings.

@@ -1,8 +1,40 @@
 package core
 
 import (
+	"errors"
+	"time"
+
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/priority"
+)
+
+// Writer retry bounds: a failed write is retried after retryFirst, then
+// twice as long each time up to retryMax, so a full or read-only disk
+// costs one error line a minute, not one per pass, and a fixed disk is
+// written within a minute.
+const (
+	retryFirst = time.Second
+	retryMax   = time.Minute
+)
+
+// fileStore is a store that can tell its file was deleted or replaced and
+// open the new one (ledger.SQLite does).
+type fileStore interface {
+	CheckFile() error
+	Reopen() error
+}
+
+// writerState is the writer goroutine's own bookkeeping; only it touches
+// these fields.
+type writerState struct {
+	failures int              // consecutive failed writes
+	retry    <-chan time.Time // fires when the next retry is due; nil when none is
+	backoff  time.Duration
+}
+
+const (
+	keyAttempt = "attempt"
+	keyRetryIn = "retry_in"
 )
 
 // markDirty queues a copy of rec for the writer. Caller holds mu.
@@ -26,12 +58,51 @@ func (c *Core) writer() {
 	for {
 		select {
 		case <-c.kick:
+			if c.w.retry != nil {
+				continue // backing off; the retry timer takes these too
+			}
+			c.flush()
+		case <-c.w.retry:
+			c.w.retry = nil
 			c.flush()
 		case <-c.stop:
 			c.flush()
 			return
 		}
 	}
+}
+
+// checkFile reopens the ledger when its file was deleted or replaced, and
+// queues every active job's full record, since the new file has none of
+// them. Without this, SQLite keeps writing to the unlinked file and the
+// next start finds an empty ledger: every job back to zero service.
+//
+// It returns an error when the file is gone and could not be reopened:
+// writing on would land in the unlinked file, so the batch must wait.
+func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
+	fs, ok := c.store.(fileStore)
+	if !ok {
+		return nil
+	}
+	err := fs.CheckFile()
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ledger.ErrReplaced) {
+		return err
+	}
+	c.log.Error("LEDGER FILE DELETED OR REPLACED; reopening it and rewriting every active job", keyErr, err)
+	if err := fs.Reopen(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for id, r := range c.records {
+		batch[id] = *r // the live record is at least as new as any queued copy
+	}
+	n := len(c.records)
+	c.mu.Unlock()
+	c.log.Warn("ledger reopened; active jobs queued for rewrite", keyJobs, n)
+	return nil
 }
 
 // flush writes everything queued so far. The two maps are swapped, not
@@ -50,7 +121,8 @@ func (c *Core) flush() {
 		c.spare = batch
 		c.pendMu.Unlock()
 	}()
-	if len(batch) == 0 {
+	fileErr := c.checkFile(batch)
+	if len(batch) == 0 && fileErr == nil {
 		return
 	}
 	c.batch = c.batch[:0]
@@ -58,8 +130,18 @@ func (c *Core) flush() {
 		c.batch = append(c.batch, r)
 	}
 	recs := c.batch
-	if err := c.store.Save(recs); err != nil {
-		c.log.Error("ledger write failed; will retry with the next pass", keyErr, err, keyJobs, len(recs))
+	err := fileErr
+	if err == nil {
+		err = c.store.Save(recs)
+	}
+	if err != nil {
+		// Keep the batch: a record is dropped only once a newer copy of it
+		// is queued, so nothing is lost while the disk is full or read-only.
+		c.w.failures++
+		c.w.backoff = min(max(2*c.w.backoff, retryFirst), retryMax)
+		c.w.retry = time.After(c.w.backoff)
+		c.log.Error("ledger write failed; keeping the records and retrying", keyErr, err,
+			keyJobs, len(recs), keyAttempt, c.w.failures, keyRetryIn, c.w.backoff)
 		c.pendMu.Lock()
 		for id, r := range batch {
 			if _, newer := c.pending[id]; !newer {
@@ -68,6 +150,10 @@ func (c *Core) flush() {
 		}
 		c.pendMu.Unlock()
 		return
+	}
+	if c.w.failures > 0 {
+		c.log.Warn("ledger writes resumed", keyAttempt, c.w.failures+1, keyJobs, len(recs))
+		c.w.failures, c.w.backoff = 0, 0
 	}
 	for i := range recs {
 		if recs[i].Finished != 0 {

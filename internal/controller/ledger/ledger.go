@@ -36,7 +36,10 @@ type Store interface {
 }
 
 // SQLite is the Store on a SQLite file.
-type SQLite struct{ db *sql.DB }
+type SQLite struct{ h *sqlitedb.Handle }
+
+// ErrReplaced says the ledger's file was deleted or replaced while open.
+var ErrReplaced = sqlitedb.ErrReplaced
 
 var _ Store = (*SQLite)(nil)
 
@@ -70,13 +73,36 @@ CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
 // Open opens (creating if needed) the ledger at path. synchronous=NORMAL:
 // a kill -9 of slurmctld loses nothing committed; only a power loss may
 // lose the last commits, which the next pass recomputes from Slurm.
-func Open(path string) (*SQLite, error) {
-	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
+func Open(path string) (*SQLite, error) { return OpenOwned(path, sqlitedb.NoOwner) }
+
+// OpenOwned is Open with the file (0600) handed to uid when run as root.
+func OpenOwned(path string, uid int) (*SQLite, error) {
+	h, err := sqlitedb.OpenHandle(path, sqlitedb.Normal, 0o750, schema, uid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	return &SQLite{db: db}, nil
+	return &SQLite{h: h}, nil
 }
+
+// CheckFile returns an error wrapping ErrReplaced when the path no longer
+// names the file this store has open.
+func (s *SQLite) CheckFile() error {
+	if err := s.h.CheckFile(); err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// Reopen opens the file the path names now (creating it); the caller
+// rewrites what it lacks.
+func (s *SQLite) Reopen() error {
+	if err := s.h.Reopen(); err != nil {
+		return fmt.Errorf("%w: reopen: %v", ErrStore, err)
+	}
+	return nil
+}
+
+func (s *SQLite) conn() *sql.DB { return s.h.DB() }
 
 // OpenReadOnly opens an existing ledger for reading while slurmctld writes
 // it.
@@ -85,7 +111,7 @@ func OpenReadOnly(path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	return &SQLite{db: db}, nil
+	return &SQLite{h: sqlitedb.ReadOnlyHandle(db)}, nil
 }
 
 const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
@@ -93,7 +119,7 @@ const columns = `job_id, first_submit, service_closed, service_base, run_start, 
 
 // Active implements Store.
 func (s *SQLite) Active() ([]Record, error) {
-	rows, err := s.db.Query(`SELECT ` + columns + ` FROM jobs WHERE finished = 0`)
+	rows, err := s.conn().Query(`SELECT ` + columns + ` FROM jobs WHERE finished = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("%w: load active jobs: %v", ErrStore, err)
 	}
@@ -118,7 +144,7 @@ func (s *SQLite) Active() ([]Record, error) {
 // Get returns one job's record, finished or not (for tools and tests).
 func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
 	var r Record
-	err := s.db.QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID).Scan(
+	err := s.conn().QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID).Scan(
 		&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
 		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
 		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished)
@@ -135,10 +161,10 @@ func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
 // CompletedGPUTimes implements Store.
 func (s *SQLite) CompletedGPUTimes(limit int) ([]float64, int, error) {
 	var total int
-	if err := s.db.QueryRow(`SELECT count(*) FROM completed`).Scan(&total); err != nil {
+	if err := s.conn().QueryRow(`SELECT count(*) FROM completed`).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("%w: count completed: %v", ErrStore, err)
 	}
-	rows, err := s.db.Query(`SELECT gpu_seconds FROM completed ORDER BY finished DESC LIMIT ?`, limit)
+	rows, err := s.conn().Query(`SELECT gpu_seconds FROM completed ORDER BY finished DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: load completed: %v", ErrStore, err)
 	}
@@ -159,7 +185,7 @@ func (s *SQLite) Save(records []Record) error {
 	if len(records) == 0 {
 		return nil
 	}
-	tx, err := s.db.Begin()
+	tx, err := s.conn().Begin()
 	if err != nil {
 		return fmt.Errorf("%w: begin: %v", ErrStore, err)
 	}
@@ -195,4 +221,4 @@ func (s *SQLite) Save(records []Record) error {
 }
 
 // Close implements Store.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error { return s.h.Close() }

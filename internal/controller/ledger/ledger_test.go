@@ -1,7 +1,10 @@
 package ledger
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/priority"
@@ -48,5 +51,82 @@ func TestSaveThenReadBackActiveAndCompleted(t *testing.T) {
 func TestOpenReadOnlyOfAMissingFileFails(t *testing.T) {
 	if _, err := OpenReadOnly(filepath.Join(t.TempDir(), "absent.db")); err == nil {
 		t.Fatal("opened a ledger that does not exist")
+	}
+}
+
+func TestFilesArePrivateAndOwnedBySlurmUser(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.db")
+	if err := os.WriteFile(old, nil, 0o644); err != nil { // as earlier versions left it
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"new file is 0600", filepath.Join(dir, "new.db")},
+		{"existing 0644 file is tightened to 0600", old},
+	}
+	const uid = 65534
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := OpenOwned(tt.path, uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Save([]Record{{JobID: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{tt.path, tt.path + "-wal", tt.path + "-shm"} {
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s mode = %v, want 0600", p, fi.Mode().Perm())
+				}
+				if os.Geteuid() == 0 {
+					if got := fi.Sys().(*syscall.Stat_t).Uid; got != uid {
+						t.Errorf("%s owner = %d, want %d", p, got, uid)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCheckFileNoticesDeletionAndReopenRecreates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckFile(); err != nil {
+		t.Fatalf("fresh file reported as replaced: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckFile(); !errors.Is(err, ErrReplaced) || !errors.Is(err, ErrStore) {
+		t.Fatalf("CheckFile after rm = %v, want ErrReplaced and ErrStore", err)
+	}
+	if err := s.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckFile(); err != nil {
+		t.Fatalf("reopened file reported as replaced: %v", err)
+	}
+	if err := s.Save([]Record{{JobID: 7, Account: priority.Account{ServiceClosed: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if r, ok, err := ro.Get(7); err != nil || !ok || r.ServiceClosed != 5 {
+		t.Fatalf("record in the recreated file = %+v, %v, %v", r, ok, err)
 	}
 }

@@ -55,3 +55,8 @@ func (c *Cache) Offer(rec profile.Record) bool {
 // newer orders like Store.Latest: by finish time, a tie going to the later
 // arrival.
 func newer(a, b time.Time) bool { return !a.Before(b) }
+
+// All returns every model's cached profile (the map is shared: do not
+// modify it). The agent service stores them again when the file was
+// deleted or replaced.
+func (c *Cache) All() map[string]profile.Record { return *c.byModel.Load() }

@@ -58,16 +58,37 @@ CREATE TABLE IF NOT EXISTS gpu_telemetry (
 
 // Store is the profile tables of one SQLite file.
 type Store struct {
-	db *sql.DB
+	h *sqlitedb.Handle
 }
 
 // Open opens (creating if needed) the tables in the SQLite file at path.
-func Open(path string) (*Store, error) {
-	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
+func Open(path string) (*Store, error) { return OpenOwned(path, sqlitedb.NoOwner) }
+
+// OpenOwned is Open with the file (0600) handed to uid when run as root.
+func OpenOwned(path string, uid int) (*Store, error) {
+	h, err := sqlitedb.OpenHandle(path, sqlitedb.Normal, 0o750, schema, uid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{h: h}, nil
+}
+
+// CheckFile returns an error wrapping sqlitedb.ErrReplaced when the path
+// no longer names the open file (the ledger shares it: see the core).
+func (s *Store) CheckFile() error {
+	if err := s.h.CheckFile(); err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// Reopen opens the file the path names now (creating it and the tables);
+// the caller stores again what it lacks.
+func (s *Store) Reopen() error {
+	if err := s.h.Reopen(); err != nil {
+		return fmt.Errorf("%w: reopen: %v", ErrStore, err)
+	}
+	return nil
 }
 
 // OpenReadOnly opens an existing file for reading while slurmctld writes it.
@@ -86,11 +107,11 @@ func OpenReadOnly(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrStore, path, ErrNoTables)
 	}
-	return &Store{db: db}, nil
+	return &Store{h: sqlitedb.ReadOnlyHandle(db)}, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.h.Close() }
 
 // Put stores rec unless a record with its ID is already stored; inserted
 // says which happened.
@@ -99,7 +120,7 @@ func (s *Store) Put(rec profile.Record) (inserted bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: encode record %s: %v", ErrStore, rec.ID, err)
 	}
-	res, err := s.db.Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record)
+	res, err := s.h.DB().Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record)
 		VALUES (?,?,?,?,?,?,?,?)`,
 		rec.ID, rec.Model, rec.Node, rec.User, rec.GPUs, unixNano(rec.Finished), time.Now().UnixNano(), string(blob))
 	if err != nil {
@@ -123,7 +144,7 @@ func unixNano(t time.Time) int64 {
 // Latest returns the most recently finished profile of model.
 func (s *Store) Latest(model string) (profile.Record, bool, error) {
 	var blob string
-	err := s.db.QueryRow(`SELECT record FROM profiles WHERE model = ?
+	err := s.h.DB().QueryRow(`SELECT record FROM profiles WHERE model = ?
 		ORDER BY finished DESC, received DESC LIMIT 1`, model).Scan(&blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return profile.Record{}, false, nil
@@ -140,7 +161,7 @@ func (s *Store) Latest(model string) (profile.Record, bool, error) {
 
 // LatestAll returns every model's most recently finished profile.
 func (s *Store) LatestAll() (map[string]profile.Record, error) {
-	rows, err := s.db.Query(`SELECT p.record FROM profiles p
+	rows, err := s.h.DB().Query(`SELECT p.record FROM profiles p
 		WHERE p.id = (SELECT q.id FROM profiles q WHERE q.model = p.model
 		              ORDER BY q.finished DESC, q.received DESC LIMIT 1)`)
 	if err != nil {
@@ -189,7 +210,7 @@ type Summary struct {
 // List summarises every profiled model, by model name.
 func (s *Store) List() ([]Summary, error) {
 	counts := map[string]int{}
-	rows, err := s.db.Query(`SELECT model, count(*) FROM profiles GROUP BY model`)
+	rows, err := s.h.DB().Query(`SELECT model, count(*) FROM profiles GROUP BY model`)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list profiles: %v", ErrStore, err)
 	}
@@ -231,7 +252,7 @@ func (s *Store) NoteModelKeys(counts map[string]int, at time.Time) error {
 	if len(counts) == 0 {
 		return nil
 	}
-	tx, err := s.db.Begin()
+	tx, err := s.h.DB().Begin()
 	if err != nil {
 		return fmt.Errorf("%w: begin: %v", ErrStore, err)
 	}
@@ -263,7 +284,7 @@ func (s *Store) NoteModelKeys(counts map[string]int, at time.Time) error {
 // Missing lists model keys seen in submitted jobs that have no profile,
 // most-submitted first.
 func (s *Store) Missing() ([]MissingKey, error) {
-	rows, err := s.db.Query(`SELECT key, jobs, first_seen, last_seen FROM model_keys
+	rows, err := s.h.DB().Query(`SELECT key, jobs, first_seen, last_seen FROM model_keys
 		WHERE key NOT IN (SELECT model FROM profiles)
 		ORDER BY jobs DESC, key`)
 	if err != nil {
@@ -288,7 +309,7 @@ func (s *Store) Missing() ([]MissingKey, error) {
 
 // PutTelemetry replaces the node's stored GPU values with the report's.
 func (s *Store) PutTelemetry(rep wire.TelemetryReport) error {
-	tx, err := s.db.Begin()
+	tx, err := s.h.DB().Begin()
 	if err != nil {
 		return fmt.Errorf("%w: begin: %v", ErrStore, err)
 	}
@@ -315,7 +336,7 @@ func (s *Store) PutTelemetry(rep wire.TelemetryReport) error {
 
 // Telemetry returns the latest stored GPU values of node, by GPU index.
 func (s *Store) Telemetry(node string) ([]wire.GPU, time.Time, error) {
-	rows, err := s.db.Query(`SELECT gpu, uuid, name, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, at
+	rows, err := s.h.DB().Query(`SELECT gpu, uuid, name, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, at
 		FROM gpu_telemetry WHERE node = ? ORDER BY gpu`, node)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("%w: telemetry of %s: %v", ErrStore, node, err)
@@ -343,7 +364,7 @@ func (s *Store) Telemetry(node string) ([]wire.GPU, time.Time, error) {
 // to check that a retried delivery stored one row).
 func (s *Store) Count(model string) (int, error) {
 	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM profiles WHERE model = ?`, model).Scan(&n); err != nil {
+	if err := s.h.DB().QueryRow(`SELECT count(*) FROM profiles WHERE model = ?`, model).Scan(&n); err != nil {
 		return 0, fmt.Errorf("%w: count profiles of %q: %v", ErrStore, model, err)
 	}
 	return n, nil

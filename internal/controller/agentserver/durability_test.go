@@ -1,0 +1,102 @@
+package agentserver_test
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
+	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
+)
+
+// waitLog is a slog handler that reports each message starting with
+// prefix on seen, so a test waits for an event instead of a duration.
+type waitLog struct {
+	prefix string
+	seen   chan string
+}
+
+func (w *waitLog) Enabled(context.Context, slog.Level) bool { return true }
+func (w *waitLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, w.prefix) {
+		select {
+		case w.seen <- r.Message:
+		default:
+		}
+	}
+	return nil
+}
+func (w *waitLog) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *waitLog) WithGroup(string) slog.Handler      { return w }
+
+func TestServiceKeepsModelKeysWhoseWriteFailed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lachesis.db")
+	w := &waitLog{prefix: "could not record submitted model keys", seen: make(chan string, 1)}
+	svc, err := agentserver.NewService(agentserver.ServiceConfig{DBPath: db, FlushEvery: 10 * time.Millisecond}, slog.New(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A real SQLite failure: a trigger that aborts every key insert.
+	other, err := sql.Open("sqlite3", "file:"+db+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`CREATE TRIGGER fail_keys BEFORE INSERT ON model_keys BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END`); err != nil {
+		t.Fatal(err)
+	}
+	svc.NoteModelKey("llama")
+	<-w.seen // the write failed
+	if _, err := other.Exec(`DROP TRIGGER fail_keys`); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Close(); err != nil { // the last flush
+		t.Fatal(err)
+	}
+	ro, err := profilestore.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	got, err := ro.Missing()
+	if err != nil || len(got) != 1 || got[0].Key != "llama" || got[0].Jobs != 1 {
+		t.Fatalf("missing = %+v, %v; want llama once", got, err)
+	}
+}
+
+func TestServiceStoresCachedProfilesAgainWhenTheFileIsDeleted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lachesis.db")
+	fake := &mungetest.Fake{}
+	w := &waitLog{prefix: "profile file reopened", seen: make(chan string, 1)}
+	svc, err := agentserver.NewService(agentserver.ServiceConfig{Addr: "127.0.0.1:0", DBPath: db,
+		Verifier: fake, FlushEvery: 10 * time.Millisecond}, slog.New(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack := deliver(t, svc.Server().Addr().String(), fake, "n1-1"); !ack.OK {
+		t.Fatalf("ack %+v", ack)
+	}
+	for _, p := range []string{db, db + "-wal", db + "-shm"} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	<-w.seen
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := profilestore.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if r, ok, err := ro.Latest("bert"); err != nil || !ok || r.ID != "n1-1" {
+		t.Fatalf("profile in the recreated file = %+v, %v, %v", r, ok, err)
+	}
+}
