@@ -134,34 +134,23 @@ func ConfigFrom(a config.Agent, slurmUID uint32) Config {
 }
 
 func (c *Config) fillDefaults() {
-	if c.MaxFrameBytes <= 0 {
-		c.MaxFrameBytes = config.Default().Agent.MaxFrameBytes
-	}
+	orDefault(&c.MaxFrameBytes, config.Default().Agent.MaxFrameBytes)
 	c.MaxFrameBytes = min(c.MaxFrameBytes, wire.MaxBodyBytes)
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxConnsPerPeer <= 0 {
-		c.MaxConnsPerPeer = DefaultMaxConnsPerPeer
-	}
-	if c.AuthTimeout <= 0 {
-		c.AuthTimeout = DefaultAuthTimeout
-	}
-	if c.BodyBudget <= 0 {
-		c.BodyBudget = DefaultBodyBudget
-	}
+	orDefault(&c.MaxConns, DefaultMaxConns)
+	orDefault(&c.MaxConnsPerPeer, DefaultMaxConnsPerPeer)
+	orDefault(&c.AuthTimeout, DefaultAuthTimeout)
+	orDefault(&c.BodyBudget, DefaultBodyBudget)
 	c.BodyBudget = max(c.BodyBudget, c.MaxFrameBytes)
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.FrameTimeout <= 0 {
-		c.FrameTimeout = DefaultFrameTimeout
-	}
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.LogsPerSecond <= 0 {
-		c.LogsPerSecond = DefaultLogsPerSecond
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&c.FrameTimeout, DefaultFrameTimeout)
+	orDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&c.LogsPerSecond, DefaultLogsPerSecond)
+}
+
+// orDefault sets an unset (zero or negative) setting to its default.
+func orDefault[T int | int64 | float64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 
