@@ -98,6 +98,9 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime 1m ./node-agent/deliver
 	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/controller/synergy
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/controller/gres
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime 1m ./internal/controller/core
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./internal/controller/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 
 # Debian packages lachesis-slurmctld and lachesis-node-agent in build/deb
 # (README, "Installing on a real cluster"); the cluster tests install them.

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -113,7 +114,7 @@ func parseMarker(s string) (marker, error) {
 		}
 		seen++
 	}
-	if seen < 9 || m.closed < 0 || m.base < 0 || m.queue < 0 {
+	if seen < 9 || !finiteNonNegative(m.closed, m.base, m.lastRun) || m.queue < 0 || m.runs < 0 || m.promos < 0 {
 		return m, fmt.Errorf("%w: incomplete or negative: %q", ErrMarker, s)
 	}
 	return m, nil
@@ -186,4 +187,15 @@ func (c *Core) pruneMarkers() {
 			delete(c.marks.checked, id)
 		}
 	}
+}
+
+// finiteNonNegative: NaN compares false with everything, so "< 0" alone
+// would let it through into a job's service.
+func finiteNonNegative(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return false
+		}
+	}
+	return true
 }
