@@ -18,6 +18,7 @@ import (
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -61,7 +62,7 @@ func spoolWith(t *testing.T, ids ...string) *spool.Spool {
 	}
 	t.Cleanup(func() { s.Close() })
 	for _, id := range ids {
-		r := profile.Record{ID: id, Model: "bert", Node: "n1", Finished: time.Now()}
+		r := profile.Record{ID: id, Model: "bert", Node: "n1", Finished: time.Now(), Best: sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 2}}
 		if err := s.FinishRun(id, r); err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func TestKickDeliversANewProfileAtOnce(t *testing.T) {
 	d := deliver.New(sp, &deliver.Client{Addr: addr, Signer: fake, Timeout: time.Second}, time.Hour, time.Hour, slog.New(slog.DiscardHandler))
 	run(t, d)
 	time.Sleep(50 * time.Millisecond) // the first round found nothing
-	sp.FinishRun("n", profile.Record{ID: "n", Model: "bert", Finished: time.Now()})
+	sp.FinishRun("n", profile.Record{ID: "n", Model: "bert", Finished: time.Now(), Best: sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 2}})
 	d.Kick()
 	select {
 	case <-d.Delivered():
