@@ -66,6 +66,12 @@ type Core struct {
 	candidates  []fallbackCandidate
 	shrinkTried map[uint32]int64
 
+	// ends holds the true ends nodes reported for jobs still in memory
+	// (jobend.go); under mu. corrections queues those for finished jobs
+	// for the writer; under pendMu.
+	ends        map[uint32]int64
+	corrections []endReport
+
 	// agents holds the profile cache, the model keys for `missing` and,
 	// when agent.listen is set, the node-agent listener. Set once in Open,
 	// before any plugin call; nil for a Core made by New (tests).
@@ -142,6 +148,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		records:   make(map[uint32]*ledger.Record, len(active)),
 		decisions: make(map[uint32]Decision, len(active)),
 		seen:      make(map[uint32]bool, len(active)),
+		ends:      make(map[uint32]int64),
 		pending:   make(map[uint32]ledger.Record),
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -324,6 +331,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	case StatePending:
 		rec.Requeued(rec.RunEnd()) // if it ran since the last pass
 	case StateFinished:
+		s = c.trueEnd(s)
 		if s.StartTime != 0 {
 			// Its last run, which may have begun and ended between two
 			// passes.
@@ -344,6 +352,10 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 
 // finish records a job's completion and forgets it.
 func (c *Core) finish(rec *ledger.Record, when int64) {
+	if rec.RunOpen {
+		rec.LastRunStart, rec.LastRunGPUs = rec.RunStart, rec.RunGPUs
+	}
+	delete(c.ends, rec.JobID)
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	c.markDirty(rec)

@@ -27,8 +27,10 @@ func (c *Core) writer() {
 		select {
 		case <-c.kick:
 			c.flush()
+			c.applyCorrections()
 		case <-c.stop:
 			c.flush()
+			c.applyCorrections()
 			return
 		}
 	}

@@ -20,6 +20,11 @@ type Record struct {
 	FirstSubmit int64 // first submission seen; Slurm resets its own on requeue
 	priority.Account
 	Finished int64 // when the job finished, 0 while it is active
+	// LastRunStart and LastRunGPUs name the last run of a finished job
+	// (CloseRun forgets them); a node's report of the true end corrects
+	// that run's length (jobend.go).
+	LastRunStart int64
+	LastRunGPUs  uint32
 }
 
 // Store is what the core needs from persistent storage.
@@ -74,6 +79,10 @@ func Open(path string) (*SQLite, error) {
 	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	if err := migrateLastRun(db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return &SQLite{db: db}, nil
 }
@@ -170,7 +179,8 @@ func (s *SQLite) Save(records []Record) error {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
 	defer upsert.Close()
-	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds) VALUES (?,?,?)`)
+	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds,
+		last_start, last_gpus, last_seconds) VALUES (?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -183,7 +193,8 @@ func (s *SQLite) Save(records []Record) error {
 			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
 		}
 		if r.Finished != 0 {
-			if _, err := done.Exec(r.JobID, r.Finished, r.Total()); err != nil {
+			if _, err := done.Exec(r.JobID, r.Finished, r.Total(),
+				r.LastRunStart, r.LastRunGPUs, r.LastRun); err != nil {
 				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
 			}
 		}
