@@ -119,6 +119,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		c.Close()
 		return nil, err
 	}
+	c.agents.SetJobEndHandler(c.ReportEnd)
 	c.bestCase = func(model string) (sensitivity.Demand, bool) {
 		r, ok := c.agents.Profile(model)
 		return r.Best, ok
