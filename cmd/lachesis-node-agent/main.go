@@ -6,7 +6,6 @@
 // for the configuration.
 //
 //	lachesis-node-agent [-config /etc/lachesis/node-agent.yaml] [-check]
-//	lachesis-node-agent [-config ...] -job-end   (Slurm's Epilog; see jobend.go)
 //
 // This file only wires; the logic lives in node-agent/... .
 package main
@@ -32,10 +31,6 @@ import (
 )
 
 func main() {
-	if inEpilog(os.Args[1:]) {
-		reportJobEnd(config.DefaultPath)
-		return
-	}
 	if err := run(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
@@ -49,13 +44,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("lachesis-node-agent", flag.ContinueOnError)
 	path := fs.String("config", config.DefaultPath, "the agent's YAML configuration")
 	check := fs.Bool("check", false, "validate the configuration and exit")
-	jobEnd := fs.Bool("job-end", false, "as (or from) Slurm's Epilog: report that job $SLURM_JOB_ID ended now; always exits 0")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if *jobEnd {
-		reportJobEnd(*path)
-		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

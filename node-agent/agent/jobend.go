@@ -10,7 +10,7 @@ import (
 var _ localapi.JobEndHandler = (*Agent)(nil)
 
 // JobEnded implements localapi.JobEndHandler: the report is in the spool
-// (synchronous=FULL) before the Epilog is answered, then delivered.
+// (synchronous=FULL) before slurmstepd is answered, then delivered.
 func (a *Agent) JobEnded(_ localapi.Caller, req localapi.JobEndRequest) error {
 	if err := a.spool.AddJobEnd(spool.JobEnd{JobID: req.JobID, End: req.End, Node: a.cfg.Node}, time.Now()); err != nil {
 		return err

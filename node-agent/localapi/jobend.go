@@ -7,11 +7,13 @@ import (
 	"os"
 )
 
-// OpJobEnd tells the agent that a job ended on this node now. Slurm's
-// Epilog sends it (`lachesis-node-agent -job-end`): slurmctld learns of an
-// end only when it receives the completion, so after a controller outage
-// its end time is the restart; the agent spools this report and delivers
-// it so the controller can correct the job's charged GPU time.
+// OpJobEnd tells the agent that a job ended on this node. The SPANK plugin
+// slurmd-spank/lachesis_jobend.c sends it from slurmstepd (root) when a
+// batch script exits: slurmctld learns of an end only when it receives the
+// completion, so after a controller outage its end time is the restart
+// (and the Epilog, which slurmctld triggers, runs only then too); the
+// agent spools this report and delivers it so the controller can correct
+// the job's charged GPU time.
 const OpJobEnd = "job_end"
 
 // JobEndRequest names the job and when it ended (Unix seconds).
@@ -29,7 +31,7 @@ type JobEndHandler interface {
 // ErrNotAllowed: the caller may not make this request.
 var ErrNotAllowed = errors.New("not allowed")
 
-// mayReportJobEnd: only root (slurmd runs the Epilog as root) and the
+// mayReportJobEnd: only root (slurmstepd, where the SPANK plugin runs) and the
 // agent's own user may say a job ended. Anyone else could otherwise lower
 // another user's charged GPU time; the controller only ever lowers a
 // charge to the job's true end, but a user must not choose that end.
@@ -40,7 +42,7 @@ func mayReportJobEnd(uid uint32) bool {
 func (s *Server) serveJobEnd(out *eventWriter, caller Caller, req *JobEndRequest) {
 	if !mayReportJobEnd(caller.UID) {
 		s.log.Warn("job-end report refused: caller is not root", keyUID, caller.UID, keyPID, caller.PID)
-		out.send(Event{Error: fmt.Sprintf("%v: only root (Slurm's Epilog) may report a job's end, not uid %d", ErrNotAllowed, caller.UID)})
+		out.send(Event{Error: fmt.Sprintf("%v: only root (slurmstepd) may report a job's end, not uid %d", ErrNotAllowed, caller.UID)})
 		return
 	}
 	if req == nil || req.JobID == 0 || req.End <= 0 {

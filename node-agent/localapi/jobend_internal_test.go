@@ -39,7 +39,7 @@ func TestJobEndPermission(t *testing.T) {
 		uid     uint32
 		allowed bool
 	}{
-		{"root (Slurm's Epilog) is accepted", 0, true},
+		{"root (slurmstepd) is accepted", 0, true},
 		{"the agent's own user is accepted", uint32(os.Getuid()), true},
 		{"another user is refused", otherUID(), false},
 	}

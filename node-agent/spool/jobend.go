@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Job ends reported by Slurm's Epilog wait here until the controller
+// Job ends reported by slurmstepd (the SPANK plugin) wait here until the controller
 // acknowledges them: the report matters most when slurmctld is down, so it
 // must survive both the outage and an agent restart. One row per job and
-// end, so the Epilog running twice for one run spools one report, while a
+// end, so a report repeated for one run spools one row, while a
 // requeued job's later run gets its own.
 const jobEndSchema = `
 CREATE TABLE IF NOT EXISTS job_ends (

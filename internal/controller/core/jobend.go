@@ -9,7 +9,7 @@ import (
 // Slurm 22.05's completion messages carry no end time: slurmctld sets a
 // job's end when it receives them, so a job that ended during a controller
 // outage ends, to Slurm, at the restart, and its GPU time would be charged
-// for the whole outage. Each node's Epilog tells its node agent when the
+// for the whole outage. slurmstepd (SPANK plugin lachesis_jobend) tells the node agent when the
 // job really ended; the agent spools and delivers that, and the listener
 // hands it to ReportEnd. A report may only shorten the job's last run
 // (ledger.CorrectedRun), so a forged or late one cannot raise a charge.

@@ -11,7 +11,7 @@ import (
 // completion message, which carries no time of its own; after a controller
 // outage the end is therefore the restart, and the completed-job history
 // (the Gittins distribution's input) would charge the whole outage. The
-// node knows the true end (its Epilog runs when the job ends); its report
+// node knows the true end (slurmstepd's SPANK task_exit runs then); its report
 // corrects the history here. The last run's start, GPUs and length are
 // kept in `completed` so the correction can recompute that run alone.
 

@@ -7,7 +7,7 @@ import (
 
 // JobEndReport says when a job really ended on a node (frame type
 // TypeJobEnd). Slurm 22.05's completion messages carry no time, so after a
-// controller outage slurmctld's end is its restart; the node's Epilog
+// controller outage slurmctld's end is its restart; the node's slurmstepd
 // knows better, and the controller uses this report to lower, never raise,
 // the job's charged GPU time.
 type JobEndReport struct {
