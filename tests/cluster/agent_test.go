@@ -138,16 +138,16 @@ func startAgentCluster(t *testing.T) *agentEnv { return startAgentClusterWith(t,
 // agent section.
 func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 	t.Helper()
+	return startAgentClusterConf(t, agentYAML, nil)
+}
+
+// startAgentClusterConf is startAgentClusterWith with slurm.conf lines made
+// from the agent's socket path (known before the cluster starts).
+func startAgentClusterConf(t *testing.T, agentYAML string, extraConf func(agentSock string) []string) *agentEnv {
+	t.Helper()
 	bin := buildCommands(t)
 	u := ensureTestUser(t)
 	listen := freeTCPAddr(t)
-	e := &agentEnv{
-		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML),
-		listen: listen,
-		bin:    bin,
-	}
-	e.socket = mungeSocketOf(t, e.c.Conf)
-
 	// Short paths (a unix socket address holds 107 bytes) that the test
 	// user can reach.
 	dir, err := os.MkdirTemp("", "lachesis-agent-")
@@ -156,6 +156,16 @@ func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
+	var conf []string
+	if extraConf != nil {
+		conf = extraConf(filepath.Join(dir, "agent.sock"))
+	}
+	e := &agentEnv{
+		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML, conf...),
+		listen: listen,
+		bin:    bin,
+	}
+	e.socket = mungeSocketOf(t, e.c.Conf)
 	e.work = filepath.Join(dir, "work")
 	os.Mkdir(e.work, 0o755)
 	uid, _ := strconv.Atoi(u.Uid)

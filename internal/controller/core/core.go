@@ -313,6 +313,11 @@ func (c *Core) forget(now int64) {
 			delete(c.decisions, id)
 		}
 	}
+	for id := range c.ends {
+		if !c.seen[id] {
+			delete(c.ends, id)
+		}
+	}
 }
 
 // observe folds one snapshot into the job's ledger record and returns it.
@@ -332,11 +337,13 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	case StatePending:
 		rec.Requeued(rec.RunEnd()) // if it ran since the last pass
 	case StateFinished:
-		s = c.trueEnd(s)
 		if s.StartTime != 0 {
 			// Its last run, which may have begun and ended between two
-			// passes.
-			rec.ObserveRun(s.StartTime, s.gpuCount(), s.runSeconds(now))
+			// passes, up to the end its node reported if that is earlier
+			// (jobend.go). Finished stays Slurm's end: it keys the
+			// completed-job history, which later passes that still see
+			// the job must find unchanged.
+			rec.ObserveRun(s.StartTime, s.gpuCount(), c.trueEnd(s, ok).runSeconds(now))
 		}
 		end := s.EndTime
 		if end == 0 {
@@ -356,7 +363,6 @@ func (c *Core) finish(rec *ledger.Record, when int64) {
 	if rec.RunOpen {
 		rec.LastRunStart, rec.LastRunGPUs = rec.RunStart, rec.RunGPUs
 	}
-	delete(c.ends, rec.JobID)
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	c.markDirty(rec)

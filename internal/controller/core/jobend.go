@@ -32,28 +32,29 @@ type endReport struct {
 	node string
 }
 
-// ReportEnd takes a node's report that job ended at end (Unix seconds). A
-// job the core still holds keeps the earliest reported end until its
-// completion is seen (observe then uses it instead of Slurm's); a job
-// already finished has its completed-history entry corrected by the writer
-// goroutine, never under slurmctld's locks. Safe to call from any
-// goroutine.
+// ReportEnd takes a node's report that job ended at end (Unix seconds).
+// The earliest reported end is kept while slurmctld still lists the job
+// (forget drops it after), so every pass that sees the job finished, the
+// first and the later ones, charges its last run up to that end. A job
+// already finished before the report came also has its completed-history
+// entry corrected, by the writer goroutine, never under slurmctld's locks.
+// Safe to call from any goroutine.
 func (c *Core) ReportEnd(job uint32, end int64, node string) {
 	if job == 0 || end <= 0 {
 		return
 	}
 	c.mu.Lock()
-	if _, ok := c.records[job]; ok {
-		if old, held := c.ends[job]; !held || end < old {
-			if held || len(c.ends) < maxHeldEnds {
-				c.ends[job] = end
-			}
+	if old, held := c.ends[job]; !held || end < old {
+		if held || len(c.ends) < maxHeldEnds {
+			c.ends[job] = end
 		}
-		c.mu.Unlock()
+	}
+	_, active := c.records[job]
+	c.mu.Unlock()
+	if active {
 		c.log.Info("node reported a job's end; applied when slurmctld completes it", keyJob, job, keyEnd, end, keyNode, node)
 		return
 	}
-	c.mu.Unlock()
 	c.pendMu.Lock()
 	if len(c.corrections) < maxHeldEnds {
 		c.corrections = append(c.corrections, endReport{job: job, end: end, node: node})
@@ -63,14 +64,18 @@ func (c *Core) ReportEnd(job uint32, end int64, node string) {
 }
 
 // trueEnd returns s with its end moved back to the end a node reported,
-// when that is earlier and not before the run's start. Caller holds mu.
-func (c *Core) trueEnd(s *Snapshot) *Snapshot {
+// when that is earlier and not before the run's start; logged when the
+// job was still active (a later pass sees it again, quietly). Caller holds
+// mu.
+func (c *Core) trueEnd(s *Snapshot, active bool) *Snapshot {
 	end, ok := c.ends[s.ID]
 	if !ok || end < s.StartTime || (s.EndTime != 0 && end >= s.EndTime) {
 		return s
 	}
 	t := *s
-	c.log.Info("job's end corrected to the node's report", keyJob, s.ID, keyEnd, end, "slurm_end", s.EndTime)
+	if active {
+		c.log.Info("job's end corrected to the node's report", keyJob, s.ID, keyEnd, end, "slurm_end", s.EndTime)
+	}
 	t.EndTime = end
 	return &t
 }

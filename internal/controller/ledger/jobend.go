@@ -108,9 +108,10 @@ func (s *SQLite) CorrectEnd(jobID uint32, end int64) (Correction, bool, error) {
 		WHERE job_id = ? AND finished = ?`, c.After, secs, jobID, c.Finished); err != nil {
 		return Correction{}, false, fmt.Errorf("%w: correct completion of job %d: %v", ErrStore, jobID, err)
 	}
-	// The jobs row stays consistent for tools (lachesis-ctl, Get).
+	// The jobs row stays consistent for tools (Get), unless the core has
+	// rewritten it with the corrected run already (last_run differs).
 	if _, err := tx.Exec(`UPDATE jobs SET service_closed = max(service_closed - ?, 0), last_run = ?
-		WHERE job_id = ? AND finished = ?`, less, secs, jobID, c.Finished); err != nil {
+		WHERE job_id = ? AND finished = ? AND last_run = ?`, less, secs, jobID, c.Finished, r.Seconds); err != nil {
 		return Correction{}, false, fmt.Errorf("%w: correct job %d: %v", ErrStore, jobID, err)
 	}
 	if err := tx.Commit(); err != nil {
