@@ -37,7 +37,7 @@ slurm-src: $(SLURM_SRC)/config.h
 $(SLURM_SRC)/config.h: | deps
 	bash scripts/slurm-src.sh $(SLURM_SRC)
 
-build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so commands
+build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so $(PLUGINS)/lachesis_jobend.so commands
 
 commands: deps
 	@mkdir -p $(BIN)
@@ -50,6 +50,11 @@ $(CORE): $(GO_SRC) cgo/lachesis_core.h | deps
 
 $(PLUGINS)/%.so: slurmctld-hook/%.c $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
 	$(CC) $(CFLAGS_PLUGIN) -o $@ $< slurmctld-hook/lachesis_hook.c $(LDFLAGS_PLUGIN)
+
+# The SPANK plugin runs in slurmstepd on compute nodes: no Go core there.
+$(PLUGINS)/lachesis_jobend.so: slurmd-spank/lachesis_jobend.c $(SLURM_SRC)/config.h
+	@mkdir -p $(PLUGINS)
+	$(CC) -fPIC -O2 -g -Wall -Werror -I$(SLURM_SRC) -shared -o $@ $<
 
 # Unit tests need no Slurm; cluster tests start a real one on loopback.
 test: test-unit test-cluster

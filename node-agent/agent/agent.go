@@ -58,7 +58,8 @@ type Agent struct {
 	spool     *spool.Spool
 	sender    *deliver.Client
 	deliverer *deliver.Deliverer
-	met       *agentMetrics // metrics.go
+	met       *agentMetrics    // metrics.go
+	jobEnds   *deliver.JobEnds // jobend.go
 	// queue admits one sweep at a time (two sweeps on one node would
 	// measure each other), fairly across users.
 	queue *sweepQueue
@@ -98,6 +99,7 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 		spool:     sp,
 		sender:    sender,
 		deliverer: deliver.New(sp, counted, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
+		jobEnds:   deliver.NewJobEnds(sp, sender, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
 		queue:     newSweepQueue(),
 		met:       met,
 		telemetry: "off",
@@ -126,8 +128,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.deliverer.Run(ctx) }()
+	go func() { defer wg.Done(); a.jobEnds.Run(ctx) }()
 	go func() { defer wg.Done(); a.reportTelemetry(ctx) }()
 	a.log.Info("node agent running", keyNode, a.cfg.Node, keyCtl, a.cfg.Controller)
 	<-ctx.Done()

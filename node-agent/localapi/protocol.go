@@ -17,6 +17,7 @@ const (
 type Request struct {
 	Op      string          `json:"op"`
 	Profile *ProfileRequest `json:"profile,omitempty"`
+	JobEnd  *JobEndRequest  `json:"job_end,omitempty"`
 }
 
 // ProfileRequest asks for one model to be profiled with the caller's
@@ -41,6 +42,8 @@ type Event struct {
 	Result   *Result            `json:"result,omitempty"`
 	Status   *Status            `json:"status,omitempty"`
 	Error    string             `json:"error,omitempty"`
+	// JobEnd answers OpJobEnd: the report as spooled.
+	JobEnd *JobEndRequest `json:"job_end,omitempty"`
 }
 
 // Result is the outcome of a profile request.

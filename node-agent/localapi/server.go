@@ -213,6 +213,8 @@ func (s *Server) serve(conn *net.UnixConn) {
 	s.log.Debug("CLI request", keyOp, req.Op, keyUID, caller.UID, keyPID, caller.PID)
 
 	switch req.Op {
+	case OpJobEnd:
+		s.serveJobEnd(out, caller, req.JobEnd)
 	case OpStatus:
 		st, err := s.handler.Status()
 		if err != nil {

@@ -67,7 +67,7 @@ type Spool struct{ db *sql.DB }
 func Open(path string) (*Spool, error) {
 	// synchronous=FULL: a profile the agent said it saved survives a power
 	// cut too; profiles are rare, so the cost does not matter.
-	db, err := sqlitedb.Open(path, sqlitedb.Full, 0o700, schema)
+	db, err := sqlitedb.Open(path, sqlitedb.Full, 0o700, schema+jobEndSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSpool, err)
 	}

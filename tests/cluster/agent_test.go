@@ -139,23 +139,18 @@ func startAgentCluster(t *testing.T) *agentEnv { return startAgentClusterWith(t,
 // agent section.
 func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 	t.Helper()
-	return startAgentClusterFull(t, agentYAML, "", "")
+	return startAgentClusterFull(t, agentYAML, "", "", nil)
 }
 
 // startAgentClusterFull also appends coreExtra (top-level keys) to
-// lachesis.yaml and nodeExtra (top-level keys) to node-agent.yaml.
-func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string) *agentEnv {
+// lachesis.yaml and nodeExtra (top-level keys) to node-agent.yaml, and
+// slurm.conf lines that extraConf makes from the agent's socket path (known
+// before the cluster starts).
+func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string, extraConf func(agentSock string) []string) *agentEnv {
 	t.Helper()
 	bin := buildCommands(t)
 	u := ensureTestUser(t)
 	listen := freeTCPAddr(t)
-	e := &agentEnv{
-		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra),
-		listen: listen,
-		bin:    bin,
-	}
-	e.socket = mungeSocketOf(t, e.c.Conf)
-
 	// Short paths (a unix socket address holds 107 bytes) that the test
 	// user can reach.
 	dir, err := os.MkdirTemp("", "lachesis-agent-")
@@ -164,6 +159,16 @@ func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
+	var conf []string
+	if extraConf != nil {
+		conf = extraConf(filepath.Join(dir, "agent.sock"))
+	}
+	e := &agentEnv{
+		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
+		listen: listen,
+		bin:    bin,
+	}
+	e.socket = mungeSocketOf(t, e.c.Conf)
 	e.work = filepath.Join(dir, "work")
 	os.Mkdir(e.work, 0o755)
 	uid, _ := strconv.Atoi(u.Uid)

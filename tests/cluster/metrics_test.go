@@ -24,7 +24,7 @@ func TestPrometheusScrapesCoreAndAgent(t *testing.T) {
 		t.Fatal("prometheus is not installed; run scripts/install-deps.sh")
 	}
 	coreAddr, agentAddr := freeTCPAddr(t), freeTCPAddr(t)
-	e := startAgentClusterFull(t, "", "metrics:\n  listen: "+coreAddr+"\n", "metrics:\n  listen: "+agentAddr+"\n")
+	e := startAgentClusterFull(t, "", "metrics:\n  listen: "+coreAddr+"\n", "metrics:\n  listen: "+agentAddr+"\n", nil)
 	id := e.submit("-J", "scraped", "--gpus=1", "--wrap", "sleep 2")
 	e.waitState(id, "COMPLETED", 60*time.Second)
 

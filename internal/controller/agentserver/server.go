@@ -111,6 +111,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// OnProfile is called (outside any lock) with each newly stored profile.
 	OnProfile func(profile.Record)
+	// OnJobEnd is called (outside any lock) with each valid job-end report;
+	// false means nobody could take it yet, and the agent is told to retry.
+	OnJobEnd func(wire.JobEndReport) bool
 	// LogsPerSecond caps rejection log lines; the excess is counted and
 	// summarised, so a flood cannot fill slurmctld's log.
 	LogsPerSecond int
@@ -501,6 +504,8 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 	switch h.Type {
 	case wire.TypeProfile:
 		a, keep = s.handleProfile(peer, body)
+	case wire.TypeJobEnd:
+		a, keep = s.handleJobEnd(peer, body)
 	default:
 		a, keep = s.handleTelemetry(peer, body)
 	}

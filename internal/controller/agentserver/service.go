@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
@@ -45,6 +46,8 @@ type Service struct {
 
 	srvMu sync.Mutex
 	srv   *Server
+
+	onJobEnd atomic.Pointer[JobEndFunc] // jobend.go
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -107,6 +110,7 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 		done:  make(chan struct{}),
 	}
 	s.cfg.Server.OnProfile = func(rec profile.Record) { s.cache.Offer(rec) }
+	s.cfg.Server.OnJobEnd = s.jobEnd
 	log.Info("node-agent profiles loaded", keyModels, s.cache.Len(), keyPath, cfg.DBPath)
 	if cfg.Addr != "" {
 		if err := s.listen(); err != nil {

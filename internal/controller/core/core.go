@@ -67,6 +67,12 @@ type Core struct {
 	candidates  []fallbackCandidate
 	shrinkTried map[uint32]int64
 
+	// ends holds the true ends nodes reported for jobs still in memory
+	// (jobend.go); under mu. corrections queues those for finished jobs
+	// for the writer; under pendMu.
+	ends        map[uint32]int64
+	corrections []endReport
+
 	// agents holds the profile cache, the model keys for `missing` and,
 	// when agent.listen is set, the node-agent listener. Set once in Open,
 	// before any plugin call; nil for a Core made by New (tests).
@@ -119,6 +125,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		c.Close()
 		return nil, err
 	}
+	c.agents.SetJobEndHandler(c.ReportEnd)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -152,6 +159,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		records:   make(map[uint32]*ledger.Record, len(active)),
 		decisions: make(map[uint32]Decision, len(active)),
 		seen:      make(map[uint32]bool, len(active)),
+		ends:      make(map[uint32]int64),
 		pending:   make(map[uint32]ledger.Record),
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -322,6 +330,11 @@ func (c *Core) forget(now int64) {
 		}
 	}
 	c.pruneMarkers()
+	for id := range c.ends {
+		if !c.seen[id] {
+			delete(c.ends, id)
+		}
+	}
 }
 
 // observe folds one snapshot into the job's ledger record and returns it.
@@ -343,8 +356,11 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	case StateFinished:
 		if s.StartTime != 0 {
 			// Its last run, which may have begun and ended between two
-			// passes.
-			rec.ObserveRun(s.StartTime, s.gpuCount(), s.runSeconds(now))
+			// passes, up to the end its node reported if that is earlier
+			// (jobend.go). Finished stays Slurm's end: it keys the
+			// completed-job history, which later passes that still see
+			// the job must find unchanged.
+			rec.ObserveRun(s.StartTime, s.gpuCount(), c.trueEnd(s, ok).runSeconds(now))
 		}
 		end := s.EndTime
 		if end == 0 {
@@ -361,6 +377,9 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 
 // finish records a job's completion and forgets it.
 func (c *Core) finish(rec *ledger.Record, when int64) {
+	if rec.RunOpen {
+		rec.LastRunStart, rec.LastRunGPUs = rec.RunStart, rec.RunGPUs
+	}
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	c.markDirty(rec)

@@ -65,8 +65,10 @@ func (c *Core) writer() {
 		case <-c.w.retry:
 			c.w.retry = nil
 			c.flush()
+			c.applyCorrections()
 		case <-c.stop:
 			c.flush()
+			c.applyCorrections()
 			return
 		}
 	}

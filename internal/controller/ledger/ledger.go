@@ -20,6 +20,11 @@ type Record struct {
 	FirstSubmit int64 // first submission seen; Slurm resets its own on requeue
 	priority.Account
 	Finished int64 // when the job finished, 0 while it is active
+	// LastRunStart and LastRunGPUs name the last run of a finished job
+	// (CloseRun forgets them); a node's report of the true end corrects
+	// that run's length (jobend.go).
+	LastRunStart int64
+	LastRunGPUs  uint32
 }
 
 // Store is what the core needs from persistent storage.
@@ -65,6 +70,9 @@ CREATE TABLE IF NOT EXISTS completed (
 	job_id      INTEGER NOT NULL,
 	finished    INTEGER NOT NULL,
 	gpu_seconds REAL    NOT NULL,
+	last_start   INTEGER NOT NULL DEFAULT 0,
+	last_gpus    INTEGER NOT NULL DEFAULT 0,
+	last_seconds REAL    NOT NULL DEFAULT 0,
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
@@ -80,6 +88,10 @@ func OpenOwned(path string, uid int) (*SQLite, error) {
 	h, err := sqlitedb.OpenHandle(path, sqlitedb.Normal, 0o750, schema, uid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	if err := migrateLastRun(h.DB()); err != nil {
+		h.Close()
+		return nil, err
 	}
 	return &SQLite{h: h}, nil
 }
@@ -196,7 +208,8 @@ func (s *SQLite) Save(records []Record) error {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
 	defer upsert.Close()
-	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds) VALUES (?,?,?)`)
+	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds,
+		last_start, last_gpus, last_seconds) VALUES (?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -209,7 +222,8 @@ func (s *SQLite) Save(records []Record) error {
 			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
 		}
 		if r.Finished != 0 {
-			if _, err := done.Exec(r.JobID, r.Finished, r.Total()); err != nil {
+			if _, err := done.Exec(r.JobID, r.Finished, r.Total(),
+				r.LastRunStart, r.LastRunGPUs, r.LastRun); err != nil {
 				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
 			}
 		}

@@ -37,6 +37,7 @@ const (
 	TypeProfile   Type = 1 // ProfileReport, agent to controller
 	TypeTelemetry Type = 2 // TelemetryReport, agent to controller
 	TypeAck       Type = 3 // Ack, controller to agent
+	TypeJobEnd    Type = 4 // JobEndReport, agent to controller
 )
 
 // String names the type for logs.
@@ -48,15 +49,17 @@ func (t Type) String() string {
 		return "telemetry"
 	case TypeAck:
 		return "ack"
+	case TypeJobEnd:
+		return "job-end"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
 // Known reports whether t is a frame type of this version.
-func (t Type) Known() bool { return t >= TypeProfile && t <= TypeAck }
+func (t Type) Known() bool { return t >= TypeProfile && t <= TypeJobEnd }
 
 // IsReport reports whether frames of type t carry a credential.
-func (t Type) IsReport() bool { return t == TypeProfile || t == TypeTelemetry }
+func (t Type) IsReport() bool { return t == TypeProfile || t == TypeTelemetry || t == TypeJobEnd }
 
 // Sentinel errors; every decoding error wraps exactly one of the first
 // seven, and a body rejected by the limits also wraps ErrTooDeep or

@@ -72,7 +72,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, head, unit []byte, n uint32, tail []byte) {
 		b := expand(head, unit, n, tail, MaxBodyBytes+64)
 		checkErr := Check(b, DefaultLimits)
-		for _, typ := range []Type{TypeProfile, TypeTelemetry, TypeAck} {
+		for _, typ := range []Type{TypeProfile, TypeTelemetry, TypeAck, TypeJobEnd} {
 			err := decodeAny(t, typ, b)
 			if checkErr != nil && err == nil {
 				t.Fatalf("%v decoded a body Check refused: %v", typ, checkErr)
@@ -116,6 +116,11 @@ func decodeAny(t *testing.T, typ Type, body []byte) error {
 		if err = Unmarshal(body, &tr); err == nil {
 			err = tr.Validate()
 		}
+	case TypeJobEnd:
+		var je JobEndReport
+		if err = Unmarshal(body, &je); err == nil {
+			err = je.Validate()
+		}
 	}
 	if err != nil && !errors.Is(err, ErrBody) {
 		t.Fatalf("%v payload error is not ErrBody: %v", typ, err)
@@ -152,6 +157,7 @@ func bodySeeds(tb testing.TB) []seed {
 			CPUSweep: []profile.Measurement{{CPUs: 2, Throughput: 3, Samples: 4, Seconds: 5}}}},
 		&TelemetryReport{Node: "n1", At: at, GPUs: []GPU{{Index: 0, UUID: "GPU-1", Name: "H100", UtilPct: 50}}},
 		&Ack{ID: "n1-1", OK: true},
+		&JobEndReport{Node: "n1", JobID: 42, End: at.Unix()},
 	} {
 		b, err := Marshal(p)
 		if err != nil {
@@ -177,7 +183,7 @@ func frameSeeds(tb testing.TB) []seed {
 	var out []seed
 	for _, s := range bodySeeds(tb) {
 		n := len(s.head) + len(s.unit)*int(s.n) + len(s.tail)
-		for _, typ := range []Type{TypeProfile, TypeAck} {
+		for _, typ := range []Type{TypeProfile, TypeAck, TypeJobEnd} {
 			cred := ""
 			if typ.IsReport() {
 				cred = "MUNGE:cred"
