@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/ctldbench"
@@ -19,6 +21,8 @@ func main() {
 	window := flag.Duration("window", 60*time.Second, "measurement window per setup")
 	dir := flag.String("dir", "/tmp/lachesis-bench", "cluster directory")
 	pass := flag.Int("pass-interval", 5, "Lachesis pass interval, seconds")
+	only := flag.String("setups", "", "comma-separated labels of the setups to run (default all; the first is the base of the ratios)")
+	plugins := flag.String("plugins", "", "directory of the Lachesis plugins (default build/plugins), e.g. a saved copy to compare builds")
 	flag.Parse()
 	wd, _ := os.Getwd()
 	root, err := slurmcluster.RepoRoot(wd)
@@ -44,7 +48,18 @@ func main() {
 		{Label: "multifactor+synergy", Priority: "priority/multifactor", Preempt: "preempt/none",
 			JobSubmit: "synergy", YAML: yaml},
 	}
-	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4}
+	if *only != "" {
+		keep := map[string]bool{}
+		for _, l := range strings.Split(*only, ",") {
+			keep[strings.TrimSpace(l)] = true
+		}
+		setups = slices.DeleteFunc(setups, func(s ctldbench.Setup) bool { return !keep[s.Label] })
+		if len(setups) == 0 {
+			fmt.Fprintln(os.Stderr, "-setups matches no setup")
+			os.Exit(2)
+		}
+	}
+	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4, PluginDir: *plugins}
 	var res []ctldbench.Result
 	for _, s := range setups {
 		os.RemoveAll(filepath.Join(*dir, "lachesis"))
@@ -62,7 +77,7 @@ func main() {
 		fmt.Printf("%-20s %10.1f %14.2f %8d %10v %10v\n", r.Label, r.SubmitRate(), r.CPUSeconds, len(r.Passes),
 			ctldbench.Percentile(r.Passes, 0.5), ctldbench.Percentile(r.Passes, 1))
 	}
-	fmt.Printf("\nRatios to priority/multifactor (%d queued jobs, %v window):\n", *jobs, *window)
+	fmt.Printf("\nRatios to %s (%d queued jobs, %v window; \"tiresias\" is the cost with preemption on):\n", base.Label, *jobs, *window)
 	for _, r := range res[1:] {
 		fmt.Printf("  %-20s slurmctld CPU %.2fx, sbatch throughput %.2fx\n", r.Label,
 			r.CPUSeconds/max(base.CPUSeconds, 0.01), r.SubmitRate()/base.SubmitRate())
