@@ -83,9 +83,10 @@ func (c *Core) PreemptionPossible() bool {
 // preempts only across queue boundaries: the victim must sit in a lower
 // queue than the job that wants its GPUs. Only GPU jobs preempt and are
 // preempted: a CPU-only job never requeues a GPU job (its attained service,
-// GPU-seconds, is always zero, so it would otherwise always win). A job
-// never ranked counts as a new job, in queue 0; a victim never ranked is
-// not preempted.
+// GPU-seconds, is always zero, so it would otherwise always win). Both
+// jobs must be known from the last pass or a placement since (slurmctld
+// places every job at submit, so a new job counts in queue 0 at once); an
+// unknown job neither preempts nor is preempted.
 func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
