@@ -132,6 +132,16 @@ func lachesis_preemptable(preemptor, preemptee C.uint32_t) (rc C.int) {
 	return 1
 }
 
+//export lachesis_preemption_possible
+func lachesis_preemption_possible() (rc C.int) {
+	defer recoverInto(&rc, "lachesis_preemption_possible")
+	h := running()
+	if h == nil || !h.core.PreemptionPossible() {
+		return 0
+	}
+	return 1
+}
+
 //export lachesis_size_job
 func lachesis_size_job(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.int32_t, out *C.lachesis_sizing_t) (rc C.int) {
 	defer recoverInto(&rc, "lachesis_size_job")

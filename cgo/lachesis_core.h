@@ -13,8 +13,9 @@
 
 #include <stdint.h>
 
-/* 2: lachesis_fallback takes now, like lachesis_pass. */
-#define LACHESIS_ABI_VERSION 2
+/* 2: lachesis_fallback takes now, like lachesis_pass.
+ * 3: lachesis_preemption_possible. */
+#define LACHESIS_ABI_VERSION 3
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -203,7 +204,12 @@ extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
 /* Sizes a job at submit from its model's profile. Memory only. */
 extern int lachesis_size_job(lachesis_submit_t *job, lachesis_node_t *nodes,
 			     int32_t n, lachesis_sizing_t *out);
-/* 1 if preemptor may requeue preemptee (it sits in a lower queue), else 0. */
+/* 1 if preemptor may requeue preemptee (both use GPUs and the preemptee
+ * sits in a lower queue), else 0. */
 extern int lachesis_preemptable(uint32_t preemptor, uint32_t preemptee);
+/* 1 if, as of the last pass and the placements since, some waiting GPU job
+ * sits in a better queue than some running GPU job; else 0 (nobody can
+ * preempt anybody). Memory only: cheap enough to call for every job. */
+extern int lachesis_preemption_possible(void);
 
 #endif

@@ -8,6 +8,17 @@
  * The queue of each job is the Go core's decision from its last pass.
  *
  * Use with PreemptMode=REQUEUE: a suspended job would keep its GPUs.
+ *
+ * Cost: with preemption enabled, Slurm asks for every waiting job it tries
+ * (main scheduler and backfill) whether each job in the system is a victim,
+ * tries waiting jobs against busy nodes, and the select plugin tests a job
+ * again with its victims removed. Two answers keep that work to the jobs
+ * that can preempt someone: "enabled" is false while no waiting GPU job
+ * sits in a better queue than a running one (the core's view from its last
+ * pass), and a job that is not running is never a victim, answered here
+ * without calling into the core. Two waiting jobs thus never "preempt"
+ * each other in Slurm's queue sort either: they keep priority order, which
+ * the Tiresias queue dominates (with the default weights, only it counts).
  */
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
@@ -37,7 +48,7 @@ extern void fini(void)
 extern bool preempt_p_preemptable(job_record_t *preemptee,
 				  job_record_t *preemptor)
 {
-	if (!core_up)
+	if (!core_up || !IS_JOB_RUNNING(preemptee))
 		return false;
 	return lachesis_preemptable(preemptor->job_id, preemptee->job_id) == 1;
 }
@@ -53,7 +64,11 @@ extern int preempt_p_get_data(job_record_t *job_ptr,
 {
 	switch (data_type) {
 	case PREEMPT_DATA_ENABLED:
-		*(bool *) data = (slurm_conf.preempt_mode != PREEMPT_MODE_OFF);
+		/* Slurm asks this without a job (job_ptr is NULL), before
+		 * looking for victims and before picking nodes for each job. */
+		*(bool *) data = core_up &&
+				 (slurm_conf.preempt_mode != PREEMPT_MODE_OFF) &&
+				 (lachesis_preemption_possible() == 1);
 		return SLURM_SUCCESS;
 	case PREEMPT_DATA_MODE:
 		*(uint16_t *) data = slurm_conf.preempt_mode &

@@ -24,6 +24,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated setup labels to run (default: all); ratios are to the first")
 	also := flag.String("also-job-submit", "", "also run multifactor with this job_submit plugin from build/plugins (e.g. an older build of synergy, to compare in one run)")
 	rounds := flag.Int("rounds", 1, "run the setups this many times, interleaved, and report each ratio's median and range (sbatch throughput is noisy)")
+	plugins := flag.String("plugins", "", "directory of the Lachesis plugins (default build/plugins), e.g. a saved copy to compare builds")
 	flag.Parse()
 	wd, _ := os.Getwd()
 	root, err := slurmcluster.RepoRoot(wd)
@@ -58,7 +59,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-only matches no setup")
 		os.Exit(2)
 	}
-	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4}
+	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4, PluginDir: *plugins}
 	// ratios[label] holds one sbatch-throughput ratio per round; the setups
 	// of a round run back to back, so slow phases of a shared machine hit
 	// the baseline and the others alike.
@@ -81,7 +82,7 @@ func main() {
 			fmt.Printf("%-28s %10.1f %14.2f %8d %10v %10v\n", r.Label, r.SubmitRate(), r.CPUSeconds, len(r.Passes),
 				ctldbench.Percentile(r.Passes, 0.5), ctldbench.Percentile(r.Passes, 1))
 		}
-		fmt.Printf("\nRatios to %s (%d queued jobs, %v window):\n", base.Label, *jobs, *window)
+		fmt.Printf("\nRatios to %s (%d queued jobs, %v window; \"tiresias\" is the cost with preemption on):\n", base.Label, *jobs, *window)
 		for _, r := range res[1:] {
 			ratio := r.SubmitRate() / base.SubmitRate()
 			ratios[r.Label] = append(ratios[r.Label], ratio)

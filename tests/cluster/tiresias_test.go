@@ -342,3 +342,40 @@ func TestHeldJobsAndAdminPrioritiesAreLeftAlone(t *testing.T) {
 		return p >= queue0Floor, strconv.Itoa(int(p))
 	})
 }
+
+// A job without GPUs has no attained service and sits in queue 0, above any
+// demoted GPU job; it must still never requeue one to get its CPUs.
+func TestCPUOnlyJobDoesNotPreemptDemotedGPUJob(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")
+	// The GPU job takes every CPU of the node (8), so the CPU-only job could
+	// start only by requeueing it.
+	gpuJob := e.submit("-J", "gpu", "--gpus=2", "-c", "8", "--wrap", "sleep 600")
+	e.waitState(gpuJob, "RUNNING", 30*time.Second)
+	e.waitQueue(gpuJob, 1, 40*time.Second)
+
+	cpuJob := e.submit("-J", "cpu", "-c", "1", "--wrap", "sleep 600")
+	// Slurm has tried it (and would have preempted in that attempt) once
+	// the reason says it waits for resources, or once it runs.
+	e.eventually(30*time.Second, "Slurm to try the CPU-only job", func() (bool, string) {
+		j := e.jobs()[cpuJob]
+		return j.State != "PENDING" || j.Reason == "Resources", fmt.Sprintf("%+v", j)
+	})
+	d, err := e.c.ShowJob(gpuJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "RUNNING" || d.Restarts != 0 {
+		t.Fatalf("demoted GPU job: state %s, restarts %d; want RUNNING, never requeued for a CPU-only job", d.State, d.Restarts)
+	}
+
+	// The demoted job was preemptable all along: a GPU job of queue 0 does
+	// requeue it.
+	newGPU := e.submit("-J", "newgpu", "--gpus=1", "-c", "1", "--wrap", "sleep 600")
+	e.waitState(newGPU, "RUNNING", 60*time.Second)
+	if d, err = e.c.ShowJob(gpuJob); err != nil {
+		t.Fatal(err)
+	}
+	if d.Restarts != 1 {
+		t.Fatalf("demoted GPU job restarts %d after a GPU job of queue 0 came; want 1", d.Restarts)
+	}
+}

@@ -53,6 +53,7 @@ type Core struct {
 	jobs       []priority.Job
 	jobIndex   []int // jobs[i] came from snapshot jobIndex[i]
 	results    []priority.Result
+	preempt    preemptView // who may preempt whom (preempt.go)
 
 	// dist is the Gittins distribution the next pass uses; the writer
 	// goroutine replaces it as history accumulates.
@@ -311,6 +312,7 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
+	c.preempt.fromPass(c.jobs, c.results)
 }
 
 // forget is a pass's last stage: jobs slurmctld no longer has (purged
@@ -413,6 +415,7 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d, ok := c.decisions[s.ID]; ok && !s.Held {
+		c.preempt.placed(s, d.Queue)
 		return d
 	}
 	rec, ok := c.records[s.ID]
@@ -424,6 +427,7 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 	res := c.ranker.Place(now, policyJob(rec, s))
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
+	c.preempt.placed(s, d.Queue)
 	return d
 }
 
@@ -436,20 +440,6 @@ func (c *Core) Decision(id uint32) (Decision, error) {
 		return Decision{}, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
 	return d, nil
-}
-
-// Preemptable reports whether preemptor may requeue preemptee. Tiresias
-// preempts only across queue boundaries: the victim must sit in a lower
-// queue than the job that wants its GPUs. A job never ranked counts as a
-// new job, in queue 0; a victim never ranked is not preempted.
-func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	victim, ok := c.decisions[preemptee]
-	if !ok {
-		return false
-	}
-	return c.met.preemption(priority.Preempts(c.decisions[preemptor].Queue, victim.Queue))
 }
 
 // Record returns a job's ledger record as the core holds it in memory.

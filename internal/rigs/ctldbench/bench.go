@@ -46,14 +46,19 @@ type Options struct {
 	Window    time.Duration
 	Workers   int // concurrent sbatch processes
 	PortBase  int
+	PluginDir string // Lachesis plugins; default Root/build/plugins
 }
 
 // Run fills the queue with Options.Jobs pending one-GPU jobs behind a job
 // holding every GPU, then watches slurmctld for Options.Window.
 func Run(ctx context.Context, o Options, s Setup) (Result, error) {
+	pluginDir := o.PluginDir
+	if pluginDir == "" {
+		pluginDir = filepath.Join(o.Root, "build", "plugins")
+	}
 	c, err := slurmcluster.Up(ctx, o.Root, slurmcluster.Options{
 		Dir: o.Dir, Nodes: 1, GPUsPerNode: 4, PortBase: o.PortBase, Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
-		PluginDir: filepath.Join(o.Root, "build", "plugins"), LachesisYAML: s.YAML, ExtraConf: s.Extra,
+		PluginDir: pluginDir, LachesisYAML: s.YAML, ExtraConf: s.Extra,
 	})
 	if err != nil {
 		return Result{}, err
