@@ -3,10 +3,12 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +24,10 @@ import (
 func TestOneUserCannotBlockProfilingForEveryone(t *testing.T) {
 	e := startAgentCluster(t)
 	testenv.User(t, "lachesis-tb")
+	// Both users' workloads write their datasets in the work directory.
+	if err := os.Chmod(e.work, 0o1777); err != nil {
+		t.Fatal(err)
+	}
 	synth := filepath.Join(e.bin, "lachesis-synth")
 	workload := []string{"--", "/bin/sh", "-c", "exec " + synth + " -knee 1 -seconds 0 -data-mb 4"}
 	profileArgs := func(model, pointSeconds string) []string {
@@ -46,6 +52,11 @@ func TestOneUserCannotBlockProfilingForEveryone(t *testing.T) {
 				profileArgs(fmt.Sprintf("a-long-%d", i), "300")...)
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 			cmd.Dir = e.work
+			// Giving up kills runuser and the CLI under it (its own process
+			// group), as a user's ^C would.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			cmd.WaitDelay = 5 * time.Second
 			b, _ := cmd.CombinedOutput()
 			floodOut[i] = string(b)
 		}()
