@@ -106,6 +106,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime 1m ./internal/controller/core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./internal/controller/synergy
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
+	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
 
 # Debian packages lachesis-slurmctld and lachesis-node-agent in build/deb
 # (README, "Installing on a real cluster"); the cluster tests install them.

@@ -24,7 +24,9 @@ type fakeHandler struct {
 }
 
 func (h *fakeHandler) Profile(ctx context.Context, c localapi.Caller, req localapi.ProfileRequest, progress func(profiler.Progress)) (localapi.Result, error) {
-	h.caller <- c
+	if h.caller != nil { // nil: the fuzz target, which does not look
+		h.caller <- c
+	}
 	if req.Model == "fail" {
 		return localapi.Result{}, errors.New("workload failed: exit status 3")
 	}
@@ -43,7 +45,7 @@ func (h *fakeHandler) Status() (localapi.Status, error) {
 }
 
 // socketPath is short: sun_path holds 107 bytes, test temp dirs can be long.
-func socketPath(t *testing.T) string {
+func socketPath(t testing.TB) string {
 	dir, err := os.MkdirTemp("", "la")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +54,7 @@ func socketPath(t *testing.T) string {
 	return filepath.Join(dir, "run", "agent.sock")
 }
 
-func serve(t *testing.T, h localapi.Handler) string {
+func serve(t testing.TB, h localapi.Handler) string {
 	t.Helper()
 	path := socketPath(t)
 	s, err := localapi.Listen(path, h, slog.New(slog.DiscardHandler))
