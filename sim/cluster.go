@@ -44,6 +44,8 @@ type cluster struct {
 	// a single-node job of noRoom or more GPUs, nor empty noWhole nodes
 	// (see planPreemption).
 	noRoom, noWhole int
+	// het is the heterogeneous part, nil on a homogeneous cluster.
+	het *hetCluster
 }
 
 func newCluster(shape Shape, mode AllocMode, reserve float64) *cluster {
@@ -72,6 +74,9 @@ func (c *cluster) perNode() int { return len(c.byFree) - 1 }
 // couldFit says whether enough GPUs are free in the right shape, ignoring
 // CPUs and memory.
 func (c *cluster) couldFit(gpus int) bool {
+	if c.het != nil {
+		return c.het.couldFit(c, gpus)
+	}
 	per := c.perNode()
 	if gpus > c.freeGPUs {
 		return false
@@ -156,6 +161,9 @@ func (c *cluster) bestNode(j *JobState, gpus int, ok func(n int) bool, freeOf fu
 // placeFree finds a placement for j in the free resources as they are; it
 // fills c.plan and returns the job's speed (the slowest node's).
 func (c *cluster) placeFree(j *JobState) (float64, bool) {
+	if c.het != nil {
+		return c.het.placeFree(c, j)
+	}
 	gpus, per := j.Job.GPUs, c.perNode()
 	c.plan = c.plan[:0]
 	freeOf := func(n int) sensitivity.Resources { return c.free[n] }

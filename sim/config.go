@@ -43,6 +43,8 @@ type Config struct {
 	// Progress, if set, is called from the simulating goroutine with the
 	// number of jobs completed since its previous call.
 	Progress func(completed int)
+	// Hetero, if set, makes the cluster heterogeneous (see HeteroConfig).
+	Hetero *HeteroConfig
 }
 
 // DefaultConfig is a 2D-LAS run on DefaultShape with proportional

@@ -36,6 +36,20 @@
 // Allocations are fixed for a run, as in Slurm: a running job is never
 // resized.
 //
+// # Heterogeneous clusters
+//
+// With Config.Hetero the nodes form equal groups of GPU types (node n has
+// type n mod the number of types) and speeds come from Gavel's measured
+// throughputs (GavelTable): a job's speed on a type and placement
+// (consolidated on the fewest nodes, or spread) relative to the reference
+// type consolidated, on which the trace's durations are taken to be
+// measured. Jobs get Gavel models by a seeded rule (GavelAssign). The
+// type-agnostic policy counts service in GPU-seconds and takes the first
+// type with room in a per-job rotation; the effective-throughput policy
+// counts GPU-seconds × speed and takes the type where the job runs
+// fastest now. With consolidation, a job whose spread speed on a type is
+// well below its consolidated one starts there only consolidated.
+//
 // # Time and passes
 //
 // The engine jumps from event to event (arrivals, completions, policy

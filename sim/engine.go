@@ -97,6 +97,11 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 		}
 		e.jobs[i] = JobState{Job: job, Model: name, Profile: bc.profile, best: bc.demand}
 	}
+	if cfg.Hetero != nil {
+		if err := e.initHetero(); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -228,8 +233,11 @@ func (e *engine) closeRun(j *JobState, now float64) {
 	run := now - j.RunStart
 	j.progressTime += max(0, now-j.ProgressFrom)
 	gpuSeconds := float64(j.Job.GPUs) * run
-	j.Account.RunSeconds = run
+	j.Account.RunSeconds = j.accountSeconds(now)
 	e.busyGPUSeconds += gpuSeconds
+	if j.het != nil {
+		e.cluster.het.account(j, j.RunStart, now)
+	}
 	if e.cfg.RecordRuns {
 		r := RunRecord{JobID: j.Job.ID, Start: j.RunStart, End: now}
 		for _, s := range j.slots {

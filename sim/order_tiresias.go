@@ -57,7 +57,7 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 		submit := int64(math.Floor(j.Job.Submit))
 		if j.Status == Running {
 			// What a pass of the core observes of a running job.
-			j.Account.RunSeconds = now - j.RunStart
+			j.Account.RunSeconds = j.accountSeconds(now)
 		}
 		pj := priority.Job{
 			ID:           j.Job.ID,
@@ -94,7 +94,7 @@ func (o *tiresiasOrder) NextChange(now float64, jobs []*JobState) float64 {
 		case Running:
 			s := j.QueueService(now)
 			if q := priority.QueueOf(o.cfg, s); q < len(th) {
-				next = min(next, now+(th[q]-s)/float64(j.Job.GPUs))
+				next = min(next, now+(th[q]-s)/j.serviceRate())
 			}
 		case Pending:
 			if a := &j.Account; knob > 0 && a.Queue > 0 && a.LastRun > 0 {

@@ -20,6 +20,8 @@ type Result struct {
 	Runs    []RunRecord
 	Summary Summary
 	Passes  int
+	// Hetero is the heterogeneous summary of a run with Config.Hetero.
+	Hetero *HeteroSummary
 }
 
 // JobResult is one job's outcome.
@@ -107,6 +109,7 @@ func (e *engine) result(trace *Trace) *Result {
 		}
 	}
 	r.Summary = summarise(r, e.busyGPUSeconds, e.preemptions)
+	r.Hetero = e.heteroSummary()
 	return r
 }
 

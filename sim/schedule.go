@@ -97,7 +97,7 @@ func (e *engine) place(now float64) {
 // room they leave.
 func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now float64) bool {
 	var ok bool
-	e.victims, ok = e.cluster.planPreemption(j, eligible, e.victims[:0])
+	e.victims, ok = e.cluster.planVictims(j, eligible, e.victims[:0])
 	if !ok {
 		return false
 	}

@@ -60,6 +60,8 @@ type JobState struct {
 	sortKey float64
 	// preemptedIn is the pass in which the job was last preempted.
 	preemptedIn uint32
+	// het is the job's heterogeneous data, nil on a homogeneous cluster.
+	het *hetJob
 	// maxSpeed is the fastest run's speed; progressTime the time spent
 	// making progress (running, past the restart penalty).
 	maxSpeed     float64
@@ -76,7 +78,7 @@ type slot struct {
 
 // AttainedService is the job's GPU-seconds run so far, across requeues.
 func (j *JobState) AttainedService(now float64) float64 {
-	return j.Account.ServiceAt(now - j.RunStart)
+	return j.Account.ServiceAt(j.accountSeconds(now))
 }
 
 // QueueService is the attained service since the last promotion, which

@@ -54,6 +54,7 @@ type options struct {
 	jobsCSV, sweep, bench, progress         bool
 	sweepNodes                              string
 	parallel                                int
+	hetero                                  heteroOptions
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -98,6 +99,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.bench, "bench", false, "report wall time, jobs simulated per second and peak memory")
 	fs.BoolVar(&o.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once")
+	o.hetero.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -134,6 +136,9 @@ func run(args []string) error {
 			allocs = append(allocs, sim.AllocMode(a))
 		}
 		variants = sim.Variants(cfg, policies, allocs)
+		if variants, err = o.hetero.variants(variants); err != nil {
+			return err
+		}
 	}
 	runs := len(variants)
 	settings, err := sweepSettings(o, cfg)
@@ -182,6 +187,9 @@ func runComparison(o *options, trace *sim.Trace, variants []sim.Variant) error {
 	}
 	for _, r := range sim.Ratios(results) {
 		fmt.Printf("%s: %.3f\n", r.Name, r.Value)
+	}
+	if err := writeHetero(o, results); err != nil {
+		return err
 	}
 	if o.out == "" {
 		return nil
