@@ -385,7 +385,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
 	g := s.chargedGPUs(c.cfg.CPUJobCPUsPerGPU)
 	if s.gpuCount() == 0 && (!rec.RunOpen || rec.RunStart != s.StartTime) {
-		c.log.Debug("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
+		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
 	}
 	return g
 }
