@@ -72,6 +72,9 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		PreSusTime:  int64(j.pre_sus_time),
 		PartFactor:  float64(j.part_factor),
 		QOSFactor:   float64(j.qos_factor),
+		CPUs:        uint32(j.cpus),
+		NodeCPUs:    uint32(j.node_cpus),
+		NodeGPUs:    uint32(j.node_gpus),
 	}
 	if j.state == C.LACHESIS_PENDING && j.waits_for_resources != 0 && j.admin_comment != nil &&
 		C.strstr(j.admin_comment, sizedMarker) != nil {

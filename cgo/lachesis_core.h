@@ -14,8 +14,10 @@
 #include <stdint.h>
 
 /* 2: lachesis_fallback takes now, like lachesis_pass.
- * 3: lachesis_preemption_possible. */
-#define LACHESIS_ABI_VERSION 3
+ * 3: lachesis_preemption_possible.
+ * 4: lachesis_job_t.cpus, node_cpus, node_gpus (jobs without GPUs are
+ *    charged service in GPU-equivalents). */
+#define LACHESIS_ABI_VERSION 4
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -56,6 +58,14 @@ typedef struct lachesis_job {
 	int32_t  nice;          /* details->nice - NICE_OFFSET */
 	uint32_t num_nodes;
 	uint32_t num_tasks;
+	/* Running, suspended and finished jobs, filled by the pass only:
+	 * the job's allocated CPUs, and the CPUs and GPUs of the first node
+	 * of its allocation (0 = unknown). A job without GPUs is charged
+	 * service at cpus / (node_cpus / node_gpus) GPU-equivalents. */
+	uint32_t cpus;
+	uint32_t node_cpus;
+	uint32_t node_gpus;
+	uint32_t reserved3;
 	int64_t  submit_time;
 	int64_t  begin_time;
 	int64_t  start_time;

@@ -12,6 +12,13 @@
 // discrete rather than a continuous LAS order to stop jobs with similar
 // service from preempting each other back and forth.
 //
+// # Jobs without GPUs
+//
+// A job without GPUs is charged in GPU-equivalents (ChargedGPUs): its CPUs
+// over its node's CPUs per GPU, rounded up, at least 1. Otherwise it would
+// never gain service and would sit in Q0 above every demoted GPU job for
+// as long as it runs.
+//
 // # Order inside a queue
 //
 // In LAS mode a queue is FIFO by the time each job entered it, then by

@@ -6,6 +6,9 @@
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
 #include "src/common/assoc_mgr.h"
+#include "src/common/bitstring.h"
+#include "src/common/gres.h"
+#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/run_in_daemon.h"
 #include "src/common/xmalloc.h"
@@ -131,6 +134,37 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 		out->part_factor = job_ptr->part_ptr->norm_priority;
 	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage)
 		out->qos_factor = job_ptr->qos_ptr->usage->norm_priority;
+}
+
+void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
+{
+	node_record_t *node_ptr = NULL;
+	gres_state_t *gres_state;
+	ListIterator itr;
+	int first;
+
+	if (out->state == LACHESIS_PENDING)
+		return;
+	out->cpus = job_ptr->total_cpus;
+	/* One node stands for the allocation: a job's nodes are normally
+	 * of one partition, and this is only a rate. */
+	if (job_ptr->node_bitmap &&
+	    ((first = bit_ffs(job_ptr->node_bitmap)) >= 0) &&
+	    (first < node_record_count))
+		node_ptr = node_record_table_ptr[first];
+	if (!node_ptr)
+		return;
+	out->node_cpus = node_ptr->cpus;
+	if (!node_ptr->gres_list)
+		return;
+	itr = list_iterator_create(node_ptr->gres_list);
+	while ((gres_state = list_next(itr))) {
+		gres_node_state_t *ns = gres_state->gres_data;
+		if (!xstrcmp(gres_state->gres_name, "gpu") && ns &&
+		    (ns->gres_cnt_avail < UINT32_MAX))
+			out->node_gpus += (uint32_t) ns->gres_cnt_avail;
+	}
+	list_iterator_destroy(itr);
 }
 
 /* Longest SystemComment we rewrite: a longer one is an admin's business,

@@ -32,6 +32,12 @@ extern bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker);
 extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				   lachesis_job_t *out);
 
+/* Copies the job's allocated CPUs and its first node's CPUs and GPUs (for
+ * charging jobs without GPUs). Running, suspended and finished jobs only;
+ * caller holds the job and node read locks. */
+extern void lachesis_hook_fill_alloc(job_record_t *job_ptr,
+				     lachesis_job_t *out);
+
 /* The log callback handed to the core. */
 extern void lachesis_hook_log(int level, const char *msg);
 

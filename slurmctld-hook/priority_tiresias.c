@@ -201,6 +201,7 @@ static void _run_pass(void)
 			if (IS_JOB_REVOKED(job_ptr))
 				continue;
 			lachesis_hook_fill_job(job_ptr, gpu_pos, &pass_jobs[n]);
+			lachesis_hook_fill_alloc(job_ptr, &pass_jobs[n]);
 			pass_ptrs[n++] = job_ptr;
 		}
 		list_iterator_destroy(itr);

@@ -343,7 +343,7 @@ func TestHeldJobsAndAdminPrioritiesAreLeftAlone(t *testing.T) {
 	})
 }
 
-// A job without GPUs has no attained service and sits in queue 0, above any
+// A new job without GPUs has no attained service yet and sits in queue 0, above any
 // demoted GPU job; it must still never requeue one to get its CPUs.
 func TestCPUOnlyJobDoesNotPreemptDemotedGPUJob(t *testing.T) {
 	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")

@@ -33,6 +33,11 @@ type Config struct {
 	// GittinsMinHistory is how many completed jobs the cluster's own
 	// history needs before it replaces the bundled seed distribution.
 	GittinsMinHistory int
+	// CPUJobCPUsPerGPU prices jobs without GPUs: they are charged
+	// service at ceil(CPUs / CPUJobCPUsPerGPU) GPU-equivalents, at least 1
+	// (priority.ChargedGPUs). 0 takes each job's node's CPUs per GPU, and
+	// charges 1 on a node without GPUs.
+	CPUJobCPUsPerGPU uint32
 	// LogLevel: debug, info, warn or error.
 	LogLevel string
 	Agent    Agent
@@ -63,6 +68,10 @@ type Agent struct {
 	AllowedUIDs []uint32
 }
 
+// MaxCPUJobCPUsPerGPU bounds tiresias.cpu_job_cpus_per_gpu: no node has
+// more CPUs per GPU than this, so a larger value is a typo.
+const MaxCPUJobCPUsPerGPU = 4096
+
 // file mirrors the YAML layout; its field names are the keys admins write.
 type file struct {
 	Tiresias struct {
@@ -78,6 +87,7 @@ type file struct {
 			QOS       float64 `mapstructure:"qos"`
 		} `mapstructure:"weights"`
 		GittinsMinHistory int `mapstructure:"gittins_min_history"`
+		CPUJobCPUsPerGPU  int `mapstructure:"cpu_job_cpus_per_gpu"`
 	} `mapstructure:"tiresias"`
 	PassInterval float64 `mapstructure:"pass_interval"`
 	DBPath       string  `mapstructure:"db_path"`
@@ -92,6 +102,8 @@ type file struct {
 		Tolerance     float64 `mapstructure:"tolerance"`
 		Override      bool    `mapstructure:"override"`
 		FallbackAfter float64 `mapstructure:"fallback_after"`
+		CPUReserve    int     `mapstructure:"cpu_reserve_per_node"`
+		MemReserveMB  int64   `mapstructure:"mem_reserve_per_node_mb"`
 	} `mapstructure:"synergy"`
 	Metrics struct {
 		Listen string `mapstructure:"listen"`
@@ -145,6 +157,9 @@ func defaultFile() file {
 	f.Synergy.Tolerance = d.Synergy.Tolerance
 	f.Synergy.Override = d.Synergy.Override
 	f.Synergy.FallbackAfter = d.Synergy.FallbackAfter.Seconds()
+	f.Synergy.CPUReserve = d.Synergy.CPUReservePerNode
+	f.Synergy.MemReserveMB = d.Synergy.MemReservePerNodeMB
+	f.Tiresias.CPUJobCPUsPerGPU = int(d.CPUJobCPUsPerGPU)
 	return f
 }
 
@@ -209,6 +224,9 @@ func (f file) validate() (Config, error) {
 			Enabled:   f.Synergy.Enabled,
 			Tolerance: f.Synergy.Tolerance,
 			Override:  f.Synergy.Override,
+
+			CPUReservePerNode:   f.Synergy.CPUReserve,
+			MemReservePerNodeMB: f.Synergy.MemReserveMB,
 		},
 	}
 	if c.Agent.AllowedUIDs == nil {
@@ -221,6 +239,11 @@ func (f file) validate() (Config, error) {
 		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
 			ErrInvalid, t.Queues, len(t.Thresholds)+1)
 	}
+	if t.CPUJobCPUsPerGPU < 0 || t.CPUJobCPUsPerGPU > MaxCPUJobCPUsPerGPU {
+		return Config{}, fmt.Errorf("%w: tiresias.cpu_job_cpus_per_gpu must be between 0 and %d, got %d",
+			ErrInvalid, MaxCPUJobCPUsPerGPU, t.CPUJobCPUsPerGPU)
+	}
+	c.CPUJobCPUsPerGPU = uint32(t.CPUJobCPUsPerGPU)
 	if t.GittinsMinHistory < 0 {
 		return Config{}, fmt.Errorf("%w: tiresias.gittins_min_history must be >= 0, got %d", ErrInvalid, t.GittinsMinHistory)
 	}

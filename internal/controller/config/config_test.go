@@ -37,6 +37,7 @@ tiresias:
   promote_knob: 2.5
   max_age: 100
   gittins_min_history: 7
+  cpu_job_cpus_per_gpu: 12
   weights: {tiresias: 1000, age: 10, partition: 5, qos: 1}
 pass_interval: 2
 db_path: /tmp/x.db
@@ -51,7 +52,7 @@ metrics:
 	if got := c.Tiresias.Queues(); got != 4 {
 		t.Errorf("queues = %d, want 4", got)
 	}
-	if c.Tiresias.PromoteKnob != 2.5 || c.Tiresias.MaxAge != 100 || c.GittinsMinHistory != 7 {
+	if c.Tiresias.PromoteKnob != 2.5 || c.Tiresias.MaxAge != 100 || c.GittinsMinHistory != 7 || c.CPUJobCPUsPerGPU != 12 {
 		t.Errorf("tiresias keys not read: %+v", c.Tiresias)
 	}
 	if w := c.Tiresias.Weights; w.Tiresias != 1000 || w.Age != 10 || w.Partition != 5 || w.QOS != 1 {
@@ -87,6 +88,10 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"pass interval over an hour is rejected", "pass_interval: 3601\n", "pass_interval"},
 		{"wrong type for a bool is rejected", "synergy:\n  enabled: maybe\n", "synergy.enabled"},
 		{"metrics address without a port is rejected", "metrics:\n  listen: localhost\n", "metrics.listen"},
+		{"negative CPU-job rate is rejected", "tiresias:\n  cpu_job_cpus_per_gpu: -1\n", "tiresias.cpu_job_cpus_per_gpu"},
+		{"CPU-job rate above the cap is rejected", "tiresias:\n  cpu_job_cpus_per_gpu: 4097\n", "tiresias.cpu_job_cpus_per_gpu"},
+		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
+		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
 	}
 	for _, c := range cases {

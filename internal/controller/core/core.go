@@ -30,6 +30,8 @@ const (
 	keyPath     = "path"
 	keySource   = "source"
 	keySamples  = "samples"
+	keyCharged  = "charged_gpus"
+	keyJobCPUs  = "cpus"
 )
 
 // ErrNotFound is returned for jobs the core has never seen.
@@ -352,7 +354,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	before := *rec
 	switch s.State {
 	case StateRunning, StateSuspended:
-		rec.ObserveRun(s.StartTime, s.gpuCount(), s.runSeconds(now))
+		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
 	case StatePending:
 		rec.Requeued(rec.RunEnd()) // if it ran since the last pass
 	case StateFinished:
@@ -362,7 +364,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			// (jobend.go). Finished stays Slurm's end: it keys the
 			// completed-job history, which later passes that still see
 			// the job must find unchanged.
-			rec.ObserveRun(s.StartTime, s.gpuCount(), c.trueEnd(s, ok).runSeconds(now))
+			rec.ObserveRun(s.StartTime, c.charged(s, rec), c.trueEnd(s, ok).runSeconds(now))
 		}
 		end := s.EndTime
 		if end == 0 {
@@ -375,6 +377,17 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 		c.markDirty(rec)
 	}
 	return rec
+}
+
+// charged is the rate (GPUs, or GPU-equivalents for a job without GPUs)
+// at which s's run accrues service. The rate is fixed when a run opens
+// (Account.ObserveRun keeps the open run's), so it is logged only then.
+func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
+	g := s.chargedGPUs(c.cfg.CPUJobCPUsPerGPU)
+	if s.gpuCount() == 0 && (!rec.RunOpen || rec.RunStart != s.StartTime) {
+		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
+	}
+	return g
 }
 
 // finish records a job's completion and forgets it.

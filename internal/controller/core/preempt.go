@@ -82,8 +82,9 @@ func (c *Core) PreemptionPossible() bool {
 // Preemptable reports whether preemptor may requeue preemptee. Tiresias
 // preempts only across queue boundaries: the victim must sit in a lower
 // queue than the job that wants its GPUs. Only GPU jobs preempt and are
-// preempted: a CPU-only job never requeues a GPU job (its attained service,
-// GPU-seconds, is always zero, so it would otherwise always win). Both
+// preempted: a CPU-only job never requeues a GPU job to get CPUs (a new one
+// has no attained service yet, so it would otherwise always win; its
+// service in GPU-equivalents, snapshot.go, ranks it but frees no GPU). Both
 // jobs must be known from the last pass or a placement since (slurmctld
 // places every job at submit, so a new job counts in queue 0 at once); an
 // unknown job neither preempts nor is preempted.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // JobState is a job's state as the core needs to know it.
@@ -38,6 +39,11 @@ type Snapshot struct {
 	PreSusTime  int64
 	PartFactor  float64
 	QOSFactor   float64
+	// CPUs is the job's allocated CPUs; NodeCPUs and NodeGPUs are the
+	// shape of the first node of its allocation. Set for running,
+	// suspended and finished jobs by the pass (0 = unknown); they price a
+	// job without GPUs in GPU-equivalents (chargedGPUs).
+	CPUs, NodeCPUs, NodeGPUs uint32
 	// Set only for pending jobs that wait for resources and that Lachesis
 	// sized (their admin comment carries SizedMarker).
 	WaitsForResources bool
@@ -79,4 +85,21 @@ func (s *Snapshot) runSeconds(now int64) float64 {
 		secs = end - s.StartTime
 	}
 	return float64(max(secs, 0))
+}
+
+// chargedGPUs is the rate at which the job's run accrues service: its GPUs,
+// or for a job without GPUs its CPUs in GPU-equivalents
+// (priority.ChargedGPUs). cpusPerGPU is tiresias.cpu_job_cpus_per_gpu; 0
+// takes the rate from the job's node, its CPUs per GPU, as Synergy's
+// proportional share does. On a node without GPUs and with no configured
+// rate the job is charged the minimum, 1.
+func (s *Snapshot) chargedGPUs(cpusPerGPU uint32) uint32 {
+	gpus := s.gpuCount()
+	if gpus > 0 {
+		return gpus
+	}
+	if cpusPerGPU == 0 && s.NodeGPUs > 0 {
+		cpusPerGPU = max(s.NodeCPUs/s.NodeGPUs, 1)
+	}
+	return priority.ChargedGPUs(0, s.CPUs, cpusPerGPU)
 }

@@ -25,7 +25,25 @@ type Config struct {
 	// request fits nowhere, while its GPUs are free, before it is shrunk
 	// toward the GPU-proportional share.
 	FallbackAfter time.Duration
+	// CPUReservePerNode and MemReservePerNodeMB are left on every node for
+	// jobs without GPUs: Synergy sizes GPU jobs out of the rest (the
+	// proportional share and whether a best case fits are computed on
+	// CPUs − reserve and memory − reserve). Without a reserve, GPU jobs
+	// at the proportional share on every GPU of a node take all of its
+	// CPUs and memory, and a CPU-only job there can never start while GPU
+	// work keeps coming. 0 (the default) keeps no reserve: on a node whose
+	// CPUs are a multiple of its GPUs even 1 reserved CPU costs every GPU
+	// job one CPU per GPU (the share is whole CPUs), which clusters that
+	// run CPU-only jobs elsewhere should not pay.
+	CPUReservePerNode   int
+	MemReservePerNodeMB int64
 }
+
+// Bounds on the reserves: larger values are typos, not nodes.
+const (
+	MaxCPUReservePerNode   = 4096
+	MaxMemReservePerNodeMB = 64 << 20 // 64 TiB
+)
 
 // DefaultConfig is the single place Synergy's defaults live
 // (etc/lachesis.yaml documents them).
@@ -57,6 +75,14 @@ func (c Config) Validate() error {
 	if c.FallbackAfter < 0 || c.FallbackAfter > MaxFallbackAfter {
 		errs = append(errs, &KeyError{Key: "fallback_after", Msg: fmt.Sprintf("must be between 0 and %v seconds, got %v",
 			MaxFallbackAfter.Seconds(), c.FallbackAfter.Seconds())})
+	}
+	if c.CPUReservePerNode < 0 || c.CPUReservePerNode > MaxCPUReservePerNode {
+		errs = append(errs, &KeyError{Key: "cpu_reserve_per_node", Msg: fmt.Sprintf("must be between 0 and %d CPUs, got %d",
+			MaxCPUReservePerNode, c.CPUReservePerNode)})
+	}
+	if c.MemReservePerNodeMB < 0 || c.MemReservePerNodeMB > MaxMemReservePerNodeMB {
+		errs = append(errs, &KeyError{Key: "mem_reserve_per_node_mb", Msg: fmt.Sprintf("must be between 0 and %d MB, got %d",
+			MaxMemReservePerNodeMB, c.MemReservePerNodeMB)})
 	}
 	return errors.Join(errs...)
 }

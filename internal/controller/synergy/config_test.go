@@ -20,6 +20,11 @@ func TestConfigValidate(t *testing.T) {
 		{"negative tolerance is rejected", func(c *Config) { c.Tolerance = -0.1 }, "tolerance"},
 		{"NaN tolerance is rejected", func(c *Config) { c.Tolerance = math.NaN() }, "tolerance"},
 		{"negative fallback is rejected", func(c *Config) { c.FallbackAfter = -time.Second }, "fallback_after"},
+		{"CPU and memory reserves are valid", func(c *Config) { c.CPUReservePerNode, c.MemReservePerNodeMB = 2, 4096 }, ""},
+		{"negative CPU reserve is rejected", func(c *Config) { c.CPUReservePerNode = -1 }, "cpu_reserve_per_node"},
+		{"CPU reserve above the cap is rejected", func(c *Config) { c.CPUReservePerNode = MaxCPUReservePerNode + 1 }, "cpu_reserve_per_node"},
+		{"negative memory reserve is rejected", func(c *Config) { c.MemReservePerNodeMB = -1 }, "mem_reserve_per_node_mb"},
+		{"memory reserve above the cap is rejected", func(c *Config) { c.MemReservePerNodeMB = MaxMemReservePerNodeMB + 1 }, "mem_reserve_per_node_mb"},
 		{"fallback over a week is rejected", func(c *Config) { c.FallbackAfter = MaxFallbackAfter + time.Second }, "fallback_after"},
 	}
 	for _, tc := range tests {

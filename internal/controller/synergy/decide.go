@@ -78,13 +78,13 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	d := Decision{Action: Leave, ModelKey: req.ModelKey()}
 
 	g, spread := perNodeGPUs(req.GPU, gpus), false
-	shape, ok := partitionShape(nodes, g)
+	shape, ok := partitionShape(cfg, nodes, g)
 	if !ok && spreadable(req.GPU) {
 		// --gpus=N with no node count: Slurm spreads the job over as many
 		// nodes as it needs, so size it for the most GPUs one node has.
 		if most := mostGPUs(nodes); most > 0 && most < g {
 			g, spread = most, true
-			shape, ok = partitionShape(nodes, g)
+			shape, ok = partitionShape(cfg, nodes, g)
 		}
 	}
 	if !ok {
@@ -92,6 +92,9 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 		return d
 	}
 	want, source := shape.propCPUs, "proportional share"
+	// A best case refused as fitting no node (per GPU; 0 when none was).
+	var refusedCPUs int
+	var refusedMemMB uint64
 	wantMem := shape.propMemMB
 	if best, ok := lookup(d.ModelKey); !ok || best.CPUsPerGPU <= 0 {
 		source, d.NoProfile = "proportional share (no profile yet)", true
@@ -103,9 +106,14 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 		want, wantMem, source, d.Profiled = best.CPUsPerGPU, bestMem, "profile best case", true
 	} else {
 		source = fmt.Sprintf("proportional share (best case %d CPUs, %.1f GB per GPU fits no node)", best.CPUsPerGPU, best.MemGBPerGPU)
+		refusedCPUs, refusedMemMB = best.CPUsPerGPU, bestMem
 	}
 	if spread {
 		source += fmt.Sprintf(" (spread over nodes of %d GPUs)", g)
+	}
+	if reserveChanged(cfg, nodes, shape, want, wantMem, refusedCPUs, refusedMemMB) {
+		source += fmt.Sprintf(" (after keeping %d CPUs, %d MB per node for jobs without GPUs)",
+			cfg.CPUReservePerNode, cfg.MemReservePerNodeMB)
 	}
 	if !explicitCPUs || cfg.Override {
 		d.CPUsPerGPU = want
@@ -216,13 +224,16 @@ type shape struct {
 	nodes     []Node // nodes with at least g GPUs
 }
 
-func partitionShape(nodes []Node, g int) (shape, bool) {
+// partitionShape sizes against what each node has for GPU jobs: its CPUs
+// and memory less cfg's reserve for jobs without GPUs (usable).
+func partitionShape(cfg Config, nodes []Node, g int) (shape, bool) {
 	s := shape{g: g, propCPUs: math.MaxInt, propMemMB: math.MaxUint64}
 	for _, n := range nodes {
 		ng, err := gres.GPUs(n.Gres)
 		if err != nil || ng == 0 || int(ng) < g || n.CPUs <= 0 {
 			continue
 		}
+		n = cfg.usable(n, int(ng))
 		s.nodes = append(s.nodes, n)
 		s.propCPUs = min(s.propCPUs, max(n.CPUs/int(ng), 1))
 		s.propMemMB = min(s.propMemMB, n.MemMB/ng)
@@ -239,4 +250,35 @@ func (s shape) holds(cpus int, memMB uint64) bool {
 		}
 	}
 	return false
+}
+
+// usable is the part of node n, which has ng GPUs, that GPU jobs are sized
+// out of: its CPUs and memory less the reserve for jobs without GPUs
+// (Config.CPUReservePerNode). A node too small for the whole reserve keeps
+// what it can: each GPU keeps at least 1 CPU and GPU jobs keep at least
+// half the memory, since a GPU that no job can be sized for helps no one.
+func (c Config) usable(n Node, ng int) Node {
+	n.CPUs -= min(c.CPUReservePerNode, max(n.CPUs-ng, 0))
+	n.MemMB -= min(uint64(c.MemReservePerNodeMB), n.MemMB/2)
+	return n
+}
+
+// reserveChanged reports whether the reserve made the sizing (cpus, memMB
+// per GPU, chosen on s) differ from what the whole nodes would have given,
+// so that the admin comment says why a job got less than the node's share.
+// refusedCPUs and refusedMemMB are a best case refused as fitting no node
+// (0 when none was): the reserve changed the sizing if whole nodes hold it.
+func reserveChanged(cfg Config, nodes []Node, s shape, cpus int, memMB uint64, refusedCPUs int, refusedMemMB uint64) bool {
+	if cfg.CPUReservePerNode == 0 && cfg.MemReservePerNodeMB == 0 {
+		return false
+	}
+	if cpus != s.propCPUs || memMB != s.propMemMB {
+		return false // a best case that fits inside what the reserve leaves
+	}
+	whole, ok := partitionShape(Config{}, nodes, s.g)
+	if !ok {
+		return false
+	}
+	return whole.propCPUs != cpus || whole.propMemMB != memMB ||
+		(refusedCPUs > 0 && whole.holds(refusedCPUs, refusedMemMB))
 }
