@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A small image classifier trained on CPU, for `make demo-profile`.
+"""A small image classifier, for `make demo-profile` (CPU) and GPU nodes.
 
 The dataset is synthetic: JPEG files written once (--make-data) into a
 directory, so nothing is downloaded. Training reads them back through a
@@ -13,6 +13,10 @@ Every --report-every seconds it prints a line such as
     step 120 loss 2.231 | 141.2 samples/s
 whose number the profiler reads with --regex '([0-9.]+) samples/s'.
 It runs until killed (the profiler's sweep stops it) or for --steps steps.
+
+On a GPU node, --device cuda trains the model on the GPU (--arch resnet18 for
+a model that gives the GPU real work) while the input pipeline stays on the
+CPUs: the job Synergy is about, whose GPU waits for its share of cores.
 """
 
 import argparse
@@ -89,33 +93,41 @@ def build(args):
     data = JPEGFolder(args.data, augment)
     classes = len(os.listdir(args.data))
 
-    model = nn.Sequential(
-        nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-        nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes),
-    )
+    if args.arch == "resnet18":
+        from torchvision.models import resnet18
+        model = resnet18(num_classes=classes)
+    else:
+        model = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes),
+        )
     return torch, data, model
 
 
 def train(args):
     cpus = allowed_cpus()
     torch, data, model = build(args)
+    device = torch.device(args.device)
+    model = model.to(device)
+    gpu = device.type == "cuda"
     # The model's threads and the input pipeline's workers share the CPUs
     # this process was given; more CPUs, more of both.
     torch.set_num_threads(cpus)
     workers = cpus if args.workers < 0 else args.workers
     loader = torch.utils.data.DataLoader(
         data, batch_size=args.batch, shuffle=True, num_workers=workers,
-        drop_last=True, persistent_workers=workers > 0)
+        drop_last=True, persistent_workers=workers > 0, pin_memory=gpu)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     print(f"training on {cpus} CPUs: {workers} loader workers, {torch.get_num_threads()} torch threads, "
-          f"{len(data)} images, batch {args.batch}", flush=True)
+          f"{len(data)} images, batch {args.batch}, {args.arch} on {device}", flush=True)
 
     step, since, seen = 0, time.monotonic(), 0
     while True:
         for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
@@ -143,6 +155,8 @@ def main():
     p.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run until killed)")
     p.add_argument("--report-every", type=float, default=2.0, help="seconds between throughput lines")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="where the model trains: cpu, cuda, cuda:N")
+    p.add_argument("--arch", choices=["small", "resnet18"], default="small", help="the model")
     args = p.parse_args()
     if args.make_data:
         make_data(args.data, args.images, args.size, args.classes, args.seed)
