@@ -1,5 +1,6 @@
 // Command lachesis-ctldbench compares slurmctld under priority/tiresias and
-// priority/multifactor on the same queue (make bench).
+// priority/multifactor on the same queue, and sbatch throughput with and
+// without job_submit/synergy (make bench).
 package main
 
 import (
@@ -25,6 +26,9 @@ func main() {
 	also := flag.String("also-job-submit", "", "also run multifactor with this job_submit plugin from build/plugins (e.g. an older build of synergy, to compare in one run)")
 	rounds := flag.Int("rounds", 1, "run the setups this many times, interleaved, and report each ratio's median and range (sbatch throughput is noisy)")
 	plugins := flag.String("plugins", "", "directory of the Lachesis plugins (default build/plugins), e.g. a saved copy to compare builds")
+	subRounds := flag.Int("submit-rounds", 10, "sbatch throughput, synergy vs plain: interleaved batch pairs (0: skip)")
+	subBatch := flag.Int("submit-batch", 300, "sbatch throughput: submissions per batch")
+	subOnly := flag.Bool("submit-only", false, "only the sbatch throughput comparison")
 	flag.Parse()
 	wd, _ := os.Getwd()
 	root, err := slurmcluster.RepoRoot(wd)
@@ -46,10 +50,21 @@ func main() {
 		{Label: "tiresias-nopreempt", Priority: "priority/tiresias", Preempt: "preempt/none",
 			Extra: string(fragment) + "PreemptType=preempt/none\nPreemptMode=OFF\n", YAML: yaml},
 		{Label: "tiresias", Priority: "priority/tiresias", Preempt: "preempt/tiresias", Extra: string(fragment), YAML: yaml},
-		// job_submit/synergy alone on multifactor: what sizing costs sbatch.
+		// job_submit/synergy alone on multifactor: its cost to sbatch is
+		// measured on its own below (submitThroughput), more precisely.
 		{Label: "multifactor+synergy", Priority: "priority/multifactor", Preempt: "preempt/none",
 			JobSubmit: "synergy", YAML: yaml},
 	}
+	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4, PluginDir: *plugins}
+	if *subOnly {
+		if *subRounds <= 0 {
+			fmt.Fprintln(os.Stderr, "-submit-only needs -submit-rounds > 0")
+			os.Exit(2)
+		}
+		submitThroughput(o, setups[0], setups[len(setups)-1], *subRounds, *subBatch)
+		return
+	}
+	plain, synergy := setups[0], setups[len(setups)-1]
 	setups = selectSetups(setups, *only)
 	if *also != "" {
 		setups = append(setups, ctldbench.Setup{Label: "multifactor+" + *also, Priority: "priority/multifactor", Preempt: "preempt/none",
@@ -59,7 +74,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-only matches no setup")
 		os.Exit(2)
 	}
-	o := ctldbench.Options{Root: root, Dir: *dir, PortBase: 19817, Jobs: *jobs, Window: *window, Workers: 4, PluginDir: *plugins}
 	// ratios[label] holds one sbatch-throughput ratio per round; the setups
 	// of a round run back to back, so slow phases of a shared machine hit
 	// the baseline and the others alike.
@@ -99,6 +113,31 @@ func main() {
 		}
 	}
 	fmt.Println("(priority/multifactor recomputes priorities in a decay thread only with slurmdbd; without it, as here, it has no periodic pass to time.)")
+	if *subRounds > 0 {
+		submitThroughput(o, plain, synergy, *subRounds, *subBatch)
+	}
+}
+
+// submitThroughput prints the sbatch throughput ratio of job_submit/synergy
+// to plain Slurm, measured on two clusters side by side.
+func submitThroughput(o ctldbench.Options, plain, synergy ctldbench.Setup, rounds, batch int) {
+	fmt.Printf("\n== sbatch throughput, %s vs %s: %d rounds of %d mixed submissions each (6 in 10 ask for GPUs), %d at a time\n",
+		synergy.Label, plain.Label, rounds, batch, o.Workers)
+	t, err := ctldbench.SubmitThroughput(context.Background(), ctldbench.ThroughputOptions{
+		Root: o.Root, Dir: filepath.Join(o.Dir, "throughput"), PortBase: o.PortBase + 20, PluginDir: o.PluginDir,
+		Rounds: rounds, Batch: batch, Workers: o.Workers, Progress: os.Stdout,
+	}, plain, synergy)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbatch throughput: %v\n", err)
+		os.Exit(1)
+	}
+	r := append([]float64(nil), t.Ratios...)
+	sort.Float64s(r)
+	fmt.Printf("sbatch throughput ratio (synergy/plain): %.3fx median of %d rounds [min %.3f, max %.3f]\n",
+		ctldbench.Median(r), len(r), r[0], r[len(r)-1])
+	fmt.Printf("  slurmctld CPU per submission, median: plain %.0f µs, synergy %.0f µs\n",
+		ctldbench.Median(t.PlainCPUus), ctldbench.Median(t.PluginCPUus))
+	fmt.Println("  (method: both clusters up at once; each round submits one batch to each, ABBA order; ratio per round = synergy sbatch/s / plain sbatch/s; the median is robust to the shared machine's bursts)")
 }
 
 // selectSetups keeps the setups named in a comma-separated list, in their
