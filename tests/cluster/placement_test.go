@@ -124,3 +124,26 @@ func TestSensitiveJobGetsTwoNodesAndInsensitiveMaySpread(t *testing.T) {
 		t.Fatalf("sensitive job NumNodes=%s NodeList=%s; want exactly lnode[3-4]", f["NumNodes"], f["NodeList"])
 	}
 }
+
+// Slurm 22.05 fails at submit a job whose --prefer nodes can never hold it
+// ("Requested node configuration is not available", seen on this rig with
+// sbatch -N3 --prefer=gpu_a and two a nodes). So a job of fast_on_a that
+// needs three nodes gets no preference and runs; one with the user's own
+// --constraint keeps it.
+func TestPreferenceKeepsJobsRunnable(t *testing.T) {
+	e := startTypedCluster(t, "b:2,a:2")
+	wide := e.submit("-J", "fast_on_a", "-N3", "--gpus-per-node=1", "--wrap", "sleep 600")
+	e.waitState(wide, "RUNNING", 60*time.Second)
+	f := e.show(wide)
+	if !strings.Contains(f["AdminComment"], "cannot hold the job") || f["Features"] != "(null)" {
+		t.Fatalf("Features=%q AdminComment=%q; want no preference, explained", f["Features"], f["AdminComment"])
+	}
+	e.cancel(wide)
+
+	own := e.submit("-J", "fast_on_a", "--gpus=1", "--constraint=gpu_b", "--wrap", "sleep 600")
+	e.waitState(own, "RUNNING", 60*time.Second)
+	f = e.show(own)
+	if f["Features"] != "gpu_b" || !strings.Contains(f["AdminComment"], "kept the user's") {
+		t.Fatalf("Features=%q NodeList=%q AdminComment=%q; want the user's gpu_b kept", f["Features"], f["NodeList"], f["AdminComment"])
+	}
+}
