@@ -154,6 +154,11 @@ func lachesis_size_job(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.i
 	}
 	d := h.core.SizeJob(submitFromC(job), nodesFromC(unsafe.Slice(nodes, int(n))))
 	sizingToC(&d, out)
+	// Told here, on the sizing thread, so that with placement off (the
+	// default) the RPC thread never enters Go for it.
+	if h.core.PlacementEnabled() {
+		out.placement = 1
+	}
 	return C.LACHESIS_OK
 }
 

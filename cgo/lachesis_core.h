@@ -170,10 +170,48 @@ typedef struct lachesis_sizing {
 	uint64_t mem_mb_per_gpu;    /* 0: leave the job's memory alone */
 	uint8_t  clear_cpus_per_task;
 	uint8_t  clear_mem;
-	uint16_t reserved;
+	uint8_t  placement;         /* 1: placement is on, call lachesis_place_job */
+	uint8_t  reserved;
 	char reason[512];           /* for the admin comment ("" = none) */
 	char error[512];            /* for the user, with LACHESIS_SIZE_REJECT */
 } lachesis_sizing_t;
+
+/* job_submit/synergy placement: one node of the job's partition(s). */
+typedef struct lachesis_place_node {
+	uint32_t cpus;
+	uint32_t reserved;
+	uint64_t mem_mb;            /* RealMemory */
+	const char *gres;           /* configured gres, e.g. "gpu:a:2" */
+	const char *features;       /* configured features, e.g. "gpu_a,ib" */
+} lachesis_place_node_t;
+
+/* job_submit/synergy placement: the job after sizing. Unset numbers are 0. */
+typedef struct lachesis_place_req {
+	uint32_t min_nodes;
+	uint32_t max_nodes;
+	uint32_t num_tasks;
+	uint32_t reserved;
+	const char *name;
+	const char *comment;
+	const char *partition;
+	const char *tres_per_job;
+	const char *tres_per_node;
+	const char *tres_per_socket;
+	const char *tres_per_task;
+	const char *cpus_per_tres;
+	const char *mem_per_tres;
+	const char *features;       /* --constraint */
+	const char *prefer;         /* --prefer */
+	const char *req_nodes;      /* --nodelist */
+} lachesis_place_req_t;
+
+/* job_submit/synergy placement: what to set ("" / 0: leave alone). */
+typedef struct lachesis_place {
+	uint32_t max_nodes;
+	uint32_t reserved;
+	char prefer[256];           /* new --prefer */
+	char reason[512];           /* for the admin comment */
+} lachesis_place_t;
 
 /* What slurmctld tells the core at start-up. */
 typedef struct lachesis_env {
@@ -214,6 +252,11 @@ extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
 /* Sizes a job at submit from its model's profile. Memory only. */
 extern int lachesis_size_job(lachesis_submit_t *job, lachesis_node_t *nodes,
 			     int32_t n, lachesis_sizing_t *out);
+/* Picks a GPU-type preference (--prefer) and a node cap (max_nodes) for a
+ * job at submit, from the placement table. Memory only. */
+extern int lachesis_place_job(lachesis_place_req_t *job,
+			      lachesis_place_node_t *nodes, int32_t n,
+			      lachesis_place_t *out);
 /* 1 if preemptor may requeue preemptee (both use GPUs and the preemptee
  * sits in a lower queue), else 0. */
 extern int lachesis_preemptable(uint32_t preemptor, uint32_t preemptee);

@@ -10,6 +10,11 @@
 #   LACHESIS_CLUSTER_DIR   /tmp/lachesis-cluster
 #   LACHESIS_NODES         4        nodes lnode1..lnodeN
 #   LACHESIS_GPUS_PER_NODE 4
+#   LACHESIS_GPU_TYPES     ""       typed GPUs in node groups, "a:2,b:2":
+#                                   lnode1-2 get Gres=gpu:a:N Feature=gpu_a,
+#                                   lnode3-4 Gres=gpu:b:N Feature=gpu_b (the
+#                                   counts must add up to LACHESIS_NODES);
+#                                   empty: untyped Gres=gpu:N, no features
 #   LACHESIS_CPUS_PER_NODE 8
 #   LACHESIS_MEM_PER_NODE  16000    MB
 #   LACHESIS_PORT_BASE     16817    slurmctld port; node K listens on base+K
@@ -46,6 +51,7 @@ dir=${dir%/}
 
 nodes=${LACHESIS_NODES:-4}
 gpus=${LACHESIS_GPUS_PER_NODE:-4}
+gpu_types=${LACHESIS_GPU_TYPES:-}
 cpus=${LACHESIS_CPUS_PER_NODE:-8}
 mem=${LACHESIS_MEM_PER_NODE:-16000}
 port_base=${LACHESIS_PORT_BASE:-16817}
@@ -100,6 +106,19 @@ die() { log "error: $*"; exit 1; }
 
 node_name() { printf 'lnode%d' "$1"; }
 
+# GPU type of node K under LACHESIS_GPU_TYPES ("" when untyped).
+node_gpu_type() {
+  local k=$1 group first=1 count
+  for group in ${gpu_types//,/ }; do
+    count=${group#*:}
+    if ((k >= first && k < first + count)); then
+      echo "${group%%:*}"
+      return
+    fi
+    first=$((first + count))
+  done
+}
+
 # "lnode[1-4]" (or "lnode1" for one node: a one-element range is legal but
 # reads oddly in sinfo/scontrol output).
 node_list() {
@@ -112,6 +131,15 @@ validate() {
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
   done
   ((nodes >= 1)) || die "LACHESIS_NODES must be >= 1"
+  if [[ -n $gpu_types ]]; then
+    local group sum=0
+    for group in ${gpu_types//,/ }; do
+      [[ $group =~ ^[a-z][a-z0-9]*:[0-9]+$ ]] || die "LACHESIS_GPU_TYPES: '$group' is not TYPE:NODES (e.g. a:2)"
+      sum=$((sum + ${group#*:}))
+    done
+    ((sum == nodes)) || die "LACHESIS_GPU_TYPES gives $sum nodes, LACHESIS_NODES is $nodes"
+    ((gpus > 0)) || die "LACHESIS_GPU_TYPES needs LACHESIS_GPUS_PER_NODE > 0"
+  fi
   ((cpus >= 1)) || die "LACHESIS_CPUS_PER_NODE must be >= 1"
   ((mem >= 1)) || die "LACHESIS_MEM_PER_NODE must be >= 1"
   ((port_base + nodes <= 65535)) || die "ports beyond 65535"
@@ -431,7 +459,13 @@ EOF
       port=$((port_base + k))
       printf 'NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 Port=%d ' "$(node_name "$k")" "$port"
       printf 'CPUs=%d Boards=1 SocketsPerBoard=1 CoresPerSocket=%d ThreadsPerCore=1 RealMemory=%d' "$cpus" "$cpus" "$mem"
-      ((gpus > 0)) && printf ' Gres=gpu:%d' "$gpus"
+      local typ
+      typ=$(node_gpu_type "$k")
+      if [[ -n $typ ]]; then
+        printf ' Gres=gpu:%s:%d Feature=gpu_%s' "$typ" "$gpus" "$typ"
+      elif ((gpus > 0)); then
+        printf ' Gres=gpu:%d' "$gpus"
+      fi
       printf ' State=UNKNOWN\n'
     done
     echo "PartitionName=gpu Nodes=$(node_list) Default=YES MaxTime=INFINITE State=UP"
@@ -454,7 +488,20 @@ write_gres_conf() {
     echo "AutoDetect=off"
     # Slurm drops file-less GPUs ("Removing file-less GPU"), hence the fake
     # device files.
-    ((gpus > 0)) && echo "NodeName=$(node_list) Name=gpu File=$files"
+    if [[ -n $gpu_types ]]; then
+      local group first=1 count
+      for group in ${gpu_types//,/ }; do
+        count=${group#*:}
+        if ((count == 1)); then
+          echo "NodeName=lnode$first Name=gpu Type=${group%%:*} File=$files"
+        elif ((count > 1)); then
+          echo "NodeName=lnode[$first-$((first + count - 1))] Name=gpu Type=${group%%:*} File=$files"
+        fi
+        first=$((first + count))
+      done
+    elif ((gpus > 0)); then
+      echo "NodeName=$(node_list) Name=gpu File=$files"
+    fi
     true
   } >"$etc/gres.conf"
 }

@@ -29,6 +29,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "lachesis_hook.h"
+#include "job_submit_placement.h"
 
 const char plugin_name[] = "Lachesis Synergy job_submit plugin";
 const char plugin_type[] = "job_submit/synergy";
@@ -566,6 +567,11 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	}
 	_note_reason(job_desc, out.reason);
 	debug("%s: %s", plugin_type, out.reason);
+	/* After sizing: placement checks the preferred nodes hold the job.
+	 * Only when it is on: it walks the partition and calls the core from
+	 * this RPC thread, which the sizing thread exists to avoid. */
+	if (out.placement)
+		lachesis_placement_apply(job_desc, plugin_type);
 	return SLURM_SUCCESS;
 }
 

@@ -101,6 +101,9 @@ type shape struct {
 	// SystemPlugins: PluginDir is Slurm's own directory alone, where the
 	// lachesis-slurmctld package installs the plugins, not build/plugins.
 	SystemPlugins bool
+	// GPUTypes: typed GPUs in node groups, e.g. "b:2,a:2" (see
+	// scripts/cluster.sh's LACHESIS_GPU_TYPES); "" = untyped.
+	GPUTypes string
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -154,6 +157,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		CPUsPerNode:  hw.CPUs,
 		MemPerNode:   hw.MemMB,
 		Accounting:   hw.Accounting,
+		GPUTypes:     hw.GPUTypes,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/placement"
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
@@ -43,6 +44,8 @@ type Config struct {
 	Agent    Agent
 	Synergy  synergy.Config
 	Metrics  Metrics
+	// Placement: GPU-type preference and consolidation at submit.
+	Placement placement.Config
 }
 
 // Metrics configures the core's Prometheus endpoint.
@@ -108,6 +111,19 @@ type file struct {
 	Metrics struct {
 		Listen string `mapstructure:"listen"`
 	} `mapstructure:"metrics"`
+	Placement placementFile `mapstructure:"placement"`
+}
+
+// placementFile is the placement section's YAML layout.
+type placementFile struct {
+	Enabled        bool    `mapstructure:"enabled"`
+	FeaturePrefix  string  `mapstructure:"feature_prefix"`
+	MinAdvantage   float64 `mapstructure:"min_advantage"`
+	SensitiveBelow float64 `mapstructure:"sensitive_below"`
+	Models         map[string]struct {
+		Speed       map[string]float64 `mapstructure:"speed"`
+		SpreadRatio float64            `mapstructure:"spread_ratio"`
+	} `mapstructure:"models"`
 }
 
 // Default returns the configuration used when lachesis.yaml is absent and
@@ -121,6 +137,7 @@ func Default() Config {
 		LogLevel:          "info",
 		Agent:             Agent{Listen: "", MaxFrameBytes: 1 << 20, AllowedUIDs: []uint32{}},
 		Synergy:           synergy.DefaultConfig(),
+		Placement:         placement.DefaultConfig(),
 	}
 }
 
@@ -160,6 +177,10 @@ func defaultFile() file {
 	f.Synergy.CPUReserve = d.Synergy.CPUReservePerNode
 	f.Synergy.MemReserveMB = d.Synergy.MemReservePerNodeMB
 	f.Tiresias.CPUJobCPUsPerGPU = int(d.CPUJobCPUsPerGPU)
+	f.Placement.Enabled = d.Placement.Enabled
+	f.Placement.FeaturePrefix = d.Placement.FeaturePrefix
+	f.Placement.MinAdvantage = d.Placement.MinAdvantage
+	f.Placement.SensitiveBelow = d.Placement.SensitiveBelow
 	return f
 }
 
@@ -273,6 +294,9 @@ func (f file) validate() (Config, error) {
 	if err := c.Synergy.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("synergy", err))
 	}
+	if c.Placement, err = f.Placement.validate(); err != nil {
+		return Config{}, err
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -294,4 +318,24 @@ func sectionKeys(section string, err error) string {
 		msgs = append(msgs, section+"."+e.Error())
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// validate converts the placement section and checks it; every message
+// names the full key (e.g. "placement.models.bert.speed.v100: ...").
+func (p placementFile) validate() (placement.Config, error) {
+	c := placement.Config{
+		Enabled:        p.Enabled,
+		FeaturePrefix:  strings.TrimSpace(p.FeaturePrefix),
+		MinAdvantage:   p.MinAdvantage,
+		SensitiveBelow: p.SensitiveBelow,
+		Models:         make(map[string]placement.Model, len(p.Models)),
+	}
+	for name, m := range p.Models {
+		c.Models[name] = placement.Model{Speed: m.Speed, SpreadRatio: m.SpreadRatio}
+	}
+	c = c.Normalize()
+	if err := c.Validate(); err != nil {
+		return placement.Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("placement", err))
+	}
+	return c, nil
 }

@@ -35,6 +35,9 @@ type Options struct {
 	// Accounting: "" (none) or "slurmdbd" (a private MariaDB and slurmdbd,
 	// so sacct works and gres/gpu is an accounted TRES).
 	Accounting string
+	// GPUTypes: typed GPUs in node groups, e.g. "a:2,b:2" (lnode1-2 get
+	// Gres=gpu:a:N and Feature=gpu_a, lnode3-4 type b); "" = untyped.
+	GPUTypes string
 }
 
 // Cluster is a running loopback cluster.
@@ -73,6 +76,7 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 		"LACHESIS_JOB_SUBMIT":    o.JobSubmit,
 		"LACHESIS_PLUGIN_DIR":    o.PluginDir,
 		"LACHESIS_ACCOUNTING":    o.Accounting,
+		"LACHESIS_GPU_TYPES":     o.GPUTypes,
 	}
 	for k, v := range map[string]int{
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
