@@ -3,6 +3,7 @@ package core
 import (
 	"os"
 	"testing"
+	"unsafe"
 )
 
 func writeFile(t *testing.T, path, text string) {
@@ -11,3 +12,7 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// unsafeData is the address of a string's bytes, to tell interned strings
+// from equal copies.
+func unsafeData(s string) *byte { return unsafe.StringData(s) }
