@@ -93,9 +93,9 @@ type Core struct {
 	// pendMu, saved when usageDirty.
 	pendUsage  []ledger.AccountUsage
 	usageDirty bool
-	kick    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	kick       chan struct{}
+	stop       chan struct{}
+	stopped    chan struct{}
 }
 
 // Env is what slurmctld tells the core when it starts.

@@ -14,9 +14,9 @@ import (
 // job of the account carries into the ranker.
 
 const (
-	keyAccount  = "account"
-	keyUsage    = "usage_gpu_s"
-	keyFactor   = "fairshare"
+	keyAccount   = "account"
+	keyUsage     = "usage_gpu_s"
+	keyFactor    = "fairshare"
 	keyOverShare = "over_share"
 )
 
