@@ -32,6 +32,11 @@ extern bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker);
 extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				   lachesis_job_t *out);
 
+/* Shares of the job's account from its association, 0 for none (no
+ * slurmdbd, no association, shares unset or "parent"). Caller holds the
+ * job read lock and assoc_mgr's assoc read lock. */
+extern uint32_t lachesis_hook_account_shares(job_record_t *job_ptr);
+
 /* The log callback handed to the core. */
 extern void lachesis_hook_log(int level, const char *msg);
 
