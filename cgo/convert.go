@@ -16,6 +16,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/core"
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // sizedMarker is core.SizedMarker as a C string, made once.
@@ -41,6 +42,19 @@ func markerFromC(sc *C.char) string {
 		return "" // not one of ours
 	}
 	return C.GoStringN(at, C.int(n))
+}
+
+// accountNames interns account names across passes and placements.
+var accountNames core.AccountNames
+
+// accountFromC reads at most priority.MaxAccountName bytes of an account
+// name and interns them: no allocation for names seen before.
+func accountFromC(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	n := int(C.strnlen(p, C.size_t(priority.MaxAccountName)))
+	return accountNames.Intern(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
 }
 
 func nodeStateFromC(n *C.lachesis_node_state_t) core.NodeState {
@@ -84,6 +98,8 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		s.AdminComment = boundedString(j.admin_comment)
 	}
 	s.Marker = markerFromC(j.system_comment)
+	s.Account = accountFromC(j.account)
+	s.AccountShares = uint32(j.account_shares)
 	s.GresRequest.Nodes, s.GresRequest.Tasks = uint32(j.num_nodes), uint32(j.num_tasks)
 	if s.GPUs == core.UnknownGPUs {
 		// Only copied when needed: most sites track gres/gpu as a TRES.
@@ -111,6 +127,7 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 		w_partition:   C.double(d.WeightedPartition),
 		w_qos:         C.double(d.WeightedQOS),
 		nice:          C.int32_t(d.Factors.Nice),
+		fairshare:     C.double(d.Factors.FairShare),
 	}
 	if d.Marker != "" {
 		copyCString(unsafe.Pointer(&out.marker[0]), len(out.marker), d.Marker)

@@ -16,8 +16,10 @@
 /* 2: lachesis_fallback takes now, like lachesis_pass.
  * 3: lachesis_preemption_possible.
  * 4: lachesis_job_t.cpus, node_cpus, node_gpus (jobs without GPUs are
- *    charged service in GPU-equivalents). */
-#define LACHESIS_ABI_VERSION 4
+ *    charged service in GPU-equivalents).
+ * 5: fair share: lachesis_job_t.account/account_shares,
+ *    lachesis_prio_t.fairshare. */
+#define LACHESIS_ABI_VERSION 5
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -86,6 +88,13 @@ typedef struct lachesis_job {
 	/* The job's SystemComment; the core reads only its part, from
 	 * LACHESIS_MARKER_PREFIX up to the next ';' (see core/restore.go). */
 	const char *system_comment;
+	/* The job's Slurm account (job_ptr->account, NULL for none); the core
+	 * reads at most 128 bytes of it. */
+	const char *account;
+	/* Shares of the account's association (slurmdbd), 0 when there is
+	 * none or it sets none: lachesis.yaml's fairshare.shares then apply. */
+	uint32_t account_shares;
+	uint32_t reserved4;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */
@@ -128,6 +137,9 @@ typedef struct lachesis_prio {
 	/* When not empty: the job's new marker, to replace Lachesis's part of
 	 * its SystemComment (Slurm saves it with the job; core/restore.go). */
 	char     marker[192];
+	/* Fair-share factor of the job's account in [0,1]; under 0.5 the
+	 * account is over its share (priority/fairshare.go). */
+	double   fairshare;
 } lachesis_prio_t;
 
 /* job_submit/synergy: one node of the job's partition. */

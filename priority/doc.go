@@ -40,6 +40,14 @@
 // the Result says Promoted so the caller can reset its ledger counter.
 // A knob of 0 turns this off, as in the reference simulator.
 //
+// # Fair share between accounts
+//
+// Inside a queue, jobs of accounts at or under their share of decayed
+// GPU-service go before jobs of accounts over it (see fairshare.go for the
+// rule and why it is a tie-break and not a weight). The caller gives each
+// Job its account's factor (FairShareFactors); Config.FairShare turns the
+// tie-break on.
+//
 // # From order to a 32-bit priority
 //
 // Slurm schedules and preempts by a single 32-bit priority, so the order is

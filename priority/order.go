@@ -6,6 +6,7 @@ import "cmp"
 // that sorting a large pass moves small values and stays cache-friendly.
 type sortKey struct {
 	queue   int32
+	over    bool // the job's account is over its fair share (fairshare.go)
 	id      uint32
 	index   float64 // Gittins index; 0 for every job in LAS mode
 	entry   int64   // queue-entry time
@@ -16,6 +17,9 @@ type sortKey struct {
 // compareKeys is the policy's total order. Each step exists for a reason:
 //
 //  1. queue ascending: the discretized queues are the core of Tiresias;
+//     1b. fair share: jobs of accounts at or under their share before jobs
+//     of accounts over it (always false when fair share is off), so one
+//     account's backlog cannot hold a queue against the others;
 //  2. Gittins index descending: the job likeliest to finish soon per unit
 //     of service goes first (in LAS mode every index is 0, so this step
 //     never decides);
@@ -27,6 +31,12 @@ type sortKey struct {
 func compareKeys(a, b sortKey) int {
 	if c := cmp.Compare(a.queue, b.queue); c != 0 {
 		return c
+	}
+	if a.over != b.over {
+		if b.over {
+			return -1
+		}
+		return 1
 	}
 	if c := cmp.Compare(b.index, a.index); c != 0 {
 		return c

@@ -30,6 +30,11 @@ func NewRanker(cfg Config, dist *Distribution) (*Ranker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.FairShare.Enabled {
+		if err := cfg.FairShare.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Mode == ModeGittins && dist == nil {
 		return nil, fmt.Errorf("%w: mode: %q needs a GPU-time distribution", ErrInvalidConfig, ModeGittins)
 	}
@@ -75,6 +80,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 		r.fillFactors(now, job, pl, &res.Factors)
 		keys[i] = sortKey{
 			queue:   int32(pl.queue),
+			over:    r.cfg.FairShare.Enabled && OverShare(job.FairShare),
 			index:   res.Factors.Gittins,
 			entry:   pl.entry,
 			submit:  job.SubmitTime,
@@ -165,6 +171,7 @@ func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 	f.Partition = clamp01(job.Partition)
 	f.QOS = clamp01(job.QOS)
 	f.Nice = job.Nice
+	f.FairShare = clamp01(job.FairShare)
 }
 
 // band is the Tiresias factor of the job at 0-based position pos among the n

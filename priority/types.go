@@ -41,6 +41,9 @@ type Config struct {
 	// MaxAge is the wait (seconds) at which the age factor reaches 1,
 	// like Slurm's PriorityMaxAge.
 	MaxAge float64
+	// FairShare between accounts (fairshare.go). The zero value is off;
+	// when Enabled it is validated with the rest.
+	FairShare FairShare
 }
 
 // State is a job's state as the policy sees it.
@@ -77,6 +80,10 @@ type Job struct {
 	Partition float64
 	QOS       float64
 	Nice      int32
+	// FairShare is the fair-share factor of the job's account in (0,1]
+	// (FairShareFactors); jobs of accounts over their share (< ½) lose
+	// ties inside a queue when Config.FairShare is enabled.
+	FairShare float64
 }
 
 // Factors are the components of a priority, kept so operators can see why a
@@ -88,6 +95,7 @@ type Factors struct {
 	Partition float64
 	QOS       float64
 	Nice      int32
+	FairShare float64 // the account's fair-share factor, as given in Job
 }
 
 // Result is the policy's decision for one job.

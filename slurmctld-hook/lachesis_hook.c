@@ -130,6 +130,7 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 		out->admin_comment = job_ptr->admin_comment;
 	}
 	out->system_comment = job_ptr->system_comment;
+	out->account = job_ptr->account;
 	if (job_ptr->part_ptr)
 		out->part_factor = job_ptr->part_ptr->norm_priority;
 	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage)
@@ -165,6 +166,23 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 			out->node_gpus += (uint32_t) ns->gres_cnt_avail;
 	}
 	list_iterator_destroy(itr);
+}
+
+uint32_t lachesis_hook_account_shares(job_record_t *job_ptr)
+{
+	slurmdb_assoc_rec_t *assoc = job_ptr->assoc_ptr;
+
+	/* The job's association is its user's; the account's own is the
+	 * first ancestor without a user. */
+	while (assoc && assoc->user) {
+		assoc = assoc->usage ? assoc->usage->parent_assoc_ptr : NULL;
+	}
+	if (!assoc || !assoc->acct || xstrcasecmp(assoc->acct, job_ptr->account))
+		return 0;
+	if ((assoc->shares_raw == SLURMDB_FS_USE_PARENT) ||
+	    (assoc->shares_raw == NO_VAL) || (assoc->shares_raw == INFINITE))
+		return 0;
+	return assoc->shares_raw;
 }
 
 /* Longest SystemComment we rewrite: a longer one is an admin's business,

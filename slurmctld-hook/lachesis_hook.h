@@ -38,6 +38,11 @@ extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 extern void lachesis_hook_fill_alloc(job_record_t *job_ptr,
 				     lachesis_job_t *out);
 
+/* Shares of the job's account from its association, 0 for none (no
+ * slurmdbd, no association, shares unset or "parent"). Caller holds the
+ * job read lock and assoc_mgr's assoc read lock. */
+extern uint32_t lachesis_hook_account_shares(job_record_t *job_ptr);
+
 /* The log callback handed to the core. */
 extern void lachesis_hook_log(int level, const char *msg);
 

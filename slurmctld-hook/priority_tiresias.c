@@ -184,6 +184,9 @@ static void _run_pass(void)
 {
 	slurmctld_lock_t job_write_lock =
 		{ NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
+	/* Fair share reads each account's shares from its association; taken
+	 * after slurmctld's locks, the order Slurm itself uses. */
+	assoc_mgr_lock_t assoc_read_lock = { .assoc = READ_LOCK };
 	ListIterator itr;
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
@@ -196,15 +199,19 @@ static void _run_pass(void)
 	now = time(NULL);
 	if (job_list) {
 		_grow_buffers(list_count(job_list));
+		assoc_mgr_lock(&assoc_read_lock);
 		itr = list_iterator_create(job_list);
 		while ((job_ptr = list_next(itr)) && (n < pass_cap)) {
 			if (IS_JOB_REVOKED(job_ptr))
 				continue;
 			lachesis_hook_fill_job(job_ptr, gpu_pos, &pass_jobs[n]);
 			lachesis_hook_fill_alloc(job_ptr, &pass_jobs[n]);
+			pass_jobs[n].account_shares =
+				lachesis_hook_account_shares(job_ptr);
 			pass_ptrs[n++] = job_ptr;
 		}
 		list_iterator_destroy(itr);
+		assoc_mgr_unlock(&assoc_read_lock);
 	}
 	rc = lachesis_pass(now, pass_jobs, n, pass_prios);
 	if (rc >= LACHESIS_OK) {
@@ -391,16 +398,18 @@ static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
 /*
  * sprio's columns are fixed by Slurm, and it sums them into the PRIORITY it
  * prints. Lachesis maps its factors onto them so one `sprio -l` explains a
- * job: ASSOC = Tiresias queue (0 highest), FAIRSHARE = attained service in
- * GPU-seconds, AGE/PARTITION/QOS/NICE = the weighted factors, and SITE = the
- * Tiresias component less the two informational columns, so that the sum
- * sprio prints is exactly the job's priority.
+ * job: ASSOC = Tiresias queue (0 highest), JOBSIZE = attained service in
+ * GPU-seconds, FAIRSHARE = the account's fair-share factor x 1000 (under
+ * 500: over its share), AGE/PARTITION/QOS/NICE = the weighted factors, and
+ * SITE = the Tiresias component less the three informational columns, so
+ * that the sum sprio prints is exactly the job's priority.
  */
 static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 			  priority_factors_object_t *obj)
 {
 	double age = llround(p->w_age), part = llround(p->w_partition);
-	double qos = llround(p->w_qos), fs = floor(p->service);
+	double qos = llround(p->w_qos), js = floor(p->service);
+	double fs = llround(p->fairshare * 1000.0);
 	int64_t site;
 
 	obj->job_id = job_ptr->job_id;
@@ -411,8 +420,9 @@ static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 	obj->priority_qos = qos;
 	obj->priority_assoc = p->queue;
 	obj->priority_fs = fs;
+	obj->priority_js = js;
 	obj->nice = (uint32_t) ((int64_t) p->nice + NICE_OFFSET);
-	site = (int64_t) p->priority - (int64_t) (age + part + qos + fs) -
+	site = (int64_t) p->priority - (int64_t) (age + part + qos + fs + js) -
 	       p->queue + p->nice;
 	obj->priority_site = (uint32_t) (site + NICE_OFFSET);
 	if (job_ptr->direct_set_prio)

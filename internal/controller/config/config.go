@@ -111,6 +111,12 @@ type file struct {
 	Metrics struct {
 		Listen string `mapstructure:"listen"`
 	} `mapstructure:"metrics"`
+	FairShare struct {
+		Enabled       bool               `mapstructure:"enabled"`
+		HalfLife      float64            `mapstructure:"half_life"`
+		Shares        map[string]float64 `mapstructure:"shares"`
+		DefaultShares float64            `mapstructure:"default_shares"`
+	} `mapstructure:"fairshare"`
 	Placement placementFile `mapstructure:"placement"`
 }
 
@@ -129,8 +135,11 @@ type placementFile struct {
 // Default returns the configuration used when lachesis.yaml is absent and
 // the value of every key the file leaves out.
 func Default() Config {
+	tiresias := priority.DefaultConfig()
+	tiresias.FairShare = priority.DefaultFairShare()
+	tiresias.FairShare.Shares = map[string]float64{}
 	return Config{
-		Tiresias:          priority.DefaultConfig(),
+		Tiresias:          tiresias,
 		PassInterval:      30 * time.Second,
 		DBPath:            "/var/lib/slurm/lachesis/lachesis.db",
 		GittinsMinHistory: 100,
@@ -181,6 +190,9 @@ func defaultFile() file {
 	f.Placement.FeaturePrefix = d.Placement.FeaturePrefix
 	f.Placement.MinAdvantage = d.Placement.MinAdvantage
 	f.Placement.SensitiveBelow = d.Placement.SensitiveBelow
+	f.FairShare.Enabled = d.Tiresias.FairShare.Enabled
+	f.FairShare.HalfLife = d.Tiresias.FairShare.HalfLife
+	f.FairShare.DefaultShares = d.Tiresias.FairShare.DefaultShares
 	return f
 }
 
@@ -231,6 +243,12 @@ func (f file) validate() (Config, error) {
 				Partition: t.Weights.Partition,
 				QOS:       t.Weights.QOS,
 			},
+			FairShare: priority.FairShare{
+				Enabled:       f.FairShare.Enabled,
+				HalfLife:      f.FairShare.HalfLife,
+				Shares:        lowerKeys(f.FairShare.Shares),
+				DefaultShares: f.FairShare.DefaultShares,
+			},
 		},
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,
@@ -255,6 +273,11 @@ func (f file) validate() (Config, error) {
 	}
 	if err := c.Tiresias.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("tiresias", err))
+	}
+	// Validated whether enabled or not, so that a typo waits for nobody to
+	// switch the feature on before it is reported.
+	if err := c.Tiresias.FairShare.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("fairshare", err))
 	}
 	if t.Queues != 0 && t.Queues != len(t.Thresholds)+1 {
 		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
@@ -303,6 +326,17 @@ func (f file) validate() (Config, error) {
 		return Config{}, fmt.Errorf("%w: log_level must be debug, info, warn or error, got %q", ErrInvalid, f.LogLevel)
 	}
 	return c, nil
+}
+
+// lowerKeys lower-cases account names, as Slurm does with every job's
+// account (job_mgr.c), so that "Physics" in the file matches the jobs of
+// account "physics". Two spellings of one account: the last one read wins.
+func lowerKeys(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = v
+	}
+	return out
 }
 
 // sectionKeys prefixes each of a section's Validate errors, which name keys

@@ -66,6 +66,38 @@ metrics:
 	}
 }
 
+func TestParseReadsFairShare(t *testing.T) {
+	yaml := `
+fairshare:
+  enabled: true
+  half_life: 3600
+  default_shares: 2
+  shares: {physics: 30, Biology: 10}
+`
+	c, err := Parse(strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Tiresias.FairShare
+	if !f.Enabled || f.HalfLife != 3600 || f.DefaultShares != 2 {
+		t.Errorf("fairshare keys not read: %+v", f)
+	}
+	// Slurm stores account names lower-cased; so does the config.
+	if f.Shares["physics"] != 30 || f.Shares["biology"] != 10 || len(f.Shares) != 2 {
+		t.Errorf("fairshare.shares = %v, want physics 30 and biology 10", f.Shares)
+	}
+}
+
+func TestFairShareDefaultsToOnWithAWeekHalfLife(t *testing.T) {
+	c, err := Parse(strings.NewReader("log_level: info\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := c.Tiresias.FairShare; !f.Enabled || f.HalfLife != 7*24*3600 || f.DefaultShares != 1 {
+		t.Errorf("fairshare defaults = %+v", f)
+	}
+}
+
 func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, key string
@@ -93,6 +125,12 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
 		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
+		{"fair-share half-life under a minute is rejected", "fairshare:\n  half_life: 5\n", "fairshare.half_life"},
+		{"zero default shares are rejected", "fairshare:\n  default_shares: 0\n", "fairshare.default_shares"},
+		{"negative account shares are rejected naming the account", "fairshare:\n  shares: {physics: -2}\n", "fairshare.shares.physics"},
+		{"non-numeric account shares are rejected", "fairshare:\n  shares: {physics: lots}\n", "fairshare.shares"},
+		{"unknown fair-share key is rejected", "fairshare:\n  halflife: 60\n", "halflife"},
+		{"bad fair-share values are rejected even while it is off", "fairshare:\n  enabled: false\n  half_life: 1\n", "fairshare.half_life"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -90,9 +90,14 @@ type Core struct {
 	batch   []ledger.Record          // writer-only scratch
 	w       writerState              // writer-only: retries (writer.go)
 	marks   markerState              // under mu: SystemComment markers (restore.go)
-	kick    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	fs      fairShareState           // under mu: usage per account (fairshare.go)
+	// pendUsage is the latest fair-share table for the writer; under
+	// pendMu, saved when usageDirty.
+	pendUsage  []ledger.AccountUsage
+	usageDirty bool
+	kick       chan struct{}
+	stop       chan struct{}
+	stopped    chan struct{}
 }
 
 // Env is what slurmctld tells the core when it starts.
@@ -174,6 +179,11 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		r := active[i]
 		c.records[r.JobID] = &r
 	}
+	usage, err := store.Usage()
+	if err != nil {
+		return nil, err
+	}
+	c.fs.restore(usage)
 	c.loadDistribution()
 	if err := c.rebuildRanker(); err != nil {
 		return nil, err
@@ -243,7 +253,9 @@ func (c *Core) Reconfigure() error {
 // pending jobs are candidates for the Synergy fallback (see Fallback).
 //
 // A pass is three stages, each a method of its own: account (fold every
-// snapshot into its job's ledger record), rank (priority.Ranker, then fold
+// snapshot into its job's ledger record, charging the growth of its
+// service to its Slurm account; fairShare then gives each job its
+// account's fair-share factor), rank (priority.Ranker, then fold
 // each Result back into the record and into a Decision), and forget (close
 // the records of jobs slurmctld no longer has). Fallback candidates are
 // noted while accounting, since that stage sees every pending job.
@@ -256,7 +268,9 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 			c.log.Error("new Gittins distribution rejected", keyErr, err)
 		}
 	}
+	c.fs.decay(now, c.cfg.Tiresias.FairShare.HalfLife)
 	c.account(now, snaps, out)
+	c.fairShare(snaps)
 	c.rank(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
@@ -352,6 +366,10 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 		c.markDirty(rec)
 	}
 	before := *rec
+	// Whatever this observation adds to the job's service is its account's
+	// usage (a node's report of an earlier end can only lower it: no
+	// refund, usage decays anyway).
+	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
 	switch s.State {
 	case StateRunning, StateSuspended:
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
@@ -437,7 +455,9 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 		acct.QueueEntry = now
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
 	}
-	res := c.ranker.Place(now, policyJob(rec, s))
+	j := policyJob(rec, s)
+	j.FairShare = c.placeFactor(s.Account)
+	res := c.ranker.Place(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
 	c.preempt.placed(s, d.Queue)

@@ -26,6 +26,7 @@ const (
 	MetricAgentOpen     = "lachesis_agent_connections_open"
 	MetricAgentReports  = "lachesis_agent_reports_total"
 	MetricAgentRejected = "lachesis_agent_rejected_total"
+	MetricFairShare     = "lachesis_fairshare_accounts"
 )
 
 // metrics is what the core records for Prometheus. A nil *metrics (no
@@ -42,6 +43,9 @@ type metrics struct {
 	promotions  prometheus.Counter
 	preemptions prometheus.Counter
 	sizing      [3]prometheus.Counter // by synergy.Action
+	// fair share after the last pass: accounts tracked (with usage or
+	// jobs), with jobs under or at their share, with jobs over it
+	fsTracked, fsUnder, fsOver prometheus.Gauge
 
 	// Scratch of the pass in progress, under c.mu.
 	counts            []int
@@ -94,7 +98,12 @@ func newMetrics() *metrics {
 	for a, name := range sizingOutcome {
 		m.sizing[a] = sizing.WithLabelValues(name)
 	}
-	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, sizing,
+	fs := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricFairShare,
+		Help: "Accounts after the last pass, by class: tracked (with decayed usage or jobs), under (with jobs, at or under their share), over (with jobs, over their share).",
+	}, []string{"class"})
+	m.fsTracked, m.fsUnder, m.fsOver = fs.WithLabelValues("tracked"), fs.WithLabelValues("under"), fs.WithLabelValues("over")
+	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, sizing, fs,
 		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
@@ -110,6 +119,16 @@ func (m *metrics) serve(addr string, agents *agentserver.Service, log *slog.Logg
 		m.agents = agents.Server
 	}
 	return metricsrv.Start(addr, m.reg, log)
+}
+
+// fairShare publishes the pass's fair-share classes.
+func (m *metrics) fairShare(tracked, withJobs, over int) {
+	if m == nil {
+		return
+	}
+	m.fsTracked.Set(float64(tracked))
+	m.fsUnder.Set(float64(withJobs - over))
+	m.fsOver.Set(float64(over))
 }
 
 // queueChange notes one ranked job of the pass: its queue before and after.

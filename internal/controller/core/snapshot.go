@@ -51,6 +51,11 @@ type Snapshot struct {
 	// Marker is Lachesis's part of the job's SystemComment (restore.go),
 	// "" when it has none.
 	Marker string
+	// Account is the job's Slurm account (interned: AccountNames), "" for
+	// none; AccountShares is its association's shares, 0 when Slurm has
+	// none to give (no slurmdbd, no association, shares not set).
+	Account       string
+	AccountShares uint32
 }
 
 // gpuCount resolves the job's GPU count, falling back to its request strings.

@@ -30,6 +30,7 @@ type writerState struct {
 	failures int              // consecutive failed writes
 	retry    <-chan time.Time // fires when the next retry is due; nil when none is
 	backoff  time.Duration
+	usage    []ledger.AccountUsage // scratch: the fair-share table being saved
 }
 
 const (
@@ -124,6 +125,9 @@ func (c *Core) flush() {
 		c.pendMu.Unlock()
 	}()
 	fileErr := c.checkFile(batch)
+	if fileErr == nil {
+		c.flushUsage()
+	}
 	if len(batch) == 0 && fileErr == nil {
 		return
 	}
@@ -162,6 +166,27 @@ func (c *Core) flush() {
 			c.loadDistribution()
 			break
 		}
+	}
+}
+
+// flushUsage saves the latest fair-share table, if a pass queued one since
+// the last save. A failed save leaves it queued: the next flush (a later
+// pass or the retry) saves whatever table is newest then, so nothing older
+// than one pass is lost while the disk is full.
+func (c *Core) flushUsage() {
+	c.pendMu.Lock()
+	if !c.usageDirty {
+		c.pendMu.Unlock()
+		return
+	}
+	c.w.usage = append(c.w.usage[:0], c.pendUsage...)
+	c.usageDirty = false
+	c.pendMu.Unlock()
+	if err := c.store.SaveUsage(c.w.usage); err != nil {
+		c.log.Error("saving fair-share usage failed; retrying with the next pass", keyErr, err)
+		c.pendMu.Lock()
+		c.usageDirty = true
+		c.pendMu.Unlock()
 	}
 }
 

@@ -37,6 +37,9 @@ type Store interface {
 	// Save upserts records in one transaction; records with Finished set
 	// also join the completed-job history.
 	Save(records []Record) error
+	// Usage and SaveUsage persist fair-share usage per account (usage.go).
+	Usage() ([]AccountUsage, error)
+	SaveUsage(usage []AccountUsage) error
 	Close() error
 }
 
@@ -76,7 +79,7 @@ CREATE TABLE IF NOT EXISTS completed (
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
-`
+` + usageSchema
 
 // Open opens (creating if needed) the ledger at path. synchronous=NORMAL:
 // a kill -9 of slurmctld loses nothing committed; only a power loss may

@@ -42,26 +42,29 @@ func (c *Cluster) Jobs() (map[uint32]Job, error) {
 type Prio struct {
 	ID       uint32
 	Priority int64
-	Site     int64 // Tiresias component less Queue and Service
+	Site     int64 // Tiresias component less Queue, Service and FairShare
 	Queue    int64 // sprio's ASSOC column
-	Service  int64 // sprio's FAIRSHARE column: attained GPU-seconds
+	Service  int64 // sprio's JOBSIZE column: attained GPU-seconds
 	Age      int64
 	Nice     int64
+	// FairShare is sprio's FAIRSHARE column: the account's fair-share
+	// factor x 1000 (under 500: the account is over its share).
+	FairShare int64
 }
 
 // Priorities runs sprio over pending and running jobs.
 func (c *Cluster) Priorities() (map[uint32]Prio, error) {
-	out, err := c.Run("sprio", "-h", "-o", "%i|%Y|%S|%B|%F|%A|%N")
+	out, err := c.Run("sprio", "-h", "-o", "%i|%Y|%S|%B|%J|%A|%N|%F")
 	if err != nil {
 		return nil, err
 	}
 	rows := map[uint32]Prio{}
 	for _, line := range nonEmptyLines(out) {
 		f := strings.Split(strings.ReplaceAll(line, " ", ""), "|")
-		if len(f) != 7 {
+		if len(f) != 8 {
 			return nil, fmt.Errorf("%w: sprio line %q", ErrCluster, line)
 		}
-		var v [7]int64
+		var v [8]int64
 		for i, s := range f {
 			n, err := strconv.ParseFloat(s, 64)
 			if err != nil {
@@ -69,7 +72,7 @@ func (c *Cluster) Priorities() (map[uint32]Prio, error) {
 			}
 			v[i] = int64(n)
 		}
-		rows[uint32(v[0])] = Prio{ID: uint32(v[0]), Priority: v[1], Site: v[2], Queue: v[3], Service: v[4], Age: v[5], Nice: v[6]}
+		rows[uint32(v[0])] = Prio{ID: uint32(v[0]), Priority: v[1], Site: v[2], Queue: v[3], Service: v[4], Age: v[5], Nice: v[6], FairShare: v[7]}
 	}
 	return rows, nil
 }
