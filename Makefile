@@ -85,7 +85,7 @@ bench: build
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
 	$(GO) run ./cmd/lachesis-ctldbench
 
-# The simulator's evaluation (docs/evaluation): ~5 minutes on 2 cores.
+# The simulator's evaluation (docs/evaluation): ~6 minutes on 2 cores.
 eval: commands
 	bash docs/evaluation/run.sh
 

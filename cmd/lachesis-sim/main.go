@@ -3,6 +3,12 @@
 // priorities, Synergy allocation) would have done, next to FIFO, Slurm's
 // age priority and a clairvoyant SRTF. See package sim for the model and
 // docs/evaluation for the commands behind the published figures.
+//
+// Two subcommands work on Synergy's synthetic workload instead of a trace:
+// `lachesis-sim synergy-jobs` writes one job list, and `lachesis-sim
+// synergy-replay` replays lists at several rates and seeds with
+// proportional and Synergy allocation, measured as the Synergy simulator
+// measures (jobs 4000–4999).
 package main
 
 import (
@@ -110,6 +116,14 @@ func parseFlags(args []string) (*options, error) {
 }
 
 func run(args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "synergy-jobs":
+			return runSynergyJobs(args[1:])
+		case "synergy-replay":
+			return runSynergyReplay(args[1:])
+		}
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		return err

@@ -99,7 +99,30 @@ for nodes in 72 48 96; do
 		-out "$OUT/hetero-$nodes" -title "Philly Oct 2017, $nodes x 8 GPUs of K80/P100/V100"
 done
 
-# 6. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
+# 6. Synergy's own workload (the Synergy simulator's job lists, regenerated
+#    from its published rules: Poisson arrivals, Gavel's durations, one GPU
+#    per job, 20/70/10 image/language/speech models) on its 16 × 8-GPU
+#    cluster at 9 and 12 jobs/h, three seeds, FIFO, measured as it measures
+#    (average JCT of jobs 4000-4999). Then the same with its multi-GPU mix.
+#    The lists themselves: bin/lachesis-sim synergy-jobs -rate R -seed S.
+# synergy NAME ARGS...: a synergy-replay run, recorded like sim's.
+synergy() {
+	local name=$1
+	shift
+	mkdir -p "$OUT/$name"
+	{
+		printf 'bin/lachesis-sim synergy-replay -profiles %q' "$DATA/synergy/synergy_model_throughput.csv"
+		printf ' %q' "$@"
+		printf '\n'
+	} >>"$OUT/commands.txt"
+	echo "== $name"
+	bin/lachesis-sim synergy-replay -profiles "$DATA/synergy/synergy_model_throughput.csv" "$@" | tee "$OUT/$name/stdout.txt"
+}
+synergy synergy-joblists -rates 9,12 -seeds 1,2,3 -policies fifo -reserves 1,0 -out "$OUT/synergy-joblists"
+synergy synergy-joblists-multigpu -multi-gpu -rates 9,12 -seeds 1,2,3 -policies fifo -reserves 1 \
+	-out "$OUT/synergy-joblists-multigpu"
+
+# 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.
 sim bench -trace "$PHILLY" -nodes 64 -gpus-per-node 8 -policies gittins -parallel 1 -bench \
 	| tee "$OUT/bench.txt" >/dev/null
