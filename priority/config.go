@@ -40,7 +40,8 @@ func DefaultConfig() Config {
 			Partition: 0,
 			QOS:       0,
 		},
-		MaxAge: 7 * 24 * 3600,
+		MaxAge:     7 * 24 * 3600,
+		Preemption: DefaultPreemption(),
 	}
 }
 
@@ -114,6 +115,7 @@ func (c Config) Validate() error {
 	if !(c.MaxAge > 0) || math.IsInf(c.MaxAge, 0) {
 		bad("max_age", "%v must be a finite number of seconds > 0", c.MaxAge)
 	}
+	c.Preemption.validate(bad)
 
 	return errors.Join(errs...)
 }

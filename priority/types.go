@@ -41,6 +41,8 @@ type Config struct {
 	// MaxAge is the wait (seconds) at which the age factor reaches 1,
 	// like Slurm's PriorityMaxAge.
 	MaxAge float64
+	// Preemption says when a preemption pays for its cost (preempt.go).
+	Preemption Preemption
 }
 
 // State is a job's state as the policy sees it.

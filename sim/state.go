@@ -60,6 +60,11 @@ type JobState struct {
 	sortKey float64
 	// preemptedIn is the pass in which the job was last preempted.
 	preemptedIn uint32
+	// eligibleAt is when a requeued job may start again (Slurm's requeue
+	// hold); listPos is its place in its queue's list under reference
+	// preemption.
+	eligibleAt float64
+	listPos    int64
 	// maxSpeed is the fastest run's speed; progressTime the time spent
 	// making progress (running, past the restart penalty).
 	maxSpeed     float64

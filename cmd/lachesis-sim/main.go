@@ -40,6 +40,9 @@ type options struct {
 	shape                                   sim.Shape
 	policies, allocs                        string
 	restartPenalty, passInterval            string
+	requeueHold, minRun                     string
+	partialNodeIdle, promotedPreempts       bool
+	maxPerJob, queueGap                     int
 	tickPassesOnly                          bool
 	thresholds                              string
 	promoteKnob                             float64
@@ -75,7 +78,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.shape.GPUCountOnly, "gpu-count-only", false, "count GPUs only: no nodes, CPUs or memory")
 	fs.StringVar(&o.policies, "policies", "all", "policies to compare: all, or a list of "+strings.Join(sim.PolicyNames, ","))
 	fs.StringVar(&o.allocs, "alloc", "proportional", "CPU/memory allocation: proportional, synergy, or both (comma-separated)")
-	fs.StringVar(&o.restartPenalty, "restart-penalty", "0", "time a preempted job loses when it restarts (e.g. 60s)")
+	fs.StringVar(&o.restartPenalty, "restart-penalty", "60s", "time a preempted job loses when it restarts: checkpoint reload (0: the papers' assumption)")
+	fs.StringVar(&o.requeueHold, "requeue-hold", "121s", "time a preempted job is held before it may start again: Slurm's cred_expire+1 (0: the papers')")
+	fs.BoolVar(&o.partialNodeIdle, "partial-node-idle", true, "GPUs a preemption frees that the preemptor does not use stay idle until the next pass, as in Slurm")
+	fs.StringVar(&o.minRun, "min-run", "", "las/gittins: shortest run that may be preempted (default: priority.DefaultConfig's)")
+	fs.IntVar(&o.maxPerJob, "max-preemptions", -1, "las/gittins: requeues after which a job is not preempted again, 0 no limit (default: priority.DefaultConfig's)")
+	fs.IntVar(&o.queueGap, "queue-gap", 0, "las/gittins: queues a victim must sit below its preemptor (default: priority.DefaultConfig's)")
+	fs.BoolVar(&o.promotedPreempts, "promoted-preempts", false, "las/gittins: a job promoted for starvation may preempt")
 	fs.StringVar(&o.passInterval, "pass-interval", "30s", "policy pass interval; 0 acts on demotions at the exact second")
 	fs.BoolVar(&o.tickPassesOnly, "tick-passes-only", false, "act on arrivals and completions only at pass ticks too")
 	fs.StringVar(&o.thresholds, "thresholds", "", "Tiresias queue thresholds, GPU-seconds (default: priority.DefaultConfig's)")
@@ -296,6 +305,10 @@ func baseConfig(o *options) (sim.Config, error) {
 	if cfg.PassInterval, err = parseSeconds(o.passInterval); err != nil {
 		return cfg, fmt.Errorf("-pass-interval: %w", err)
 	}
+	if cfg.RequeueHold, err = parseSeconds(o.requeueHold); err != nil {
+		return cfg, fmt.Errorf("-requeue-hold: %w", err)
+	}
+	cfg.PartialNodeIdle = o.partialNodeIdle
 	po := &cfg.PolicyOptions
 	if o.thresholds != "" {
 		po.Tiresias.Thresholds = nil
@@ -310,6 +323,19 @@ func baseConfig(o *options) (sim.Config, error) {
 	if o.promoteKnob >= 0 {
 		po.Tiresias.PromoteKnob = o.promoteKnob
 	}
+	pre := &po.Tiresias.Preemption
+	if o.minRun != "" {
+		if pre.MinRun, err = parseSeconds(o.minRun); err != nil {
+			return cfg, fmt.Errorf("-min-run: %w", err)
+		}
+	}
+	if o.maxPerJob >= 0 {
+		pre.MaxPerJob = o.maxPerJob
+	}
+	if o.queueGap > 0 {
+		pre.QueueGap = o.queueGap
+	}
+	pre.PromotedPreempts = o.promotedPreempts
 	po.LearnEvery = o.gittinsLearn
 	po.ReferencePreemption = o.referencePreemption
 	po.AgeWeight, po.SizeWeight = o.ageWeight, o.sizeWeight
