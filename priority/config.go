@@ -23,17 +23,20 @@ const maxQueues = MaxThresholds + 1
 // DefaultConfig is the single place the policy's defaults live, so that
 // retuning them from a sweep touches one function.
 //
-// The mode, thresholds and promote knob are the least-regret point of
-// Lachesis's sensitivity sweep on the Philly trace (docs/evaluation,
-// section 3): on a busy 384-GPU cluster they give 0.882 of the reference
-// simulator's average JCT (2D-LAS, 3250/7200, no promotion), and the same
-// on a quieter 512-GPU one. Only the Tiresias weight is set, so the queue
-// order alone decides the priority.
+// The mode, thresholds, promote knob and preemption rule are the
+// least-regret point of the sweep in docs/evaluation (section 5): 4 VCs of
+// the Philly trace at offered loads 0.8, 1.3 and 1.8 with a real cluster's
+// preemption costs (60 s restart, 121 s requeue hold, 30 s passes, idle
+// leftover GPUs). Starvation promotion is off: with costs, promoted jobs
+// restarting long runs cost up to 9x SRTF's average JCT in the worst
+// slice, and with promotion allowed to preempt it drove 29-87 preemptions
+// per job. Only the Tiresias weight is set, so the queue order alone
+// decides the priority.
 func DefaultConfig() Config {
 	return Config{
 		Mode:        ModeGittins,
 		Thresholds:  []float64{3250, 32500, 325000, 3250000},
-		PromoteKnob: 2,
+		PromoteKnob: 0,
 		Weights: Weights{
 			Tiresias:  1e8,
 			Age:       0,

@@ -33,9 +33,14 @@ type Preemption struct {
 	PromotedPreempts bool
 }
 
-// DefaultPreemption is the preemption part of DefaultConfig.
+// DefaultPreemption is the preemption part of DefaultConfig, from the
+// sweep in docs/evaluation (4 Philly VCs at offered loads 0.8–1.8, real
+// costs): a 10-minute minimum run, no per-job budget (a budget makes long
+// jobs unpreemptable once spent, and they then hold GPUs against every
+// short job: up to 2x the average JCT in the sweep), the paper's gap of
+// one queue, and promotion without preemption.
 func DefaultPreemption() Preemption {
-	return Preemption{MinRun: 1800, MaxPerJob: 3, QueueGap: 1}
+	return Preemption{MinRun: 600, MaxPerJob: 0, QueueGap: 1}
 }
 
 // Candidate is what the preemption rule needs to know of one job.

@@ -86,6 +86,21 @@ done
 #    core's 30 s pass interval.
 sim sweep "${SLICE[@]}" -sweep -sweep-nodes 64,48 -restart-penalty 60s -out "$OUT/sweep"
 
+# 5b. Issue 11's busy slice: the first 1,000 jobs of VC 6c71a0 on 8 x 4
+#     GPUs (offered load 1.8), real costs on (the simulator's defaults:
+#     60 s restart, 121 s requeue hold, 30 s passes, idle leftover GPUs).
+I11=(-trace "$PHILLY" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 8 -gpus-per-node 4 -jobs-csv)
+sim 6c71a0-defaults "${I11[@]}" -policies fifo,srtf,las,gittins -out "$OUT/6c71a0-defaults"
+sim 6c71a0-reference-thresholds "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
+	-out "$OUT/6c71a0-reference-thresholds"
+sim 6c71a0-reference-preemption "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
+	-reference-preemption -out "$OUT/6c71a0-reference-preemption"
+sim 6c71a0-reference-nocosts "${I11[@]}" -policies srtf,las,gittins -thresholds 3250,7200 -promote-knob 0 \
+	-reference-preemption -restart-penalty 0 -requeue-hold 0 -pass-interval 0 -partial-node-idle=false \
+	-out "$OUT/6c71a0-reference-nocosts"
+# 5c. The preemption sweep that chose the preemption defaults.
+PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/preempt-sweep.sh
+
 # 6. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.
 sim bench -trace "$PHILLY" -nodes 64 -gpus-per-node 8 -policies gittins -parallel 1 -bench \

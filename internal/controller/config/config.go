@@ -78,6 +78,12 @@ type file struct {
 			QOS       float64 `mapstructure:"qos"`
 		} `mapstructure:"weights"`
 		GittinsMinHistory int `mapstructure:"gittins_min_history"`
+		Preemption        struct {
+			MinRun           float64 `mapstructure:"min_run"`
+			MaxPerJob        int     `mapstructure:"max_per_job"`
+			QueueGap         int     `mapstructure:"queue_gap"`
+			PromotedPreempts bool    `mapstructure:"promoted_preempts"`
+		} `mapstructure:"preemption"`
 	} `mapstructure:"tiresias"`
 	PassInterval float64 `mapstructure:"pass_interval"`
 	DBPath       string  `mapstructure:"db_path"`
@@ -135,6 +141,10 @@ func defaultFile() file {
 	f.Tiresias.Weights.Partition = d.Tiresias.Weights.Partition
 	f.Tiresias.Weights.QOS = d.Tiresias.Weights.QOS
 	f.Tiresias.GittinsMinHistory = d.GittinsMinHistory
+	f.Tiresias.Preemption.MinRun = d.Tiresias.Preemption.MinRun
+	f.Tiresias.Preemption.MaxPerJob = d.Tiresias.Preemption.MaxPerJob
+	f.Tiresias.Preemption.QueueGap = d.Tiresias.Preemption.QueueGap
+	f.Tiresias.Preemption.PromotedPreempts = d.Tiresias.Preemption.PromotedPreempts
 	f.PassInterval = d.PassInterval.Seconds()
 	f.DBPath = d.DBPath
 	f.LogLevel = d.LogLevel
@@ -194,6 +204,12 @@ func (f file) validate() (Config, error) {
 				Age:       t.Weights.Age,
 				Partition: t.Weights.Partition,
 				QOS:       t.Weights.QOS,
+			},
+			Preemption: priority.Preemption{
+				MinRun:           t.Preemption.MinRun,
+				MaxPerJob:        t.Preemption.MaxPerJob,
+				QueueGap:         t.Preemption.QueueGap,
+				PromotedPreempts: t.Preemption.PromotedPreempts,
 			},
 		},
 		DBPath:            f.DBPath,

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/priority"
+
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )
 
@@ -65,6 +67,24 @@ metrics:
 	}
 }
 
+func TestParseReadsThePreemptionRule(t *testing.T) {
+	c, err := Parse(strings.NewReader("tiresias:\n  preemption:\n    min_run: 900\n    max_per_job: 4\n    queue_gap: 2\n    promoted_preempts: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := priority.Preemption{MinRun: 900, MaxPerJob: 4, QueueGap: 2, PromotedPreempts: true}
+	if c.Tiresias.Preemption != want {
+		t.Fatalf("preemption = %+v, want %+v", c.Tiresias.Preemption, want)
+	}
+	d, err := Parse(strings.NewReader("log_level: info\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Tiresias.Preemption != priority.DefaultPreemption() {
+		t.Fatalf("left-out preemption keys = %+v, want the defaults %+v", d.Tiresias.Preemption, priority.DefaultPreemption())
+	}
+}
+
 func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, key string
@@ -88,6 +108,9 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"wrong type for a bool is rejected", "synergy:\n  enabled: maybe\n", "synergy.enabled"},
 		{"metrics address without a port is rejected", "metrics:\n  listen: localhost\n", "metrics.listen"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
+		{"negative min_run is rejected", "tiresias:\n  preemption: {min_run: -1}\n", "tiresias.preemption.min_run"},
+		{"queue_gap 0 is rejected", "tiresias:\n  preemption: {queue_gap: 0}\n", "tiresias.preemption.queue_gap"},
+		{"unknown preemption key is rejected", "tiresias:\n  preemption: {min_runs: 5}\n", "min_runs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
