@@ -130,6 +130,7 @@ func TestQueueOf(t *testing.T) {
 
 func TestRankerConfigIsACopy(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.FixThresholds(cfg.Thresholds)
 	r, err := NewRanker(cfg, SeedDistribution())
 	if err != nil {
 		t.Fatal(err)

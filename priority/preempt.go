@@ -37,8 +37,8 @@ type Preemption struct {
 // sweep in docs/evaluation (4 Philly VCs at offered loads 0.8–1.8, real
 // costs): a 10-minute minimum run, no per-job budget (a budget makes long
 // jobs unpreemptable once spent, and they then hold GPUs against every
-// short job: up to 2x the average JCT in the sweep), the paper's gap of
-// one queue, and promotion without preemption.
+// short job), the paper's gap of one queue, and promotion without
+// preemption.
 func DefaultPreemption() Preemption {
 	return Preemption{MinRun: 600, MaxPerJob: 0, QueueGap: 1}
 }

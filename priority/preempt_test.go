@@ -74,3 +74,65 @@ func TestValidate_RejectsBadPreemptionKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestWithDistribution_PutsThresholdsAtQuantiles(t *testing.T) {
+	dist, err := NewDistribution([]float64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		quantiles []float64
+		dist      *Distribution
+		want      []float64
+	}{
+		{"quantiles pick samples", []float64{0.3, 0.9}, dist, []float64{30, 90}},
+		{"quantiles on one sample merge", []float64{0.31, 0.35, 0.39}, dist, []float64{40}},
+		{"no quantiles keep the fixed list", nil, dist, []float64{5, 6}},
+		{"no distribution keeps the fixed list", []float64{0.5}, nil, []float64{5, 6}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Thresholds, cfg.ThresholdQuantiles = []float64{5, 6}, c.quantiles
+			got := cfg.WithDistribution(c.dist).Thresholds
+			if len(got) != len(c.want) {
+				t.Fatalf("thresholds %v, want %v", got, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Fatalf("thresholds %v, want %v", got, c.want)
+				}
+			}
+		})
+	}
+	r, err := NewRanker(Config{Mode: ModeLAS, Thresholds: []float64{1}, ThresholdQuantiles: []float64{0.5}, MaxAge: 1,
+		Preemption: DefaultPreemption()}, dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := r.Config().Thresholds; len(th) != 1 || th[0] != 50 {
+		t.Fatalf("ranker thresholds %v, want [50] from the median", th)
+	}
+}
+
+func TestValidate_RejectsBadQuantiles(t *testing.T) {
+	cases := []struct {
+		name string
+		q    []float64
+	}{
+		{"quantile 0 is rejected", []float64{0}},
+		{"quantile 1 is rejected", []float64{0.5, 1}},
+		{"descending quantiles are rejected", []float64{0.6, 0.5}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ThresholdQuantiles = c.q
+			var ke *KeyError
+			if err := cfg.Validate(); !errors.As(err, &ke) || ke.Key != "threshold_quantiles" {
+				t.Fatalf("Validate = %v, want a KeyError for threshold_quantiles", err)
+			}
+		})
+	}
+}

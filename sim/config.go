@@ -129,7 +129,7 @@ func (c *Config) validate() error {
 func CrossCheckConfig() Config {
 	c := DefaultConfig()
 	c.Shape = Shape{Nodes: 4, GPUsPerNode: 4, GPUCountOnly: true}
-	c.PolicyOptions.Tiresias.Thresholds = []float64{3250, 7200}
+	c.PolicyOptions.Tiresias.FixThresholds([]float64{3250, 7200})
 	c.PolicyOptions.Tiresias.PromoteKnob = 0
 	c.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 	c.NoCosts()

@@ -14,6 +14,7 @@ import (
 // waiting time between passes the way the core's ledger does.
 type tiresiasOrder struct {
 	cfg        priority.Config
+	inForce    priority.Config // cfg with the ranker's thresholds
 	seed       *priority.Distribution
 	ranker     *priority.Ranker
 	learnEvery int
@@ -38,18 +39,20 @@ func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
 	dist := opts.Gittins
 	if name == PolicyGittins {
 		cfg.Mode = priority.ModeGittins
-		if dist == nil {
-			dist = priority.SeedDistribution()
-		}
+	}
+	quantiles := len(cfg.ThresholdQuantiles) > 0
+	if dist == nil && (name == PolicyGittins || quantiles) {
+		dist = priority.SeedDistribution()
 	}
 	r, err := priority.NewRanker(cfg, dist)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
 	o := &tiresiasOrder{cfg: cfg, seed: dist, ranker: r, reference: opts.ReferencePreemption}
-	if name == PolicyGittins {
+	if name == PolicyGittins || quantiles {
 		o.learnEvery = opts.LearnEvery
 	}
+	o.inForce = r.Config()
 	return o, nil
 }
 
@@ -159,13 +162,13 @@ func (o *tiresiasOrder) referenceOrder(now int64, jobs []*JobState) {
 // reaching PromoteKnob × its last run), whichever is first.
 func (o *tiresiasOrder) NextChange(now float64, jobs []*JobState) float64 {
 	next := math.Inf(1)
-	th := o.cfg.Thresholds
+	th := o.inForce.Thresholds
 	knob := o.cfg.PromoteKnob
 	for _, j := range jobs {
 		switch j.Status {
 		case Running:
 			s := j.QueueService(now)
-			if q := priority.QueueOf(o.cfg, s); q < len(th) {
+			if q := priority.QueueOf(o.inForce, s); q < len(th) {
 				g := float64(j.Job.GPUs)
 				if o.reference {
 					// The reference simulator computes its next demotion
@@ -209,6 +212,6 @@ func (o *tiresiasOrder) jobDone(gpuSeconds float64) error {
 	if err != nil {
 		return err
 	}
-	o.ranker = r
+	o.ranker, o.inForce = r, r.Config()
 	return nil
 }

@@ -112,7 +112,7 @@ func TestLAS_PreemptsOnlyAcrossQueues(t *testing.T) {
 			cfg.NoCosts() // hand-computed: only the costs each case names
 			cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 			cfg.Shape, cfg.Policy = oneGPU(), PolicyLAS
-			cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+			cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
 			cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 			cfg.PassInterval, cfg.RestartPenalty = c.interval, c.penalty
 			r := runOK(t, cfg, tr)
@@ -153,7 +153,7 @@ func TestLAS_ReferencePreemptionAlsoPreemptsInsideAQueue(t *testing.T) {
 		cfg.NoCosts()
 		cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 		cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
-		cfg.PolicyOptions.Tiresias.Thresholds = []float64{100, 1e9}
+		cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100, 1e9})
 		cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 		cfg.PolicyOptions.ReferencePreemption = c.reference
 		r := runOK(t, cfg, tr)
@@ -179,7 +179,7 @@ func TestLAS_PromotionAlternatesTwoLongJobs(t *testing.T) {
 	// Promoted jobs may preempt and any run may be: the paper's rule.
 	cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1, PromotedPreempts: true}
 	cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
-	cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+	cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
 	cfg.PolicyOptions.Tiresias.PromoteKnob = 1
 	r := runOK(t, cfg, tr)
 	if jctOf(r, 1) != 1500 || jctOf(r, 2) != 950 {
@@ -295,7 +295,7 @@ func TestRequeueHold_KeepsTheVictimWaitingEvenWithAFreeGPU(t *testing.T) {
 			cfg.RequeueHold = c.hold
 			cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 			cfg.Shape, cfg.Policy = oneGPU(), PolicyLAS
-			cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+			cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
 			cfg.PolicyOptions.Tiresias.PromoteKnob = 0
 			r := runOK(t, cfg, tr)
 			if got := jctOf(r, 1); got != c.wantA {
@@ -330,7 +330,7 @@ func TestPartialNodeIdle_LeftoverGPUWaitsForTheNextPass(t *testing.T) {
 			cfg.PassInterval, cfg.PartialNodeIdle = 30, c.idle
 			cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 			cfg.Shape, cfg.Policy = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}, PolicyLAS
-			cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+			cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
 			cfg.PolicyOptions.Tiresias.PromoteKnob = 0
 			cfg.RecordRuns = true
 			r := runOK(t, cfg, tr)

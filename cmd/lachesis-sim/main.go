@@ -44,7 +44,7 @@ type options struct {
 	partialNodeIdle, promotedPreempts       bool
 	maxPerJob, queueGap                     int
 	tickPassesOnly                          bool
-	thresholds                              string
+	thresholds, thresholdQuantiles          string
 	promoteKnob                             float64
 	gittinsLearn                            int
 	referencePreemption                     bool
@@ -88,8 +88,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.passInterval, "pass-interval", "30s", "policy pass interval; 0 acts on demotions at the exact second")
 	fs.BoolVar(&o.tickPassesOnly, "tick-passes-only", false, "act on arrivals and completions only at pass ticks too")
 	fs.StringVar(&o.thresholds, "thresholds", "", "Tiresias queue thresholds, GPU-seconds (default: priority.DefaultConfig's)")
+	fs.StringVar(&o.thresholdQuantiles, "threshold-quantiles", "", "Tiresias queue thresholds at these quantiles of completed jobs' GPU-time (seed distribution, learned with -gittins-learn); overrides -thresholds")
 	fs.Float64Var(&o.promoteKnob, "promote-knob", -1, "Tiresias starvation promote knob, 0 off (default: priority.DefaultConfig's)")
-	fs.IntVar(&o.gittinsLearn, "gittins-learn", 0, "rebuild the Gittins distribution from completed jobs every N completions (0: bundled seed only)")
+	fs.IntVar(&o.gittinsLearn, "gittins-learn", 0, "rebuild the Gittins distribution (and quantile thresholds) from completed jobs every N completions (0: bundled seed only)")
 	fs.BoolVar(&o.referencePreemption, "reference-preemption", false, "las/gittins preempt every lower-ranked job, as the Tiresias reference simulator")
 	fs.Float64Var(&o.ageWeight, "age-weight", 1000, "age policy: PriorityWeightAge")
 	fs.Float64Var(&o.sizeWeight, "size-weight", 0, "age policy: PriorityWeightJobSize, favouring small jobs")
@@ -311,13 +312,24 @@ func baseConfig(o *options) (sim.Config, error) {
 	cfg.PartialNodeIdle = o.partialNodeIdle
 	po := &cfg.PolicyOptions
 	if o.thresholds != "" {
-		po.Tiresias.Thresholds = nil
+		// A fixed list overrides the default quantiles unless both are given.
+		po.Tiresias.FixThresholds(nil)
 		for _, s := range splitList(o.thresholds) {
 			v, err := strconv.ParseFloat(s, 64)
 			if err != nil {
 				return cfg, fmt.Errorf("-thresholds: %q is not a number", s)
 			}
 			po.Tiresias.Thresholds = append(po.Tiresias.Thresholds, v)
+		}
+	}
+	if o.thresholdQuantiles != "" {
+		po.Tiresias.ThresholdQuantiles = nil
+		for _, s := range splitList(o.thresholdQuantiles) {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return cfg, fmt.Errorf("-threshold-quantiles: %q is not a number", s)
+			}
+			po.Tiresias.ThresholdQuantiles = append(po.Tiresias.ThresholdQuantiles, v)
 		}
 	}
 	if o.promoteKnob >= 0 {

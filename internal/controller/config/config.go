@@ -66,12 +66,16 @@ type Agent struct {
 // file mirrors the YAML layout; its field names are the keys admins write.
 type file struct {
 	Tiresias struct {
-		Mode        string    `mapstructure:"mode"`
-		Queues      int       `mapstructure:"queues"`
-		Thresholds  []float64 `mapstructure:"thresholds"`
-		PromoteKnob float64   `mapstructure:"promote_knob"`
-		MaxAge      float64   `mapstructure:"max_age"`
-		Weights     struct {
+		Mode       string    `mapstructure:"mode"`
+		Queues     int       `mapstructure:"queues"`
+		Thresholds []float64 `mapstructure:"thresholds"`
+		// ThresholdQuantiles and Thresholds stay nil unless the file sets
+		// them, so validate can tell an admin's fixed list from the
+		// defaults.
+		ThresholdQuantiles []float64 `mapstructure:"threshold_quantiles"`
+		PromoteKnob        float64   `mapstructure:"promote_knob"`
+		MaxAge             float64   `mapstructure:"max_age"`
+		Weights            struct {
 			Tiresias  float64 `mapstructure:"tiresias"`
 			Age       float64 `mapstructure:"age"`
 			Partition float64 `mapstructure:"partition"`
@@ -133,7 +137,6 @@ func defaultFile() file {
 	d := Default()
 	var f file
 	f.Tiresias.Mode = string(d.Tiresias.Mode)
-	f.Tiresias.Thresholds = d.Tiresias.Thresholds
 	f.Tiresias.PromoteKnob = d.Tiresias.PromoteKnob
 	f.Tiresias.MaxAge = d.Tiresias.MaxAge
 	f.Tiresias.Weights.Tiresias = d.Tiresias.Weights.Tiresias
@@ -193,12 +196,23 @@ func PathNextTo(slurmConf string) string {
 
 func (f file) validate() (Config, error) {
 	t := f.Tiresias
+	d := Default().Tiresias
+	switch {
+	case t.Thresholds == nil && t.ThresholdQuantiles == nil:
+		t.Thresholds, t.ThresholdQuantiles = d.Thresholds, d.ThresholdQuantiles
+	case t.Thresholds == nil:
+		t.Thresholds = d.Thresholds // the fallback until a distribution exists
+	case t.ThresholdQuantiles == nil:
+		// A fixed list is the admin's override of the learned thresholds.
+		t.ThresholdQuantiles = nil
+	}
 	c := Config{
 		Tiresias: priority.Config{
-			Mode:        priority.Mode(strings.ToLower(t.Mode)),
-			Thresholds:  t.Thresholds,
-			PromoteKnob: t.PromoteKnob,
-			MaxAge:      t.MaxAge,
+			Mode:               priority.Mode(strings.ToLower(t.Mode)),
+			Thresholds:         t.Thresholds,
+			ThresholdQuantiles: t.ThresholdQuantiles,
+			PromoteKnob:        t.PromoteKnob,
+			MaxAge:             t.MaxAge,
 			Weights: priority.Weights{
 				Tiresias:  t.Weights.Tiresias,
 				Age:       t.Weights.Age,
@@ -233,7 +247,7 @@ func (f file) validate() (Config, error) {
 	if err := c.Tiresias.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("tiresias", err))
 	}
-	if t.Queues != 0 && t.Queues != len(t.Thresholds)+1 {
+	if t.Queues != 0 && len(t.ThresholdQuantiles) == 0 && t.Queues != len(t.Thresholds)+1 {
 		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
 			ErrInvalid, t.Queues, len(t.Thresholds)+1)
 	}

@@ -85,6 +85,32 @@ func TestParseReadsThePreemptionRule(t *testing.T) {
 	}
 }
 
+func TestParseThresholds_FixedListOverridesQuantiles(t *testing.T) {
+	cases := []struct {
+		name, yaml     string
+		wantThresholds []float64
+		wantQuantiles  []float64
+	}{
+		{"quantiles alone keep the default fallback list", "tiresias:\n  threshold_quantiles: [0.5, 0.9]\n",
+			priority.DefaultConfig().Thresholds, []float64{0.5, 0.9}},
+		{"a fixed list alone turns quantiles off", "tiresias:\n  thresholds: [100, 200]\n", []float64{100, 200}, nil},
+		{"both set keep both", "tiresias:\n  thresholds: [100]\n  threshold_quantiles: [0.7]\n", []float64{100}, []float64{0.7}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(cfg.Tiresias.Thresholds) != fmt.Sprint(c.wantThresholds) ||
+				fmt.Sprint(cfg.Tiresias.ThresholdQuantiles) != fmt.Sprint(c.wantQuantiles) {
+				t.Fatalf("thresholds %v, quantiles %v; want %v, %v", cfg.Tiresias.Thresholds,
+					cfg.Tiresias.ThresholdQuantiles, c.wantThresholds, c.wantQuantiles)
+			}
+		})
+	}
+}
+
 func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, key string
@@ -110,6 +136,7 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
 		{"negative min_run is rejected", "tiresias:\n  preemption: {min_run: -1}\n", "tiresias.preemption.min_run"},
 		{"queue_gap 0 is rejected", "tiresias:\n  preemption: {queue_gap: 0}\n", "tiresias.preemption.queue_gap"},
+		{"quantile of 1 is rejected", "tiresias:\n  threshold_quantiles: [0.5, 1]\n", "tiresias.threshold_quantiles"},
 		{"unknown preemption key is rejected", "tiresias:\n  preemption: {min_runs: 5}\n", "min_runs"},
 	}
 	for _, c := range cases {

@@ -39,7 +39,7 @@ func TestCoreAndSimulatorKeepTheSameBooks(t *testing.T) {
 		{ID: 12, Submit: 60, GPUs: 2, Duration: 7},
 	}
 	tcfg := priority.DefaultConfig()
-	tcfg.Thresholds = []float64{40, 200}
+	tcfg.FixThresholds([]float64{40, 200})
 	tcfg.PromoteKnob = 1
 	// Preemption's costs scaled to this workload's seconds: a victim must
 	// have run 3 s; promoted jobs preempt, so promotions cause requeues.
