@@ -128,12 +128,6 @@ func (a *Account) Describe(j *Job) {
 	j.LastRun, j.WaitingSince = a.LastRun, a.WaitingSince
 }
 
-// Preempts is Tiresias's preemption rule: a job may requeue a running job
-// only if the victim sits in a strictly lower queue (a larger number).
-// Jobs of one queue never preempt each other, which is what keeps jobs with
-// similar service from trading GPUs back and forth.
-func Preempts(preemptorQueue, victimQueue int) bool { return victimQueue > preemptorQueue }
-
 // The Gittins distribution is learned from the cluster's own completions:
 // the bundled seed until LearnMinHistory jobs have finished, then the most
 // recent LearnWindow of them, so it follows a workload that changes.

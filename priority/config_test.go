@@ -12,9 +12,10 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v", err)
 	}
-	// The sweep's choice (docs/evaluation, section 3).
-	if got := cfg.Queues(); got != 5 || cfg.Mode != ModeGittins || cfg.PromoteKnob != 2 {
-		t.Errorf("DefaultConfig() = %d queues, mode %s, knob %v; want 5, gittins, 2", got, cfg.Mode, cfg.PromoteKnob)
+	// The sweep's choice with real costs (docs/evaluation, section 5).
+	if got := cfg.Queues(); got != 5 || cfg.Mode != ModeGittins || cfg.PromoteKnob != 0 || cfg.Preemption != DefaultPreemption() {
+		t.Errorf("DefaultConfig() = %d queues, mode %s, knob %v, preemption %+v; want 5, gittins, 0, %+v",
+			got, cfg.Mode, cfg.PromoteKnob, cfg.Preemption, DefaultPreemption())
 	}
 }
 
@@ -129,6 +130,7 @@ func TestQueueOf(t *testing.T) {
 
 func TestRankerConfigIsACopy(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.FixThresholds(cfg.Thresholds)
 	r, err := NewRanker(cfg, SeedDistribution())
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,14 @@ func NewDistribution(samples []float64) (*Distribution, error) {
 	return &Distribution{sorted: sorted, prefix: prefix}, nil
 }
 
+// Quantile is the smallest sample s such that at least a fraction q of
+// the samples are <= s (q is clamped to [0,1]).
+func (d *Distribution) Quantile(q float64) float64 {
+	n := len(d.sorted)
+	i := int(math.Ceil(q*float64(n))) - 1
+	return d.sorted[min(max(i, 0), n-1)]
+}
+
 // Len is the number of samples kept.
 func (d *Distribution) Len() int { return len(d.sorted) }
 

@@ -167,7 +167,7 @@ func TestGittinsMoreServiceCanRaiseAJobWithinItsQueue(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Mode = ModeGittins
-	cfg.Thresholds = []float64{5}
+	cfg.FixThresholds([]float64{5})
 	r := mustRanker(t, cfg, dist)
 	jobs := []Job{
 		{ID: 1, Service: 0, QueueEntry: 100},

@@ -24,8 +24,9 @@ type Ranker struct {
 }
 
 // NewRanker validates cfg and returns a Ranker for it. dist is the GPU-time
-// history for the Gittins index; it is required in Gittins mode and ignored
-// in LAS mode.
+// history for the Gittins index and, with ThresholdQuantiles, for the
+// thresholds; it is required in Gittins mode. Config returns the
+// thresholds in force.
 func NewRanker(cfg Config, dist *Distribution) (*Ranker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func NewRanker(cfg Config, dist *Distribution) (*Ranker, error) {
 	if cfg.Mode == ModeGittins && dist == nil {
 		return nil, fmt.Errorf("%w: mode: %q needs a GPU-time distribution", ErrInvalidConfig, ModeGittins)
 	}
-	cfg = cfg.clone()
+	cfg = cfg.WithDistribution(dist)
 	deltas := make([]float64, cfg.Queues())
 	for q := range deltas {
 		deltas[q] = math.Inf(1)

@@ -14,7 +14,7 @@ func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Mode = ModeLAS
 	cfg.PromoteKnob = 0
-	cfg.Thresholds = []float64{10, 20}
+	cfg.FixThresholds([]float64{10, 20})
 	cfg.MaxAge = 100
 	return cfg
 }
@@ -430,7 +430,7 @@ func TestRankGittinsOrder(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Mode = ModeGittins
-	cfg.Thresholds = []float64{5}
+	cfg.FixThresholds([]float64{5})
 	r := mustRanker(t, cfg, dist)
 	// Queue entries are the reverse of the index order, so FIFO alone would
 	// get every position wrong.
@@ -470,7 +470,7 @@ func TestPromotedJobIndexUsesZeroService(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Mode = ModeGittins
-	cfg.Thresholds = []float64{5}
+	cfg.FixThresholds([]float64{5})
 	cfg.PromoteKnob = 1
 	r := mustRanker(t, cfg, dist)
 	job := Job{ID: 1, Service: 7, Queue: 1, QueueEntry: 10, LastRun: 10, WaitingSince: now - 10}

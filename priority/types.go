@@ -34,6 +34,14 @@ type Config struct {
 	// ascending; K = len(Thresholds)+1 queues. A job whose queue service
 	// is >= Thresholds[i] is in queue i+1 or lower.
 	Thresholds []float64
+	// ThresholdQuantiles, when set, put the queue boundaries at these
+	// quantiles (each in (0,1), ascending) of the GPU-time distribution the
+	// Ranker is given: the cluster's own completed jobs once it has enough
+	// history, the bundled seed before. The queues then follow the
+	// workload; Thresholds is used when it is empty (the admin's fixed
+	// list) or when no distribution is given. Quantiles that give the same
+	// GPU-time are merged, so K may be smaller than len+1.
+	ThresholdQuantiles []float64
 	// PromoteKnob: a pending job in queue > 0 that has waited at least
 	// PromoteKnob × its last run time goes back to queue 0. 0 disables it.
 	PromoteKnob float64
@@ -44,6 +52,8 @@ type Config struct {
 	// FairShare between accounts (fairshare.go). The zero value is off;
 	// when Enabled it is validated with the rest.
 	FairShare FairShare
+	// Preemption says when a preemption pays for its cost (preempt.go).
+	Preemption Preemption
 }
 
 // State is a job's state as the policy sees it.

@@ -46,6 +46,47 @@ type cluster struct {
 	noRoom, noWhole int
 	// het is the heterogeneous part, nil on a homogeneous cluster.
 	het *hetCluster
+	// frozen[n] GPUs of node n were freed by a preemption that did not
+	// need them: Slurm gives them out only at its next pass (thaw).
+	frozen     []int
+	frozenGPUs int
+	nodesFreed []nodeGPUs // scratch: what the victims of one preemption held
+}
+
+type nodeGPUs struct{ node, gpus int32 }
+
+// freezeLeftover takes out of service, until the next pass, the GPUs the
+// last preemption freed (c.nodesFreed) that its preemptor did not take.
+// Slurm requeues the victims and starts the preemptor once their GPUs are
+// released; nothing else is placed in that room in the same pass, so a
+// 2-GPU victim requeued for a 1-GPU job leaves a GPU idle until then.
+func (c *cluster) freezeLeftover() {
+	if c.frozen == nil {
+		c.frozen = make([]int, len(c.free))
+	}
+	for _, f := range c.nodesFreed {
+		n := int(f.node)
+		idle := min(int(f.gpus), c.free[n].GPUs)
+		if idle > 0 {
+			c.adjust(n, -idle, 0, 0)
+			c.frozen[n] += idle
+			c.frozenGPUs += idle
+		}
+	}
+}
+
+// thaw puts frozen GPUs back in service at the start of a pass.
+func (c *cluster) thaw() {
+	if c.frozenGPUs == 0 {
+		return
+	}
+	for n, g := range c.frozen {
+		if g > 0 {
+			c.adjust(n, g, 0, 0)
+			c.frozen[n] = 0
+		}
+	}
+	c.frozenGPUs = 0
 }
 
 func newCluster(shape Shape, mode AllocMode, reserve float64) *cluster {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lachesis-sched/lachesis/priority"
+
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
@@ -28,6 +30,14 @@ type Config struct {
 	// restarts before it makes progress again: reloading its checkpoint,
 	// Slurm's requeue and prolog. The papers assume 0.
 	RestartPenalty float64
+	// RequeueHold is how long a preempted job waits before it may start
+	// again: Slurm requeues it with BeginTime = now + cred_expire + 1
+	// (121 s by default). The papers assume 0.
+	RequeueHold float64
+	// PartialNodeIdle leaves the GPUs a preemption freed but its
+	// preemptor does not use idle until the next pass, as Slurm does
+	// (cluster.freezeLeftover). The papers reuse them at once.
+	PartialNodeIdle bool
 	// PassInterval is the policy's pass interval in seconds. Passes run at
 	// every arrival and completion (Slurm schedules on those events), and
 	// at the next multiple of PassInterval after a job crosses a queue
@@ -48,9 +58,11 @@ type Config struct {
 }
 
 // DefaultConfig is a 2D-LAS run on DefaultShape with proportional
-// allocation, no restart penalty and the core's 30 s pass interval.
+// allocation and a real cluster's costs of preemption: the core's 30 s
+// pass interval, a 60 s restart penalty (checkpoint reload), Slurm's
+// 121 s requeue hold and idle leftover GPUs (RealCosts).
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Shape:         DefaultShape(),
 		Policy:        PolicyLAS,
 		PolicyOptions: DefaultPolicyOptions(),
@@ -58,8 +70,29 @@ func DefaultConfig() Config {
 		Tolerance:     sensitivity.DefaultTolerance,
 		Reserve:       sensitivity.DefaultReserve,
 		Models:        ModelsAssign,
-		PassInterval:  30,
 	}
+	c.RealCosts()
+	return c
+}
+
+// Real costs of preemption on a Slurm cluster, the simulator's defaults.
+const (
+	DefaultRestartPenalty = 60
+	DefaultRequeueHold    = 121 // cred_expire (120 s) + 1
+	DefaultPassInterval   = 30
+)
+
+// RealCosts sets the costs a preemption has on a Slurm cluster.
+func (c *Config) RealCosts() {
+	c.RestartPenalty, c.RequeueHold = DefaultRestartPenalty, DefaultRequeueHold
+	c.PassInterval, c.PartialNodeIdle = DefaultPassInterval, true
+}
+
+// NoCosts is the papers' and the reference simulator's idealisation: no
+// restart penalty, no hold, leftover GPUs reused at once, demotions acted
+// on at the second they happen.
+func (c *Config) NoCosts() {
+	c.RestartPenalty, c.RequeueHold, c.PassInterval, c.PartialNodeIdle = 0, 0, 0, false
 }
 
 func (c *Config) validate() error {
@@ -83,7 +116,7 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("%w: model rule %q is not %q or %q", ErrBadConfig, c.Models, ModelsAssign, ModelsAsGiven)
 	}
-	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "pass interval": c.PassInterval} {
+	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval} {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: %s %v must be a finite number of seconds >= 0", ErrBadConfig, name, v)
 		}
@@ -98,9 +131,10 @@ func (c *Config) validate() error {
 func CrossCheckConfig() Config {
 	c := DefaultConfig()
 	c.Shape = Shape{Nodes: 4, GPUsPerNode: 4, GPUCountOnly: true}
-	c.PolicyOptions.Tiresias.Thresholds = []float64{3250, 7200}
+	c.PolicyOptions.Tiresias.FixThresholds([]float64{3250, 7200})
 	c.PolicyOptions.Tiresias.PromoteKnob = 0
-	c.PassInterval = 0
+	c.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
+	c.NoCosts()
 	c.Models = ModelsAsGiven
 	return c
 }

@@ -10,9 +10,12 @@ import (
 // simulator gives with the same settings (K=3, thresholds 3250/7200 GPU-s,
 // no promotion, demotions acted on at the second they happen). FIFO and
 // 2D-LAS at ×1 agree to the reference's precision; 2D-LAS at ×20 differs
-// because Lachesis preempts only across queues — with the reference's
-// rule (every lower-ranked job may be preempted) the gap closes to 1%. See
-// docs/evaluation for the full explanation.
+// because Lachesis preempts only across queues. With -reference-preemption
+// (the reference's queue lists: running jobs ahead of waiting ones inside
+// a queue, entrants at the back, every lower-ranked job preemptable, its
+// late demotion wake-ups) the gap is 3%; on the busy Philly slice of issue
+// 11 (6c71a0, 1,000 jobs, 32 GPUs) the same setting preempts 1,685 times
+// where the reference does 1,709. See docs/evaluation.
 func TestCrossCheck_SixtyJobsAgainstTheReferenceSimulator(t *testing.T) {
 	base, err := LoadTrace(sharedData(t, "tiresias/60_job.csv"), FormatAuto)
 	if err != nil {
@@ -29,7 +32,8 @@ func TestCrossCheck_SixtyJobsAgainstTheReferenceSimulator(t *testing.T) {
 		{"fifo ×20 matches the reference", 20, PolicyFIFO, false, 18271.5, 0.05},
 		{"2D-LAS ×1 matches the reference", 1, PolicyLAS, false, 190.7, 0.05},
 		{"2D-LAS ×20 with Lachesis's preemption rule", 20, PolicyLAS, false, 15531.5, 0.05},
-		{"2D-LAS ×20 with the reference's rule is within 1%", 20, PolicyLAS, true, 16241.9, 0.01 * 16241.9},
+		{"2D-LAS ×1 with the reference's rule matches the reference", 1, PolicyLAS, true, 190.7, 0.05},
+		{"2D-LAS ×20 with the reference's rule is within 4%", 20, PolicyLAS, true, 16241.9, 0.04 * 16241.9},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -256,6 +256,7 @@ func (e *engine) preempt(j *JobState, now float64) {
 	j.seq++
 	j.Preemptions++
 	j.preemptedIn = e.passes
+	j.eligibleAt = now + e.cfg.RequeueHold
 	e.preemptions++
 	e.pending++
 }

@@ -142,7 +142,7 @@ func heteroRun(t *testing.T, shape Shape, h HeteroConfig, jobs []Job) *engine {
 	cfg := DefaultConfig()
 	cfg.Shape = shape
 	cfg.Policy = PolicyLAS
-	cfg.PolicyOptions.Tiresias.Thresholds = []float64{1e12}
+	cfg.PolicyOptions.Tiresias.FixThresholds([]float64{1e12})
 	cfg.PolicyOptions.Tiresias.PromoteKnob = 0
 	cfg.RecordRuns = true
 	h.Table = gavelTable(t)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 // waiting time between passes the way the core's ledger does.
 type tiresiasOrder struct {
 	cfg        priority.Config
+	inForce    priority.Config // cfg with the ranker's thresholds
 	seed       *priority.Distribution
 	ranker     *priority.Ranker
 	learnEvery int
@@ -22,6 +24,12 @@ type tiresiasOrder struct {
 	jobs    []priority.Job
 	results []priority.Result
 	sorted  []*JobState
+
+	// reference: order queues as the reference simulator's lists
+	// (ReferencePreemption); nextPos numbers their entries.
+	reference bool
+	nextPos   int64
+	index     map[*JobState]float64
 }
 
 func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
@@ -31,18 +39,20 @@ func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
 	dist := opts.Gittins
 	if name == PolicyGittins {
 		cfg.Mode = priority.ModeGittins
-		if dist == nil {
-			dist = priority.SeedDistribution()
-		}
+	}
+	quantiles := len(cfg.ThresholdQuantiles) > 0
+	if dist == nil && (name == PolicyGittins || quantiles) {
+		dist = priority.SeedDistribution()
 	}
 	r, err := priority.NewRanker(cfg, dist)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
-	o := &tiresiasOrder{cfg: cfg, seed: dist, ranker: r}
-	if name == PolicyGittins {
+	o := &tiresiasOrder{cfg: cfg, seed: dist, ranker: r, reference: opts.ReferencePreemption}
+	if name == PolicyGittins || quantiles {
 		o.learnEvery = opts.LearnEvery
 	}
+	o.inForce = r.Config()
 	return o, nil
 }
 
@@ -70,16 +80,81 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 		o.jobs = append(o.jobs, pj)
 	}
 	o.results = o.ranker.Rank(nowSec, o.jobs, o.results)
-	o.sorted = slices.Grow(o.sorted[:0], len(jobs))[:len(jobs)]
-	for i := range o.results {
-		res, j := &o.results[i], jobs[i]
-		j.Account.Apply(nowSec, *res)
-		o.sorted[res.Rank] = j
+	if o.reference {
+		o.referenceOrder(nowSec, jobs)
+	} else {
+		o.sorted = slices.Grow(o.sorted[:0], len(jobs))[:len(jobs)]
+		for i := range o.results {
+			res, j := &o.results[i], jobs[i]
+			j.Account.Apply(nowSec, *res)
+			o.sorted[res.Rank] = j
+		}
+		copy(jobs, o.sorted)
 	}
-	copy(jobs, o.sorted)
 	for i, j := range jobs {
 		levels[i] = float64(j.Account.Queue)
 	}
+}
+
+// referenceOrder orders jobs (o.results ranked them, in their order) the
+// way the reference simulator's dlas-gpu walks its queue lists. Each queue
+// is a list: a job entering the queue (arrival, demotion, promotion) joins
+// its back, and after every pass the jobs left waiting move behind the
+// running ones, keeping their order. So inside a queue a running job is
+// never behind a waiting one, except a job demoted in this pass, which
+// joins the back of its new queue. 2D-Gittins then sorts each list by
+// index and submission time, both descending, as the reference does
+// (stable, so list order breaks ties).
+func (o *tiresiasOrder) referenceOrder(now int64, jobs []*JobState) {
+	// The previous pass's end: waiting jobs behind running ones, per queue.
+	o.sorted = append(o.sorted[:0], jobs...)
+	slices.SortStableFunc(o.sorted, func(a, b *JobState) int {
+		if c := cmp.Compare(a.Account.Queue, b.Account.Queue); c != 0 {
+			return c
+		}
+		if ra, rb := a.Status == Running, b.Status == Running; ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.listPos, b.listPos)
+	})
+	for _, j := range o.sorted {
+		if j.listPos != 0 {
+			o.nextPos++
+			j.listPos = o.nextPos
+		}
+	}
+	if o.index == nil {
+		o.index = make(map[*JobState]float64)
+	}
+	clear(o.index)
+	// This pass's entries, in arrival order, join the back.
+	for i := range o.results {
+		res, j := &o.results[i], jobs[i]
+		promoted, moved := j.Account.Apply(now, *res)
+		if j.listPos == 0 || promoted || moved {
+			o.nextPos++
+			j.listPos = o.nextPos
+		}
+		o.index[j] = res.Factors.Gittins
+	}
+	gittins := o.cfg.Mode == priority.ModeGittins
+	slices.SortStableFunc(jobs, func(a, b *JobState) int {
+		if c := cmp.Compare(a.Account.Queue, b.Account.Queue); c != 0 {
+			return c
+		}
+		if gittins {
+			if c := cmp.Compare(o.index[b], o.index[a]); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.Job.Submit, a.Job.Submit); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.listPos, b.listPos)
+	})
 }
 
 // NextChange is the next demotion of a running job (its queue service
@@ -87,14 +162,23 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 // reaching PromoteKnob × its last run), whichever is first.
 func (o *tiresiasOrder) NextChange(now float64, jobs []*JobState) float64 {
 	next := math.Inf(1)
-	th := o.cfg.Thresholds
+	th := o.inForce.Thresholds
 	knob := o.cfg.PromoteKnob
 	for _, j := range jobs {
 		switch j.Status {
 		case Running:
 			s := j.QueueService(now)
-			if q := priority.QueueOf(o.cfg, s); q < len(th) {
-				next = min(next, now+(th[q]-s)/j.serviceRate())
+			if q := priority.QueueOf(o.inForce, s); q < len(th) {
+				g := float64(j.Job.GPUs)
+				if o.reference {
+					// The reference simulator computes its next demotion
+					// from the run's seconds, not its GPU-seconds, so it
+					// wakes later than the crossing for multi-GPU jobs
+					// (and acts on it at whatever event comes first).
+					next = min(next, now+math.Ceil((th[q]-s/g)/g))
+				} else {
+					next = min(next, now+(th[q]-s)/j.serviceRate())
+				}
 			}
 		case Pending:
 			if a := &j.Account; knob > 0 && a.Queue > 0 && a.LastRun > 0 {
@@ -128,6 +212,6 @@ func (o *tiresiasOrder) jobDone(gpuSeconds float64) error {
 	if err != nil {
 		return err
 	}
-	o.ranker = r
+	o.ranker, o.inForce = r, r.Config()
 	return nil
 }

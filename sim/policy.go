@@ -40,6 +40,10 @@ type Policy struct {
 	// behind waiting jobs is preempted by them. Lachesis preempts only
 	// across queues (design: preempt/tiresias), which this leaves off.
 	PreemptRankedBelow bool
+	// Victim, when set, is the rest of the rule: may preemptor requeue
+	// this running job now (its run length, its requeues)? The Tiresias
+	// policies ask priority.Preemption.Decide, as slurmctld's core does.
+	Victim func(preemptor, victim *JobState, now float64) bool
 	// Preempts is the rule between levels: may a pending job of level
 	// preemptor requeue a running job of level victim? It must hold for
 	// every victim level above some bound and for none below, since the
@@ -76,8 +80,12 @@ type PolicyOptions struct {
 	// of the jobs completed so far (seed samples included) every
 	// LearnEvery completions, as the core does from its ledger.
 	LearnEvery int
-	// ReferencePreemption sets Policy.PreemptRankedBelow for las and
-	// gittins, to reproduce the reference simulator.
+	// ReferencePreemption makes las and gittins behave like the Tiresias
+	// reference simulator's dlas-gpu: inside a queue, running jobs stay
+	// ahead of waiting ones and a job entering a queue joins its back
+	// (gittins: then by index, later submission first, as the reference
+	// sorts); every job ranked above may take a running job's GPUs
+	// (Policy.PreemptRankedBelow), with none of Preemption's costs.
 	ReferencePreemption bool
 	// AgeWeight and MaxAge are Slurm's PriorityWeightAge and
 	// PriorityMaxAge (seconds) for the age policy; SizeWeight is
@@ -135,16 +143,24 @@ func NewPolicy(name string, opts PolicyOptions) (Policy, error) {
 		if err != nil {
 			return Policy{}, err
 		}
-		return Policy{Name: name, Order: o, Preemptive: true, PreemptRankedBelow: opts.ReferencePreemption,
-			Preempts: tiresiasPreempts}, nil
+		p := Policy{Name: name, Order: o, Preemptive: true}
+		if opts.ReferencePreemption {
+			// The reference simulator has no preemption costs: a job
+			// ranked above takes the GPUs of any running job below it.
+			p.PreemptRankedBelow = true
+			return p, nil
+		}
+		rule := o.cfg.Preemption
+		p.Preempts = func(preemptor, victim float64) bool {
+			return rule.QueuePreempts(int(preemptor), int(victim))
+		}
+		p.Victim = func(preemptor, victim *JobState, now float64) bool {
+			return rule.Decide(preemptor.Account.Candidate(preemptor.Account.Queue, 0),
+				victim.Account.Candidate(victim.Account.Queue, now-victim.RunStart)) == priority.Allowed
+		}
+		return p, nil
 	}
 	return Policy{}, fmt.Errorf("%w: unknown policy %q (%s)", ErrBadConfig, name, strings.Join(PolicyNames, ", "))
-}
-
-// tiresiasPreempts applies priority.Preempts to the Tiresias orderer's
-// levels, which are queue numbers.
-func tiresiasPreempts(preemptor, victim float64) bool {
-	return priority.Preempts(int(preemptor), int(victim))
 }
 
 // preempts is p.Preempts or, when nil, a strictly larger level.

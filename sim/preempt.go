@@ -52,6 +52,11 @@ func (c *cluster) planPreemption(j *JobState, eligible func(*JobState) bool, out
 	type whole struct{ node, cost int }
 	var wholes []whole
 	for n := range c.free {
+		if c.frozen != nil && c.frozen[n] > 0 {
+			// GPUs idle until the next pass: the node cannot be emptied
+			// in this one, whatever is preempted.
+			continue
+		}
 		cost, ok := 0, true
 		for _, v := range c.jobsOn[n] {
 			if !eligible(v) {

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // trace builds a small trace from (submit, GPUs, duration) triples, IDs
@@ -57,6 +59,7 @@ func TestSRTF_AllJobsAtZeroOnOneGPU_ReproducesTheShortestFirstOptimum(t *testing
 func TestSRTF_ShorterArrivalPreemptsLongerRunningJob(t *testing.T) {
 	tr := trace(t, [3]float64{0, 1, 100}, [3]float64{10, 1, 5})
 	cfg := DefaultConfig()
+	cfg.NoCosts() // hand-computed without preemption costs
 	cfg.Shape, cfg.Policy = oneGPU(), PolicySRTF
 	r := runOK(t, cfg, tr)
 	if got := jctOf(r, 2); got != 5 {
@@ -106,8 +109,10 @@ func TestLAS_PreemptsOnlyAcrossQueues(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()
+			cfg.NoCosts() // hand-computed: only the costs each case names
+			cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 			cfg.Shape, cfg.Policy = oneGPU(), PolicyLAS
-			cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
+			cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
 			cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 			cfg.PassInterval, cfg.RestartPenalty = c.interval, c.penalty
 			r := runOK(t, cfg, tr)
@@ -145,8 +150,10 @@ func TestLAS_ReferencePreemptionAlsoPreemptsInsideAQueue(t *testing.T) {
 	}
 	for _, c := range cases {
 		cfg := DefaultConfig()
+		cfg.NoCosts()
+		cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
 		cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
-		cfg.PolicyOptions.Tiresias.Thresholds = []float64{100, 1e9}
+		cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100, 1e9})
 		cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
 		cfg.PolicyOptions.ReferencePreemption = c.reference
 		r := runOK(t, cfg, tr)
@@ -168,9 +175,11 @@ func TestLAS_PromotionAlternatesTwoLongJobs(t *testing.T) {
 	// runs alone to 1500.
 	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 500})
 	cfg := DefaultConfig()
+	cfg.NoCosts()
+	// Promoted jobs may preempt and any run may be: the paper's rule.
+	cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1, PromotedPreempts: true}
 	cfg.Shape, cfg.Policy, cfg.PassInterval = oneGPU(), PolicyLAS, 0
-	cfg.PolicyOptions.Tiresias.Thresholds = []float64{100}
-	cfg.PolicyOptions.Tiresias.PromoteKnob = 0 // hand-computed without promotion
+	cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
 	cfg.PolicyOptions.Tiresias.PromoteKnob = 1
 	r := runOK(t, cfg, tr)
 	if jctOf(r, 1) != 1500 || jctOf(r, 2) != 950 {
@@ -259,4 +268,76 @@ func TestGittins_LearningFromCompletionsStillFinishesEveryJob(t *testing.T) {
 	cfg.PolicyOptions.LearnEvery = 50
 	cfg.RecordRuns = true
 	checkInvariants(t, tr, cfg, runOK(t, cfg, tr))
+}
+
+// Slurm holds a requeued job for cred_expire+1 seconds: the victim of a
+// preemption may not take a GPU that frees up before the hold ends.
+//
+// One GPU, threshold 100 GPU-s. A (1000 s) runs from 0; B (150 s) arrives
+// at 50 and preempts A when A is demoted at 100. B is demoted at 200 into
+// A's queue and keeps running (same queue) to 250. A may start again at
+// 100+121 = 221 but the GPU is busy until 250 anyway; with a hold of 200 s
+// it waits until 300, leaving the GPU idle for 50 s.
+func TestRequeueHold_KeepsTheVictimWaitingEvenWithAFreeGPU(t *testing.T) {
+	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 150})
+	cases := []struct {
+		name  string
+		hold  float64
+		wantA float64
+	}{
+		{"hold shorter than the preemptor's run costs nothing", 121, 1150},
+		{"hold longer than the preemptor's run idles the GPU", 200, 1200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.NoCosts()
+			cfg.RequeueHold = c.hold
+			cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
+			cfg.Shape, cfg.Policy = oneGPU(), PolicyLAS
+			cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
+			cfg.PolicyOptions.Tiresias.PromoteKnob = 0
+			r := runOK(t, cfg, tr)
+			if got := jctOf(r, 1); got != c.wantA {
+				t.Errorf("victim JCT = %v, want %v", got, c.wantA)
+			}
+		})
+	}
+}
+
+// A 2-GPU victim preempted for a 1-GPU job leaves its other GPU idle until
+// the next pass, as in Slurm; without the model a waiting 1-GPU job takes
+// it in the same pass.
+//
+// One node of 2 GPUs, threshold 100 GPU-s. A (2 GPUs, 1000 s) runs from 0
+// and is demoted at 50 (100 GPU-s). B (1 GPU, 100 s) and C (1 GPU, 10 s)
+// arrive at 60; the pass at 60 preempts A for B; C fits in A's other GPU
+// at once, or waits for the next pass at 90 when that GPU is frozen.
+func TestPartialNodeIdle_LeftoverGPUWaitsForTheNextPass(t *testing.T) {
+	tr := trace(t, [3]float64{0, 2, 1000}, [3]float64{60, 1, 100}, [3]float64{60, 1, 10})
+	cases := []struct {
+		name  string
+		idle  bool
+		wantC float64
+	}{
+		{"leftover GPU reused at once without the model", false, 10},
+		{"leftover GPU idle until the next 30 s pass", true, 40}, // starts at 90
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.NoCosts()
+			cfg.PassInterval, cfg.PartialNodeIdle = 30, c.idle
+			cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
+			cfg.Shape, cfg.Policy = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}, PolicyLAS
+			cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
+			cfg.PolicyOptions.Tiresias.PromoteKnob = 0
+			cfg.RecordRuns = true
+			r := runOK(t, cfg, tr)
+			checkInvariants(t, tr, cfg, r)
+			if got := jctOf(r, 3); got != c.wantC {
+				t.Errorf("second small job JCT = %v, want %v", got, c.wantC)
+			}
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 // It returns the time of the next change the policy must act on.
 func (e *engine) pass(now float64) float64 {
 	e.passes++
+	e.cluster.thaw()
 	e.active = slices.DeleteFunc(e.active, func(j *JobState) bool { return j.Status == Done })
 	if len(e.active) == 0 {
 		return e.policy.Order.NextChange(now, nil)
@@ -24,7 +25,18 @@ func (e *engine) pass(now float64) float64 {
 	if e.pending > 0 {
 		e.place(now)
 	}
-	return e.policy.Order.NextChange(now, e.order)
+	next := e.policy.Order.NextChange(now, e.order)
+	for _, j := range e.order {
+		// A requeued job Slurm still holds needs a pass once it may start.
+		if j.Status == Pending && j.eligibleAt > now {
+			next = min(next, j.eligibleAt)
+		}
+	}
+	if e.cluster.frozenGPUs > 0 {
+		// GPUs left idle by a preemption are Slurm's again at its next pass.
+		next = min(next, now)
+	}
+	return next
 }
 
 // place is the greedy walk of one pass.
@@ -56,13 +68,16 @@ func (e *engine) place(now float64) {
 			}
 		}
 	}
+	var preemptor *JobState
 	eligible := func(v *JobState) bool {
-		return v.Status == Running && int(v.pos) >= k
+		return v.Status == Running && int(v.pos) >= k &&
+			(pol.Victim == nil || pol.Victim(preemptor, v, now))
 	}
 	for i, j := range order {
-		if j.Status != Pending || j.preemptedIn == pass {
+		if j.Status != Pending || j.preemptedIn == pass || j.eligibleAt > now {
 			continue
 		}
+		preemptor = j
 		if c.couldFit(j.Job.GPUs) {
 			if speed, ok := c.placeFree(j); ok {
 				e.start(j, speed, now)
@@ -101,13 +116,21 @@ func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now floa
 	if !ok {
 		return false
 	}
+	c := e.cluster
+	c.nodesFreed = c.nodesFreed[:0]
 	for _, v := range e.victims {
+		for _, s := range v.slots {
+			c.nodesFreed = append(c.nodesFreed, nodeGPUs{node: s.node, gpus: s.gpus})
+		}
 		e.preempt(v, now)
 	}
-	speed, ok := e.cluster.placeFree(j)
+	speed, ok := c.placeFree(j)
 	if !ok {
 		panic(fmt.Sprintf("sim: job %d does not fit after preempting %d jobs for it", j.Job.ID, len(e.victims)))
 	}
 	e.start(j, speed, now)
+	if e.cfg.PartialNodeIdle {
+		c.freezeLeftover()
+	}
 	return true
 }

@@ -62,6 +62,11 @@ type JobState struct {
 	preemptedIn uint32
 	// het is the job's heterogeneous data, nil on a homogeneous cluster.
 	het *hetJob
+	// eligibleAt is when a requeued job may start again (Slurm's requeue
+	// hold); listPos is its place in its queue's list under reference
+	// preemption.
+	eligibleAt float64
+	listPos    int64
 	// maxSpeed is the fastest run's speed; progressTime the time spent
 	// making progress (running, past the restart penalty).
 	maxSpeed     float64

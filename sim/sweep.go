@@ -128,7 +128,7 @@ func runPoints(trace *Trace, settings []SweepSetting, points []SweepPoint, stage
 		for _, s := range settings {
 			c := s.Config
 			c.Policy = string(p.Mode)
-			c.PolicyOptions.Tiresias.Thresholds = p.Thresholds
+			c.PolicyOptions.Tiresias.FixThresholds(p.Thresholds)
 			c.PolicyOptions.Tiresias.PromoteKnob = p.PromoteKnob
 			variants = append(variants, Variant{Label: s.Name + " " + p.String(), Config: c})
 		}

@@ -46,8 +46,11 @@ type options struct {
 	shape                                   sim.Shape
 	policies, allocs                        string
 	restartPenalty, passInterval            string
+	requeueHold, minRun                     string
+	partialNodeIdle, promotedPreempts       bool
+	maxPerJob, queueGap                     int
 	tickPassesOnly                          bool
-	thresholds                              string
+	thresholds, thresholdQuantiles          string
 	promoteKnob                             float64
 	gittinsLearn                            int
 	referencePreemption                     bool
@@ -82,12 +85,19 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.shape.GPUCountOnly, "gpu-count-only", false, "count GPUs only: no nodes, CPUs or memory")
 	fs.StringVar(&o.policies, "policies", "all", "policies to compare: all, or a list of "+strings.Join(sim.PolicyNames, ","))
 	fs.StringVar(&o.allocs, "alloc", "proportional", "CPU/memory allocation: proportional, synergy, or both (comma-separated)")
-	fs.StringVar(&o.restartPenalty, "restart-penalty", "0", "time a preempted job loses when it restarts (e.g. 60s)")
+	fs.StringVar(&o.restartPenalty, "restart-penalty", "60s", "time a preempted job loses when it restarts: checkpoint reload (0: the papers' assumption)")
+	fs.StringVar(&o.requeueHold, "requeue-hold", "121s", "time a preempted job is held before it may start again: Slurm's cred_expire+1 (0: the papers')")
+	fs.BoolVar(&o.partialNodeIdle, "partial-node-idle", true, "GPUs a preemption frees that the preemptor does not use stay idle until the next pass, as in Slurm")
+	fs.StringVar(&o.minRun, "min-run", "", "las/gittins: shortest run that may be preempted (default: priority.DefaultConfig's)")
+	fs.IntVar(&o.maxPerJob, "max-preemptions", -1, "las/gittins: requeues after which a job is not preempted again, 0 no limit (default: priority.DefaultConfig's)")
+	fs.IntVar(&o.queueGap, "queue-gap", 0, "las/gittins: queues a victim must sit below its preemptor (default: priority.DefaultConfig's)")
+	fs.BoolVar(&o.promotedPreempts, "promoted-preempts", false, "las/gittins: a job promoted for starvation may preempt")
 	fs.StringVar(&o.passInterval, "pass-interval", "30s", "policy pass interval; 0 acts on demotions at the exact second")
 	fs.BoolVar(&o.tickPassesOnly, "tick-passes-only", false, "act on arrivals and completions only at pass ticks too")
 	fs.StringVar(&o.thresholds, "thresholds", "", "Tiresias queue thresholds, GPU-seconds (default: priority.DefaultConfig's)")
+	fs.StringVar(&o.thresholdQuantiles, "threshold-quantiles", "", "Tiresias queue thresholds at these quantiles of completed jobs' GPU-time (seed distribution, learned with -gittins-learn); overrides -thresholds")
 	fs.Float64Var(&o.promoteKnob, "promote-knob", -1, "Tiresias starvation promote knob, 0 off (default: priority.DefaultConfig's)")
-	fs.IntVar(&o.gittinsLearn, "gittins-learn", 0, "rebuild the Gittins distribution from completed jobs every N completions (0: bundled seed only)")
+	fs.IntVar(&o.gittinsLearn, "gittins-learn", 0, "rebuild the Gittins distribution (and quantile thresholds) from completed jobs every N completions (0: bundled seed only)")
 	fs.BoolVar(&o.referencePreemption, "reference-preemption", false, "las/gittins preempt every lower-ranked job, as the Tiresias reference simulator")
 	fs.Float64Var(&o.ageWeight, "age-weight", 1000, "age policy: PriorityWeightAge")
 	fs.Float64Var(&o.sizeWeight, "size-weight", 0, "age policy: PriorityWeightJobSize, favouring small jobs")
@@ -318,9 +328,14 @@ func baseConfig(o *options) (sim.Config, error) {
 	if cfg.PassInterval, err = parseSeconds(o.passInterval); err != nil {
 		return cfg, fmt.Errorf("-pass-interval: %w", err)
 	}
+	if cfg.RequeueHold, err = parseSeconds(o.requeueHold); err != nil {
+		return cfg, fmt.Errorf("-requeue-hold: %w", err)
+	}
+	cfg.PartialNodeIdle = o.partialNodeIdle
 	po := &cfg.PolicyOptions
 	if o.thresholds != "" {
-		po.Tiresias.Thresholds = nil
+		// A fixed list overrides the default quantiles unless both are given.
+		po.Tiresias.FixThresholds(nil)
 		for _, s := range splitList(o.thresholds) {
 			v, err := strconv.ParseFloat(s, 64)
 			if err != nil {
@@ -329,9 +344,32 @@ func baseConfig(o *options) (sim.Config, error) {
 			po.Tiresias.Thresholds = append(po.Tiresias.Thresholds, v)
 		}
 	}
+	if o.thresholdQuantiles != "" {
+		po.Tiresias.ThresholdQuantiles = nil
+		for _, s := range splitList(o.thresholdQuantiles) {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return cfg, fmt.Errorf("-threshold-quantiles: %q is not a number", s)
+			}
+			po.Tiresias.ThresholdQuantiles = append(po.Tiresias.ThresholdQuantiles, v)
+		}
+	}
 	if o.promoteKnob >= 0 {
 		po.Tiresias.PromoteKnob = o.promoteKnob
 	}
+	pre := &po.Tiresias.Preemption
+	if o.minRun != "" {
+		if pre.MinRun, err = parseSeconds(o.minRun); err != nil {
+			return cfg, fmt.Errorf("-min-run: %w", err)
+		}
+	}
+	if o.maxPerJob >= 0 {
+		pre.MaxPerJob = o.maxPerJob
+	}
+	if o.queueGap > 0 {
+		pre.QueueGap = o.queueGap
+	}
+	pre.PromotedPreempts = o.promotedPreempts
 	po.LearnEvery = o.gittinsLearn
 	po.ReferencePreemption = o.referencePreemption
 	po.AgeWeight, po.SizeWeight = o.ageWeight, o.sizeWeight

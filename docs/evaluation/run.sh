@@ -38,7 +38,13 @@ PHILLY=$DATA/philly/philly_jobs.csv
 # 2017-10-02 to Monday 2017-10-30 (UTC), 45,065 jobs, on 64 nodes × 8 GPUs
 # (24 CPUs, 500 GB each, the servers of the Synergy profiles).
 SLICE=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node 8 -cpus-per-node 24 -mem-per-node 500)
-# Lachesis's recommended defaults, from the sweep below.
+# Sections 1-4 were written before preemption costs and the preemption
+# rule existed: they keep free preemption (no hold, leftover GPUs reused,
+# restart penalty only where named) and the paper's rule, so they
+# reproduce their tables. Section 5b has the real-cost figures.
+FREE=(-restart-penalty 0 -requeue-hold 0 -partial-node-idle=false -min-run 0 -max-preemptions 0 -promoted-preempts)
+SLICE+=("${FREE[@]}")
+# Lachesis's former defaults, from the sweep below.
 LACHESIS=(-thresholds 3250,32500,325000,3250000 -promote-knob 2)
 
 # 1. Every policy, both allocations, papers' assumptions (no restart
@@ -71,7 +77,7 @@ done
 # 4. Cross-check against the Tiresias reference simulator: 60_job.csv on
 #    4 × 4 GPUs counted as a pool, K=3, 3250/7200 GPU-s, no promotion,
 #    demotions acted on at the second they happen.
-CROSS=(-trace "$DATA/tiresias/60_job.csv" -gpu-count-only -nodes 4 -gpus-per-node 4
+CROSS=("${FREE[@]}" -trace "$DATA/tiresias/60_job.csv" -gpu-count-only -nodes 4 -gpus-per-node 4
 	-pass-interval 0 -thresholds 3250,7200 -promote-knob 0 -models given)
 for scale in 1 20; do
 	sim "crosscheck-x$scale" "${CROSS[@]}" -duration-scale "$scale" -policies fifo,fifo-skip,srtf,las,gittins \
@@ -121,6 +127,21 @@ synergy() {
 synergy synergy-joblists -rates 9,12 -seeds 1,2,3 -policies fifo -reserves 1,0 -out "$OUT/synergy-joblists"
 synergy synergy-joblists-multigpu -multi-gpu -rates 9,12 -seeds 1,2,3 -policies fifo -reserves 1 \
 	-out "$OUT/synergy-joblists-multigpu"
+
+# 5c. Issue 11's busy slice: the first 1,000 jobs of VC 6c71a0 on 8 x 4
+#     GPUs (offered load 1.8), real costs on (the simulator's defaults:
+#     60 s restart, 121 s requeue hold, 30 s passes, idle leftover GPUs).
+I11=(-trace "$PHILLY" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 8 -gpus-per-node 4 -jobs-csv)
+sim 6c71a0-defaults "${I11[@]}" -policies fifo,srtf,las,gittins -out "$OUT/6c71a0-defaults"
+sim 6c71a0-reference-thresholds "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
+	-out "$OUT/6c71a0-reference-thresholds"
+sim 6c71a0-reference-preemption "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
+	-reference-preemption -out "$OUT/6c71a0-reference-preemption"
+sim 6c71a0-reference-nocosts "${I11[@]}" -policies srtf,las,gittins -thresholds 3250,7200 -promote-knob 0 \
+	-reference-preemption -restart-penalty 0 -requeue-hold 0 -pass-interval 0 -partial-node-idle=false \
+	-out "$OUT/6c71a0-reference-nocosts"
+# 5d. The preemption sweep that chose the preemption defaults.
+PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/preempt-sweep.sh
 
 # 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.

@@ -23,7 +23,7 @@ func TestNewJobStartsBeforeDemotedJobs(t *testing.T) {
 }
 
 func newJobStartsBeforeDemotedJobs(t *testing.T, mode string) {
-	e := startCluster(t, 1, "tiresias:\n  mode: "+mode+"\n  thresholds: [40, 100000]\n  promote_knob: 0\n")
+	e := startCluster(t, 1, "tiresias:\n  mode: "+mode+"\n  thresholds: [40, 100000]\n  promote_knob: 0\n  preemption: {min_run: 0}\n")
 	demoted := e.submit("-J", "demoted", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(demoted, "RUNNING", 30*time.Second)
 
@@ -57,7 +57,7 @@ func newJobStartsBeforeDemotedJobs(t *testing.T, mode string) {
 }
 
 func TestDemotedJobIsRequeuedForNewJobAndKeepsService(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: 0}\n")
 	long := e.submit("-J", "long", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(long, "RUNNING", 30*time.Second)
 	before := e.waitQueue(long, 1, 40*time.Second)
@@ -103,8 +103,57 @@ func TestDemotedJobIsRequeuedForNewJobAndKeepsService(t *testing.T) {
 	})
 }
 
+// preempt/tiresias answers Slurm with the core's cost rule: a demoted job
+// whose run is younger than min_run keeps its GPUs; once it is old enough
+// a waiting job of queue 0 requeues it, and slurmctld's log and the ledger
+// say why.
+func TestYoungDemotedJobKeepsItsGPUsUntilMinRun(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: 45}\n")
+	long := e.submit("-J", "long", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(long, "RUNNING", 30*time.Second)
+	e.waitQueue(long, 1, 40*time.Second)
+	short := e.submit("-J", "short", "--gpus=1", "--wrap", "sleep 600")
+
+	// While the long job's run is under min_run, the short one waits.
+	for {
+		d, err := e.c.ShowJob(long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.c.ShowJob(short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.State != "RUNNING" {
+			t.Fatalf("long job %s before min_run; short job %s", d.State, s.State)
+		}
+		if s.State != "PENDING" {
+			t.Fatalf("short job %s while the long job's run is under min_run", s.State)
+		}
+		r, ok := e.ledgerRecord(long)
+		if ok && r.RunOpen && r.RunSeconds >= 25 {
+			break // well into the young run, and nothing was preempted
+		}
+		time.Sleep(time.Second)
+	}
+
+	e.waitState(short, "RUNNING", 60*time.Second)
+	if !e.logMatches(fmt.Sprintf(`preempted JobId=%d has been requeued`, long)) {
+		t.Fatal("slurmctld's log does not show the preemption")
+	}
+	e.eventually(20*time.Second, "the core to log why the job was preempted", func() (bool, string) {
+		return e.logMatches(fmt.Sprintf(`lachesis: job preempted job_id=%d preemptor_job_id=%d `, long, short)), ""
+	})
+	e.eventually(20*time.Second, "the ledger to keep the reason", func() (bool, string) {
+		r, _ := e.ledgerRecord(long)
+		var ran float64
+		_, err := fmt.Sscanf(r.PreemptReason, "preempted by job %d (queue 0) from queue 1 after a %f s run", new(uint32), &ran)
+		return err == nil && ran >= 45, r.PreemptReason
+	})
+}
+
 func TestStarvationPromotionInTheRealCluster(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0.5\n")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0.5\n  preemption: {min_run: 0}\n")
 	starved := e.submit("-J", "starved", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(starved, "RUNNING", 30*time.Second)
 	e.waitQueue(starved, 1, 40*time.Second)
@@ -346,7 +395,7 @@ func TestHeldJobsAndAdminPrioritiesAreLeftAlone(t *testing.T) {
 // A new job without GPUs has no attained service yet and sits in queue 0, above any
 // demoted GPU job; it must still never requeue one to get its CPUs.
 func TestCPUOnlyJobDoesNotPreemptDemotedGPUJob(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: 0}\n")
 	// The GPU job takes every CPU of the node (8), so the CPU-only job could
 	// start only by requeueing it.
 	gpuJob := e.submit("-J", "gpu", "--gpus=2", "-c", "8", "--wrap", "sleep 600")

@@ -78,12 +78,16 @@ const MaxCPUJobCPUsPerGPU = 4096
 // file mirrors the YAML layout; its field names are the keys admins write.
 type file struct {
 	Tiresias struct {
-		Mode        string    `mapstructure:"mode"`
-		Queues      int       `mapstructure:"queues"`
-		Thresholds  []float64 `mapstructure:"thresholds"`
-		PromoteKnob float64   `mapstructure:"promote_knob"`
-		MaxAge      float64   `mapstructure:"max_age"`
-		Weights     struct {
+		Mode       string    `mapstructure:"mode"`
+		Queues     int       `mapstructure:"queues"`
+		Thresholds []float64 `mapstructure:"thresholds"`
+		// ThresholdQuantiles and Thresholds stay nil unless the file sets
+		// them, so validate can tell an admin's fixed list from the
+		// defaults.
+		ThresholdQuantiles []float64 `mapstructure:"threshold_quantiles"`
+		PromoteKnob        float64   `mapstructure:"promote_knob"`
+		MaxAge             float64   `mapstructure:"max_age"`
+		Weights            struct {
 			Tiresias  float64 `mapstructure:"tiresias"`
 			Age       float64 `mapstructure:"age"`
 			Partition float64 `mapstructure:"partition"`
@@ -91,6 +95,12 @@ type file struct {
 		} `mapstructure:"weights"`
 		GittinsMinHistory int `mapstructure:"gittins_min_history"`
 		CPUJobCPUsPerGPU  int `mapstructure:"cpu_job_cpus_per_gpu"`
+		Preemption        struct {
+			MinRun           float64 `mapstructure:"min_run"`
+			MaxPerJob        int     `mapstructure:"max_per_job"`
+			QueueGap         int     `mapstructure:"queue_gap"`
+			PromotedPreempts bool    `mapstructure:"promoted_preempts"`
+		} `mapstructure:"preemption"`
 	} `mapstructure:"tiresias"`
 	PassInterval float64 `mapstructure:"pass_interval"`
 	DBPath       string  `mapstructure:"db_path"`
@@ -165,7 +175,6 @@ func defaultFile() file {
 	d := Default()
 	var f file
 	f.Tiresias.Mode = string(d.Tiresias.Mode)
-	f.Tiresias.Thresholds = d.Tiresias.Thresholds
 	f.Tiresias.PromoteKnob = d.Tiresias.PromoteKnob
 	f.Tiresias.MaxAge = d.Tiresias.MaxAge
 	f.Tiresias.Weights.Tiresias = d.Tiresias.Weights.Tiresias
@@ -173,6 +182,10 @@ func defaultFile() file {
 	f.Tiresias.Weights.Partition = d.Tiresias.Weights.Partition
 	f.Tiresias.Weights.QOS = d.Tiresias.Weights.QOS
 	f.Tiresias.GittinsMinHistory = d.GittinsMinHistory
+	f.Tiresias.Preemption.MinRun = d.Tiresias.Preemption.MinRun
+	f.Tiresias.Preemption.MaxPerJob = d.Tiresias.Preemption.MaxPerJob
+	f.Tiresias.Preemption.QueueGap = d.Tiresias.Preemption.QueueGap
+	f.Tiresias.Preemption.PromotedPreempts = d.Tiresias.Preemption.PromotedPreempts
 	f.PassInterval = d.PassInterval.Seconds()
 	f.DBPath = d.DBPath
 	f.LogLevel = d.LogLevel
@@ -231,12 +244,23 @@ func PathNextTo(slurmConf string) string {
 
 func (f file) validate() (Config, error) {
 	t := f.Tiresias
+	d := Default().Tiresias
+	switch {
+	case t.Thresholds == nil && t.ThresholdQuantiles == nil:
+		t.Thresholds, t.ThresholdQuantiles = d.Thresholds, d.ThresholdQuantiles
+	case t.Thresholds == nil:
+		t.Thresholds = d.Thresholds // the fallback until a distribution exists
+	case t.ThresholdQuantiles == nil:
+		// A fixed list is the admin's override of the learned thresholds.
+		t.ThresholdQuantiles = nil
+	}
 	c := Config{
 		Tiresias: priority.Config{
-			Mode:        priority.Mode(strings.ToLower(t.Mode)),
-			Thresholds:  t.Thresholds,
-			PromoteKnob: t.PromoteKnob,
-			MaxAge:      t.MaxAge,
+			Mode:               priority.Mode(strings.ToLower(t.Mode)),
+			Thresholds:         t.Thresholds,
+			ThresholdQuantiles: t.ThresholdQuantiles,
+			PromoteKnob:        t.PromoteKnob,
+			MaxAge:             t.MaxAge,
 			Weights: priority.Weights{
 				Tiresias:  t.Weights.Tiresias,
 				Age:       t.Weights.Age,
@@ -248,6 +272,12 @@ func (f file) validate() (Config, error) {
 				HalfLife:      f.FairShare.HalfLife,
 				Shares:        lowerKeys(f.FairShare.Shares),
 				DefaultShares: f.FairShare.DefaultShares,
+			},
+			Preemption: priority.Preemption{
+				MinRun:           t.Preemption.MinRun,
+				MaxPerJob:        t.Preemption.MaxPerJob,
+				QueueGap:         t.Preemption.QueueGap,
+				PromotedPreempts: t.Preemption.PromotedPreempts,
 			},
 		},
 		DBPath:            f.DBPath,
@@ -279,7 +309,7 @@ func (f file) validate() (Config, error) {
 	if err := c.Tiresias.FairShare.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("fairshare", err))
 	}
-	if t.Queues != 0 && t.Queues != len(t.Thresholds)+1 {
+	if t.Queues != 0 && len(t.ThresholdQuantiles) == 0 && t.Queues != len(t.Thresholds)+1 {
 		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
 			ErrInvalid, t.Queues, len(t.Thresholds)+1)
 	}

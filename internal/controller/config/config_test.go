@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/priority"
+
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )
 
@@ -98,6 +100,50 @@ func TestFairShareDefaultsToOnWithAWeekHalfLife(t *testing.T) {
 	}
 }
 
+func TestParseReadsThePreemptionRule(t *testing.T) {
+	c, err := Parse(strings.NewReader("tiresias:\n  preemption:\n    min_run: 900\n    max_per_job: 4\n    queue_gap: 2\n    promoted_preempts: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := priority.Preemption{MinRun: 900, MaxPerJob: 4, QueueGap: 2, PromotedPreempts: true}
+	if c.Tiresias.Preemption != want {
+		t.Fatalf("preemption = %+v, want %+v", c.Tiresias.Preemption, want)
+	}
+	d, err := Parse(strings.NewReader("log_level: info\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Tiresias.Preemption != priority.DefaultPreemption() {
+		t.Fatalf("left-out preemption keys = %+v, want the defaults %+v", d.Tiresias.Preemption, priority.DefaultPreemption())
+	}
+}
+
+func TestParseThresholds_FixedListOverridesQuantiles(t *testing.T) {
+	cases := []struct {
+		name, yaml     string
+		wantThresholds []float64
+		wantQuantiles  []float64
+	}{
+		{"quantiles alone keep the default fallback list", "tiresias:\n  threshold_quantiles: [0.5, 0.9]\n",
+			priority.DefaultConfig().Thresholds, []float64{0.5, 0.9}},
+		{"a fixed list alone turns quantiles off", "tiresias:\n  thresholds: [100, 200]\n", []float64{100, 200}, nil},
+		{"both set keep both", "tiresias:\n  thresholds: [100]\n  threshold_quantiles: [0.7]\n", []float64{100}, []float64{0.7}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(cfg.Tiresias.Thresholds) != fmt.Sprint(c.wantThresholds) ||
+				fmt.Sprint(cfg.Tiresias.ThresholdQuantiles) != fmt.Sprint(c.wantQuantiles) {
+				t.Fatalf("thresholds %v, quantiles %v; want %v, %v", cfg.Tiresias.Thresholds,
+					cfg.Tiresias.ThresholdQuantiles, c.wantThresholds, c.wantQuantiles)
+			}
+		})
+	}
+}
+
 func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 	cases := []struct {
 		name, yaml, key string
@@ -131,6 +177,10 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"non-numeric account shares are rejected", "fairshare:\n  shares: {physics: lots}\n", "fairshare.shares"},
 		{"unknown fair-share key is rejected", "fairshare:\n  halflife: 60\n", "halflife"},
 		{"bad fair-share values are rejected even while it is off", "fairshare:\n  enabled: false\n  half_life: 1\n", "fairshare.half_life"},
+		{"negative min_run is rejected", "tiresias:\n  preemption: {min_run: -1}\n", "tiresias.preemption.min_run"},
+		{"queue_gap 0 is rejected", "tiresias:\n  preemption: {queue_gap: 0}\n", "tiresias.preemption.queue_gap"},
+		{"quantile of 1 is rejected", "tiresias:\n  threshold_quantiles: [0.5, 1]\n", "tiresias.threshold_quantiles"},
+		{"unknown preemption key is rejected", "tiresias:\n  preemption: {min_runs: 5}\n", "min_runs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -32,6 +32,12 @@ const (
 	keySamples  = "samples"
 	keyCharged  = "charged_gpus"
 	keyJobCPUs  = "cpus"
+
+	keyPreemptor      = "preemptor_job_id"
+	keyPreemptorQueue = "preemptor_queue"
+	keyRan            = "ran_s"
+	keyRequeues       = "requeues"
+	keyReason         = "reason"
 )
 
 // ErrNotFound is returned for jobs the core has never seen.
@@ -56,6 +62,11 @@ type Core struct {
 	jobIndex   []int // jobs[i] came from snapshot jobIndex[i]
 	results    []priority.Result
 	preempt    preemptView // who may preempt whom (preempt.go)
+	// clock is Slurm's time for Preemptable (a victim's run length);
+	// tests replaying a history set it.
+	clock func() int64
+	// preemptNotes: why each job was last let be preempted (preempt.go).
+	preemptNotes map[uint32]preemptNote
 
 	// dist is the Gittins distribution the next pass uses; the writer
 	// goroutine replaces it as history accumulates.
@@ -161,6 +172,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c := &Core{
+		clock:     func() int64 { return time.Now().Unix() },
 		log:       log,
 		store:     store,
 		cfg:       cfg,
@@ -374,6 +386,9 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	case StateRunning, StateSuspended:
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
 	case StatePending:
+		if rec.RunOpen {
+			c.noteRequeue(rec)
+		}
 		rec.Requeued(rec.RunEnd()) // if it ran since the last pass
 	case StateFinished:
 		if s.StartTime != 0 {

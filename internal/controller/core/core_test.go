@@ -16,7 +16,7 @@ import (
 func testConfig(db string) config.Config {
 	c := config.Default()
 	c.DBPath = db
-	c.Tiresias.Thresholds = []float64{100, 1000}
+	c.Tiresias.FixThresholds([]float64{100, 1000})
 	c.Tiresias.PromoteKnob = 2
 	return c
 }

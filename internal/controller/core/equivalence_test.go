@@ -39,14 +39,19 @@ func TestCoreAndSimulatorKeepTheSameBooks(t *testing.T) {
 		{ID: 12, Submit: 60, GPUs: 2, Duration: 7},
 	}
 	tcfg := priority.DefaultConfig()
-	tcfg.Thresholds = []float64{40, 200}
+	tcfg.FixThresholds([]float64{40, 200})
 	tcfg.PromoteKnob = 1
+	// Preemption's costs scaled to this workload's seconds: a victim must
+	// have run 3 s; promoted jobs preempt, so promotions cause requeues.
+	tcfg.Preemption = priority.Preemption{MinRun: 3, QueueGap: 1, PromotedPreempts: true}
 	for _, mode := range []priority.Mode{priority.ModeLAS, priority.ModeGittins} {
 		t.Run(string(mode), func(t *testing.T) {
 			cfg := sim.DefaultConfig()
 			cfg.Shape = sim.Shape{Nodes: 2, GPUsPerNode: 4, GPUCountOnly: true}
 			cfg.Policy = string(mode)
 			cfg.PolicyOptions.Tiresias = tcfg
+			cfg.NoCosts()
+			cfg.RequeueHold = 2
 			cfg.PassInterval = 1
 			cfg.TickPassesOnly = true // every event on a whole second, as Slurm's times are
 			cfg.Models = sim.ModelsAsGiven
@@ -115,6 +120,8 @@ func replayIntoCore(t *testing.T, mode priority.Mode, tcfg priority.Config, jobs
 	if err != nil {
 		t.Fatal(err)
 	}
+	var clock int64
+	c.clock = func() int64 { return clock }
 	var problems []string
 	reported := map[uint32]bool{}
 	for now := int64(0); now <= h.end+1; now++ {
@@ -142,6 +149,7 @@ func replayIntoCore(t *testing.T, mode priority.Mode, tcfg priority.Config, jobs
 			}
 			snaps = append(snaps, s)
 		}
+		clock = base + now
 		pass(c, base+now, snaps...)
 		// Every run the simulator ended at now before the job's finish is a
 		// requeue for a job that started at now: the core must allow it.

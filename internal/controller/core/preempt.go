@@ -1,7 +1,10 @@
 package core
 
 import (
+	"fmt"
 	"math"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -79,17 +82,24 @@ func (c *Core) PreemptionPossible() bool {
 	return c.preempt.possible()
 }
 
-// Preemptable reports whether preemptor may requeue preemptee. Tiresias
-// preempts only across queue boundaries: the victim must sit in a lower
-// queue than the job that wants its GPUs. Only GPU jobs preempt and are
-// preempted: a CPU-only job never requeues a GPU job to get CPUs (a new one
-// has no attained service yet, so it would otherwise always win; its
-// service in GPU-equivalents, snapshot.go, ranks it but frees no GPU). Both
-// jobs must be known from the last pass or a placement since (slurmctld
-// places every job at submit, so a new job counts in queue 0 at once); an
-// unknown job neither preempts nor is preempted.
+// Preemptable reports whether preemptor may requeue preemptee, by
+// priority.Preemption.Decide, the rule the simulator measures: the victim
+// must sit Preemption.QueueGap queues below the preemptor, have run at
+// least min_run seconds in its current run, not have spent its budget of
+// requeues, and the preemptor must not hold its queue by a starvation
+// promotion (unless promoted_preempts). Only GPU jobs preempt and are
+// preempted: a CPU-only job never requeues a GPU job to get CPUs (a new
+// one has no attained service yet, so it would otherwise always win; its
+// service in GPU-equivalents, snapshot.go, ranks it but frees no GPU).
+// Both jobs must be known from the last pass or a placement since
+// (slurmctld places every job at submit, so a new job counts in queue 0 at
+// once); an unknown job neither preempts nor is preempted.
+//
+// A yes is remembered as the reason the victim may be requeued: the pass
+// that finds it pending again logs it (observe).
 func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	c.mu.Lock()
+	now := c.clock()
 	defer c.mu.Unlock()
 	if !c.preempt.gpu[preemptor] || !c.preempt.gpu[preemptee] {
 		return false
@@ -98,5 +108,54 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	if !ok {
 		return false
 	}
-	return c.met.preemption(priority.Preempts(c.decisions[preemptor].Queue, victim.Queue))
+	p := c.candidate(preemptor, c.decisions[preemptor].Queue, now)
+	v := c.candidate(preemptee, victim.Queue, now)
+	verdict := c.cfg.Tiresias.Preemption.Decide(p, v)
+	if verdict == priority.Allowed {
+		if c.preemptNotes == nil {
+			c.preemptNotes = make(map[uint32]preemptNote)
+		}
+		c.preemptNotes[preemptee] = preemptNote{by: preemptor, byQueue: p.Queue, queue: v.Queue, ran: v.RunSeconds}
+	}
+	return c.met.preemption(verdict == priority.Allowed)
+}
+
+// candidate describes job id for the preemption rule at now.
+func (c *Core) candidate(id uint32, queue int, now int64) priority.Candidate {
+	rec, ok := c.records[id]
+	if !ok {
+		return priority.Candidate{Queue: queue}
+	}
+	ran := 0.0
+	if rec.RunOpen {
+		ran = float64(max(0, now-rec.RunStart))
+	}
+	return rec.Candidate(queue, ran)
+}
+
+// preemptNote is why the core last let a job be preempted.
+type preemptNote struct {
+	by             uint32
+	byQueue, queue int
+	ran            float64
+}
+
+// reason is the note as a line for the log and the ledger.
+func (n preemptNote) reason() string {
+	return fmt.Sprintf("preempted by job %d (queue %d) from queue %d after a %.0f s run", n.by, n.byQueue, n.queue, n.ran)
+}
+
+// noteRequeue logs a running job found pending again, with the reason the
+// core gave Slurm if it let the job be preempted, and keeps that reason in
+// its ledger record. Called under c.mu.
+func (c *Core) noteRequeue(rec *ledger.Record) {
+	n, ok := c.preemptNotes[rec.JobID]
+	if !ok {
+		c.log.Info("job requeued, not by a Lachesis preemption", keyJob, rec.JobID, keyRequeues, rec.Requeues()+1)
+		return
+	}
+	delete(c.preemptNotes, rec.JobID)
+	rec.PreemptReason = n.reason()
+	c.log.Info("job preempted", keyJob, rec.JobID, keyPreemptor, n.by, keyPreemptorQueue, n.byQueue,
+		keyQueue, n.queue, keyRan, n.ran, keyRequeues, rec.Requeues()+1, keyReason, rec.PreemptReason)
 }

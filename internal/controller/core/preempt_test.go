@@ -1,8 +1,13 @@
 package core
 
 import (
+	"bytes"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
 func TestPreemptableNeedsGPUsOnBothSidesAndALowerQueue(t *testing.T) {
@@ -72,5 +77,55 @@ func TestPreemptionPossibleOnlyWhenAWaitingGPUJobOutranksARunningOne(t *testing.
 				t.Fatalf("PreemptionPossible() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The core asks the same cost rule as the simulator: a victim whose run is
+// younger than min_run (600 s by default) keeps its GPUs; once it is old
+// enough it may be preempted, and the pass that finds it requeued logs why
+// and keeps the reason in its ledger record.
+func TestPreemptable_KeepsYoungRunsAndRecordsWhyAJobWasPreempted(t *testing.T) {
+	var logged bytes.Buffer
+	db := filepath.Join(t.TempDir(), "l.db")
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(testConfig(db), store, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var now int64 = 1100
+	c.clock = func() int64 { return now }
+	// Job 1: 40 GPUs for 100 s = 4,000 GPU-s: queue 2 under the test thresholds.
+	pass(c, 1100, running(1, 40, 900, 1000), pending(2, 1, 1050))
+	cases := []struct {
+		name string
+		at   int64
+		want bool
+	}{
+		{"victim that ran 100 s keeps its GPUs", 1100, false},
+		{"victim that ran 599 s keeps its GPUs", 1599, false},
+		{"victim that ran 600 s is preempted", 1600, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now = tc.at
+			if got := c.Preemptable(2, 1); got != tc.want {
+				t.Fatalf("Preemptable(2, 1) at %d = %v, want %v", tc.at, got, tc.want)
+			}
+		})
+	}
+	pass(c, 1630, pending(1, 40, 900), running(2, 1, 1050, 1620))
+	c.mu.Lock()
+	reason := c.records[1].PreemptReason
+	c.mu.Unlock()
+	want := "preempted by job 2 (queue 0) from queue 2 after a 600 s run"
+	if reason != want {
+		t.Fatalf("ledger reason %q, want %q", reason, want)
+	}
+	if !strings.Contains(logged.String(), "job preempted") || !strings.Contains(logged.String(), want) {
+		t.Fatalf("slurmctld's log lacks the preemption and its reason:\n%s", logged.String())
 	}
 }

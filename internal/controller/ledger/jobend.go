@@ -32,6 +32,17 @@ func migrateLastRun(db *sql.DB) error {
 	return nil
 }
 
+// migratePreemptReason adds the preemption reason to ledgers made before
+// it existed; their jobs read "" (never preempted by the rule, as far as
+// the ledger knows).
+func migratePreemptReason(db *sql.DB) error {
+	_, err := db.Exec(`ALTER TABLE jobs ADD COLUMN preempt_reason TEXT NOT NULL DEFAULT ''`)
+	if err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		return fmt.Errorf("%w: add preempt_reason column: %v", ErrStore, err)
+	}
+	return nil
+}
+
 // LastRun is what the correction rule needs of a finished job's last run.
 type LastRun struct {
 	Start   int64   // Unix seconds

@@ -101,3 +101,37 @@ func TestOpenAddsLastRunColumnsToAnOldLedger(t *testing.T) {
 	}
 	s2.Close()
 }
+
+// A ledger made before preemption reasons existed opens, its active jobs
+// read back with no reason, and a reason saved then reads back.
+func TestOpenAddsPreemptReasonToAnOldLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	old := `CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, first_submit INTEGER NOT NULL,
+		service_closed REAL NOT NULL, service_base REAL NOT NULL, run_start INTEGER NOT NULL,
+		run_gpus INTEGER NOT NULL, run_seconds REAL NOT NULL, last_run REAL NOT NULL,
+		runs INTEGER NOT NULL, waiting_since INTEGER NOT NULL, queue INTEGER NOT NULL,
+		queue_entry INTEGER NOT NULL, promotions INTEGER NOT NULL, finished INTEGER NOT NULL);
+		INSERT INTO jobs VALUES (7, 10, 500, 0, 0, 0, 0, 100, 1, 110, 1, 110, 0, 0);`
+	db, err := sqlitedb.Open(path, sqlitedb.Normal, 0o750, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	active, err := s.Active()
+	if err != nil || len(active) != 1 || active[0].JobID != 7 || active[0].ServiceClosed != 500 || active[0].PreemptReason != "" {
+		t.Fatalf("old job read back as %+v, %v; want job 7, 500 GPU-s, no reason", active, err)
+	}
+	active[0].PreemptReason = "preempted by job 8"
+	if err := s.Save(active); err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := s.Get(7)
+	if err != nil || !ok || r.PreemptReason != "preempted by job 8" {
+		t.Fatalf("reason read back as %q (%v, %v)", r.PreemptReason, ok, err)
+	}
+}

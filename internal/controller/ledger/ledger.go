@@ -25,6 +25,9 @@ type Record struct {
 	// that run's length (jobend.go).
 	LastRunStart int64
 	LastRunGPUs  uint32
+	// PreemptReason is why the job was last preempted by Lachesis's rule
+	// ("" if never): the preemptor, the queues, the victim's run.
+	PreemptReason string
 }
 
 // Store is what the core needs from persistent storage.
@@ -66,7 +69,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 	queue         INTEGER NOT NULL,
 	queue_entry   INTEGER NOT NULL,
 	promotions    INTEGER NOT NULL,
-	finished      INTEGER NOT NULL
+	finished      INTEGER NOT NULL,
+	preempt_reason TEXT   NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS jobs_active ON jobs(finished);
 CREATE TABLE IF NOT EXISTS completed (
@@ -92,7 +96,11 @@ func OpenOwned(path string, uid int) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	if err := migrateLastRun(h.DB()); err != nil {
+	err = migrateLastRun(h.DB())
+	if err == nil {
+		err = migratePreemptReason(h.DB())
+	}
+	if err != nil {
 		h.Close()
 		return nil, err
 	}
@@ -130,7 +138,7 @@ func OpenReadOnly(path string) (*SQLite, error) {
 }
 
 const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
-	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished`
+	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished, preempt_reason`
 
 // Active implements Store.
 func (s *SQLite) Active() ([]Record, error) {
@@ -144,7 +152,7 @@ func (s *SQLite) Active() ([]Record, error) {
 		var r Record
 		if err := rows.Scan(&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
 			&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished); err != nil {
+			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason); err != nil {
 			return nil, fmt.Errorf("%w: scan job: %v", ErrStore, err)
 		}
 		r.RunOpen = r.RunStart != 0
@@ -162,7 +170,7 @@ func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
 	err := s.conn().QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID).Scan(
 		&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
 		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished)
+		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil
 	}
@@ -206,7 +214,7 @@ func (s *SQLite) Save(records []Record) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	upsert, err := tx.Prepare(`INSERT OR REPLACE INTO jobs (` + columns + `)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -221,7 +229,7 @@ func (s *SQLite) Save(records []Record) error {
 		r := &records[i]
 		if _, err := upsert.Exec(r.JobID, r.FirstSubmit, r.ServiceClosed, r.ServiceBase,
 			r.RunStart, r.RunGPUs, r.RunSeconds, r.LastRun, r.Runs, r.WaitingSince,
-			r.Queue, r.QueueEntry, r.Promotions, r.Finished); err != nil {
+			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason); err != nil {
 			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
 		}
 		if r.Finished != 0 {

@@ -1,0 +1,148 @@
+package priority
+
+import "fmt"
+
+// Preemption is the cost side of Tiresias's preemption rule. Requeuing a
+// job is not free on a real cluster: Slurm holds the victim for
+// cred_expire+1 seconds before it may start again, the victim reloads its
+// checkpoint, and GPUs the preemptor does not need sit idle until the next
+// pass. A preemption pays for itself only if the victim has run long enough
+// for that cost to be small against what it got, and if the preemptor's
+// claim is real: these knobs say when that holds. The zero value is
+// Tiresias as the paper states it.
+type Preemption struct {
+	// MinRun is the shortest run, in seconds, that may be preempted: the
+	// cost of a requeue is spread over at least this much useful work, and
+	// a job cannot be preempted more than once per MinRun of running. 0
+	// lets any run be preempted.
+	MinRun float64
+	// MaxPerJob is the number of requeues after which a job is not
+	// preempted again (it runs to completion once it starts); it bounds
+	// the churn any one job can suffer. 0 is no limit.
+	MaxPerJob int
+	// QueueGap is how many queues the victim must sit below the
+	// preemptor; 1 is the paper's "any lower queue". A larger gap is
+	// hysteresis: jobs in neighbouring queues, whose service differs
+	// little, do not trade GPUs.
+	QueueGap int
+	// PromotedPreempts lets a job that is in its queue only because of a
+	// starvation promotion preempt others. Off, promotion moves a job to
+	// the front of the waiting line but takes no running job's GPUs, so
+	// promotion cannot ping-pong: the job it would have displaced cannot,
+	// once promoted in turn, displace it back.
+	PromotedPreempts bool
+}
+
+// DefaultPreemption is the preemption part of DefaultConfig, from the
+// sweep in docs/evaluation (4 Philly VCs at offered loads 0.8–1.8, real
+// costs): a 10-minute minimum run, no per-job budget (a budget makes long
+// jobs unpreemptable once spent, and they then hold GPUs against every
+// short job), the paper's gap of one queue, and promotion without
+// preemption.
+func DefaultPreemption() Preemption {
+	return Preemption{MinRun: 600, MaxPerJob: 0, QueueGap: 1}
+}
+
+// Candidate is what the preemption rule needs to know of one job.
+type Candidate struct {
+	Queue int
+	// RunSeconds is how long the job's current run has lasted (victims).
+	RunSeconds float64
+	// Requeues is how many times the job has been requeued (victims).
+	Requeues int
+	// Promoted says the job's queue comes from a starvation promotion
+	// (preemptors).
+	Promoted bool
+}
+
+// Candidate describes the account's job for the preemption rule, its
+// current run having lasted runSeconds.
+func (a *Account) Candidate(queue int, runSeconds float64) Candidate {
+	return Candidate{
+		Queue:      queue,
+		RunSeconds: runSeconds,
+		Requeues:   a.Requeues(),
+		Promoted:   a.ServiceBase > 0,
+	}
+}
+
+// Requeues is how many times the job was requeued: every run after the
+// first followed one.
+func (a *Account) Requeues() int { return max(0, a.Runs-1) }
+
+// Verdict is the preemption rule's answer, with the reason when it is no.
+type Verdict uint8
+
+const (
+	// Allowed: the preemptor may requeue the victim.
+	Allowed Verdict = iota
+	// DeniedQueue: the victim is not QueueGap queues below the preemptor.
+	DeniedQueue
+	// DeniedPromoted: the preemptor holds its queue by a promotion.
+	DeniedPromoted
+	// DeniedMinRun: the victim's run is shorter than MinRun.
+	DeniedMinRun
+	// DeniedBudget: the victim has been requeued MaxPerJob times.
+	DeniedBudget
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Allowed:
+		return "allowed"
+	case DeniedQueue:
+		return "victim not in a lower queue"
+	case DeniedPromoted:
+		return "preemptor promoted"
+	case DeniedMinRun:
+		return "victim's run shorter than min_run"
+	case DeniedBudget:
+		return "victim's preemption budget spent"
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// QueuePreempts is the part of the rule that depends on queues alone: the
+// victim sits at least QueueGap queues below the preemptor. It holds for
+// every victim queue from some bound on, so a scheduler walking jobs in
+// queue order can stop at the first queue it holds for.
+func (p Preemption) QueuePreempts(preemptorQueue, victimQueue int) bool {
+	return victimQueue-preemptorQueue >= max(1, p.QueueGap)
+}
+
+// Decide is the preemption rule: may preemptor requeue victim? Both the
+// simulator and slurmctld's core ask it, so what the simulator measures is
+// what the cluster does.
+func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
+	switch {
+	case !p.QueuePreempts(preemptor.Queue, victim.Queue):
+		return DeniedQueue
+	case preemptor.Promoted && !p.PromotedPreempts:
+		return DeniedPromoted
+	case victim.RunSeconds < p.MinRun:
+		return DeniedMinRun
+	case p.MaxPerJob > 0 && victim.Requeues >= p.MaxPerJob:
+		return DeniedBudget
+	}
+	return Allowed
+}
+
+// validate reports the preemption keys' problems through bad.
+func (p Preemption) validate(bad func(key, format string, args ...any)) {
+	if !finiteNonNegative(p.MinRun) {
+		bad("preemption.min_run", "%v must be a finite number of seconds >= 0", p.MinRun)
+	}
+	if p.MaxPerJob < 0 {
+		bad("preemption.max_per_job", "%d must be >= 0 (0: no limit)", p.MaxPerJob)
+	}
+	if p.QueueGap < 1 || p.QueueGap > MaxThresholds {
+		bad("preemption.queue_gap", "%d must be between 1 and %d", p.QueueGap, MaxThresholds)
+	}
+}
+
+// Preempts is Tiresias's preemption rule between queues alone: a job may
+// requeue a running job only if the victim sits in a strictly lower queue
+// (a larger number). Jobs of one queue never preempt each other, which is
+// what keeps jobs with similar service from trading GPUs back and forth.
+// Config.Preemption adds the costs (Decide).
+func Preempts(preemptorQueue, victimQueue int) bool { return victimQueue > preemptorQueue }
