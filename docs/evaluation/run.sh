@@ -41,7 +41,7 @@ SLICE=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node
 # Sections 1-4 were written before preemption costs and the preemption
 # rule existed: they keep free preemption (no hold, leftover GPUs reused,
 # restart penalty only where named) and the paper's rule, so they
-# reproduce their tables. Section 5b has the real-cost figures.
+# reproduce their tables. Sections 5b-5d run with the real costs on.
 FREE=(-restart-penalty 0 -requeue-hold 0 -partial-node-idle=false -min-run 0 -max-preemptions 0 -promoted-preempts)
 SLICE+=("${FREE[@]}")
 # Lachesis's former defaults, from the sweep below.
@@ -97,10 +97,10 @@ sim sweep "${SLICE[@]}" -sweep -sweep-nodes 64,48 -restart-penalty 60s -out "$OU
 #     as P100 times), 2D-Gittins at Lachesis's defaults, type-agnostic vs
 #     effective-throughput, consolidation of placement-sensitive jobs on vs
 #     off. 72 nodes (576 GPUs) is the headline; 48 and 96 nodes show how the
-#     gains move with load. No restart penalty (the papers' assumption).
+#     gains move with load. Real costs on (the simulator's defaults).
 for nodes in 72 48 96; do
 	sim "hetero-$nodes" -trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes "$nodes" -gpus-per-node 8 \
-		-cpus-per-node 24 -mem-per-node 500 -policies gittins "${LACHESIS[@]}" \
+		-cpus-per-node 24 -mem-per-node 500 -policies gittins \
 		-hetero k80,p100,v100 -gavel "$DATA/gavel/throughputs.csv" -hetero-ref p100 \
 		-out "$OUT/hetero-$nodes" -title "Philly Oct 2017, $nodes x 8 GPUs of K80/P100/V100"
 done
