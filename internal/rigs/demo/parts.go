@@ -57,8 +57,10 @@ func TiresiasScenarios(fragment, dir string) (Scenario, Scenario) {
 		Extra: fragment, ShowQueues: true,
 		// Thresholds scaled to a minutes-long demo: a 4-GPU job leaves
 		// queue 0 after 10 s, queue 1 after 100 s. FIFO inside a queue and
-		// no promotion keep the run easy to follow.
-		YAML: fmt.Sprintf("tiresias:\n  mode: las\n  thresholds: [40, 400]\n  promote_knob: 0\npass_interval: 1\ndb_path: %s\n",
+		// no promotion keep the run easy to follow. min_run is scaled
+		// down with them (the default, 600 s, outlasts every demo job).
+		YAML: fmt.Sprintf("tiresias:\n  mode: las\n  thresholds: [40, 400]\n  promote_knob: 0\n"+
+			"  preemption: {min_run: 5}\npass_interval: 1\ndb_path: %s\n",
 			filepath.Join(dir, "lachesis", "lachesis.db")),
 	}
 	multifactor := Scenario{
