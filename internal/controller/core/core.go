@@ -440,7 +440,9 @@ func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
 // logged once per run. Runs opened while effective service was off keep
 // plain GPU-seconds to their end.
 func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
-	if !c.cfg.Tiresias.EffectiveService || !rec.RunOpen || rec.RunSpeed != 0 || s.Run == nil {
+	// A job without GPUs holds no GPU type: its GPU-equivalents stay as
+	// charged.
+	if !c.cfg.Tiresias.EffectiveService || !rec.RunOpen || rec.RunSpeed != 0 || s.Run == nil || s.gpuCount() == 0 {
 		return
 	}
 	typ, model := s.Run.GPUType(), s.Run.ModelKey()

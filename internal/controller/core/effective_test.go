@@ -76,7 +76,7 @@ func TestEffectiveSpeedIsKeptPerRunAndAcrossRestarts(t *testing.T) {
 	c := openEffectiveCore(t, db, true, &log)
 	a := &fakeRun{typ: "a"}
 	pass(c, 1050, onType(running(1, 1, 1000, 1000), a)) // 50 s on a: 100
-	pass(c, 1060, pending(1, 1, 1060))                   // requeued
+	pass(c, 1060, pending(1, 1, 1060))                  // requeued
 	d := pass(c, 1100, onType(running(1, 1, 1060, 1080), &fakeRun{typ: "b"}))
 	if d[0].Service != 100+20 {
 		t.Fatalf("service %v after a run on a and one on b, want 120", d[0].Service)
