@@ -12,10 +12,12 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/core"
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
 )
 
@@ -71,6 +73,35 @@ func shrinkToC(s *core.Shrink, out *C.lachesis_shrink_t) {
 	copyCString(unsafe.Pointer(&out.admin_comment[0]), len(out.admin_comment), s.AdminComment)
 }
 
+// maxGPUTypeName bounds a GPU type read from Slurm (GRES type names are
+// short; a longer one is not a type Lachesis was told a speed for).
+const maxGPUTypeName = 64
+
+// cRun is a job's C record seen as core.RunInfo: the core reads the GPU
+// type and model key only when a run opens under effective service, so
+// a pass copies no string for them. Valid only during the entry point
+// call that received the record, which is all the core keeps it for.
+type cRun C.lachesis_job_t
+
+// GPUType implements core.RunInfo: lower case, as lachesis.yaml's types.
+func (r *cRun) GPUType() string {
+	if r.gpu_type == nil {
+		return ""
+	}
+	n := int(C.strnlen(r.gpu_type, C.size_t(maxGPUTypeName+1)))
+	if n > maxGPUTypeName {
+		return ""
+	}
+	return strings.ToLower(C.GoStringN(r.gpu_type, C.int(n)))
+}
+
+// ModelKey implements core.RunInfo: job_submit/synergy's key (the
+// comment's model=..., else the name), lower case as placement's table.
+func (r *cRun) ModelKey() string {
+	req := synergy.Request{Name: boundedString(r.name), Comment: boundedString(r.comment)}
+	return strings.ToLower(req.ModelKey())
+}
+
 func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s := core.Snapshot{
 		ID:          uint32(j.job_id),
@@ -100,6 +131,9 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s.Marker = markerFromC(j.system_comment)
 	s.Account = accountFromC(j.account)
 	s.AccountShares = uint32(j.account_shares)
+	if j.state != C.LACHESIS_PENDING {
+		s.Run = (*cRun)(j) // a pointer in an interface: no allocation
+	}
 	s.GresRequest.Nodes, s.GresRequest.Tasks = uint32(j.num_nodes), uint32(j.num_tasks)
 	if s.GPUs == core.UnknownGPUs {
 		// Only copied when needed: most sites track gres/gpu as a TRES.

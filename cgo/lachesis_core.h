@@ -18,8 +18,9 @@
  * 4: lachesis_job_t.cpus, node_cpus, node_gpus (jobs without GPUs are
  *    charged service in GPU-equivalents).
  * 5: fair share: lachesis_job_t.account/account_shares,
- *    lachesis_prio_t.fairshare. */
-#define LACHESIS_ABI_VERSION 5
+ *    lachesis_prio_t.fairshare.
+ * 6: effective service: lachesis_job_t.gpu_type, name, comment. */
+#define LACHESIS_ABI_VERSION 6
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -95,6 +96,14 @@ typedef struct lachesis_job {
 	 * none or it sets none: lachesis.yaml's fairshare.shares then apply. */
 	uint32_t account_shares;
 	uint32_t reserved4;
+	/* Running, suspended and finished jobs, filled by the pass only: the
+	 * GPU type of the job's allocation (its allocated typed GRES, else the
+	 * only GPU type of its first node; NULL when untyped), and the job's
+	 * name and comment, from which the core reads its model key. The core
+	 * reads them once per run, when effective service weights it. */
+	const char *gpu_type;
+	const char *name;
+	const char *comment;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */

@@ -24,6 +24,10 @@ type Account struct {
 	RunStart   int64
 	RunGPUs    uint32
 	RunSeconds float64
+	// RunSpeed is the open run's speed (speed.go): its service grows at
+	// EffectiveRate(RunGPUs, RunSpeed) per second. 0 = not set, plain
+	// GPU-seconds (effective service off, or not known yet).
+	RunSpeed float64
 	// LastRun is the length of the most recent closed run; Runs counts
 	// the runs begun.
 	LastRun float64
@@ -49,7 +53,7 @@ func NewAccount(submit int64) Account {
 func (a *Account) ServiceAt(runSeconds float64) float64 {
 	t := a.ServiceClosed
 	if a.RunOpen {
-		t += float64(a.RunGPUs) * runSeconds
+		t += EffectiveRate(a.RunGPUs, a.RunSpeed) * runSeconds
 	}
 	return t
 }
@@ -65,7 +69,7 @@ func (a *Account) QueueService() float64 { return a.Total() - a.ServiceBase }
 // open (a run that ended unseen between two observations).
 func (a *Account) StartRun(start int64, gpus uint32) {
 	a.CloseRun()
-	a.RunOpen, a.RunStart, a.RunGPUs, a.RunSeconds = true, start, gpus, 0
+	a.RunOpen, a.RunStart, a.RunGPUs, a.RunSeconds, a.RunSpeed = true, start, gpus, 0, 0
 	a.Runs++
 }
 
@@ -84,9 +88,18 @@ func (a *Account) CloseRun() {
 	if !a.RunOpen {
 		return
 	}
-	a.ServiceClosed += float64(a.RunGPUs) * a.RunSeconds
+	a.ServiceClosed += EffectiveRate(a.RunGPUs, a.RunSpeed) * a.RunSeconds
 	a.LastRun = a.RunSeconds
-	a.RunOpen, a.RunStart, a.RunGPUs, a.RunSeconds = false, 0, 0, 0
+	a.RunOpen, a.RunStart, a.RunGPUs, a.RunSeconds, a.RunSpeed = false, 0, 0, 0, 0
+}
+
+// SetRunSpeed fixes the open run's speed (RunSpeed), which then weights
+// the whole run: a run keeps its GPUs, so their type, from start to end.
+// It does nothing without an open run.
+func (a *Account) SetRunSpeed(speed float64) {
+	if a.RunOpen {
+		a.RunSpeed = speed
+	}
 }
 
 // RunEnd is when the open run ended if it ended now: its start plus its

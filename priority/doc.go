@@ -19,6 +19,17 @@
 // never gain service and would sit in Q0 above every demoted GPU job for
 // as long as it runs.
 //
+// # Effective service on several GPU types
+//
+// With Config.EffectiveService, a run's service grows at
+// EffectiveRate(GPUs, speed) per second, where speed is the model's speed
+// on the GPU type the run holds, relative to a reference GPU of speed 1
+// (Speeds: profiled throughput ratio, else the admin's per-model table,
+// else the type's default). A job on GPUs twice as fast then reaches each
+// threshold in half the time, having done the same work. The speed is
+// fixed when the run opens (Account.SetRunSpeed); the simulator's
+// effective policy weights its runs the same way.
+//
 // # Order inside a queue
 //
 // In LAS mode a queue is FIFO by the time each job entered it, then by

@@ -54,6 +54,10 @@ type Config struct {
 	FairShare FairShare
 	// Preemption says when a preemption pays for its cost (preempt.go).
 	Preemption Preemption
+	// EffectiveService weights attained service by the speed of the GPU
+	// type each run holds (speed.go): service is then reference-GPU-
+	// seconds of work. Off, service is plain GPU-seconds.
+	EffectiveService bool
 }
 
 // State is a job's state as the policy sees it.

@@ -22,11 +22,17 @@ type Measurement struct {
 type Record struct {
 	// ID makes delivery idempotent: the controller stores a record once
 	// however often an agent retries it.
-	ID       string    `codec:"id"`
-	Model    string    `codec:"model"`
-	Node     string    `codec:"node"`
-	User     string    `codec:"user"`
-	GPUs     int       `codec:"gpus"` // GPUs the workload used while profiled
+	ID    string `codec:"id"`
+	Model string `codec:"model"`
+	Node  string `codec:"node"`
+	User  string `codec:"user"`
+	GPUs  int    `codec:"gpus"` // GPUs the workload used while profiled
+	// GPUType is the type of those GPUs as Slurm names it in the node's
+	// typed GRES (e.g. "a100" for Gres=gpu:a100:4), or NVML's device name
+	// where the node has no typed GRES. "" = untyped: records of agents
+	// older than this field decode with "", and such a profile says
+	// nothing about speeds between types.
+	GPUType  string    `codec:"gpu_type,omitempty"`
 	Started  time.Time `codec:"started"`
 	Finished time.Time `codec:"finished"`
 	// Signal says where throughput came from: "regex" or "nvml".

@@ -224,6 +224,10 @@ func (e *engine) start(j *JobState, speed, now float64) {
 	}
 	j.Starts++
 	j.Speed = speed
+	if j.het != nil && j.het.effective {
+		// Service in effective work, weighted as the core weights it.
+		j.Account.SetRunSpeed(speed)
+	}
 	j.maxSpeed = max(j.maxSpeed, speed)
 	e.heap.push(completion{at: j.ProgressFrom + j.Remaining/speed, job: j, seq: j.seq})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // HeteroPolicy is how a heterogeneous run places jobs on GPU types and
@@ -400,26 +402,17 @@ func (h *hetCluster) account(j *JobState, start, end float64) {
 }
 
 // accountSeconds is the current run's length at now as the job's Tiresias
-// account counts it: wall seconds, or under the effective-throughput
-// policy wall seconds × the run's speed, so that service (GPUs × these
-// seconds) is reference-type-equivalent GPU-seconds. The promotion rule's
-// last-run length is then in the same unit.
-func (j *JobState) accountSeconds(now float64) float64 {
-	s := now - j.RunStart
-	if j.het != nil && j.het.effective {
-		s *= j.Speed
-	}
-	return s
-}
+// account counts it: wall seconds. Under the effective-throughput policy
+// the account weights them by the run's speed itself (Account.RunSpeed,
+// set when the run starts, through priority.EffectiveRate, the core's
+// rule), so service is reference-type-equivalent GPU-seconds while the
+// promotion rule's last-run length stays in wall seconds, as in the core.
+func (j *JobState) accountSeconds(now float64) float64 { return now - j.RunStart }
 
 // serviceRate is how fast a running job's service grows: its GPUs, times
 // its speed under the effective-throughput policy.
 func (j *JobState) serviceRate() float64 {
-	r := float64(j.Job.GPUs)
-	if j.het != nil && j.het.effective {
-		r *= j.Speed
-	}
-	return r
+	return priority.EffectiveRate(uint32(j.Job.GPUs), j.Account.RunSpeed)
 }
 
 // planVictims dispatches to the heterogeneous planner where there is one.

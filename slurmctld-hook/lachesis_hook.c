@@ -137,6 +137,46 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 		out->qos_factor = job_ptr->qos_ptr->usage->norm_priority;
 }
 
+/* The type of the job's allocated GPUs as its typed GRES names it: a job
+ * that asked for a type (--gpus=a:1) carries it in gres_list_alloc. NULL
+ * for an untyped request. */
+static const char *_alloc_gpu_type(job_record_t *job_ptr)
+{
+	gres_state_t *gres_state;
+	const char *type = NULL;
+	ListIterator itr;
+
+	if (!job_ptr->gres_list_alloc)
+		return NULL;
+	itr = list_iterator_create(job_ptr->gres_list_alloc);
+	while ((gres_state = list_next(itr))) {
+		gres_job_state_t *js = gres_state->gres_data;
+		if (!xstrcmp(gres_state->gres_name, "gpu") && js &&
+		    js->type_name && js->type_name[0]) {
+			type = js->type_name;
+			break;
+		}
+	}
+	list_iterator_destroy(itr);
+	return type;
+}
+
+/* The node's GPU type when it has exactly one (the usual homogeneous
+ * node); NULL otherwise. */
+static const char *_node_gpu_type(gres_node_state_t *ns)
+{
+	const char *type = NULL;
+
+	for (int i = 0; i < ns->type_cnt; i++) {
+		if (!ns->type_name || !ns->type_name[i] || !ns->type_name[i][0])
+			continue;
+		if (type && xstrcmp(type, ns->type_name[i]))
+			return NULL; /* several types: cannot tell which */
+		type = ns->type_name[i];
+	}
+	return type;
+}
+
 void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 {
 	node_record_t *node_ptr = NULL;
@@ -147,6 +187,9 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 	if (out->state == LACHESIS_PENDING)
 		return;
 	out->cpus = job_ptr->total_cpus;
+	out->name = job_ptr->name;
+	out->comment = job_ptr->comment;
+	out->gpu_type = _alloc_gpu_type(job_ptr);
 	/* One node stands for the allocation: a job's nodes are normally
 	 * of one partition, and this is only a rate. */
 	if (job_ptr->node_bitmap &&
@@ -161,9 +204,13 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 	itr = list_iterator_create(node_ptr->gres_list);
 	while ((gres_state = list_next(itr))) {
 		gres_node_state_t *ns = gres_state->gres_data;
-		if (!xstrcmp(gres_state->gres_name, "gpu") && ns &&
-		    (ns->gres_cnt_avail < UINT32_MAX))
+		if (xstrcmp(gres_state->gres_name, "gpu") || !ns)
+			continue;
+		if (ns->gres_cnt_avail < UINT32_MAX)
 			out->node_gpus += (uint32_t) ns->gres_cnt_avail;
+		/* An untyped request on typed GPUs: the node says which. */
+		if (!out->gpu_type)
+			out->gpu_type = _node_gpu_type(ns);
 	}
 	list_iterator_destroy(itr);
 }

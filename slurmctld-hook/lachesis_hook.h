@@ -33,8 +33,10 @@ extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				   lachesis_job_t *out);
 
 /* Copies the job's allocated CPUs and its first node's CPUs and GPUs (for
- * charging jobs without GPUs). Running, suspended and finished jobs only;
- * caller holds the job and node read locks. */
+ * charging jobs without GPUs), and the GPU type, name and comment its run
+ * is weighted by under effective service (pointers into the job and node
+ * records, valid while the locks are held). Running, suspended and
+ * finished jobs only; caller holds the job and node read locks. */
 extern void lachesis_hook_fill_alloc(job_record_t *job_ptr,
 				     lachesis_job_t *out);
 

@@ -73,6 +73,7 @@ func run(args []string) error {
 		Signer:    &munge.Client{Socket: cfg.MungeSocket},
 		Profile:   profiler.Profile,
 		Telemetry: gpus,
+		NodeGres:  agent.ScontrolGres(cfg.Node),
 	}, log)
 	if err != nil {
 		return err

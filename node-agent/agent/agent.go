@@ -34,6 +34,10 @@ type Deps struct {
 	Telemetry telemetry.Source
 	// Users resolves uids; nil means the system's user database.
 	Users UserLookup
+	// NodeGres returns this node's configured GRES as scontrol prints it
+	// (ScontrolGres in production), for the GPU type of profiles
+	// (gputype.go); nil means unknown.
+	NodeGres func() (string, error)
 }
 
 // Log keys.

@@ -485,3 +485,32 @@ func gathered(t *testing.T, a *agent.Agent, name, labels string) (float64, bool)
 	}
 	return 0, false
 }
+
+// On a node without NVML (fake GPUs), a profile is recorded with the
+// node's typed GRES and reaches the controller with it; an admin's
+// gpu_type wins over detection.
+func TestProfileCarriesTheNodesGPUType(t *testing.T) {
+	cases := []struct {
+		name, cfgType, gres, want string
+	}{
+		{"typed GRES without NVML gives its type", "", "gpu:b:2(S:0)", "b"},
+		{"configured type wins", "a100", "gpu:b:2", "a100"},
+		{"untyped node records no type", "", "gpu:2", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *config.Config, d *agent.Deps) {
+				c.GPUType = tc.cfgType
+				d.NodeGres = func() (string, error) { return tc.gres, nil }
+			})
+			h.startController()
+			if _, err := h.agent.Profile(context.Background(), aliceCaller, request("bert"), nil); err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := h.ctl.Latest("bert")
+			if err != nil || !ok || got.GPUType != tc.want {
+				t.Fatalf("stored profile GPU type %q (%v, %v), want %q", got.GPUType, ok, err, tc.want)
+			}
+		})
+	}
+}

@@ -124,6 +124,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	}
 	// The agent's view of who and where wins over the profiler's.
 	rec.Node, rec.User, rec.Model = a.cfg.Node, u.Name, req.Model
+	rec.GPUType = a.gpuType()
 	if rec.ID == "" {
 		rec.ID = runID
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 
 // ErrInvalid is wrapped by every parse or validation error.
 var ErrInvalid = errors.New("invalid node-agent config")
+
+// gpuTypePat: what Slurm's GRES type names (and lachesis.yaml's
+// gpu_types) may be.
+var gpuTypePat = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 
 // DefaultPath is where the systemd unit points -config.
 const DefaultPath = "/etc/lachesis/node-agent.yaml"
@@ -40,6 +45,10 @@ type Config struct {
 	// NodeGPUs is this node's GPU count, which profiles are normalised to
 	// (0: as many as the workload uses).
 	NodeGPUs int
+	// GPUType is the type profiles taken here are recorded with, as the
+	// node's typed GRES names it (Gres=gpu:TYPE:N); "" = detect it (the
+	// agent's gpuType: NVML's device name matched to the node's GRES).
+	GPUType string
 	// TelemetryInterval between GPU telemetry reports; 0 turns them off.
 	TelemetryInterval time.Duration
 	// MaxPointDuration caps a request's point_seconds: one sweep holds the
@@ -74,6 +83,7 @@ type file struct {
 	Node               string  `mapstructure:"node"`
 	AllowRootProfiling bool    `mapstructure:"allow_root_profiling"`
 	NodeGPUs           int     `mapstructure:"node_gpus"`
+	GPUType            string  `mapstructure:"gpu_type"`
 	TelemetryInterval  float64 `mapstructure:"telemetry_interval"`
 	MaxPointSeconds    float64 `mapstructure:"max_point_seconds"`
 	MaxSweepSeconds    float64 `mapstructure:"max_sweep_seconds"`
@@ -174,6 +184,7 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 		Node:               strings.TrimSpace(f.Node),
 		AllowRootProfiling: f.AllowRootProfiling,
 		NodeGPUs:           f.NodeGPUs,
+		GPUType:            strings.ToLower(strings.TrimSpace(f.GPUType)),
 		LogLevel:           strings.ToLower(strings.TrimSpace(f.LogLevel)),
 		Delivery:           Delivery{MaxFrameBytes: f.Delivery.MaxFrameBytes},
 		MetricsListen:      strings.TrimSpace(f.Metrics.Listen),
@@ -205,6 +216,9 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 	}
 	if c.NodeGPUs < 0 {
 		return Config{}, fmt.Errorf("%w: node_gpus must be >= 0, got %d", ErrInvalid, c.NodeGPUs)
+	}
+	if c.GPUType != "" && !gpuTypePat.MatchString(c.GPUType) {
+		return Config{}, fmt.Errorf("%w: gpu_type must be 1 to 64 of a-z, 0-9, '_', '.', '-' (the TYPE of Gres=gpu:TYPE:N), got %q", ErrInvalid, f.GPUType)
 	}
 	var err error
 	if f.TelemetryInterval != 0 {

@@ -60,6 +60,7 @@ socket: /r/agent.sock
 node: n1
 allow_root_profiling: true
 node_gpus: 8
+gpu_type: A100
 telemetry_interval: 0
 max_point_seconds: 30
 max_sweep_seconds: 900
@@ -77,7 +78,7 @@ metrics:
 	}
 	want := config.Config{
 		Controller: "10.0.0.1:7000", MungeSocket: "/m/sock", Spool: "/s/spool.db", Socket: "/r/agent.sock",
-		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, TelemetryInterval: 0, LogLevel: "debug",
+		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, GPUType: "a100", TelemetryInterval: 0, LogLevel: "debug",
 		MaxPointDuration: 30 * time.Second, MaxSweepDuration: 15 * time.Minute,
 		Delivery:      config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
 		MetricsListen: ":9831",
@@ -101,6 +102,7 @@ func TestBadFilesAreRejected(t *testing.T) {
 		{"tiny ack limit is rejected", "controller: c:1\ndelivery:\n  max_frame_bytes: 10\n", "max_frame_bytes"},
 		{"bad log level is rejected", "controller: c:1\nlog_level: loud\n", "log_level"},
 		{"negative node_gpus is rejected", "controller: c:1\nnode_gpus: -2\n", "node_gpus"},
+		{"GPU type with an operator is rejected", "controller: c:1\ngpu_type: a|b\n", "gpu_type"},
 		{"wrong type is rejected", "controller: c:1\ndelivery:\n  timeout: soon\n", "timeout"},
 		{"zero max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 0\n", "max_point_seconds"},
 		{"a month of max_sweep_seconds is rejected", "controller: c:1\nmax_sweep_seconds: 2592000\n", "max_sweep_seconds"},

@@ -100,11 +100,16 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 			delete(latest, model)
 		}
 	}
+	byType, err := store.LatestByType()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	s := &Service{
 		cfg:   cfg,
 		log:   log,
 		store: store,
-		cache: profilestore.NewCache(latest),
+		cache: profilestore.NewCache(latest, byType),
 		keys:  map[string]int{},
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -164,6 +169,11 @@ func (s *Service) run() {
 // Profile returns model's latest profile from memory: no lock is held
 // while waiting and no I/O is done, so it is safe under slurmctld's locks.
 func (s *Service) Profile(model string) (profile.Record, bool) { return s.cache.Profile(model) }
+
+// Throughputs is model → GPU type → per-GPU throughput of the model's
+// latest profile on that type, from memory (shared: do not modify it);
+// safe under slurmctld's locks like Profile.
+func (s *Service) Throughputs() map[string]map[string]float64 { return s.cache.Throughputs() }
 
 // NoteModelKey counts a job submitted with model key, for
 // `lachesis-profiler missing`. Memory only; a goroutine writes the counts.

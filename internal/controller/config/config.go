@@ -46,6 +46,22 @@ type Config struct {
 	Metrics  Metrics
 	// Placement: GPU-type preference and consolidation at submit.
 	Placement placement.Config
+	// GPUTypes is each GPU type's default speed relative to a reference
+	// GPU of speed 1 (gpu_types.TYPE.speed), for models without a
+	// profiled or tabled speed there (priority.Speeds).
+	GPUTypes map[string]float64
+}
+
+// Speeds is the speed lookup of this config: the per-type defaults,
+// placement's per-model table and the given profiled throughputs
+// (model → type → throughput, from the profile store). It shares the
+// config's maps, which are never modified after loading.
+func (c Config) Speeds(profiled map[string]map[string]float64) *priority.Speeds {
+	table := make(map[string]map[string]float64, len(c.Placement.Models))
+	for name, m := range c.Placement.Models {
+		table[name] = m.Speed
+	}
+	return &priority.Speeds{TypeDefault: c.GPUTypes, Table: table, Profiled: profiled}
 }
 
 // Metrics configures the core's Prometheus endpoint.
@@ -93,8 +109,9 @@ type file struct {
 			Partition float64 `mapstructure:"partition"`
 			QOS       float64 `mapstructure:"qos"`
 		} `mapstructure:"weights"`
-		GittinsMinHistory int `mapstructure:"gittins_min_history"`
-		CPUJobCPUsPerGPU  int `mapstructure:"cpu_job_cpus_per_gpu"`
+		GittinsMinHistory int  `mapstructure:"gittins_min_history"`
+		CPUJobCPUsPerGPU  int  `mapstructure:"cpu_job_cpus_per_gpu"`
+		EffectiveService  bool `mapstructure:"effective_service"`
 		Preemption        struct {
 			MinRun           float64 `mapstructure:"min_run"`
 			MaxPerJob        int     `mapstructure:"max_per_job"`
@@ -128,6 +145,9 @@ type file struct {
 		DefaultShares float64            `mapstructure:"default_shares"`
 	} `mapstructure:"fairshare"`
 	Placement placementFile `mapstructure:"placement"`
+	GPUTypes  map[string]struct {
+		Speed float64 `mapstructure:"speed"`
+	} `mapstructure:"gpu_types"`
 }
 
 // placementFile is the placement section's YAML layout.
@@ -157,6 +177,7 @@ func Default() Config {
 		Agent:             Agent{Listen: "", MaxFrameBytes: 1 << 20, AllowedUIDs: []uint32{}},
 		Synergy:           synergy.DefaultConfig(),
 		Placement:         placement.DefaultConfig(),
+		GPUTypes:          map[string]float64{},
 	}
 }
 
@@ -279,6 +300,7 @@ func (f file) validate() (Config, error) {
 				QueueGap:         t.Preemption.QueueGap,
 				PromotedPreempts: t.Preemption.PromotedPreempts,
 			},
+			EffectiveService: t.EffectiveService,
 		},
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,
@@ -350,6 +372,9 @@ func (f file) validate() (Config, error) {
 	if c.Placement, err = f.Placement.validate(); err != nil {
 		return Config{}, err
 	}
+	if c.GPUTypes, err = f.gpuTypes(); err != nil {
+		return Config{}, err
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -402,4 +427,18 @@ func (p placementFile) validate() (placement.Config, error) {
 		return placement.Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("placement", err))
 	}
 	return c, nil
+}
+
+// gpuTypes converts gpu_types (type names lower case, as Slurm's GRES
+// types are matched) and checks it; messages name the full key, e.g.
+// "gpu_types.a100.speed".
+func (f file) gpuTypes() (map[string]float64, error) {
+	out := make(map[string]float64, len(f.GPUTypes))
+	for name, t := range f.GPUTypes {
+		out[strings.ToLower(strings.TrimSpace(name))] = t.Speed
+	}
+	if err := priority.ValidateTypeSpeeds(out); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("gpu_types", err))
+	}
+	return out, nil
 }

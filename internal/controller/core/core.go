@@ -32,6 +32,8 @@ const (
 	keySamples  = "samples"
 	keyCharged  = "charged_gpus"
 	keyJobCPUs  = "cpus"
+	keyGPUType  = "gpu_type"
+	keySpeed    = "speed"
 
 	keyPreemptor      = "preemptor_job_id"
 	keyPreemptorQueue = "preemptor_queue"
@@ -73,6 +75,10 @@ type Core struct {
 	dist atomic.Pointer[priority.Distribution]
 	// minHistory mirrors cfg.GittinsMinHistory for the writer goroutine.
 	minHistory atomic.Int64
+
+	// speedBase is the config's speed lookup without profiles
+	// (config.Speeds); weighRun adds the profile cache's throughputs.
+	speedBase priority.Speeds
 
 	// Synergy sizing (synergy.go): where profiles come from.
 	bestCase synergy.ProfileLookup
@@ -187,6 +193,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		met:       newMetricsIf(cfg.Metrics.Listen),
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
+	c.speedBase = *cfg.Speeds(nil)
 	for i := range active {
 		r := active[i]
 		c.records[r.JobID] = &r
@@ -254,6 +261,7 @@ func (c *Core) Reconfigure() error {
 		c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
 		return err
 	}
+	c.speedBase = *cfg.Speeds(nil)
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
 	return nil
 }
@@ -385,6 +393,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	switch s.State {
 	case StateRunning, StateSuspended:
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
+		c.weighRun(s, rec)
 	case StatePending:
 		if rec.RunOpen {
 			c.noteRequeue(rec)
@@ -398,6 +407,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			// completed-job history, which later passes that still see
 			// the job must find unchanged.
 			rec.ObserveRun(s.StartTime, c.charged(s, rec), c.trueEnd(s, ok).runSeconds(now))
+			c.weighRun(s, rec)
 		}
 		end := s.EndTime
 		if end == 0 {
@@ -421,6 +431,29 @@ func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
 		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
 	}
 	return g
+}
+
+// weighRun fixes, under effective service, the speed of a run that has
+// none yet: the speed of the GPU type it holds for its model
+// (priority.Speeds). The speed then weights the whole run (the run keeps
+// its GPUs) and is saved with it in the ledger, so it is looked up and
+// logged once per run. Runs opened while effective service was off keep
+// plain GPU-seconds to their end.
+func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
+	// A job without GPUs holds no GPU type: its GPU-equivalents stay as
+	// charged.
+	if !c.cfg.Tiresias.EffectiveService || !rec.RunOpen || rec.RunSpeed != 0 || s.Run == nil || s.gpuCount() == 0 {
+		return
+	}
+	typ, model := s.Run.GPUType(), s.Run.ModelKey()
+	sp := c.speedBase
+	if c.agents != nil {
+		sp.Profiled = c.agents.Throughputs()
+	}
+	speed, src := c.cfg.Tiresias.RunSpeed(&sp, model, typ)
+	rec.SetRunSpeed(speed)
+	c.log.Info("effective service: run weighted by its GPU type's speed", keyJob, s.ID,
+		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
 }
 
 // finish records a job's completion and forgets it.

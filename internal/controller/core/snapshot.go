@@ -56,6 +56,23 @@ type Snapshot struct {
 	// none to give (no slurmdbd, no association, shares not set).
 	Account       string
 	AccountShares uint32
+	// Run, for a running, suspended or finished job, tells what its run
+	// holds; nil when unknown. It is read only when a run opens under
+	// effective service (once per run), so the caller need not copy
+	// strings every pass, and it is valid only during the call that
+	// received the snapshot: the core never keeps it.
+	Run RunInfo
+}
+
+// RunInfo is what the core asks of a run to weight its service
+// (priority.Speeds): the GPU type it holds and the job's model.
+type RunInfo interface {
+	// GPUType is the type of the job's allocated GPUs as Slurm's typed
+	// GRES names it ("" = untyped or unknown).
+	GPUType() string
+	// ModelKey is the job's model key, as job_submit/synergy derives it
+	// (its comment's model=..., else its name).
+	ModelKey() string
 }
 
 // gpuCount resolves the job's GPU count, falling back to its request strings.

@@ -43,6 +43,17 @@ func migratePreemptReason(db *sql.DB) error {
 	return nil
 }
 
+// migrateRunSpeed adds the open run's speed (effective service) to ledgers
+// made before it existed; their runs read 0, plain GPU-seconds, which is
+// what they were charged.
+func migrateRunSpeed(db *sql.DB) error {
+	_, err := db.Exec(`ALTER TABLE jobs ADD COLUMN run_speed REAL NOT NULL DEFAULT 0`)
+	if err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		return fmt.Errorf("%w: add run_speed column: %v", ErrStore, err)
+	}
+	return nil
+}
+
 // LastRun is what the correction rule needs of a finished job's last run.
 type LastRun struct {
 	Start   int64   // Unix seconds

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCacheKeepsTheNewestProfilePerModel(t *testing.T) {
-	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)})
+	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)}, nil)
 	tests := []struct {
 		name   string
 		offer  profile.Record
@@ -37,7 +37,7 @@ func TestCacheKeepsTheNewestProfilePerModel(t *testing.T) {
 }
 
 func TestCacheReadsRaceFreeWithWrites(t *testing.T) {
-	c := profilestore.NewCache(nil)
+	c := profilestore.NewCache(nil, nil)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -59,7 +59,7 @@ func TestCacheReadsRaceFreeWithWrites(t *testing.T) {
 }
 
 func BenchmarkCacheProfile(b *testing.B) {
-	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)})
+	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)}, nil)
 	for b.Loop() {
 		c.Profile("bert")
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
@@ -32,7 +33,8 @@ CREATE TABLE IF NOT EXISTS profiles (
 	gpus     INTEGER NOT NULL,
 	finished INTEGER NOT NULL, -- Unix nanoseconds
 	received INTEGER NOT NULL, -- Unix nanoseconds
-	record   TEXT    NOT NULL  -- profile.Record as JSON
+	record   TEXT    NOT NULL, -- profile.Record as JSON
+	gpu_type TEXT    NOT NULL DEFAULT '' -- lower case; '' = untyped
 );
 CREATE INDEX IF NOT EXISTS profiles_by_model ON profiles(model, finished);
 CREATE TABLE IF NOT EXISTS model_keys (
@@ -70,7 +72,26 @@ func OpenOwned(path string, uid int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
+	if err := migrateGPUType(h.DB()); err != nil {
+		h.Close()
+		return nil, err
+	}
 	return &Store{h: h}, nil
+}
+
+// migrateGPUType adds the GPU type to profile tables made before profiles
+// had one (their rows read ”, untyped) and indexes profiles by model and
+// type. The index is made here, after the column exists, not in schema,
+// which an old file runs before the column is added.
+func migrateGPUType(db *sql.DB) error {
+	_, err := db.Exec(`ALTER TABLE profiles ADD COLUMN gpu_type TEXT NOT NULL DEFAULT ''`)
+	if err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		return fmt.Errorf("%w: add gpu_type column: %v", ErrStore, err)
+	}
+	if _, err := db.Exec(`CREATE INDEX IF NOT EXISTS profiles_by_model_type ON profiles(model, gpu_type, finished)`); err != nil {
+		return fmt.Errorf("%w: index profiles by type: %v", ErrStore, err)
+	}
+	return nil
 }
 
 // CheckFile returns an error wrapping sqlitedb.ErrReplaced when the path
@@ -120,9 +141,10 @@ func (s *Store) Put(rec profile.Record) (inserted bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: encode record %s: %v", ErrStore, rec.ID, err)
 	}
-	res, err := s.h.DB().Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record)
-		VALUES (?,?,?,?,?,?,?,?)`,
-		rec.ID, rec.Model, rec.Node, rec.User, rec.GPUs, unixNano(rec.Finished), time.Now().UnixNano(), string(blob))
+	res, err := s.h.DB().Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record, gpu_type)
+		VALUES (?,?,?,?,?,?,?,?,?)`,
+		rec.ID, rec.Model, rec.Node, rec.User, rec.GPUs, unixNano(rec.Finished), time.Now().UnixNano(), string(blob),
+		strings.ToLower(rec.GPUType))
 	if err != nil {
 		return false, fmt.Errorf("%w: store record %s: %v", ErrStore, rec.ID, err)
 	}
@@ -184,6 +206,68 @@ func (s *Store) LatestAll() (map[string]profile.Record, error) {
 		return nil, fmt.Errorf("%w: load profiles: %v", ErrStore, err)
 	}
 	return out, nil
+}
+
+// LatestByType returns, for every model profiled on a GPU type, its
+// latest profile on each type (untyped profiles are left out).
+func (s *Store) LatestByType() ([]profile.Record, error) {
+	rows, err := s.h.DB().Query(`SELECT p.record FROM profiles p
+		WHERE p.gpu_type != '' AND p.id = (SELECT q.id FROM profiles q
+		      WHERE q.model = p.model AND q.gpu_type = p.gpu_type
+		      ORDER BY q.finished DESC, q.received DESC LIMIT 1)`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load typed profiles: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var out []profile.Record
+	for rows.Next() {
+		var blob string
+		if err := rows.Scan(&blob); err != nil {
+			return nil, fmt.Errorf("%w: scan profile: %v", ErrStore, err)
+		}
+		rec, err := decode(blob)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: load typed profiles: %v", ErrStore, err)
+	}
+	return out, nil
+}
+
+// Throughputs is model → GPU type → per-GPU throughput
+// (profile.Record.PerGPUThroughput) of the model's latest profile on each
+// type: the "profiled" link of priority.Speeds. Profiles whose throughput
+// does not compare across types are left out.
+func (s *Store) Throughputs() (map[string]map[string]float64, error) {
+	recs, err := s.LatestByType()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]float64{}
+	for _, r := range recs {
+		addThroughput(out, r)
+	}
+	return out, nil
+}
+
+// addThroughput puts rec's per-GPU throughput into m under its model and
+// lower-case type, when it has one.
+func addThroughput(m map[string]map[string]float64, rec profile.Record) bool {
+	tput, ok := rec.PerGPUThroughput()
+	if !ok {
+		return false
+	}
+	model := strings.ToLower(rec.Model) // as priority.Speeds looks it up
+	row := m[model]
+	if row == nil {
+		row = map[string]float64{}
+		m[model] = row
+	}
+	row[strings.ToLower(rec.GPUType)] = tput
+	return true
 }
 
 func decode(blob string) (profile.Record, error) {

@@ -186,6 +186,71 @@ func TestProfileReportRoundTrips(t *testing.T) {
 	}
 }
 
+// oldRecord is profile.Record as agents sent it before GPU types: the
+// same codec names, no gpu_type.
+type oldRecord struct {
+	ID       string                `codec:"id"`
+	Model    string                `codec:"model"`
+	Node     string                `codec:"node"`
+	User     string                `codec:"user"`
+	GPUs     int                   `codec:"gpus"`
+	Finished time.Time             `codec:"finished"`
+	Signal   string                `codec:"signal"`
+	CPUSweep []profile.Measurement `codec:"sweep"`
+}
+
+func TestOldAgentsFrameWithoutGPUTypeDecodesAsUntyped(t *testing.T) {
+	old := struct {
+		Record oldRecord `codec:"record"`
+	}{oldRecord{ID: "r-old", Model: "bert", Node: "lnode1", User: "bob", GPUs: 2, Signal: "regex",
+		Finished: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		CPUSweep: []profile.Measurement{{CPUs: 2, Throughput: 40}}}}
+	raw, err := EncodeReport(fakeSigner{}, TypeProfile, &old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFrame(bytes.NewReader(raw), testMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(f.Body, []byte("gpu_type")) {
+		t.Fatal("the old frame carries gpu_type: the test encodes the wrong layout")
+	}
+	var got ProfileReport
+	if err := Unmarshal(f.Body, &got); err != nil {
+		t.Fatalf("old frame refused: %v", err)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatalf("old record refused: %v", err)
+	}
+	r := got.Record
+	if r.ID != "r-old" || r.Model != "bert" || r.GPUs != 2 || len(r.CPUSweep) != 1 || r.GPUType != "" {
+		t.Fatalf("old frame decoded as %+v, want its fields and an empty GPU type", r)
+	}
+	if _, ok := r.PerGPUThroughput(); ok {
+		t.Fatal("an untyped record offers a per-type throughput")
+	}
+}
+
+func TestGPUTypeRoundTrips(t *testing.T) {
+	want := ProfileReport{Record: profile.Record{ID: "r-2", Model: "bert", GPUs: 2, GPUType: "a100", Signal: "regex",
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 30}, {CPUs: 2, Throughput: 50}}}}
+	body, err := Marshal(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got ProfileReport
+	if err := Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Record.GPUType != "a100" {
+		t.Fatalf("GPU type %q after a round trip, want a100", got.Record.GPUType)
+	}
+	if tput, ok := got.Record.PerGPUThroughput(); !ok || tput != 25 {
+		t.Fatalf("per-GPU throughput %v (%v), want 25: the best point over 2 GPUs", tput, ok)
+	}
+}
+
 func TestEncodeReportPassesSignerErrorOn(t *testing.T) {
 	boom := errors.New("munged down")
 	if _, err := EncodeReport(fakeSigner{err: boom}, TypeProfile, &ProfileReport{}); !errors.Is(err, boom) {
@@ -227,6 +292,8 @@ func TestValidateRejectsUnusableReports(t *testing.T) {
 		{"NaN throughput is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m",
 			CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: math.NaN()}}}}},
 		{"infinite memory bandwidth is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m", MemBW: math.Inf(1)}}},
+		{"overlong GPU type is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m", GPUType: long[:MaxGPUTypeLen+1]}}},
+		{"non-UTF-8 GPU type is rejected", ProfileReport{Record: profile.Record{ID: "1", Model: "m", GPUType: "a\xff"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

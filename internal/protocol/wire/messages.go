@@ -50,6 +50,9 @@ const (
 	MaxNameLen  = 256 // model, node and user names
 	MaxSweepLen = 4096
 	MaxGPUs     = 1024
+	// MaxGPUTypeLen bounds a profile's GPU type (a GRES type or an NVML
+	// device name, both short).
+	MaxGPUTypeLen = 64
 )
 
 // handle is shared and read-only after init: codec handles are safe for
@@ -118,6 +121,11 @@ func (p *ProfileReport) Validate() error {
 	}
 	if len(r.Node) > MaxNameLen || len(r.User) > MaxNameLen || len(r.Signal) > MaxNameLen {
 		return fmt.Errorf("%w: node, user or signal longer than %d bytes", ErrBody, MaxNameLen)
+	}
+	// "" is an untyped record (an agent older than the field, or a node
+	// whose GPUs have no name): accepted, and never compared across types.
+	if len(r.GPUType) > MaxGPUTypeLen || !utf8.ValidString(r.GPUType) {
+		return fmt.Errorf("%w: gpu_type longer than %d bytes or not UTF-8", ErrBody, MaxGPUTypeLen)
 	}
 	if len(r.CPUSweep) > MaxSweepLen {
 		return fmt.Errorf("%w: sweep of %d points, limit %d", ErrBody, len(r.CPUSweep), MaxSweepLen)
