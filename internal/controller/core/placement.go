@@ -20,7 +20,11 @@ func (c *Core) PlacementEnabled() bool {
 func (c *Core) PlaceJob(req placement.Request, nodes []placement.Node) placement.Decision {
 	c.mu.Lock()
 	cfg := c.cfg.Placement
+	agents := c.agents
 	c.mu.Unlock()
+	if agents != nil {
+		cfg.Profiled = agents.Throughputs() // lock-free snapshot
+	}
 	d := placement.Decide(cfg, req, nodes)
 	if d.Prefer != "" || d.MaxNodes != 0 {
 		c.log.Debug("placement at submit", keyModel, d.ModelKey, keyPrefer, d.Prefer, keyMaxNodes, d.MaxNodes)

@@ -25,6 +25,33 @@ type Config struct {
 	// Models maps a model key (lower case) to its per-type speeds and
 	// placement sensitivity.
 	Models map[string]Model
+	// Profiled is not read from the YAML: the core sets it per decision
+	// to the profile store's per-GPU throughput of each model (lower case)
+	// on each GPU type it was profiled on (read only). A model profiled
+	// on two or more types takes its speeds from there instead of Models,
+	// keeping the table's SpreadRatio: measured beats typed-in.
+	Profiled map[string]map[string]float64
+}
+
+// model is key's row: its profiled speeds when it was profiled on two or
+// more types, else the admin's table; profiled says which.
+func (c *Config) model(key string) (m Model, profiled, ok bool) {
+	m, ok = c.Models[key]
+	if row := c.Profiled[key]; usableTypes(row) >= 2 {
+		return Model{Speed: row, SpreadRatio: m.SpreadRatio}, true, true
+	}
+	return m, false, ok
+}
+
+// usableTypes counts a speed row's finite, positive entries.
+func usableTypes(row map[string]float64) int {
+	n := 0
+	for _, v := range row {
+		if v > 0 && !math.IsInf(v, 0) {
+			n++
+		}
+	}
+	return n
 }
 
 // Model is one row of the admin's table.

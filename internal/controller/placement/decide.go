@@ -58,7 +58,7 @@ func Decide(cfg Config, req Request, nodes []Node) Decision {
 	}
 	key := strings.ToLower((&synergy.Request{Name: req.Name, Comment: req.Comment}).ModelKey())
 	d := Decision{ModelKey: key}
-	m, ok := cfg.Models[key]
+	m, profiled, ok := cfg.model(key)
 	if !ok {
 		return d
 	}
@@ -92,6 +92,9 @@ func Decide(cfg Config, req Request, nodes []Node) Decision {
 		notes = append(notes, "kept the user's GPU type")
 	default:
 		if pref, why := preferTypes(cfg, key, m, info, fit); pref != "" || why != "" {
+			if profiled && pref != "" {
+				why += " (speeds from its profiles)"
+			}
 			d.Prefer = pref
 			notes = append(notes, why)
 		}
@@ -184,13 +187,14 @@ func advantage(cfg Config, key string, m Model, types []string) ([]float64, int)
 	own := rel(m)
 	ref := make([]float64, len(types))
 	others := 0
-	for name, o := range cfg.Models {
+	for _, name := range modelNames(&cfg) {
 		if name == key {
 			continue
 		}
+		o, _, _ := cfg.model(name)
 		complete := true
 		for _, t := range types {
-			if o.Speed[t] <= 0 {
+			if !(o.Speed[t] > 0) || math.IsInf(o.Speed[t], 0) {
 				complete = false
 				break
 			}
@@ -212,6 +216,23 @@ func advantage(cfg Config, key string, m Model, types []string) ([]float64, int)
 		out[i] = math.Exp(own[i] - r)
 	}
 	return out, others
+}
+
+// modelNames is every model with speeds, in the table or profiled, once.
+// The order does not matter (advantage sums over them) but is fixed so
+// that float sums repeat exactly.
+func modelNames(cfg *Config) []string {
+	names := make([]string, 0, len(cfg.Models)+len(cfg.Profiled))
+	for k := range cfg.Models {
+		names = append(names, k)
+	}
+	for k := range cfg.Profiled {
+		if _, dup := cfg.Models[k]; !dup {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // fitter checks whether a set of nodes can ever hold the job.

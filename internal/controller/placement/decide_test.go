@@ -38,6 +38,14 @@ func TestDecide(t *testing.T) {
 	solo := table()
 	solo.Models = map[string]Model{"fast_on_a": table().Models["fast_on_a"]}
 	with := func(r Request, f func(*Request)) Request { f(&r); return r }
+	// Profiles measured on both types override the table's row (even:
+	// 2.1 in the table, 6 measured) and add a model the table lacks.
+	profiled := table()
+	profiled.Profiled = map[string]map[string]float64{
+		"even":      {"a": 600, "b": 100},
+		"unlisted":  {"a": 100, "b": 400},
+		"fast_on_a": {"b": 1000}, // one type: the table row stays
+	}
 	cases := []struct {
 		name     string
 		cfg      Config
@@ -71,6 +79,10 @@ func TestDecide(t *testing.T) {
 		{"sensitive job with a node cap keeps it", table(), with(job("fast_on_a", "4"), func(r *Request) { r.MaxNodes = 3 }), twoTypes, "gpu_a", 0, "prefers"},
 		{"cap counts the GPUs CPUs let a node hold", table(), with(job("fast_on_a", "4"), func(r *Request) { r.CPUsPerTRES = "gres:gpu:8" }), twoTypes, "", 4, "at most 4 node(s) of up to 1"},
 		{"single-GPU sensitive job is not capped", table(), job("fast_on_a", "1"), twoTypes, "gpu_a", 0, "prefers"},
+		{"model profiled on both types follows its profiles over the table", profiled, job("even", "1"), twoTypes, "gpu_a", 0, "speeds from its profiles"},
+		{"model profiled on both types but not in the table is steered", profiled, job("unlisted", "1"), twoTypes, "gpu_b", 0, "speeds from its profiles"},
+		{"model profiled on one type keeps the table's row", profiled, job("fast_on_a", "1"), twoTypes, "gpu_a", 0, "prefers gpu_a by"},
+		{"profiled model keeps the table's spread sensitivity", profiled, job("even", "4"), twoTypes, "gpu_a", 0, "prefers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
