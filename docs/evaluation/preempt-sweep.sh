@@ -15,22 +15,25 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$OUT/preempt-sweep/rows.csv
 : > $out
+# The fixed list of the former defaults; candidates without it take the
+# thresholds at quantiles of completed jobs' GPU-time.
+FIXED="-thresholds 3250,32500,325000,3250000"
 declare -A CAND=(
- [old]="-min-run 0 -max-preemptions 0 -promoted-preempts -promote-knob 2"
- [k0]="-min-run 0 -max-preemptions 0 -promoted-preempts -promote-knob 0"
- [mr600k0]="-min-run 600 -max-preemptions 0 -promote-knob 0"
- [mr600k2]="-min-run 600 -max-preemptions 0 -promote-knob 2"
- [mr1800k2]="-min-run 1800 -max-preemptions 0 -promote-knob 2"
- [mr600k2b20]="-min-run 600 -max-preemptions 20 -promote-knob 2"
- [mr600k2g2]="-min-run 600 -max-preemptions 0 -promote-knob 2 -queue-gap 2"
+ [old]="$FIXED -min-run 0 -max-preemptions 0 -promoted-preempts -promote-knob 2"
+ [k0]="$FIXED -min-run 0 -max-preemptions 0 -promoted-preempts -promote-knob 0"
+ [mr600k0]="$FIXED -min-run 600 -max-preemptions 0 -promote-knob 0"
+ [mr600k2]="$FIXED -min-run 600 -max-preemptions 0 -promote-knob 2"
+ [mr1800k2]="$FIXED -min-run 1800 -max-preemptions 0 -promote-knob 2"
+ [mr600k2b20]="$FIXED -min-run 600 -max-preemptions 20 -promote-knob 2"
+ [mr600k2g2]="$FIXED -min-run 600 -max-preemptions 0 -promote-knob 2 -queue-gap 2"
  [mr600k0q369]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.3,0.6,0.9"
  [mr600k0q369l]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.3,0.6,0.9 -gittins-learn 50"
  [mr600k0q5999]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.9,0.99"
  [mr600k0q5999ns]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.9,0.99 -spread-victims=false"
  [mr600k0q5999b10]="-min-run 600 -max-preemptions 10 -promote-knob 0 -threshold-quantiles 0.5,0.9,0.99"
  [mr600k0q5999l]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.9,0.99 -gittins-learn 50"
- [mr600k0l]="-min-run 600 -max-preemptions 0 -promote-knob 0 -gittins-learn 50"
- [mr1800k0]="-min-run 1800 -max-preemptions 0 -promote-knob 0"
+ [mr600k0l]="$FIXED -min-run 600 -max-preemptions 0 -promote-knob 0 -gittins-learn 50"
+ [mr1800k0]="$FIXED -min-run 1800 -max-preemptions 0 -promote-knob 0"
 )
 for vc in 6c71a0 11cb48 6214e9 b436b2; do
  hdr=$($B -trace $P -vc $vc -jobs 1000 -gpu-count-only -nodes 1 -gpus-per-node 64 -policies fifo-skip -parallel 1 | sed -n 1p)
