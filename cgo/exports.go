@@ -13,6 +13,8 @@ package main
 import "C"
 
 import (
+	"fmt"
+	"runtime/debug"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
@@ -130,6 +132,24 @@ func lachesis_preemptable(preemptor, preemptee C.uint32_t) (rc C.int) {
 		return 0
 	}
 	return 1
+}
+
+//export lachesis_victim_order
+func lachesis_victim_order(jobID, fallback C.uint32_t) (rc C.uint32_t) {
+	// The answer is an order, not an error code: after a panic Slurm
+	// orders this job by its priority, as without the core.
+	defer func() {
+		if r := recover(); r != nil {
+			rc = fallback
+			logger().Error("recovered from panic", "entry", "lachesis_victim_order", "panic", fmt.Sprint(r),
+				"stack", string(debug.Stack()))
+		}
+	}()
+	h := running()
+	if h == nil {
+		return fallback
+	}
+	return C.uint32_t(h.core.VictimOrder(uint32(jobID)))
 }
 
 //export lachesis_preemption_possible

@@ -19,8 +19,9 @@
  *    charged service in GPU-equivalents).
  * 5: fair share: lachesis_job_t.account/account_shares,
  *    lachesis_prio_t.fairshare.
- * 6: effective service: lachesis_job_t.gpu_type, name, comment. */
-#define LACHESIS_ABI_VERSION 6
+ * 6: effective service: lachesis_job_t.gpu_type, name, comment.
+ * 7: lachesis_victim_order. */
+#define LACHESIS_ABI_VERSION 7
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -285,5 +286,10 @@ extern int lachesis_preemptable(uint32_t preemptor, uint32_t preemptee);
  * sits in a better queue than some running GPU job; else 0 (nobody can
  * preempt anybody). Memory only: cheap enough to call for every job. */
 extern int lachesis_preemption_possible(void);
+/* Where running job job_id comes in the order victims are taken, lowest
+ * first (Slurm's PREEMPT_DATA_PRIO): the core's victim order as of its
+ * last pass, UINT32_MAX for a job not running then, fallback when the core
+ * is not running. Memory only. */
+extern uint32_t lachesis_victim_order(uint32_t job_id, uint32_t fallback);
 
 #endif

@@ -27,7 +27,7 @@ const maxQueues = MaxThresholds + 1
 // least-regret point of the sweep in docs/evaluation (section 3b): 4 VCs of
 // the Philly trace at offered loads 0.8, 1.3 and 1.8 with a real cluster's
 // preemption costs (60 s restart, 121 s requeue hold, 30 s passes, idle
-// leftover GPUs): worst 1.36x SRTF's average JCT, at most 1.28 preemptions
+// leftover GPUs): worst 1.35x SRTF's average JCT, at most 1.24 preemptions
 // per job. Starvation promotion is off: with costs, promoted jobs holding
 // long runs cost up to 9.4x SRTF in the worst slice, and with promotion
 // allowed to preempt it drove up to 86 preemptions per job. Only the

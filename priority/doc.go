@@ -59,6 +59,17 @@
 // Job its account's factor (FairShareFactors); Config.FairShare turns the
 // tie-break on.
 //
+// # Preemption
+//
+// Preemption.Decide says whether a waiting job may requeue a running one
+// (a lower queue, a run of at least min_run, the per-job budget, promoted
+// jobs only when allowed); Preemption.CompareVictims says which of the
+// allowed ones go first: lower queues, then (spread_victims) the jobs of a
+// queue requeued no more than its least-requeued running job, then the
+// lowest-ranked. The simulator sorts its candidates with it and the core
+// hands Slurm the same order, so requeues spread over the long jobs
+// instead of piling on the one that ranks last.
+//
 // # From order to a 32-bit priority
 //
 // Slurm schedules and preempts by a single 32-bit priority, so the order is

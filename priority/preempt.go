@@ -1,6 +1,9 @@
 package priority
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+)
 
 // Preemption is the cost side of Tiresias's preemption rule. Requeuing a
 // job is not free on a real cluster: Slurm holds the victim for
@@ -31,6 +34,16 @@ type Preemption struct {
 	// promotion cannot ping-pong: the job it would have displaced cannot,
 	// once promoted in turn, displace it back.
 	PromotedPreempts bool
+	// SpreadVictims changes which running jobs go first among those a
+	// preemptor may take: in each queue, jobs requeued more often than
+	// the least-requeued running job of that queue go after every job
+	// that was not. Lowest-ranked first alone hits the same long jobs
+	// again and again (a long job keeps its low rank in the last queue),
+	// so a few jobs collect most requeues; spreading them bounds the tail
+	// without making any job unpreemptable, which MaxPerJob does at a
+	// large cost in JCT (a job past its budget holds its GPUs against
+	// every short job).
+	SpreadVictims bool
 }
 
 // DefaultPreemption is the preemption part of DefaultConfig, from the
@@ -39,8 +52,13 @@ type Preemption struct {
 // jobs unpreemptable once spent, and they then hold GPUs against every
 // short job), the paper's gap of one queue, and promotion without
 // preemption.
+//
+// Victims are spread (SpreadVictims): in the same sweep that cuts the 99th
+// percentile of requeues per job from 10 to 8 on the worst slice and from
+// 15 to 11 on the sweep's worst, the longest run of requeues of one job
+// from 21 to 15, with the worst and mean JCT/SRTF unchanged (1.35, 1.09).
 func DefaultPreemption() Preemption {
-	return Preemption{MinRun: 600, MaxPerJob: 0, QueueGap: 1}
+	return Preemption{MinRun: 600, MaxPerJob: 0, QueueGap: 1, SpreadVictims: true}
 }
 
 // Candidate is what the preemption rule needs to know of one job.
@@ -125,6 +143,61 @@ func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 		return DeniedBudget
 	}
 	return Allowed
+}
+
+// Victim is what the victim order needs to know of one running job.
+type Victim struct {
+	Queue    int
+	Requeues int
+	// Rank is the job's position in the pass's total order (0 best).
+	Rank int
+}
+
+// RequeueFloor is the fewest requeues among the running jobs of each
+// queue, taken over a pass's running jobs: the reference SpreadVictims
+// compares a victim's requeues with. The zero value is empty.
+type RequeueFloor struct {
+	least [maxQueues]int
+	seen  [maxQueues]bool
+}
+
+// Reset empties the floor for a new pass.
+func (f *RequeueFloor) Reset() { *f = RequeueFloor{} }
+
+// Add counts one running job. Queues beyond the last are clamped to it.
+func (f *RequeueFloor) Add(queue, requeues int) {
+	q := min(max(queue, 0), maxQueues-1)
+	if !f.seen[q] || requeues < f.least[q] {
+		f.least[q], f.seen[q] = requeues, true
+	}
+}
+
+// above reports whether v has been requeued more often than the
+// least-requeued running job of its queue.
+func (f *RequeueFloor) above(v Victim) bool {
+	q := min(max(v.Queue, 0), maxQueues-1)
+	return f.seen[q] && v.Requeues > f.least[q]
+}
+
+// CompareVictims orders running jobs for preemption: negative when a goes
+// before b. Lower queues (larger numbers) first; with SpreadVictims, in a
+// queue the jobs not requeued more than floor's least before those that
+// were; then the lowest-ranked first. The simulator sorts its candidates
+// with it, and the core numbers running jobs by it for Slurm, which takes
+// victims in that order until the preemptor fits.
+func (p Preemption) CompareVictims(floor *RequeueFloor, a, b Victim) int {
+	if a.Queue != b.Queue {
+		return cmp.Compare(b.Queue, a.Queue)
+	}
+	if p.SpreadVictims && floor != nil {
+		if oa, ob := floor.above(a), floor.above(b); oa != ob {
+			if oa {
+				return 1
+			}
+			return -1
+		}
+	}
+	return cmp.Compare(b.Rank, a.Rank)
 }
 
 // validate reports the preemption keys' problems through bad.

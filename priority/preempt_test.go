@@ -136,3 +136,64 @@ func TestValidate_RejectsBadQuantiles(t *testing.T) {
 		})
 	}
 }
+
+func TestCompareVictims(t *testing.T) {
+	var floor RequeueFloor
+	// Running jobs of the pass: queue 2 has jobs requeued 1, 3 and 1
+	// times (floor 1); queue 1 has one requeued 5 times (floor 5).
+	for _, v := range []Victim{{Queue: 2, Requeues: 1}, {Queue: 2, Requeues: 3}, {Queue: 1, Requeues: 5}} {
+		floor.Add(v.Queue, v.Requeues)
+	}
+	spread := Preemption{QueueGap: 1, SpreadVictims: true}
+	plain := Preemption{QueueGap: 1}
+	cases := []struct {
+		name string
+		rule Preemption
+		a, b Victim
+		want int // sign: negative when a goes first
+	}{
+		{"lower queue goes first whatever its requeues", spread, Victim{Queue: 2, Requeues: 3, Rank: 1}, Victim{Queue: 1, Requeues: 5, Rank: 9}, -1},
+		{"spread: the job at its queue's floor goes before one above it", spread, Victim{Queue: 2, Requeues: 1, Rank: 1}, Victim{Queue: 2, Requeues: 3, Rank: 9}, -1},
+		{"spread: two jobs at the floor go lowest-ranked first", spread, Victim{Queue: 2, Requeues: 1, Rank: 1}, Victim{Queue: 2, Requeues: 1, Rank: 9}, 1},
+		{"spread: two jobs above the floor go lowest-ranked first", spread, Victim{Queue: 2, Requeues: 2, Rank: 4}, Victim{Queue: 2, Requeues: 7, Rank: 3}, -1},
+		{"spread: the floor is per queue", spread, Victim{Queue: 1, Requeues: 5, Rank: 2}, Victim{Queue: 1, Requeues: 4, Rank: 3}, 1},
+		{"spread: a queue with no running job has no floor", spread, Victim{Queue: 3, Requeues: 9, Rank: 1}, Victim{Queue: 3, Requeues: 0, Rank: 2}, 1},
+		{"off: lowest-ranked first whatever the requeues", plain, Victim{Queue: 2, Requeues: 1, Rank: 1}, Victim{Queue: 2, Requeues: 3, Rank: 9}, 1},
+		{"a job compares equal to itself", spread, Victim{Queue: 2, Requeues: 3, Rank: 4}, Victim{Queue: 2, Requeues: 3, Rank: 4}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.rule.CompareVictims(&floor, c.a, c.b)
+			if sign(got) != c.want {
+				t.Fatalf("CompareVictims = %d, want sign %d", got, c.want)
+			}
+			if back := c.rule.CompareVictims(&floor, c.b, c.a); sign(back) != -c.want {
+				t.Fatalf("CompareVictims reversed = %d, want sign %d", back, -c.want)
+			}
+		})
+	}
+}
+
+func TestRequeueFloor_ResetForgetsThePass(t *testing.T) {
+	var f RequeueFloor
+	f.Add(2, 0)
+	f.Reset()
+	f.Add(2, 4)
+	if f.above(Victim{Queue: 2, Requeues: 4}) || !f.above(Victim{Queue: 2, Requeues: 5}) {
+		t.Fatal("floor after Reset is not the new pass's least requeues (4)")
+	}
+	f.Add(MaxThresholds+5, 1) // clamped to the last queue, not out of range
+	if !f.above(Victim{Queue: MaxThresholds + 9, Requeues: 2}) {
+		t.Fatal("queues beyond the last do not share the last queue's floor")
+	}
+}
+
+func sign(v int) int {
+	switch {
+	case v < 0:
+		return -1
+	case v > 0:
+		return 1
+	}
+	return 0
+}

@@ -51,6 +51,9 @@ type cluster struct {
 	frozen     []int
 	frozenGPUs int
 	nodesFreed []nodeGPUs // scratch: what the victims of one preemption held
+	// victimOrder sorts preemption candidates, first preempted first
+	// (Policy.VictimOrder, or lowestRankedFirst).
+	victimOrder func(a, b *JobState) int
 }
 
 type nodeGPUs struct{ node, gpus int32 }
@@ -95,13 +98,14 @@ func newCluster(shape Shape, mode AllocMode, reserve float64) *cluster {
 		nodes, per = 1, shape.GPUs()
 	}
 	c := &cluster{
-		shape:    shape,
-		alloc:    sensitivity.Allocator{Node: shape.node(), Reserve: reserve},
-		mode:     mode,
-		free:     make([]sensitivity.Resources, nodes),
-		byFree:   make([]int, per+1),
-		jobsOn:   make([][]*JobState, nodes),
-		freeGPUs: nodes * per,
+		shape:       shape,
+		alloc:       sensitivity.Allocator{Node: shape.node(), Reserve: reserve},
+		mode:        mode,
+		free:        make([]sensitivity.Resources, nodes),
+		byFree:      make([]int, per+1),
+		jobsOn:      make([][]*JobState, nodes),
+		freeGPUs:    nodes * per,
+		victimOrder: lowestRankedFirst,
 	}
 	for i := range c.free {
 		c.free[i] = shape.node()

@@ -69,8 +69,10 @@
 // and whether it may preempt running jobs of a strictly larger level. Each
 // pass walks the order and starts every pending job that fits; a pending
 // job that does not fit may preempt: on the node where that costs the
-// fewest victims, it preempts the lowest-ranked eligible jobs until it
-// fits, then spares any of them it does not need after all. A preempted
+// fewest victims, it preempts eligible jobs in the policy's victim order
+// (lowest-ranked first; las and gittins use priority.Preemption's
+// CompareVictims) until it fits, then spares any of them it does not need
+// after all. A preempted
 // job is requeued with its progress kept (Tiresias assumes checkpoints) and
 // pays Config.RestartPenalty when it runs again.
 //

@@ -73,6 +73,9 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 		jobs:     make([]JobState, len(trace.Jobs)),
 		nextPass: math.Inf(1),
 	}
+	if pol.VictimOrder != nil {
+		e.cluster.victimOrder = pol.VictimOrder
+	}
 	type bestCase struct {
 		profile *sensitivity.Profile
 		demand  sensitivity.Demand

@@ -352,7 +352,7 @@ func (h *hetCluster) planVictims(c *cluster, j *JobState, eligible func(*JobStat
 		if room < g {
 			continue
 		}
-		slices.SortFunc(h.cands, func(a, b *JobState) int { return cmp.Compare(b.pos, a.pos) })
+		slices.SortFunc(h.cands, c.victimOrder)
 		cands := slices.Compact(h.cands)
 		give := func(v *JobState, sign int) {
 			for _, s := range v.slots {

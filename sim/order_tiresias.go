@@ -30,6 +30,10 @@ type tiresiasOrder struct {
 	reference bool
 	nextPos   int64
 	index     map[*JobState]float64
+
+	// floor is the fewest requeues per queue among the running jobs of
+	// the last pass, for the victim order (priority.RequeueFloor).
+	floor priority.RequeueFloor
 }
 
 func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
@@ -91,9 +95,19 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 		}
 		copy(jobs, o.sorted)
 	}
+	o.floor.Reset()
 	for i, j := range jobs {
 		levels[i] = float64(j.Account.Queue)
+		if j.Status == Running {
+			o.floor.Add(j.Account.Queue, j.Account.Requeues())
+		}
 	}
+}
+
+// victim describes a running job for the victim order; pos is its rank in
+// the current pass.
+func (j *JobState) victim() priority.Victim {
+	return priority.Victim{Queue: j.Account.Queue, Requeues: j.Account.Requeues(), Rank: int(j.pos)}
 }
 
 // referenceOrder orders jobs (o.results ranked them, in their order) the

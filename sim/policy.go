@@ -50,6 +50,11 @@ type Policy struct {
 	// engine walks the order as a suffix. Nil: victim > preemptor. The
 	// Tiresias policies use priority.Preempts, slurmctld's own rule.
 	Preempts func(preemptor, victim float64) bool
+	// VictimOrder, when set, orders the running jobs a preemptor may take,
+	// first taken first (negative: a before b). Nil: lowest-ranked first.
+	// The Tiresias policies use priority.Preemption.CompareVictims, the
+	// order slurmctld's core gives Slurm.
+	VictimOrder func(a, b *JobState) int
 	// HeadOfLine: stop at the first pending job that does not fit (strict
 	// FIFO); otherwise skip it and go on (backfill-like, work-conserving).
 	HeadOfLine bool
@@ -157,6 +162,11 @@ func NewPolicy(name string, opts PolicyOptions) (Policy, error) {
 		p.Victim = func(preemptor, victim *JobState, now float64) bool {
 			return rule.Decide(preemptor.Account.Candidate(preemptor.Account.Queue, 0),
 				victim.Account.Candidate(victim.Account.Queue, now-victim.RunStart)) == priority.Allowed
+		}
+		if rule.SpreadVictims {
+			p.VictimOrder = func(a, b *JobState) int {
+				return rule.CompareVictims(&o.floor, a.victim(), b.victim())
+			}
 		}
 		return p, nil
 	}

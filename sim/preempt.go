@@ -178,7 +178,8 @@ func (c *cluster) appendVictims(out []*JobState, p victimPlan, eligible func(*Jo
 	return out
 }
 
-// candidates lists the eligible jobs on node n, lowest-ranked first. The
+// candidates lists the eligible jobs on node n in the order they are
+// preempted: the policy's victim order, else lowest-ranked first. The
 // slice is scratch, valid until the next call.
 func (c *cluster) candidates(n int, eligible func(*JobState) bool) []*JobState {
 	c.cands = c.cands[:0]
@@ -187,9 +188,12 @@ func (c *cluster) candidates(n int, eligible func(*JobState) bool) []*JobState {
 			c.cands = append(c.cands, v)
 		}
 	}
-	slices.SortFunc(c.cands, func(a, b *JobState) int { return cmp.Compare(b.pos, a.pos) })
+	slices.SortFunc(c.cands, c.victimOrder)
 	return c.cands
 }
+
+// lowestRankedFirst is the victim order of policies that set none.
+func lowestRankedFirst(a, b *JobState) int { return cmp.Compare(b.pos, a.pos) }
 
 // slotOn is the job's share of node n.
 func (j *JobState) slotOn(n int) slot {

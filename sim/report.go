@@ -27,11 +27,12 @@ func summaries(results []*Result) []Summary {
 // utilisation as a percentage.
 func WriteTable(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tjobs\tavg JCT\tmedian JCT\tp95 JCT\tp99 JCT\tmakespan\tGPU util\tpreemptions\tspeed\t")
+	fmt.Fprintln(tw, "policy\tjobs\tavg JCT\tmedian JCT\tp95 JCT\tp99 JCT\tmakespan\tGPU util\tpreemptions\tper job\tp50\tp99\tspeed\t")
 	for _, s := range summaries(results) {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%.2f\t\n", s.Label, s.Jobs,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%d\t%.2f\t%.0f\t%.0f\t%.2f\t\n", s.Label, s.Jobs,
 			HumanDuration(s.AvgJCT), HumanDuration(s.MedianJCT), HumanDuration(s.P95JCT),
-			HumanDuration(s.P99JCT), HumanDuration(s.Makespan), 100*s.GPUUtil, s.Preemptions, s.AvgSpeed)
+			HumanDuration(s.P99JCT), HumanDuration(s.Makespan), 100*s.GPUUtil, s.Preemptions,
+			s.PreemptionsPerJob, s.PreemptionsP50, s.PreemptionsP99, s.AvgSpeed)
 	}
 	return tw.Flush()
 }
@@ -39,11 +40,12 @@ func WriteTable(w io.Writer, results []*Result) error {
 // WriteMarkdown prints the same table as Markdown, times in seconds with one
 // decimal (enough to compare with the reference simulator's figures).
 func WriteMarkdown(w io.Writer, results []*Result) error {
-	fmt.Fprintln(w, "| policy | jobs | avg JCT (s) | median JCT (s) | p95 JCT (s) | p99 JCT (s) | makespan (s) | GPU util | preemptions | avg speed |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| policy | jobs | avg JCT (s) | median JCT (s) | p95 JCT (s) | p99 JCT (s) | makespan (s) | GPU util | preemptions | per job | p50 per job | p99 per job | avg speed |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range summaries(results) {
-		_, err := fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f%% | %d | %.2f |\n", s.Label, s.Jobs,
-			s.AvgJCT, s.MedianJCT, s.P95JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, s.Preemptions, s.AvgSpeed)
+		_, err := fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f%% | %d | %.2f | %.0f | %.0f | %.2f |\n", s.Label, s.Jobs,
+			s.AvgJCT, s.MedianJCT, s.P95JCT, s.P99JCT, s.Makespan, 100*s.GPUUtil, s.Preemptions,
+			s.PreemptionsPerJob, s.PreemptionsP50, s.PreemptionsP99, s.AvgSpeed)
 		if err != nil {
 			return err
 		}
@@ -55,10 +57,12 @@ func WriteMarkdown(w io.Writer, results []*Result) error {
 func WriteSummaryCSV(w io.Writer, results []*Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"label", "policy", "alloc", "jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
-		"p99_jct_s", "makespan_s", "gpu_util", "preemptions", "promotions", "avg_speed"})
+		"p99_jct_s", "makespan_s", "gpu_util", "preemptions", "preemptions_per_job", "preemptions_p50",
+		"preemptions_p99", "promotions", "avg_speed"})
 	for _, s := range summaries(results) {
 		cw.Write([]string{s.Label, s.Policy, string(s.Alloc), strconv.Itoa(s.Jobs), ff(s.AvgJCT), ff(s.MedianJCT),
 			ff(s.P95JCT), ff(s.P99JCT), ff(s.Makespan), ff(s.GPUUtil), strconv.Itoa(s.Preemptions),
+			ff(s.PreemptionsPerJob), ff(s.PreemptionsP50), ff(s.PreemptionsP99),
 			strconv.Itoa(s.Promotions), ff(s.AvgSpeed)})
 	}
 	cw.Flush()

@@ -73,7 +73,13 @@ type Summary struct {
 	// over cluster GPUs × makespan.
 	GPUUtil     float64 `json:"gpu_util"`
 	Preemptions int     `json:"preemptions"`
-	Promotions  int     `json:"promotions"`
+	// PreemptionsPerJob is Preemptions over Jobs; PreemptionsP50 and
+	// PreemptionsP99 are percentiles (nearest rank) of the per-job counts
+	// that jobs.csv lists, the tail issue 11 bounds.
+	PreemptionsPerJob float64 `json:"preemptions_per_job"`
+	PreemptionsP50    float64 `json:"preemptions_p50"`
+	PreemptionsP99    float64 `json:"preemptions_p99"`
+	Promotions        int     `json:"promotions"`
 	// AvgSpeed is the mean over jobs of duration / time spent running, 1
 	// under proportional allocation; above 1 where Synergy helped.
 	AvgSpeed float64 `json:"avg_speed"`
@@ -119,10 +125,12 @@ func summarise(r *Result, busy float64, preemptions int) Summary {
 		return s
 	}
 	jcts := make([]float64, len(r.Jobs))
+	perJob := make([]float64, len(r.Jobs))
 	first, last := math.Inf(1), math.Inf(-1)
 	var sum, speed float64
 	for i, j := range r.Jobs {
 		jcts[i] = j.JCT
+		perJob[i] = float64(j.Preemptions)
 		sum += j.JCT
 		first = min(first, j.Submit)
 		last = max(last, j.Finish)
@@ -135,6 +143,10 @@ func summarise(r *Result, busy float64, preemptions int) Summary {
 	s.MedianJCT = Median(jcts)
 	s.P95JCT = Percentile(jcts, 95)
 	s.P99JCT = Percentile(jcts, 99)
+	slices.Sort(perJob)
+	s.PreemptionsPerJob = float64(preemptions) / float64(len(r.Jobs))
+	s.PreemptionsP50 = Percentile(perJob, 50)
+	s.PreemptionsP99 = Percentile(perJob, 99)
 	s.Makespan = last - first
 	if s.Makespan > 0 {
 		s.GPUUtil = busy / (float64(r.Shape.GPUs()) * s.Makespan)

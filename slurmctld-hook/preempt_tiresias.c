@@ -75,9 +75,17 @@ extern int preempt_p_get_data(job_record_t *job_ptr,
 				     ~(PREEMPT_MODE_GANG | PREEMPT_MODE_WITHIN);
 		return SLURM_SUCCESS;
 	case PREEMPT_DATA_PRIO:
-		/* Victims are taken lowest first: the job's own priority,
-		 * which the Tiresias queue dominates. */
-		*(uint32_t *) data = job_ptr->priority;
+		/* Victims are taken lowest first, in the core's victim order
+		 * (lower queues first; with spread_victims, the jobs of a queue
+		 * requeued least first; then the lowest-ranked), which is what
+		 * the simulator measures. Without the core: the job's own
+		 * priority, which the Tiresias queue dominates. */
+		if (!core_up) {
+			*(uint32_t *) data = job_ptr->priority;
+			return SLURM_SUCCESS;
+		}
+		*(uint32_t *) data = lachesis_victim_order(job_ptr->job_id,
+							   job_ptr->priority);
 		return SLURM_SUCCESS;
 	case PREEMPT_DATA_GRACE_TIME:
 		*(uint32_t *) data = 0;

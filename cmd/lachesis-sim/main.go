@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
@@ -48,6 +49,7 @@ type options struct {
 	restartPenalty, passInterval            string
 	requeueHold, minRun                     string
 	partialNodeIdle, promotedPreempts       bool
+	spreadVictims                           bool
 	maxPerJob, queueGap                     int
 	tickPassesOnly                          bool
 	thresholds, thresholdQuantiles          string
@@ -92,6 +94,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxPerJob, "max-preemptions", -1, "las/gittins: requeues after which a job is not preempted again, 0 no limit (default: priority.DefaultConfig's)")
 	fs.IntVar(&o.queueGap, "queue-gap", 0, "las/gittins: queues a victim must sit below its preemptor (default: priority.DefaultConfig's)")
 	fs.BoolVar(&o.promotedPreempts, "promoted-preempts", false, "las/gittins: a job promoted for starvation may preempt")
+	fs.BoolVar(&o.spreadVictims, "spread-victims", priority.DefaultPreemption().SpreadVictims, "las/gittins: victims requeued more often than the least-requeued running job of their queue go last")
 	fs.StringVar(&o.passInterval, "pass-interval", "30s", "policy pass interval; 0 acts on demotions at the exact second")
 	fs.BoolVar(&o.tickPassesOnly, "tick-passes-only", false, "act on arrivals and completions only at pass ticks too")
 	fs.StringVar(&o.thresholds, "thresholds", "", "Tiresias queue thresholds, GPU-seconds (default: priority.DefaultConfig's)")
@@ -370,6 +373,7 @@ func baseConfig(o *options) (sim.Config, error) {
 		pre.QueueGap = o.queueGap
 	}
 	pre.PromotedPreempts = o.promotedPreempts
+	pre.SpreadVictims = o.spreadVictims
 	po.LearnEvery = o.gittinsLearn
 	po.ReferencePreemption = o.referencePreemption
 	po.AgeWeight, po.SizeWeight = o.ageWeight, o.sizeWeight

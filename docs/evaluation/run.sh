@@ -42,7 +42,8 @@ SLICE=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node
 # rule existed: they keep free preemption (no hold, leftover GPUs reused,
 # restart penalty only where named) and the paper's rule, so they
 # reproduce their tables. Sections 5b-5d run with the real costs on.
-FREE=(-restart-penalty 0 -requeue-hold 0 -partial-node-idle=false -min-run 0 -max-preemptions 0 -promoted-preempts)
+FREE=(-restart-penalty 0 -requeue-hold 0 -partial-node-idle=false -min-run 0 -max-preemptions 0 -promoted-preempts
+	-spread-victims=false)
 SLICE+=("${FREE[@]}")
 # Lachesis's former defaults, from the sweep below.
 LACHESIS=(-thresholds 3250,32500,325000,3250000 -promote-knob 2)

@@ -152,6 +152,108 @@ func TestYoungDemotedJobKeepsItsGPUsUntilMinRun(t *testing.T) {
 	})
 }
 
+// A job just past a queue threshold, while new short jobs keep arriving,
+// is requeued at most once per min_run of running (its first run reaches
+// 40 s as the window ends, a second needs 40 s more): it is not traded back
+// and forth with every arrival. With min_run 0 (the paper's rule) the same
+// arrivals requeue it again and again, so the test can fail. Slurm's
+// Restarts and the ledger's Runs count the requeues.
+func TestNearThresholdJobNotRequeuedBackAndForth(t *testing.T) {
+	// Names stay short: the cluster's munge socket path holds them.
+	cases := []struct {
+		name            string
+		minRun          int
+		atLeast, atMost int // requeues in the 40-s window
+	}{
+		{"min_run 40", 40, 0, 1},
+		{"min_run 0", 0, 3, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := requeuesUnderArrivals(t, tc.minRun)
+			if got < tc.atLeast || got > tc.atMost {
+				t.Fatalf("long job requeued %d times in the window, want %d to %d", got, tc.atLeast, tc.atMost)
+			}
+		})
+	}
+}
+
+// Slurm takes victims in the core's order (PREEMPT_DATA_PRIO): with
+// spread_victims the second short job requeues the long job that was not
+// requeued yet; without it, the lowest-ranked one again (2D-LAS: its queue
+// entry, and so its rank, did not change when it was requeued).
+func TestSpreadVictimsInSlurm(t *testing.T) {
+	cases := []struct {
+		spread    bool
+		sameTwice bool
+	}{{true, false}, {false, true}}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("spread_%v", tc.spread), func(t *testing.T) {
+			e := startCluster(t, 1, fmt.Sprintf("tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
+				"  preemption: {min_run: 0, spread_victims: %v}\n", tc.spread))
+			a := e.submit("-J", "longA", "--gpus=2", "--wrap", "sleep 600")
+			b := e.submit("-J", "longB", "--gpus=2", "--wrap", "sleep 600")
+			e.waitState(a, "RUNNING", 30*time.Second)
+			e.waitState(b, "RUNNING", 30*time.Second)
+			e.waitQueue(a, 1, 40*time.Second)
+			e.waitQueue(b, 1, 40*time.Second)
+
+			victim := func(short uint32) uint32 {
+				e.waitState(short, "RUNNING", 30*time.Second)
+				var v uint32
+				e.eventually(10*time.Second, "one long job requeued", func() (bool, string) {
+					j := e.jobs()
+					switch {
+					case j[a].State == "PENDING" && j[b].State == "RUNNING":
+						v = a
+					case j[b].State == "PENDING" && j[a].State == "RUNNING":
+						v = b
+					}
+					return v != 0, fmt.Sprintf("A %s, B %s", j[a].State, j[b].State)
+				})
+				return v
+			}
+			first := victim(e.submit("-J", "short1", "--gpus=2", "--wrap", "sleep 3"))
+			e.waitState(first, "RUNNING", 40*time.Second)
+			// A pass sees the restart: the core counts the requeue.
+			e.eventually(10*time.Second, "the ledger to count the requeue", func() (bool, string) {
+				r, _ := e.ledgerRecord(first)
+				return r.Requeues() == 1 && r.RunOpen, fmt.Sprintf("%+v", r)
+			})
+			second := victim(e.submit("-J", "short2", "--gpus=2", "--wrap", "sleep 3"))
+			if (second == first) != tc.sameTwice {
+				t.Fatalf("first victim %d, second %d; want the same job twice: %v", first, second, tc.sameTwice)
+			}
+		})
+	}
+}
+
+// requeuesUnderArrivals runs a 4-GPU job on the one 4-GPU node until it
+// has just crossed the 20 GPU-s threshold, then submits a 3-s one-GPU job
+// every 10 s for 40 s and returns how often the long job was requeued.
+func requeuesUnderArrivals(t *testing.T, minRun int) int {
+	e := startCluster(t, 1, fmt.Sprintf("tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: %d}\n", minRun))
+	long := e.submit("-J", "long", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(long, "RUNNING", 30*time.Second)
+	e.waitQueue(long, 1, 40*time.Second) // 4 GPUs x 5 s: just past 20 GPU-s
+	for range 4 {
+		e.submit("-J", "short", "--gpus=1", "--wrap", "sleep 3")
+		time.Sleep(10 * time.Second)
+	}
+	d, err := e.c.ShowJob(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("min_run %d: long job requeued %d times, now %s", minRun, d.Restarts, d.State)
+	// The ledger counts the same requeues (a run it has not seen yet
+	// shows once the next pass observes the job again).
+	e.eventually(10*time.Second, "the ledger to count the requeues", func() (bool, string) {
+		r, _ := e.ledgerRecord(long)
+		return r.Requeues() >= d.Restarts-1 && r.Requeues() <= d.Restarts, fmt.Sprintf("%d requeues in the ledger", r.Requeues())
+	})
+	return d.Restarts
+}
+
 func TestStarvationPromotionInTheRealCluster(t *testing.T) {
 	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0.5\n  preemption: {min_run: 0}\n")
 	starved := e.submit("-J", "starved", "--gpus=4", "--wrap", "sleep 600")

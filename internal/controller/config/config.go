@@ -117,6 +117,7 @@ type file struct {
 			MaxPerJob        int     `mapstructure:"max_per_job"`
 			QueueGap         int     `mapstructure:"queue_gap"`
 			PromotedPreempts bool    `mapstructure:"promoted_preempts"`
+			SpreadVictims    bool    `mapstructure:"spread_victims"`
 		} `mapstructure:"preemption"`
 	} `mapstructure:"tiresias"`
 	PassInterval float64 `mapstructure:"pass_interval"`
@@ -207,6 +208,7 @@ func defaultFile() file {
 	f.Tiresias.Preemption.MaxPerJob = d.Tiresias.Preemption.MaxPerJob
 	f.Tiresias.Preemption.QueueGap = d.Tiresias.Preemption.QueueGap
 	f.Tiresias.Preemption.PromotedPreempts = d.Tiresias.Preemption.PromotedPreempts
+	f.Tiresias.Preemption.SpreadVictims = d.Tiresias.Preemption.SpreadVictims
 	f.PassInterval = d.PassInterval.Seconds()
 	f.DBPath = d.DBPath
 	f.LogLevel = d.LogLevel
@@ -299,6 +301,7 @@ func (f file) validate() (Config, error) {
 				MaxPerJob:        t.Preemption.MaxPerJob,
 				QueueGap:         t.Preemption.QueueGap,
 				PromotedPreempts: t.Preemption.PromotedPreempts,
+				SpreadVictims:    t.Preemption.SpreadVictims,
 			},
 			EffectiveService: t.EffectiveService,
 		},

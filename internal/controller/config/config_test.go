@@ -101,7 +101,7 @@ func TestFairShareDefaultsToOnWithAWeekHalfLife(t *testing.T) {
 }
 
 func TestParseReadsThePreemptionRule(t *testing.T) {
-	c, err := Parse(strings.NewReader("tiresias:\n  preemption:\n    min_run: 900\n    max_per_job: 4\n    queue_gap: 2\n    promoted_preempts: true\n"))
+	c, err := Parse(strings.NewReader("tiresias:\n  preemption:\n    min_run: 900\n    max_per_job: 4\n    queue_gap: 2\n    promoted_preempts: true\n    spread_victims: false\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

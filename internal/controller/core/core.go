@@ -349,6 +349,15 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		out[c.jobIndex[k]] = d
 	}
 	c.preempt.fromPass(c.jobs, c.results)
+	c.preempt.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.requeues)
+}
+
+// requeues is how many times job id was requeued, as its record says.
+func (c *Core) requeues(id uint32) int {
+	if rec, ok := c.records[id]; ok {
+		return rec.Requeues()
+	}
+	return 0
 }
 
 // forget is a pass's last stage: jobs slurmctld no longer has (purged

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 
@@ -24,6 +25,46 @@ type preemptView struct {
 	bestPending int
 	// gpu holds the jobs that use GPUs (last pass, and placements since).
 	gpu map[uint32]bool
+	// victimOrder numbers the GPU jobs running at the last pass in the
+	// order Slurm is to take them as victims, from 1 (first taken), by
+	// priority.Preemption.CompareVictims: the order the simulator's
+	// preemption uses. floor and running are its scratch.
+	victimOrder map[uint32]uint32
+	floor       priority.RequeueFloor
+	running     []victimEntry
+}
+
+// victimEntry is one running GPU job while the victim order is built.
+type victimEntry struct {
+	id uint32
+	priority.Victim
+}
+
+// orderVictims numbers the running GPU jobs of a pass (results[k] is the
+// decision for jobs[k]) by rule's victim order; requeues gives a job's
+// requeues so far.
+func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job, results []priority.Result, requeues func(id uint32) int) {
+	if v.victimOrder == nil {
+		v.victimOrder = make(map[uint32]uint32, len(jobs))
+	}
+	clear(v.victimOrder)
+	v.floor.Reset()
+	v.running = v.running[:0]
+	for k := range results {
+		j := &jobs[k]
+		if j.GPUs == 0 || j.State != priority.Running {
+			continue
+		}
+		e := victimEntry{id: j.ID, Victim: priority.Victim{Queue: results[k].Queue, Requeues: requeues(j.ID), Rank: results[k].Rank}}
+		v.floor.Add(e.Queue, e.Requeues)
+		v.running = append(v.running, e)
+	}
+	slices.SortFunc(v.running, func(a, b victimEntry) int {
+		return rule.CompareVictims(&v.floor, a.Victim, b.Victim)
+	})
+	for i, e := range v.running {
+		v.victimOrder[e.id] = uint32(i + 1)
+	}
 }
 
 // fromPass rebuilds the view from a pass's ranked jobs (results[k] is the
@@ -118,6 +159,22 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 		c.preemptNotes[preemptee] = preemptNote{by: preemptor, byQueue: p.Queue, queue: v.Queue, ran: v.RunSeconds}
 	}
 	return c.met.preemption(verdict == priority.Allowed)
+}
+
+// VictimOrder is where running job id comes in the order Slurm takes
+// victims, lowest first: preempt/tiresias answers Slurm's PREEMPT_DATA_PRIO
+// with it, and Slurm requeues candidates in that order until the preemptor
+// fits. The order is priority.Preemption.CompareVictims over the GPU jobs
+// running at the last pass (with spread_victims, the less-requeued jobs of
+// a queue go first). A job not running then (started since) gets
+// math.MaxUint32 and goes last; min_run keeps such a young run anyway.
+func (c *Core) VictimOrder(id uint32) uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.preempt.victimOrder[id]; ok {
+		return n
+	}
+	return math.MaxUint32
 }
 
 // candidate describes job id for the preemption rule at now.

@@ -2,12 +2,16 @@ package core
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 func TestPreemptableNeedsGPUsOnBothSidesAndALowerQueue(t *testing.T) {
@@ -127,5 +131,54 @@ func TestPreemptable_KeepsYoungRunsAndRecordsWhyAJobWasPreempted(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "job preempted") || !strings.Contains(logged.String(), want) {
 		t.Fatalf("slurmctld's log lacks the preemption and its reason:\n%s", logged.String())
+	}
+}
+
+func TestVictimOrder(t *testing.T) {
+	cases := []struct {
+		name   string
+		spread bool
+		want   []uint32 // jobs 1-3 in the order Slurm is to take them
+	}{
+		// 2D-LAS: job 1 entered queue 2 last, so it ranks lowest there;
+		// it is also the only one requeued.
+		{"without spreading the lowest-ranked job goes first", false, []uint32{1, 3, 2}},
+		{"spread victims take the requeued job last", true, []uint32{3, 2, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "l.db")
+			store, err := ledger.Open(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(db)
+			cfg.Tiresias.Mode = priority.ModeLAS
+			cfg.Tiresias.Preemption.SpreadVictims = tc.spread
+			c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Jobs 2 and 3 reach queue 2 (1,000 GPU-s) by 1100, job 1
+			// (600 GPU-s by then) only at 1600, after a requeue: it
+			// restarted at 1150, a new run.
+			pass(c, 1100, running(1, 1, 0, 500), running(2, 1, 0, 10), running(3, 1, 0, 10))
+			pass(c, 1600, running(1, 1, 0, 1150), running(2, 1, 0, 10), running(3, 1, 0, 10), pending(4, 1, 1590))
+			var got []uint32
+			for n := uint32(1); n <= 3; n++ {
+				for id := uint32(1); id <= 3; id++ {
+					if c.VictimOrder(id) == n {
+						got = append(got, id)
+					}
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("victim order %v, want %v", got, tc.want)
+			}
+			if o := c.VictimOrder(4); o != math.MaxUint32 {
+				t.Fatalf("a pending job's victim order = %d, want the last (MaxUint32)", o)
+			}
+		})
 	}
 }
