@@ -30,6 +30,23 @@ func Variants(base Config, policies []string, allocs []AllocMode) []Variant {
 	return out
 }
 
+// FairShareVariants follows each las and gittins variant with a copy that
+// has fair share between accounts on, labelled LABEL+fs.
+func FairShareVariants(variants []Variant) []Variant {
+	var out []Variant
+	for _, v := range variants {
+		out = append(out, v)
+		if v.Config.Policy != PolicyLAS && v.Config.Policy != PolicyGittins {
+			continue
+		}
+		fs := v
+		fs.Label += "+fs"
+		fs.Config.PolicyOptions.Tiresias.FairShare.Enabled = true
+		out = append(out, fs)
+	}
+	return out
+}
+
 // RunAll simulates every variant on the same trace, up to parallel at a
 // time (each simulation is single-threaded and independent, so results do
 // not depend on parallel). Results are in the order of variants.

@@ -84,6 +84,17 @@
 // Lachesis's rule that preemption crosses queues (a job preempts only jobs
 // in a strictly lower queue) is the level rule with the queue as level.
 //
+// # Fair share
+//
+// With Tiresias.FairShare.Enabled (off by default here, unlike in
+// slurmctld), las and gittins add fair share between accounts, a job's
+// account being its virtual cluster (Job.Cluster): the orderer keeps a
+// priority.UsageTable, the core's own bookkeeping, decays it and charges
+// each account the service its jobs attained since the last pass (a job
+// that completed in between, at the next pass), and hands the factors to
+// the Ranker with the jobs. Result.Accounts has each account's jobs, GPU
+// time, share of the GPU time held while jobs waited, and average JCT.
+//
 // # Results
 //
 // JCT is finish − submit. Summary has the average, median, p95 and p99

@@ -42,6 +42,10 @@ type engine struct {
 	busyGPUSeconds float64
 	preemptions    int
 	runs           []RunRecord
+
+	// accts is the per-account (virtual cluster) bookkeeping for the
+	// report (accounts.go).
+	accts accountMeter
 }
 
 // Run simulates trace under cfg.
@@ -98,7 +102,8 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 			bc = bestCase{profile, d}
 			cache[name] = bc
 		}
-		e.jobs[i] = JobState{Job: job, Model: name, Profile: bc.profile, best: bc.demand}
+		e.jobs[i] = JobState{Job: job, Model: name, Profile: bc.profile, best: bc.demand,
+			acct: e.accts.index(job.Cluster)}
 	}
 	if cfg.Hetero != nil {
 		if err := e.initHetero(); err != nil {
@@ -136,6 +141,9 @@ func (e *engine) loop() error {
 			ta = e.jobs[e.nextArrival].Job.Submit
 		}
 		t := min(tc, ta, tp)
+		if !math.IsInf(t, 1) {
+			e.accts.advance(t, e.pending > 0)
+		}
 		switch {
 		case math.IsInf(t, 1):
 			return fmt.Errorf("%w at %d of %d jobs done, %d pending", ErrStalled, e.done, n, e.pending)
@@ -215,6 +223,7 @@ func (e *engine) arrive(j *JobState) {
 
 func (e *engine) start(j *JobState, speed, now float64) {
 	e.cluster.take(j)
+	e.accts.gpus[j.acct] += j.Job.GPUs
 	j.Status = Running
 	e.pending--
 	j.seq++
@@ -242,6 +251,8 @@ func (e *engine) closeRun(j *JobState, now float64) {
 	gpuSeconds := float64(j.Job.GPUs) * run
 	j.Account.RunSeconds = j.accountSeconds(now)
 	e.busyGPUSeconds += gpuSeconds
+	j.heldGPUSeconds += gpuSeconds
+	e.accts.gpus[j.acct] -= j.Job.GPUs
 	if j.het != nil {
 		e.cluster.het.account(j, j.RunStart, now)
 	}
@@ -275,8 +286,8 @@ func (e *engine) complete(j *JobState, now float64) error {
 	j.Status = Done
 	j.Finish = now
 	e.done++
-	if l, ok := e.policy.Order.(interface{ jobDone(float64) error }); ok {
-		if err := l.jobDone(j.Account.ServiceClosed); err != nil {
+	if l, ok := e.policy.Order.(interface{ jobDone(*JobState) error }); ok {
+		if err := l.jobDone(j); err != nil {
 			return fmt.Errorf("learning the Gittins distribution: %w", err)
 		}
 	}

@@ -34,6 +34,8 @@ type tiresiasOrder struct {
 	// floor is the fewest requeues per queue among the running jobs of
 	// the last pass, for the victim order (priority.RequeueFloor).
 	floor priority.RequeueFloor
+	// fair is fair share between accounts (fairshare.go), nil when off.
+	fair *fairShare
 }
 
 func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
@@ -53,6 +55,14 @@ func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadConfig, name, err)
 	}
 	o := &tiresiasOrder{cfg: cfg, seed: dist, ranker: r, reference: opts.ReferencePreemption}
+	if cfg.FairShare.Enabled {
+		if o.reference {
+			// The reference simulator's lists ignore every tie-break
+			// fair share could act through.
+			return nil, fmt.Errorf("%w: %s: fair share does not apply with reference preemption", ErrBadConfig, name)
+		}
+		o.fair = &fairShare{cfg: cfg.FairShare}
+	}
 	if name == PolicyGittins || quantiles {
 		o.learnEvery = opts.LearnEvery
 	}
@@ -82,6 +92,9 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 		}
 		j.Account.Describe(&pj)
 		o.jobs = append(o.jobs, pj)
+	}
+	if o.fair != nil {
+		o.fair.pass(nowSec, jobs, o.jobs)
 	}
 	o.results = o.ranker.Rank(nowSec, o.jobs, o.results)
 	if o.reference {
@@ -203,8 +216,13 @@ func (o *tiresiasOrder) NextChange(now float64, jobs []*JobState) float64 {
 	return next
 }
 
-// jobDone feeds the learned Gittins distribution.
-func (o *tiresiasOrder) jobDone(gpuSeconds float64) error {
+// jobDone keeps a completed job's last service for its account's
+// fair-share usage and feeds the learned Gittins distribution.
+func (o *tiresiasOrder) jobDone(j *JobState) error {
+	if o.fair != nil {
+		o.fair.finished(j)
+	}
+	gpuSeconds := j.Account.ServiceClosed
 	if o.learnEvery <= 0 {
 		return nil
 	}

@@ -105,12 +105,20 @@ type PolicyOptions struct {
 
 // DefaultPolicyOptions are Lachesis's defaults (priority.DefaultConfig) and
 // Slurm's usual age settings.
+//
+// Fair share between accounts, on by default in slurmctld, is off here
+// (with the core's half-life and equal shares ready): the papers' figures
+// and the published tables have no accounts, so a run turns it on
+// (Tiresias.FairShare.Enabled) to compare.
 func DefaultPolicyOptions() PolicyOptions {
-	return PolicyOptions{
+	o := PolicyOptions{
 		Tiresias:  priority.DefaultConfig(),
 		AgeWeight: 1000,
 		MaxAge:    7 * 24 * 3600,
 	}
+	o.Tiresias.FairShare = priority.DefaultFairShare()
+	o.Tiresias.FairShare.Enabled = false
+	return o
 }
 
 // NewPolicy builds a policy by name:

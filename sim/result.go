@@ -22,11 +22,16 @@ type Result struct {
 	Passes  int
 	// Hetero is the heterogeneous summary of a run with Config.Hetero.
 	Hetero *HeteroSummary
+	// Accounts are the per-account (virtual cluster) figures, most GPU
+	// time first.
+	Accounts []AccountSummary
 }
 
 // JobResult is one job's outcome.
 type JobResult struct {
-	ID          uint32
+	ID uint32
+	// Account is the job's account for fair share: its virtual cluster.
+	Account     string
 	GPUs        int
 	Model       string
 	Submit      float64
@@ -41,6 +46,8 @@ type JobResult struct {
 	// JCT ≥ Duration / MaxSpeed always holds.
 	Speed    float64
 	MaxSpeed float64
+	// GPUSeconds is the GPU time the job held, restart penalties included.
+	GPUSeconds float64
 }
 
 // RunRecord is one uninterrupted run of a job.
@@ -101,6 +108,7 @@ func (e *engine) result(trace *Trace) *Result {
 		j := &e.jobs[i]
 		r.Jobs[i] = JobResult{
 			ID:          j.Job.ID,
+			Account:     j.Job.Cluster,
 			GPUs:        j.Job.GPUs,
 			Model:       j.Model,
 			Submit:      j.Job.Submit,
@@ -112,9 +120,11 @@ func (e *engine) result(trace *Trace) *Result {
 			Promotions:  j.Account.Promotions,
 			Speed:       j.Job.Duration / j.progressTime,
 			MaxSpeed:    j.maxSpeed,
+			GPUSeconds:  j.heldGPUSeconds,
 		}
 	}
 	r.Summary = summarise(r, e.busyGPUSeconds, e.preemptions)
+	r.Accounts = e.accts.summaries(r.Jobs)
 	r.Hetero = e.heteroSummary()
 	return r
 }

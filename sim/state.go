@@ -71,6 +71,13 @@ type JobState struct {
 	// making progress (running, past the restart penalty).
 	maxSpeed     float64
 	progressTime float64
+	// charged is the service already in the account's fair-share usage;
+	// heldGPUSeconds the GPU-seconds the job held (restart penalties
+	// included), for the per-account report.
+	charged        float64
+	heldGPUSeconds float64
+	// acct is the job's account's index in the engine's accountMeter.
+	acct int32
 }
 
 // slot is a job's share of one node.

@@ -66,6 +66,8 @@ type options struct {
 	sweepNodes                              string
 	parallel                                int
 	hetero                                  heteroOptions
+	fairShare, fairShareHalfLife            string
+	accounts                                bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -118,6 +120,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.bench, "bench", false, "report wall time, jobs simulated per second and peak memory")
 	fs.BoolVar(&o.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once")
+	fs.StringVar(&o.fairShare, "fairshare", "off", "las/gittins: fair share between accounts (a job's account is its virtual cluster, equal shares): off, on, or both (each las/gittins run also with fair share, labelled +fs)")
+	fs.StringVar(&o.fairShareHalfLife, "fairshare-half-life", "7d", "fair share: usage decay half-life")
+	fs.BoolVar(&o.accounts, "accounts", false, "also print each account's share of GPU time and average JCT (on with -fairshare on or both)")
 	o.hetero.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -163,6 +168,9 @@ func run(args []string) error {
 			allocs = append(allocs, sim.AllocMode(a))
 		}
 		variants = sim.Variants(cfg, policies, allocs)
+		if o.fairShare == "both" {
+			variants = sim.FairShareVariants(variants)
+		}
 		if variants, err = o.hetero.variants(variants); err != nil {
 			return err
 		}
@@ -214,6 +222,12 @@ func runComparison(o *options, trace *sim.Trace, variants []sim.Variant) error {
 	}
 	for _, r := range sim.Ratios(results) {
 		fmt.Printf("%s: %.3f\n", r.Name, r.Value)
+	}
+	if o.accounts || o.fairShare != "off" {
+		fmt.Println("\nper account (virtual cluster): share of all GPU time; per run, share of the GPU time held while jobs waited, and average JCT")
+		if err := sim.WriteAccountTable(os.Stdout, results); err != nil {
+			return err
+		}
 	}
 	if err := writeHetero(o, results); err != nil {
 		return err
@@ -374,6 +388,17 @@ func baseConfig(o *options) (sim.Config, error) {
 	}
 	pre.PromotedPreempts = o.promotedPreempts
 	pre.SpreadVictims = o.spreadVictims
+	fsCfg := &po.Tiresias.FairShare
+	switch o.fairShare {
+	case "off", "both": // both: FairShareVariants turns it on in copies
+	case "on":
+		fsCfg.Enabled = true
+	default:
+		return cfg, fmt.Errorf("-fairshare: %q is not off, on or both", o.fairShare)
+	}
+	if fsCfg.HalfLife, err = parseSeconds(o.fairShareHalfLife); err != nil {
+		return cfg, fmt.Errorf("-fairshare-half-life: %w", err)
+	}
 	po.LearnEvery = o.gittinsLearn
 	po.ReferencePreemption = o.referencePreemption
 	po.AgeWeight, po.SizeWeight = o.ageWeight, o.sizeWeight

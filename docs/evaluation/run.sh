@@ -144,6 +144,14 @@ sim 6c71a0-reference-nocosts "${I11[@]}" -policies srtf,las,gittins -thresholds 
 # 5d. The preemption sweep that chose the preemption defaults.
 PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/preempt-sweep.sh
 
+# 6b. Fair share between accounts (a job's account is its virtual cluster,
+#     equal shares, the core's 7-day half-life): the first week of the
+#     slice on 16 x 8 GPUs (a pool), real costs, 2D-Gittins at Lachesis's
+#     defaults, with and without fair share, and the per-account table.
+sim fairshare-week -trace "$PHILLY" -from 2017-10-02 -to 2017-10-09 -gpu-count-only -nodes 16 -gpus-per-node 8 \
+	-policies fifo-skip,gittins -fairshare both -out "$OUT/fairshare-week" \
+	-title "Philly 2017-10-02 to 10-09, 16 x 8 GPUs, fair share between VCs"
+
 # 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.
 sim bench -trace "$PHILLY" -nodes 64 -gpus-per-node 8 -policies gittins -parallel 1 -bench \

@@ -377,6 +377,7 @@ func (c *Core) forget(now int64) {
 		}
 	}
 	c.pruneMarkers()
+	c.fs.pruneFinished(c.seen)
 	for id := range c.ends {
 		if !c.seen[id] {
 			delete(c.ends, id)
@@ -397,8 +398,15 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	before := *rec
 	// Whatever this observation adds to the job's service is its account's
 	// usage (a node's report of an earlier end can only lower it: no
-	// refund, usage decays anyway).
-	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
+	// refund, usage decays anyway). A finished job stays in slurmctld's
+	// list for MinJobAge and every pass sees it again with a fresh record;
+	// its service is charged only the first time.
+	charge := ok || !c.fs.finishCharged(s.ID)
+	defer func() {
+		if charge {
+			c.fs.charge(s.Account, rec.Total()-before.Total())
+		}
+	}()
 	switch s.State {
 	case StateRunning, StateSuspended:
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
@@ -423,6 +431,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			end = now
 		}
 		c.finish(rec, end)
+		c.fs.markFinishCharged(s.ID)
 		return rec
 	}
 	if *rec != before {

@@ -15,15 +15,11 @@ import (
 
 const (
 	keyAccount   = "account"
+	keyShares    = "shares"
 	keyUsage     = "usage_gpu_s"
 	keyFactor    = "fairshare"
 	keyOverShare = "over_share"
 )
-
-// forgetUsage is the decayed usage (GPU-seconds) below which an account
-// without jobs is dropped, so the table stays as small as the set of
-// accounts that matter. One GPU-second cannot change anyone's class.
-const forgetUsage = 1.0
 
 // maxInterned bounds the names table: account names come from jobs, and a
 // site with more distinct accounts than this still works, only paying an
@@ -63,28 +59,47 @@ func (n *AccountNames) Intern(b []byte) string {
 	return s
 }
 
-// accountUsage is one account's decayed usage.
-type accountUsage struct {
-	usage float64 // GPU-seconds, decayed up to the last pass
-	load  int     // index into fairShareState.loads this pass; -1: no jobs
-}
-
-// fairShareState is the core's fair-share table; under Core.mu.
+// fairShareState is the core's fair-share table; under Core.mu. The usage
+// bookkeeping is priority.UsageTable's, the simulator's too; what is the
+// core's own is the log, the factors Place needs between passes and the
+// hand-off to the ledger writer.
 type fairShareState struct {
-	accounts map[string]*accountUsage
-	at       int64                  // when usage was last decayed
-	loads    []priority.AccountLoad // scratch: the accounts with jobs this pass
-	jobLoad  []int                  // scratch: c.jobs[k]'s index into loads
-	factor   map[string]float64     // each account's factor as of the last pass, for Place
-	next     map[string]float64     // scratch: this pass's factors, swapped into factor
-	saved    []ledger.AccountUsage  // scratch handed to the writer
+	table   priority.UsageTable
+	jobLoad []int              // scratch: c.jobs[k]'s index into table.Loads()
+	factor  map[string]float64 // each account's factor as of the last pass, for Place
+	next    map[string]float64 // scratch: this pass's factors, swapped into factor
+	usage   []priority.AccountUsage
+	saved   []ledger.AccountUsage // scratch handed to the writer
+	// finished: jobs seen finished whose service is in their account's
+	// usage, while slurmctld still lists them (bounded by its job list).
+	finished map[uint32]struct{}
 }
 
 func (f *fairShareState) init() {
-	if f.accounts == nil {
-		f.accounts = make(map[string]*accountUsage)
+	if f.factor == nil {
 		f.factor = make(map[string]float64)
 		f.next = make(map[string]float64)
+		f.finished = make(map[uint32]struct{})
+	}
+}
+
+// finishCharged says a finished job's service was already charged.
+func (f *fairShareState) finishCharged(job uint32) bool {
+	_, ok := f.finished[job]
+	return ok
+}
+
+func (f *fairShareState) markFinishCharged(job uint32) {
+	f.init()
+	f.finished[job] = struct{}{}
+}
+
+// pruneFinished forgets the finished jobs slurmctld no longer lists.
+func (f *fairShareState) pruneFinished(seen map[uint32]bool) {
+	for id := range f.finished {
+		if !seen[id] {
+			delete(f.finished, id)
+		}
 	}
 }
 
@@ -93,36 +108,18 @@ func (f *fairShareState) init() {
 func (f *fairShareState) restore(saved []ledger.AccountUsage) {
 	f.init()
 	for _, u := range saved {
-		if u.Usage > 0 {
-			f.accounts[u.Account] = &accountUsage{usage: u.Usage, load: -1}
-			f.at = max(f.at, u.At)
-		}
+		f.table.Restore(u.Account, u.Usage, u.At)
 	}
 }
 
 // decay brings every account's usage forward to now.
 func (f *fairShareState) decay(now int64, halfLife float64) {
-	f.init()
-	if f.at != 0 && now > f.at {
-		for _, a := range f.accounts {
-			a.usage = priority.DecayUsage(a.usage, float64(now-f.at), halfLife)
-		}
-	}
-	f.at = max(f.at, now)
+	f.table.Decay(now, halfLife)
 }
 
 // charge adds GPU-seconds of attained service to an account.
 func (f *fairShareState) charge(account string, gpuSeconds float64) {
-	if !(gpuSeconds > 0) {
-		return
-	}
-	f.init()
-	a := f.accounts[account]
-	if a == nil {
-		a = &accountUsage{load: -1}
-		f.accounts[account] = a
-	}
-	a.usage += gpuSeconds
+	f.table.Charge(account, gpuSeconds)
 }
 
 // fairShare is a pass's stage between account and rank: it gives every job
@@ -131,47 +128,32 @@ func (c *Core) fairShare(snaps []Snapshot) {
 	fs := &c.fs
 	fs.init()
 	cfg := &c.cfg.Tiresias.FairShare
-	for _, a := range fs.accounts {
-		a.load = -1
-	}
-	fs.loads = fs.loads[:0]
+	fs.table.BeginPass()
 	fs.jobLoad = fs.jobLoad[:0]
 	for k := range c.jobs {
 		s := &snaps[c.jobIndex[k]]
-		a := fs.accounts[s.Account]
-		if a == nil {
-			a = &accountUsage{load: -1}
-			fs.accounts[s.Account] = a
-		}
-		if a.load < 0 {
-			a.load = len(fs.loads)
-			fs.loads = append(fs.loads, priority.AccountLoad{
-				Shares: cfg.SharesOf(s.Account, s.AccountShares), Usage: a.usage,
-			})
-		}
-		fs.jobLoad = append(fs.jobLoad, a.load)
+		fs.jobLoad = append(fs.jobLoad, fs.table.Join(s.Account, cfg.SharesOf(s.Account, s.AccountShares)))
 	}
-	priority.FairShareFactors(fs.loads)
+	fs.table.Settle()
 	for k := range c.jobs {
-		c.jobs[k].FairShare = fs.loads[fs.jobLoad[k]].Factor
+		c.jobs[k].FairShare = fs.table.Factor(fs.jobLoad[k])
 	}
 	clear(fs.next)
-	for name, a := range fs.accounts {
-		switch {
-		case a.load >= 0:
-			l := fs.loads[a.load]
-			// One line when an account crosses its share, not one per pass.
-			if before, ok := fs.factor[name]; !ok || priority.OverShare(before) != priority.OverShare(l.Factor) {
-				c.log.Info("account fair-share class", keyAccount, name, keyFactor, l.Factor,
-					keyUsage, a.usage, keyOverShare, priority.OverShare(l.Factor))
-			}
-			fs.next[name] = l.Factor
-		case a.usage < forgetUsage:
-			delete(fs.accounts, name)
+	loads := fs.table.Loads()
+	for i, l := range loads {
+		name := fs.table.Name(i)
+		usage, _ := fs.table.Usage(name)
+		// One line when an account crosses its share, not one per pass.
+		if before, ok := fs.factor[name]; !ok || priority.OverShare(before) != priority.OverShare(l.Factor) {
+			// The shares say where they came from: the association's
+			// shares_raw when slurmdbd gives one, else lachesis.yaml.
+			c.log.Info("account fair-share class", keyAccount, name, keyShares, l.Shares, keyFactor, l.Factor,
+				keyUsage, usage, keyOverShare, priority.OverShare(l.Factor))
 		}
+		fs.next[name] = l.Factor
 	}
 	fs.factor, fs.next = fs.next, fs.factor
-	c.met.fairShare(len(fs.accounts), len(fs.loads), countOver(fs.loads))
+	c.met.fairShare(fs.table.Len(), len(loads), countOver(loads))
 	c.queueUsage()
 }
 
@@ -199,9 +181,11 @@ func (c *Core) placeFactor(account string) float64 {
 // latest one it finds.
 func (c *Core) queueUsage() {
 	fs := &c.fs
+	fs.usage = fs.table.AppendUsage(fs.usage[:0])
 	fs.saved = fs.saved[:0]
-	for name, a := range fs.accounts {
-		fs.saved = append(fs.saved, ledger.AccountUsage{Account: name, Usage: a.usage, At: fs.at})
+	at := fs.table.At()
+	for _, u := range fs.usage {
+		fs.saved = append(fs.saved, ledger.AccountUsage{Account: u.Account, Usage: u.Usage, At: at})
 	}
 	c.pendMu.Lock()
 	c.pendUsage = append(c.pendUsage[:0], fs.saved...)
@@ -214,9 +198,5 @@ func (c *Core) queueUsage() {
 func (c *Core) AccountUsage(account string) (float64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a, ok := c.fs.accounts[account]
-	if !ok {
-		return 0, false
-	}
-	return a.usage, true
+	return c.fs.table.Usage(account)
 }

@@ -139,3 +139,42 @@ func TestAccountNamesInternsAndBounds(t *testing.T) {
 		t.Error("no name must intern as \"\"")
 	}
 }
+
+// A finished job stays in slurmctld's list (MinJobAge) and every pass sees
+// it again; its service must count once in its account's usage, however
+// many passes see it finished.
+func TestFairShareChargesAFinishedJobOnce(t *testing.T) {
+	tests := []struct {
+		name      string
+		seenFirst Snapshot // the first pass's view of job 1
+		want      float64
+	}{
+		{"a job seen running then finished is charged its run once",
+			withAccount(running(1, 2, 1000, 1000), "a"), 300},
+		{"a job that ran between two passes is charged once",
+			withAccount(pending(1, 2, 1000), "a"), 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			defer c.Close()
+			other := withAccount(pending(2, 1, 1000), "b") // keeps a's usage in the table's passes
+			pass(c, 1000, tt.seenFirst, other)
+			fin := withAccount(Snapshot{ID: 1, State: StateFinished, GPUs: 2, SubmitTime: 1000, StartTime: 1000, EndTime: 1150}, "a")
+			for now := int64(1200); now <= 1500; now += 30 {
+				pass(c, now, fin, other)
+			}
+			// Half-life is a week: 300 s of decay is negligible.
+			if u, _ := c.AccountUsage("a"); math.Abs(u-tt.want) > 0.5 {
+				t.Fatalf("usage of a after 11 passes saw its job finished = %v, want %v (2 GPUs × 150 s, once)", u, tt.want)
+			}
+			// Once slurmctld purges the job and lists it again (a job id
+			// reused after a restart of the id counter), it is a new job.
+			pass(c, 1600, other)
+			pass(c, 1700, fin, other)
+			if u, _ := c.AccountUsage("a"); math.Abs(u-2*tt.want) > 1 {
+				t.Fatalf("usage of a after the job id came back = %v, want %v", u, 2*tt.want)
+			}
+		})
+	}
+}
