@@ -180,7 +180,7 @@ func sizeJob(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.int32_t, ou
 	}
 	d := h.core.SizeJob(submitFromC(job), nodesFromC(unsafe.Slice(nodes, int(n))))
 	sizingToC(&d, out)
-	// Told here, on the sizing thread, so that with placement off (the
+	// Told here, on the sizing goroutine, so that with placement off (the
 	// default) the RPC thread never enters Go for it.
 	if h.core.PlacementEnabled() {
 		out.placement = 1
