@@ -51,10 +51,12 @@ $(CORE): $(GO_SRC) cgo/lachesis_core.h | deps
 $(PLUGINS)/%.so: slurmctld-hook/%.c $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
 	$(CC) $(CFLAGS_PLUGIN) -o $@ $< slurmctld-hook/lachesis_hook.c $(LDFLAGS_PLUGIN)
 
-# job_submit/synergy has a second source file: placement (issue 12).
+# job_submit/synergy has more source files: placement (issue 12) and the
+# handoff to the core's sizing goroutine.
 PLACEMENT_SRC := slurmctld-hook/job_submit_placement.c slurmctld-hook/job_submit_placement.h
-$(PLUGINS)/job_submit_synergy.so: slurmctld-hook/job_submit_synergy.c $(PLACEMENT_SRC) $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
-	$(CC) $(CFLAGS_PLUGIN) -o $@ $< slurmctld-hook/job_submit_placement.c slurmctld-hook/lachesis_hook.c $(LDFLAGS_PLUGIN)
+HANDOFF_SRC := slurmctld-hook/size_handoff.c slurmctld-hook/size_handoff.h
+$(PLUGINS)/job_submit_synergy.so: slurmctld-hook/job_submit_synergy.c $(PLACEMENT_SRC) $(HANDOFF_SRC) $(HOOK_SRC) $(CORE) $(SLURM_SRC)/config.h
+	$(CC) $(CFLAGS_PLUGIN) -o $@ $< slurmctld-hook/job_submit_placement.c slurmctld-hook/size_handoff.c slurmctld-hook/lachesis_hook.c $(LDFLAGS_PLUGIN)
 
 # The SPANK plugin runs in slurmstepd on compute nodes: no Go core there.
 $(PLUGINS)/lachesis_jobend.so: slurmd-spank/lachesis_jobend.c $(SLURM_SRC)/config.h

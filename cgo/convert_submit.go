@@ -19,12 +19,18 @@ import (
 // huge comment must cost nothing.
 const maxSubmitString = 8192
 
+// It reads the bytes in Go, not with strnlen: a cgo call from the sizing
+// goroutine would wake Go's monitor thread (sizer.go).
 func boundedString(p *C.char) string {
 	if p == nil {
 		return ""
 	}
-	n := int(C.strnlen(p, maxSubmitString))
-	return C.GoStringN(p, C.int(n))
+	base := unsafe.Pointer(p)
+	n := 0
+	for n < maxSubmitString && *(*byte)(unsafe.Add(base, n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(base), n))
 }
 
 func submitFromC(j *C.lachesis_submit_t) synergy.Request {

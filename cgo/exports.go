@@ -165,6 +165,12 @@ func lachesis_preemption_possible() (rc C.int) {
 //export lachesis_size_job
 func lachesis_size_job(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.int32_t, out *C.lachesis_sizing_t) (rc C.int) {
 	defer recoverInto(&rc, "lachesis_size_job")
+	return sizeJob(job, nodes, n, out)
+}
+
+// sizeJob is lachesis_size_job's work, also done by the sizing goroutine
+// (sizer.go). It makes no cgo call: see sizer.go for why.
+func sizeJob(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.int32_t, out *C.lachesis_sizing_t) C.int {
 	h := running()
 	if h == nil {
 		return C.LACHESIS_ENOTINIT
@@ -174,7 +180,7 @@ func lachesis_size_job(job *C.lachesis_submit_t, nodes *C.lachesis_node_t, n C.i
 	}
 	d := h.core.SizeJob(submitFromC(job), nodesFromC(unsafe.Slice(nodes, int(n))))
 	sizingToC(&d, out)
-	// Told here, on the sizing thread, so that with placement off (the
+	// Told here, on the sizing goroutine, so that with placement off (the
 	// default) the RPC thread never enters Go for it.
 	if h.core.PlacementEnabled() {
 		out.placement = 1

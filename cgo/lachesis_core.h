@@ -20,8 +20,10 @@
  * 5: fair share: lachesis_job_t.account/account_shares,
  *    lachesis_prio_t.fairshare.
  * 6: effective service: lachesis_job_t.gpu_type, name, comment.
- * 7: lachesis_victim_order. */
-#define LACHESIS_ABI_VERSION 7
+ * 7: lachesis_victim_order.
+ * 8: job_submit/synergy sizes on the core's own goroutine
+ *    (lachesis_sizer_start/stop, lachesis_size_slot_t). */
+#define LACHESIS_ABI_VERSION 8
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -198,6 +200,39 @@ typedef struct lachesis_sizing {
 	char error[512];            /* for the user, with LACHESIS_SIZE_REJECT */
 } lachesis_sizing_t;
 
+/*
+ * job_submit/synergy's sizing slot: one job at a time, handed from an RPC
+ * thread to the core's sizing goroutine and back without the RPC thread
+ * entering Go (see lachesis_sizer_start). state is read and changed only
+ * with atomic operations, by both sides; the other fields belong to
+ * whoever state says:
+ *
+ *   IDLE      -> ASKED      RPC thread: req, nodes, n filled; ask_fd written
+ *   ASKED     -> BUSY       goroutine: picked it up
+ *   BUSY      -> DONE       goroutine: out and rc filled; done_fd written
+ *   DONE      -> IDLE       RPC thread: answer taken, request freed
+ *   ASKED     -> IDLE       RPC thread gave up before the goroutine came
+ *   BUSY      -> ABANDONED  RPC thread gave up while the goroutine sizes
+ *   ABANDONED -> STALE      goroutine: finished one nobody waits for
+ *   STALE     -> IDLE       next RPC thread: request freed
+ */
+#define LACHESIS_SLOT_IDLE      0
+#define LACHESIS_SLOT_ASKED     1
+#define LACHESIS_SLOT_BUSY      2
+#define LACHESIS_SLOT_DONE      3
+#define LACHESIS_SLOT_ABANDONED 4
+#define LACHESIS_SLOT_STALE     5
+
+typedef struct lachesis_size_slot {
+	int32_t  state;             /* LACHESIS_SLOT_*, atomic */
+	int32_t  rc;                /* lachesis_size_job's return code */
+	int32_t  n;                 /* nodes */
+	int32_t  reserved;
+	lachesis_submit_t req;
+	lachesis_node_t *nodes;
+	lachesis_sizing_t out;
+} lachesis_size_slot_t;
+
 /* job_submit/synergy placement: one node of the job's partition(s). */
 typedef struct lachesis_place_node {
 	uint32_t cpus;
@@ -274,6 +309,19 @@ extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
 /* Sizes a job at submit from its model's profile. Memory only. */
 extern int lachesis_size_job(lachesis_submit_t *job, lachesis_node_t *nodes,
 			     int32_t n, lachesis_sizing_t *out);
+/* Starts the sizing goroutine for slot: it waits on ask_fd (an eventfd,
+ * non-blocking; the core reads a duplicate of it) and, for each slot in
+ * ASKED state, sizes the job as lachesis_size_job does and writes 1 to
+ * done_fd (an eventfd the caller polls). Neither the asking thread nor the
+ * goroutine makes a cgo call per job, which is what keeps Go's monitor
+ * thread asleep between submissions. The slot and done_fd must outlive the
+ * goroutine. LACHESIS_EINVAL if one is already running. */
+extern int lachesis_sizer_start(lachesis_size_slot_t *slot, int ask_fd,
+				int done_fd);
+/* Stops the sizing goroutine, waiting up to wait_ms for it to finish the
+ * job it may be sizing. 1: stopped (or none ran); 0: still in the core,
+ * so slot and done_fd must be left alone. */
+extern int lachesis_sizer_stop(int wait_ms);
 /* Picks a GPU-type preference (--prefer) and a node cap (max_nodes) for a
  * job at submit, from the placement table. Memory only. */
 extern int lachesis_place_job(lachesis_place_req_t *job,

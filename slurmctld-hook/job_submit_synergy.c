@@ -8,13 +8,12 @@
  * The decision's reason goes into the job's admin comment, so
  * `scontrol show job` says why a job got its CPUs and memory.
  *
- * The call into the core runs on one long-lived thread of ours, not on the
- * RPC thread (see "The sizing thread" below).
+ * The core sizes the job on its own goroutine, not on the RPC thread (see
+ * "The sizing goroutine" below).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -30,6 +29,7 @@
 
 #include "lachesis_hook.h"
 #include "job_submit_placement.h"
+#include "size_handoff.h"
 
 const char plugin_name[] = "Lachesis Synergy job_submit plugin";
 const char plugin_type[] = "job_submit/synergy";
@@ -52,7 +52,7 @@ extern int init(void)
 
 extern int fini(void)
 {
-	/* A sizing thread still in the core may read the summary's strings:
+	/* A sizing goroutine still in the core may read the summary's strings:
 	 * then they stay (a leak, only when the core hangs). */
 	bool stopped = _stop_sizer();
 
@@ -79,9 +79,9 @@ extern int fini(void)
  * last_node_update/last_part_update, which slurmctld bumps on every change
  * of a node or partition record (including a node's gres); we are called
  * with the node and partition read locks held, so neither moves under us.
- * The summary owns copies of the nodes' gres strings: the sizing thread
+ * The summary owns copies of the nodes' gres strings: the sizing goroutine
  * may still read a request after the RPC thread that made it gave up and
- * released slurmctld's locks (see the sizing thread). Several RPC threads
+ * released slurmctld's locks (see the sizing goroutine). Several RPC threads
  * may be here at once (read locks), so the cache has its own mutex, held
  * only to look up or refill it.
  */
@@ -208,47 +208,30 @@ static lachesis_node_t *_job_nodes(const char *key, lachesis_node_t *buf,
 }
 
 /*
- * The sizing thread.
+ * The sizing goroutine.
  *
- * slurmctld serves every RPC on a new thread, so calling the Go core from
- * job_submit() makes each submission the first Go call of a fresh thread.
- * Binding a thread to Go costs little by itself (~10 us), but the thread
- * leaves Go holding a Go processor in the "in a C call" state, and Go's
- * monitor thread (sysmon) keeps polling every 20 us or so until it takes
- * that processor back: about 200 us of CPU per submission in all, measured
- * with perf in slurmctld and in a stand-alone test. So one thread of ours,
- * bound to Go once, makes every call, and the RPC thread hands it the job
- * and waits for the answer.
+ * slurmctld serves every RPC on a new thread, and any C thread that calls
+ * into Go, even one long-lived thread of ours, costs slurmctld about 80 us
+ * of CPU per call in Go's monitor thread (sysmon), which polls every 20 us
+ * for a millisecond or more after each return to C (cgo/sizer.go). So no
+ * thread of ours enters Go per job: the RPC thread copies the job into the
+ * slot, wakes the core's sizing goroutine through an eventfd and polls
+ * another for the answer (size_handoff.c).
  *
- * The wait is bounded (SIZE_WAIT_MS over waiting for the thread to be free
- * and for the answer): past it the job is left as submitted with an error
- * line, never stalling slurmctld. The request is a copy owned by the slot,
- * and the nodes' gres strings are the summary's own copies, so a request
- * the RPC thread gave up on can still be read safely; the summary is only
- * refilled while the slot is idle (submissions fill it under sizer.lock).
+ * The wait is bounded (SIZE_WAIT_MS): past it the job is left as
+ * submitted with an error line, never stalling slurmctld. The request is a
+ * copy owned by the slot, and the nodes' gres strings are the summary's own
+ * copies, so a request the RPC thread gave up on can still be read safely;
+ * the summary is only refilled while the slot is idle (submissions fill it
+ * while they hold the slot).
  */
 #define SIZE_WAIT_MS 500
 #define SUBMIT_STRING_MAX 8192	/* what the core reads of a string */
-#define SIZER_TIMEOUT 1000	/* not a LACHESIS_* code */
-#define SIZER_OFF 1001
 
-enum slot_state { SLOT_IDLE, SLOT_ASKED, SLOT_BUSY, SLOT_DONE, SLOT_ABANDONED };
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t work;	/* to the sizing thread: a job, or stop */
-	pthread_cond_t done;	/* to RPC threads: an answer, or idle again */
-	bool conds_ready, running, stop;
-	pthread_t thread;
-	enum slot_state state;
-	/* The slot: strings, nodes and partition name owned here. */
-	lachesis_submit_t req;
-	lachesis_node_t *nodes;
-	int n, cap;
-	char part_name[SUMMARY_NAME_MAX + 1];
-	lachesis_sizing_t out;
-	int rc;
-} sizer = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static size_handoff_t sizer = SIZE_HANDOFF_INIT;
+static int sizer_cap;		/* entries of sizer.slot.nodes */
+/* The goroutine did not stop at fini: its slot must never be reused. */
+static bool sizer_lost;
 
 /* A copy of at most SUBMIT_STRING_MAX bytes of s (NULL stays NULL). */
 static char *_dup_bounded(const char *s)
@@ -256,214 +239,113 @@ static char *_dup_bounded(const char *s)
 	return s ? xstrndup(s, strnlen(s, SUBMIT_STRING_MAX)) : NULL;
 }
 
-/* Frees the slot's string copies; sizer.lock held, or the thread's. */
-static void _clear_slot(void)
+/* Frees the slot's string copies (the handoff calls it). */
+static void _clear_slot(lachesis_size_slot_t *slot)
 {
-	xfree(sizer.req.name);
-	xfree(sizer.req.comment);
-	xfree(sizer.req.tres_per_job);
-	xfree(sizer.req.tres_per_node);
-	xfree(sizer.req.tres_per_socket);
-	xfree(sizer.req.tres_per_task);
-	xfree(sizer.req.cpus_per_tres);
-	xfree(sizer.req.mem_per_tres);
-	memset(&sizer.req, 0, sizeof(sizer.req));
-	sizer.n = 0;
+	xfree(slot->req.name);
+	xfree(slot->req.comment);
+	xfree(slot->req.tres_per_job);
+	xfree(slot->req.tres_per_node);
+	xfree(slot->req.tres_per_socket);
+	xfree(slot->req.tres_per_task);
+	xfree(slot->req.cpus_per_tres);
+	xfree(slot->req.mem_per_tres);
+	memset(&slot->req, 0, sizeof(slot->req));
+	slot->n = 0;
 }
 
-/* Copies req and the nodes of partition key into the idle slot. */
-static void _fill_slot(const lachesis_submit_t *req, const char *key)
+static char slot_part_name[SUMMARY_NAME_MAX + 1];
+
+/* Copies req and the nodes of partition key into the acquired slot. */
+static void _fill_slot(lachesis_size_slot_t *slot,
+		       const lachesis_submit_t *req, const char *key)
 {
 	lachesis_node_t *heap;
+	int n;
 
-	sizer.req = *req;
-	sizer.req.name = _dup_bounded(req->name);
-	sizer.req.comment = _dup_bounded(req->comment);
-	sizer.req.tres_per_job = _dup_bounded(req->tres_per_job);
-	sizer.req.tres_per_node = _dup_bounded(req->tres_per_node);
-	sizer.req.tres_per_socket = _dup_bounded(req->tres_per_socket);
-	sizer.req.tres_per_task = _dup_bounded(req->tres_per_task);
-	sizer.req.cpus_per_tres = _dup_bounded(req->cpus_per_tres);
-	sizer.req.mem_per_tres = _dup_bounded(req->mem_per_tres);
-	(void) _job_nodes(key, sizer.nodes, sizer.cap, &heap, sizer.part_name,
-			  sizeof(sizer.part_name), &sizer.n);
+	slot->req = *req;
+	slot->req.name = _dup_bounded(req->name);
+	slot->req.comment = _dup_bounded(req->comment);
+	slot->req.tres_per_job = _dup_bounded(req->tres_per_job);
+	slot->req.tres_per_node = _dup_bounded(req->tres_per_node);
+	slot->req.tres_per_socket = _dup_bounded(req->tres_per_socket);
+	slot->req.tres_per_task = _dup_bounded(req->tres_per_task);
+	slot->req.cpus_per_tres = _dup_bounded(req->cpus_per_tres);
+	slot->req.mem_per_tres = _dup_bounded(req->mem_per_tres);
+	(void) _job_nodes(key, slot->nodes, sizer_cap, &heap, slot_part_name,
+			  sizeof(slot_part_name), &n);
 	if (heap) {	/* the slot's array was too small: adopt the new one */
-		xfree(sizer.nodes);
-		sizer.nodes = heap;
-		sizer.cap = sizer.n;
+		xfree(slot->nodes);
+		slot->nodes = heap;
+		sizer_cap = n;
 	}
-	sizer.req.partition = sizer.part_name;
-}
-
-static void *_sizer_main(void *arg)
-{
-	lachesis_sizing_t out;
-	int rc;
-
-	slurm_mutex_lock(&sizer.lock);
-	while (!sizer.stop) {
-		if (sizer.state != SLOT_ASKED) {
-			pthread_cond_wait(&sizer.work, &sizer.lock);
-			continue;
-		}
-		sizer.state = SLOT_BUSY;
-		slurm_mutex_unlock(&sizer.lock);
-		rc = lachesis_size_job(&sizer.req, sizer.nodes, sizer.n, &out);
-		slurm_mutex_lock(&sizer.lock);
-		if (sizer.state == SLOT_BUSY) {
-			sizer.out = out;
-			sizer.rc = rc;
-			sizer.state = SLOT_DONE;
-		} else {	/* abandoned: the RPC thread has gone */
-			_clear_slot();
-			sizer.state = SLOT_IDLE;
-		}
-		pthread_cond_broadcast(&sizer.done);
-	}
-	sizer.running = false;
-	pthread_cond_broadcast(&sizer.done);
-	slurm_mutex_unlock(&sizer.lock);
-	return NULL;
-}
-
-static void _deadline(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long) (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
+	slot->n = n;
+	slot->req.partition = slot_part_name;
 }
 
 static void _start_sizer(void)
 {
-	sigset_t block, old;
 	int rc;
 
-	slurm_mutex_lock(&sizer.lock);
-	if (!sizer.conds_ready) {
-		pthread_condattr_t attr;
-
-		pthread_condattr_init(&attr);
-		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-		pthread_cond_init(&sizer.work, &attr);
-		pthread_cond_init(&sizer.done, &attr);
-		pthread_condattr_destroy(&attr);
-		sizer.conds_ready = true;
-	}
-	if (sizer.running) {
-		slurm_mutex_unlock(&sizer.lock);
+	if (sizer_lost)
+		return;
+	if (!size_handoff_open(&sizer, _clear_slot)) {
+		error("%s: cannot make the sizing eventfds (%m); sizing on RPC threads",
+		      plugin_type);
 		return;
 	}
-	sizer.stop = false;
-	sizer.state = SLOT_IDLE;
-	/* slurmctld takes these in its signal thread (sigwait); they must
-	 * stay blocked here too, whatever the creating thread had. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGQUIT);
-	sigaddset(&block, SIGABRT);
-	sigaddset(&block, SIGUSR1);
-	sigaddset(&block, SIGUSR2);
-	sigaddset(&block, SIGPIPE);
-	sigaddset(&block, SIGALRM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	rc = pthread_create(&sizer.thread, NULL, _sizer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
-		error("%s: cannot start the sizing thread (%s); sizing on RPC threads",
-		      plugin_type, strerror(rc));
-	else
-		sizer.running = true;
+	rc = lachesis_sizer_start(&sizer.slot, sizer.ask_fd, sizer.done_fd);
+	if (rc != LACHESIS_OK) {
+		error("%s: cannot start the sizing goroutine (code %d); sizing on RPC threads",
+		      plugin_type, rc);
+		size_handoff_close(&sizer);
+		return;
+	}
+	slurm_mutex_lock(&sizer.lock);
+	sizer.running = true;
 	slurm_mutex_unlock(&sizer.lock);
 }
 
-/* Stops the sizing thread, waiting a bounded time; false if it is still
- * in the core (it is then left to finish on its own). */
+/* Stops the sizing goroutine, waiting a bounded time; false if it is still
+ * in the core (it is then left to finish on its own, with its slot). */
 static bool _stop_sizer(void)
 {
-	struct timespec deadline;
-	bool stopped;
+	bool was_running;
 
 	slurm_mutex_lock(&sizer.lock);
-	if (!sizer.running) {
-		slurm_mutex_unlock(&sizer.lock);
-		return true;
-	}
-	sizer.stop = true;
-	pthread_cond_signal(&sizer.work);
-	_deadline(&deadline, 2000);
-	while (sizer.running &&
-	       pthread_cond_timedwait(&sizer.done, &sizer.lock, &deadline) != ETIMEDOUT)
-		;
-	stopped = !sizer.running;
+	was_running = sizer.running;
+	sizer.running = false;
 	slurm_mutex_unlock(&sizer.lock);
-	if (stopped) {
-		pthread_join(sizer.thread, NULL);
-		slurm_mutex_lock(&sizer.lock);
-		_clear_slot();
-		xfree(sizer.nodes);
-		sizer.cap = 0;
-		slurm_mutex_unlock(&sizer.lock);
-	} else {
-		error("%s: the sizing thread did not stop within 2 s; left running",
+	if (!was_running)
+		return true;
+	if (!lachesis_sizer_stop(2000)) {
+		error("%s: the sizing goroutine did not stop within 2 s; left running",
 		      plugin_type);
-		pthread_detach(sizer.thread);
+		sizer_lost = true;
+		return false;
 	}
-	return stopped;
+	size_handoff_close(&sizer);
+	xfree(sizer.slot.nodes);
+	sizer_cap = 0;
+	return true;
 }
 
-/* Sizes req (nodes from partition key) on the sizing thread. Returns the
- * core's code, SIZER_TIMEOUT when no answer came within SIZE_WAIT_MS, or
- * SIZER_OFF when the thread is not running (the caller then calls the core
- * itself). */
+/* Sizes req (nodes from partition key) on the sizing goroutine. Returns
+ * the core's code, or HANDOFF_TIMEOUT / HANDOFF_OFF (as SIZER_*). */
+#define SIZER_TIMEOUT 1000	/* not a LACHESIS_* code */
+#define SIZER_OFF 1001
+
 static int _size_on_sizer(const lachesis_submit_t *req, const char *key,
 			  lachesis_sizing_t *out)
 {
-	struct timespec deadline;
-	int rc = SIZER_TIMEOUT;
+	lachesis_size_slot_t *slot;
+	int why, rc;
 
-	slurm_mutex_lock(&sizer.lock);
-	if (!sizer.running) {
-		slurm_mutex_unlock(&sizer.lock);
-		return SIZER_OFF;
-	}
-	if (sizer.state != SLOT_IDLE) {
-		/* Submissions are serialised (job_submit's context lock), so
-		 * this is a job an earlier RPC gave up on, still in the core:
-		 * do not wait for it again. */
-		slurm_mutex_unlock(&sizer.lock);
-		return rc;
-	}
-	_deadline(&deadline, SIZE_WAIT_MS);
-	_fill_slot(req, key);
-	sizer.state = SLOT_ASKED;
-	pthread_cond_signal(&sizer.work);
-	while ((sizer.state == SLOT_ASKED || sizer.state == SLOT_BUSY) &&
-	       pthread_cond_timedwait(&sizer.done, &sizer.lock, &deadline) != ETIMEDOUT)
-		;
-	switch (sizer.state) {
-	case SLOT_DONE:
-		*out = sizer.out;
-		rc = sizer.rc;
-		_clear_slot();
-		sizer.state = SLOT_IDLE;
-		break;
-	case SLOT_ASKED:	/* never picked up: take it back */
-		_clear_slot();
-		sizer.state = SLOT_IDLE;
-		break;
-	case SLOT_BUSY:		/* the thread clears it when it is done */
-		sizer.state = SLOT_ABANDONED;
-		break;
-	default:
-		break;
-	}
-	slurm_mutex_unlock(&sizer.lock);
+	if (!(slot = size_handoff_acquire(&sizer, &why)))
+		return why == HANDOFF_OFF ? SIZER_OFF : SIZER_TIMEOUT;
+	_fill_slot(slot, req, key);
+	if (size_handoff_ask(&sizer, SIZE_WAIT_MS, out, &rc) != HANDOFF_DONE)
+		return SIZER_TIMEOUT;
 	return rc;
 }
 
@@ -522,7 +404,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	}
 
 	rc = _size_on_sizer(&req, job_desc->partition, &out);
-	if (rc == SIZER_OFF) {	/* no sizing thread: call the core from here */
+	if (rc == SIZER_OFF) {	/* no sizing goroutine: call the core from here */
 		nodes = _job_nodes(job_desc->partition, buf, ARRAY_SIZE(buf),
 				   &heap, part_name, sizeof(part_name), &n);
 		req.partition = part_name;
@@ -569,7 +451,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	debug("%s: %s", plugin_type, out.reason);
 	/* After sizing: placement checks the preferred nodes hold the job.
 	 * Only when it is on: it walks the partition and calls the core from
-	 * this RPC thread, which the sizing thread exists to avoid. */
+	 * this RPC thread, which the sizing goroutine exists to avoid. */
 	if (out.placement)
 		lachesis_placement_apply(job_desc, plugin_type);
 	return SLURM_SUCCESS;

@@ -29,6 +29,7 @@ func main() {
 	subRounds := flag.Int("submit-rounds", 10, "sbatch throughput, synergy vs plain: interleaved batch pairs (0: skip)")
 	subBatch := flag.Int("submit-batch", 300, "sbatch throughput: submissions per batch")
 	subOnly := flag.Bool("submit-only", false, "only the sbatch throughput comparison")
+	subSized := flag.Bool("submit-plain-sized", false, "sbatch throughput control: the plain cluster's GPU jobs ask for the CPUs and memory per GPU that synergy would give them")
 	flag.Parse()
 	wd, _ := os.Getwd()
 	root, err := slurmcluster.RepoRoot(wd)
@@ -61,7 +62,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "-submit-only needs -submit-rounds > 0")
 			os.Exit(2)
 		}
-		submitThroughput(o, setups[0], setups[len(setups)-1], *subRounds, *subBatch)
+		submitThroughput(o, setups[0], setups[len(setups)-1], *subRounds, *subBatch, *subSized)
 		return
 	}
 	plain, synergy := setups[0], setups[len(setups)-1]
@@ -114,18 +115,21 @@ func main() {
 	}
 	fmt.Println("(priority/multifactor recomputes priorities in a decay thread only with slurmdbd; without it, as here, it has no periodic pass to time.)")
 	if *subRounds > 0 {
-		submitThroughput(o, plain, synergy, *subRounds, *subBatch)
+		submitThroughput(o, plain, synergy, *subRounds, *subBatch, *subSized)
 	}
 }
 
 // submitThroughput prints the sbatch throughput ratio of job_submit/synergy
 // to plain Slurm, measured on two clusters side by side.
-func submitThroughput(o ctldbench.Options, plain, synergy ctldbench.Setup, rounds, batch int) {
+func submitThroughput(o ctldbench.Options, plain, synergy ctldbench.Setup, rounds, batch int, plainSized bool) {
+	if plainSized {
+		plain.Label += " (GPU jobs asking for synergy's sizes)"
+	}
 	fmt.Printf("\n== sbatch throughput, %s vs %s: %d rounds of %d mixed submissions each (6 in 10 ask for GPUs), %d at a time\n",
 		synergy.Label, plain.Label, rounds, batch, o.Workers)
 	t, err := ctldbench.SubmitThroughput(context.Background(), ctldbench.ThroughputOptions{
 		Root: o.Root, Dir: filepath.Join(o.Dir, "throughput"), PortBase: o.PortBase + 20, PluginDir: o.PluginDir,
-		Rounds: rounds, Batch: batch, Workers: o.Workers, Progress: os.Stdout,
+		Rounds: rounds, Batch: batch, Workers: o.Workers, PlainSized: plainSized, Progress: os.Stdout,
 	}, plain, synergy)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sbatch throughput: %v\n", err)
@@ -137,6 +141,10 @@ func submitThroughput(o ctldbench.Options, plain, synergy ctldbench.Setup, round
 		ctldbench.Median(r), len(r), r[0], r[len(r)-1])
 	fmt.Printf("  slurmctld CPU per submission, median: plain %.0f µs, synergy %.0f µs\n",
 		ctldbench.Median(t.PlainCPUus), ctldbench.Median(t.PluginCPUus))
+	d := append([]float64(nil), t.CPUDiffus...)
+	sort.Float64s(d)
+	fmt.Printf("  slurmctld CPU per submission, synergy - plain in the same round: median %+.0f µs [min %+.0f, max %+.0f]\n",
+		ctldbench.Median(d), d[0], d[len(d)-1])
 	fmt.Println("  (method: both clusters up at once; each round submits one batch to each, ABBA order; ratio per round = synergy sbatch/s / plain sbatch/s; the median is robust to the shared machine's bursts)")
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,33 @@ func MixedWorkload(i int) []string {
 	return append(append([]string(nil), mix[i%len(mix)]...), "--output=/dev/null", "--wrap", "sleep 60")
 }
 
+// The bench node's shape, and the proportional share job_submit/synergy
+// gives a GPU job without a profile on it (CPUs and memory per GPU).
+const (
+	benchGPUs, benchCPUs, benchMemMB = 4, 8, 16000
+	shareCPUsPerGPU                  = benchCPUs / benchGPUs
+	shareMemMBPerGPU                 = benchMemMB / benchGPUs
+)
+
+// SizedWorkload is MixedWorkload with every GPU job asking for what
+// job_submit/synergy would give it on the bench node (the proportional
+// share: none of the mix's models has a profile there), as a plain Slurm
+// user could ask: submitted to a cluster without the plugin, it separates
+// the plugin's own cost from that of Slurm handling a bigger request.
+func SizedWorkload(i int) []string {
+	args := MixedWorkload(i)
+	gpus, explicit := false, false
+	for _, a := range args {
+		gpus = gpus || strings.HasPrefix(a, "--gpus")
+		explicit = explicit || strings.HasPrefix(a, "--cpus-per-gpu")
+	}
+	if !gpus || explicit { // CPU jobs, and the one that already asks
+		return args
+	}
+	extra := []string{fmt.Sprintf("--cpus-per-gpu=%d", shareCPUsPerGPU), fmt.Sprintf("--mem-per-gpu=%d", shareMemMBPerGPU)}
+	return append(extra, args...)
+}
+
 // ThroughputOptions configure SubmitThroughput.
 type ThroughputOptions struct {
 	Root, Dir string
@@ -43,7 +71,10 @@ type ThroughputOptions struct {
 	Rounds    int // interleaved batch pairs measured
 	Batch     int // submissions per batch
 	Workers   int // concurrent sbatch processes
-	Progress  io.Writer
+	// PlainSized submits SizedWorkload to the plain cluster (the control:
+	// the same requests the plugin makes, without the plugin).
+	PlainSized bool
+	Progress   io.Writer
 }
 
 // Throughput is what SubmitThroughput measured: one entry per round.
@@ -51,6 +82,10 @@ type Throughput struct {
 	Ratios                  []float64 // plugin sbatch/s over plain sbatch/s
 	PlainRate, PluginRate   []float64 // sbatch/s
 	PlainCPUus, PluginCPUus []float64 // slurmctld CPU per submission, µs
+	// CPUDiffus is PluginCPUus - PlainCPUus of each round: both queues
+	// have the same length then, so the growth of the per-job cost with
+	// the queue cancels out.
+	CPUDiffus []float64
 }
 
 // Median of a copy of v.
@@ -79,7 +114,7 @@ func SubmitThroughput(ctx context.Context, o ThroughputOptions, plain, plugin Se
 	}
 	up := func(s Setup, sub string, port int) (*slurmcluster.Cluster, error) {
 		return slurmcluster.Up(ctx, o.Root, slurmcluster.Options{
-			Dir: filepath.Join(o.Dir, sub), Nodes: 1, GPUsPerNode: 4, PortBase: port,
+			Dir: filepath.Join(o.Dir, sub), Nodes: 1, GPUsPerNode: benchGPUs, CPUsPerNode: benchCPUs, MemPerNode: benchMemMB, PortBase: port,
 			Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
 			PluginDir: o.PluginDir, LachesisYAML: s.YAML, ExtraConf: s.Extra,
 		})
@@ -98,13 +133,17 @@ func SubmitThroughput(ctx context.Context, o ThroughputOptions, plain, plugin Se
 	if err != nil {
 		return out, err
 	}
+	workload := map[*slurmcluster.Cluster]func(int) []string{a: MixedWorkload, b: MixedWorkload}
+	if o.PlainSized {
+		workload[a] = SizedWorkload
+	}
 	for _, c := range []*slurmcluster.Cluster{a, b} {
 		if _, err := c.Submit("-J", "holder", "--exclusive", "--gpus=4", "--output=/dev/null", "--wrap", "sleep 3600"); err != nil {
 			return out, err
 		}
 		// Warm-up, not counted: the first submissions fill caches
 		// (the plugin's partition summary, the core's first sizing).
-		if _, err := submitBatch(c, o.Batch/4, o.Workers); err != nil {
+		if _, err := submitBatch(c, workload[c], o.Batch/4, o.Workers); err != nil {
 			return out, err
 		}
 	}
@@ -115,7 +154,7 @@ func SubmitThroughput(ctx context.Context, o ThroughputOptions, plain, plugin Se
 		}
 		got := map[*slurmcluster.Cluster]batchResult{}
 		for _, c := range order {
-			res, err := submitBatch(c, o.Batch, o.Workers)
+			res, err := submitBatch(c, workload[c], o.Batch, o.Workers)
 			if err != nil {
 				return out, err
 			}
@@ -126,6 +165,7 @@ func SubmitThroughput(ctx context.Context, o ThroughputOptions, plain, plugin Se
 		out.PluginRate = append(out.PluginRate, pb.rate)
 		out.PlainCPUus = append(out.PlainCPUus, pa.cpuPerJob*1e6)
 		out.PluginCPUus = append(out.PluginCPUus, pb.cpuPerJob*1e6)
+		out.CPUDiffus = append(out.CPUDiffus, (pb.cpuPerJob-pa.cpuPerJob)*1e6)
 		out.Ratios = append(out.Ratios, pb.rate/pa.rate)
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "  round %2d: plain %6.1f sbatch/s (%4.0f µs ctld CPU/job), %s %6.1f sbatch/s (%4.0f µs), ratio %.3f\n",
@@ -140,8 +180,8 @@ type batchResult struct {
 	cpuPerJob float64 // slurmctld CPU seconds per submission
 }
 
-// submitBatch submits n MixedWorkload jobs with the given concurrency.
-func submitBatch(c *slurmcluster.Cluster, n, workers int) (batchResult, error) {
+// submitBatch submits n jobs of workload with the given concurrency.
+func submitBatch(c *slurmcluster.Cluster, workload func(int) []string, n, workers int) (batchResult, error) {
 	pid, err := c.ControllerPID()
 	if err != nil {
 		return batchResult{}, err
@@ -163,7 +203,7 @@ func submitBatch(c *slurmcluster.Cluster, n, workers int) (batchResult, error) {
 				if i >= int64(n) {
 					return
 				}
-				if _, err := c.Submit(MixedWorkload(int(i))...); err != nil {
+				if _, err := c.Submit(workload(int(i))...); err != nil {
 					errs <- fmt.Errorf("submission %s: %w", strconv.FormatInt(i, 10), err)
 					return
 				}
