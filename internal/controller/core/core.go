@@ -477,7 +477,7 @@ func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
 // finish records a job's completion and forgets it.
 func (c *Core) finish(rec *ledger.Record, when int64) {
 	if rec.RunOpen {
-		rec.LastRunStart, rec.LastRunGPUs = rec.RunStart, rec.RunGPUs
+		rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = rec.RunStart, rec.RunGPUs, rec.RunSpeed
 	}
 	rec.CloseRun()
 	rec.Finished = max(when, 1)

@@ -92,3 +92,31 @@ func TestEffectiveSpeedIsKeptPerRunAndAcrossRestarts(t *testing.T) {
 		t.Fatalf("after restart: service %v (want 130 at b's speed), run read %d times (want 0: the ledger keeps the speed)", d[0].Service, again.reads)
 	}
 }
+
+// A job on type a (speed 2) really ends at 1015 but slurmctld completes it
+// at 1035; the node's report takes 20 s off at the rate the run was
+// charged, so the history keeps the work done (30), not 2 × 15 GPU-seconds
+// more (50) as a correction at the plain rate would leave.
+func TestNodeReportedEndOfAWeightedRunCorrectsAtItsSpeed(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	var log bytes.Buffer
+	c := openEffectiveCore(t, db, true, &log)
+	a := &fakeRun{typ: "a"}
+	pass(c, 1007, onType(running(1, 1, 1000, 1000), a))
+	pass(c, 1035, onType(running(1, 1, 1000, 1000), a))
+	fin := Snapshot{ID: 1, State: StateFinished, GPUs: 1, SubmitTime: 1000, StartTime: 1000, EndTime: 1035}
+	pass(c, 1036, fin)
+	c.ReportEnd(1, 1015, "n1")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	got, _, err := store.CompletedGPUTimes(10)
+	if err != nil || len(got) != 1 || got[0] != 30 {
+		t.Fatalf("history = %v, %v; want [30]: 15 s at speed 2", got, err)
+	}
+}

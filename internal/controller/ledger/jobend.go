@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // Slurm 22.05 sets a job's end time when slurmctld receives the node's
@@ -16,11 +18,14 @@ import (
 // kept in `completed` so the correction can recompute that run alone.
 
 // lastRunColumns are added to ledgers made before corrections existed;
-// rows written then keep last_gpus 0 and are never corrected.
+// rows written then keep last_gpus 0 and are never corrected, and rows
+// written before effective service keep last_speed 0 (plain GPU-seconds,
+// which is what they were charged).
 var lastRunColumns = []string{
 	`ALTER TABLE completed ADD COLUMN last_start INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE completed ADD COLUMN last_gpus INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE completed ADD COLUMN last_seconds REAL NOT NULL DEFAULT 0`,
+	`ALTER TABLE completed ADD COLUMN last_speed REAL NOT NULL DEFAULT 0`,
 }
 
 func migrateLastRun(db *sql.DB) error {
@@ -59,6 +64,7 @@ type LastRun struct {
 	Start   int64   // Unix seconds
 	GPUs    uint32  // 0: unknown, never corrected
 	Seconds float64 // its length as charged
+	Speed   float64 // its speed under effective service; 0: plain GPU-seconds
 }
 
 // CorrectedRun applies a node's report that the job ended at end to its
@@ -66,7 +72,8 @@ type LastRun struct {
 // end, before the run's start, or for a run of unknown GPUs changes
 // nothing, so a forged or late report cannot raise anyone's charge, and a
 // repeated report finds nothing left to lower (idempotent). It returns the
-// run's new length and the GPU-seconds to take off.
+// run's new length and the service to take off, at the rate the run was
+// charged (its GPUs weighted by its speed under effective service).
 func CorrectedRun(r LastRun, end int64) (seconds, reduction float64, ok bool) {
 	if r.GPUs == 0 || r.Start <= 0 || end < r.Start {
 		return r.Seconds, 0, false
@@ -75,7 +82,7 @@ func CorrectedRun(r LastRun, end int64) (seconds, reduction float64, ok bool) {
 	if s >= r.Seconds {
 		return r.Seconds, 0, false
 	}
-	return s, float64(r.GPUs) * (r.Seconds - s), true
+	return s, priority.EffectiveRate(r.GPUs, r.Speed) * (r.Seconds - s), true
 }
 
 // Correction is what CorrectEnd changed.
@@ -111,9 +118,9 @@ func (s *SQLite) CorrectEnd(jobID uint32, end int64) (Correction, bool, error) {
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	c := Correction{JobID: jobID}
 	var r LastRun
-	err = tx.QueryRow(`SELECT finished, gpu_seconds, last_start, last_gpus, last_seconds
+	err = tx.QueryRow(`SELECT finished, gpu_seconds, last_start, last_gpus, last_seconds, last_speed
 		FROM completed WHERE job_id = ? ORDER BY finished DESC LIMIT 1`, jobID).Scan(
-		&c.Finished, &c.Before, &r.Start, &r.GPUs, &r.Seconds)
+		&c.Finished, &c.Before, &r.Start, &r.GPUs, &r.Seconds, &r.Speed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Correction{}, false, fmt.Errorf("%w: job %d: %w", ErrStore, jobID, ErrNoCompletion)
 	}

@@ -26,6 +26,7 @@ func TestCorrectedRunOnlyEverLowersTheCharge(t *testing.T) {
 		{"end at the start charges nothing for the run", run, 100, 0, 70, true},
 		{"run of unknown GPUs (old ledger row) is never corrected", LastRun{Start: 100, Seconds: 35}, 115, 35, 0, false},
 		{"run with no start is never corrected", LastRun{GPUs: 2, Seconds: 35}, 10, 35, 0, false},
+		{"run on a type of speed 2.5 is lowered at its charged rate", LastRun{Start: 100, GPUs: 2, Seconds: 35, Speed: 2.5}, 115, 15, 100, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +70,26 @@ func TestCorrectEndLowersHistoryOnceAndIsIdempotent(t *testing.T) {
 	}
 	if _, _, err := s.CorrectEnd(8, 115); !errors.Is(err, ErrNoCompletion) {
 		t.Fatalf("unknown job: %v; want ErrNoCompletion", err)
+	}
+}
+
+// A run charged at an effective rate (effective service) is corrected at
+// that rate, so the history keeps the work done, not GPU-seconds.
+func TestCorrectEndOfAWeightedRunUsesItsSpeed(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// 1 GPU of speed 2 from 100 to Slurm's 150: 100 units charged.
+	done := Record{JobID: 9, Account: priority.Account{ServiceClosed: 100, LastRun: 50}, Finished: 150,
+		LastRunStart: 100, LastRunGPUs: 1, LastRunSpeed: 2}
+	if err := s.Save([]Record{done}); err != nil {
+		t.Fatal(err)
+	}
+	c, did, err := s.CorrectEnd(9, 130)
+	if err != nil || !did || c.Before != 100 || c.After != 60 {
+		t.Fatalf("correction: %+v, %v, %v; want 100 -> 60 (20 s less at speed 2)", c, did, err)
 	}
 }
 

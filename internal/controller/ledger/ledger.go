@@ -20,11 +20,12 @@ type Record struct {
 	FirstSubmit int64 // first submission seen; Slurm resets its own on requeue
 	priority.Account
 	Finished int64 // when the job finished, 0 while it is active
-	// LastRunStart and LastRunGPUs name the last run of a finished job
-	// (CloseRun forgets them); a node's report of the true end corrects
-	// that run's length (jobend.go).
+	// LastRunStart, LastRunGPUs and LastRunSpeed name the last run of a
+	// finished job (CloseRun forgets them); a node's report of the true end
+	// corrects that run's length (jobend.go) at the rate it was charged.
 	LastRunStart int64
 	LastRunGPUs  uint32
+	LastRunSpeed float64 // 0: plain GPU-seconds (priority.EffectiveRate)
 	// PreemptReason is why the job was last preempted by Lachesis's rule
 	// ("" if never): the preemptor, the queues, the victim's run.
 	PreemptReason string
@@ -81,6 +82,7 @@ CREATE TABLE IF NOT EXISTS completed (
 	last_start   INTEGER NOT NULL DEFAULT 0,
 	last_gpus    INTEGER NOT NULL DEFAULT 0,
 	last_seconds REAL    NOT NULL DEFAULT 0,
+	last_speed   REAL    NOT NULL DEFAULT 0,
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
@@ -224,7 +226,7 @@ func (s *SQLite) Save(records []Record) error {
 	}
 	defer upsert.Close()
 	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds,
-		last_start, last_gpus, last_seconds) VALUES (?,?,?,?,?,?)`)
+		last_start, last_gpus, last_seconds, last_speed) VALUES (?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -238,7 +240,7 @@ func (s *SQLite) Save(records []Record) error {
 		}
 		if r.Finished != 0 {
 			if _, err := done.Exec(r.JobID, r.Finished, r.Total(),
-				r.LastRunStart, r.LastRunGPUs, r.LastRun); err != nil {
+				r.LastRunStart, r.LastRunGPUs, r.LastRun, r.LastRunSpeed); err != nil {
 				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
 			}
 		}
