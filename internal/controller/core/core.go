@@ -203,6 +203,9 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c.fs.restore(usage)
+	if err := c.rememberChargedFinished(store); err != nil {
+		return nil, err
+	}
 	c.loadDistribution()
 	if err := c.rebuildRanker(); err != nil {
 		return nil, err

@@ -94,6 +94,32 @@ func (f *fairShareState) markFinishCharged(job uint32) {
 	f.finished[job] = struct{}{}
 }
 
+// maxListedFinished bounds the finished jobs remembered at start-up: more
+// than slurmctld lists at once (MaxJobCount, 10,000 by default).
+const maxListedFinished = 1 << 17
+
+// rememberChargedFinished marks the jobs that finished before a restart as
+// charged: slurmctld still lists them for MinJobAge, and the first passes
+// after the restart, which hold no record for them, must not charge their
+// service to their account a second time. The first pass forgets those it
+// does not list (pruneFinished).
+func (c *Core) rememberChargedFinished(store ledger.Store) error {
+	fl, ok := store.(ledger.FinishedLister)
+	if !ok {
+		return nil
+	}
+	ids, err := fl.RecentlyFinished(maxListedFinished)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, active := c.records[id]; !active {
+			c.fs.markFinishCharged(id)
+		}
+	}
+	return nil
+}
+
 // pruneFinished forgets the finished jobs slurmctld no longer lists.
 func (f *fairShareState) pruneFinished(seen map[uint32]bool) {
 	for id := range f.finished {

@@ -178,3 +178,32 @@ func TestFairShareChargesAFinishedJobOnce(t *testing.T) {
 		})
 	}
 }
+
+// slurmctld lists a finished job for MinJobAge; a restart in that window
+// must not charge it to its account again (the new core holds no record
+// for it, only the ledger knows it finished).
+func TestFairShareChargesAFinishedJobOnceAcrossARestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	other := withAccount(pending(2, 1, 1000), "b")
+	fin := withAccount(Snapshot{ID: 1, State: StateFinished, GPUs: 2, SubmitTime: 1000, StartTime: 1000, EndTime: 1150}, "a")
+	pass(c, 1000, withAccount(running(1, 2, 1000, 1000), "a"), other)
+	pass(c, 1200, fin, other)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openCore(t, db)
+	defer c.Close()
+	for now := int64(1230); now <= 1500; now += 30 {
+		pass(c, now, fin, other)
+	}
+	if u, _ := c.AccountUsage("a"); math.Abs(u-300) > 0.5 {
+		t.Fatalf("usage of a after a restart while its finished job is still listed = %v, want 300 (2 GPUs × 150 s, once)", u)
+	}
+	// Purged, then listed again (an id reused): a new job, charged.
+	pass(c, 1600, other)
+	pass(c, 1700, fin, other)
+	if u, _ := c.AccountUsage("a"); math.Abs(u-600) > 1 {
+		t.Fatalf("usage of a after the job id came back = %v, want 600", u)
+	}
+}

@@ -209,6 +209,34 @@ func (s *SQLite) CompletedGPUTimes(limit int) ([]float64, int, error) {
 	return samples, total, rows.Err()
 }
 
+// FinishedLister is implemented by stores that can name the most recently
+// finished jobs; the core asks for it with a type assertion so other Stores
+// need not.
+type FinishedLister interface {
+	RecentlyFinished(limit int) ([]uint32, error)
+}
+
+var _ FinishedLister = (*SQLite)(nil)
+
+// RecentlyFinished returns the ids of up to limit most recently finished
+// jobs, newest first.
+func (s *SQLite) RecentlyFinished(limit int) ([]uint32, error) {
+	rows, err := s.conn().Query(`SELECT job_id FROM completed ORDER BY finished DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list finished jobs: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var ids []uint32
+	for rows.Next() {
+		var id uint32
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("%w: scan finished job: %v", ErrStore, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
 // Save implements Store.
 func (s *SQLite) Save(records []Record) error {
 	if len(records) == 0 {
