@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Lachesis's two Debian packages from what `make build` produced:
 #   lachesis-slurmctld   the controller plugins, in Slurm's own PluginDir
-#   lachesis-node-agent  the node agent daemon, its systemd unit, the CLI
+#   lachesis-node-agent  the node agent daemon, its systemd unit, the CLI,
+#                        and the SPANK plugin lachesis_jobend for slurmstepd
 # Plain dpkg-deb from a staged tree: no debian/ source package, no debhelper,
 # so it builds on any host that can build Lachesis.
 #
@@ -19,7 +20,7 @@ bin=bin
 
 die() { echo "mkdeb: $*" >&2; exit 1; }
 
-for f in "$plugins"/{liblachesis_core,priority_tiresias,preempt_tiresias,job_submit_synergy}.so \
+for f in "$plugins"/{liblachesis_core,priority_tiresias,preempt_tiresias,job_submit_synergy,lachesis_jobend}.so \
          "$bin"/lachesis-node-agent "$bin"/lachesis-profiler; do
   [[ -f $f ]] || die "$f is missing; run make build first"
 done
@@ -60,6 +61,12 @@ maintainer=${LACHESIS_DEB_MAINTAINER:-Lachesis maintainers <lachesis@example.org
 slurm_version=$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null) ||
   die "slurmctld is not installed; the plugins must be built against the controller's Slurm"
 [[ -n $slurm_version ]] || die "cannot read slurmctld's version"
+# The SPANK plugin only has to match Slurm's major.minor release (Slurm's
+# plugin loader masks the micro version for SPANK plugins): the node
+# package Breaks any other slurmd rather than Depending on one exact build.
+[[ $slurm_version =~ ^([0-9]+)\.([0-9]+) ]] || die "cannot read a release from slurmctld's version $slurm_version"
+slurm_release=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+slurm_next_release=$(printf '%s.%02d' "${BASH_REMATCH[1]}" $((10#${BASH_REMATCH[2]} + 1)))
 
 # Same tree, same packages: dpkg-deb clamps every mtime to this.
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
@@ -186,6 +193,15 @@ install -D -m 0644 docs/man/lachesis-node-agent.8 "$r/usr/share/man/man8/lachesi
 install -D -m 0644 docs/man/lachesis-profiler.1 "$r/usr/share/man/man1/lachesis-profiler.1"
 gzip -9n "$r/usr/share/man/man8/lachesis-node-agent.8" "$r/usr/share/man/man1/lachesis-profiler.1"
 install -D -m 0644 etc/node-agent.yaml "$r/etc/lachesis/node-agent.yaml"
+# slurmstepd's SPANK plugin that reports a batch job's true end to this
+# agent, enabled through Debian's plugstack.conf.d include; "optional", so
+# a node without the agent running still runs its jobs.
+strip_to "$plugins/lachesis_jobend.so" "$r$plugindir/lachesis_jobend.so"
+chmod 0644 "$r$plugindir/lachesis_jobend.so"
+install -d -m 0755 "$r/etc/slurm/plugstack.conf.d"
+printf '# Lachesis: tell the node agent when a batch job really ends (README, set-up step 5).\noptional %s/lachesis_jobend.so socket=/run/lachesis/agent.sock\n' \
+  "$plugindir" >"$r/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
+chmod 0644 "$r/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
 stage_doc "$r" lachesis-node-agent
 agent_shlibs=$(shlibs "$pie/lachesis-node-agent" "$pie/lachesis-profiler") || true
 [[ -n $agent_shlibs ]] || agent_shlibs="libc6, libmunge2"
@@ -197,6 +213,7 @@ Maintainer: $maintainer
 Installed-Size: 0
 Depends: munge, $agent_shlibs
 Recommends: slurmd
+Breaks: slurmd (<< $slurm_release~), slurmd (>= $slurm_next_release~)
 Section: admin
 Priority: optional
 Homepage: https://github.com/lachesis-sched/lachesis
@@ -207,12 +224,14 @@ Description: Lachesis node agent: model profiling and GPU telemetry for Slurm
  core inside slurmctld, which sizes jobs from them.
  .
  This package holds the daemon, its systemd unit, its configuration
- /etc/lachesis/node-agent.yaml and the lachesis-profiler command. The unit
+ /etc/lachesis/node-agent.yaml, the lachesis-profiler command and the
+ SPANK plugin lachesis_jobend, which tells the agent when a batch job
+ really ended (enabled in /etc/slurm/plugstack.conf.d). The unit
  is not enabled on installation: set the controller address in the
  configuration first, then run
  systemctl enable --now lachesis-node-agent.
 EOF
-printf '/etc/lachesis/node-agent.yaml\n' >"$r/DEBIAN/conffiles"
+printf '/etc/lachesis/node-agent.yaml\n/etc/slurm/plugstack.conf.d/lachesis-jobend.conf\n' >"$r/DEBIAN/conffiles"
 
 # The maintainer scripts do what dh_installsystemd would, except that a
 # fresh installation does not enable or start the agent: its shipped

@@ -23,6 +23,9 @@ var debPackages = []string{"lachesis-slurmctld", "lachesis-node-agent"}
 // /usr, then removes and purges the packages and checks nothing is left.
 // It changes the machine's /usr and /etc; the packages are purged at the
 // end even when it fails.
+// jobendStack enables lachesis_jobend on a node with the package installed.
+const jobendStack = "/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
+
 func TestDebPackages(t *testing.T) {
 	debs := builtDebs(t)
 	pluginDir := slurmPluginDir(t)
@@ -66,6 +69,8 @@ func TestDebPackages(t *testing.T) {
 		{"profiler is in /usr/bin", "lachesis-node-agent", "/usr/bin/lachesis-profiler", "", false},
 		{"systemd unit is in /lib/systemd/system", "lachesis-node-agent", "/lib/systemd/system/lachesis-node-agent.service", "etc/lachesis-node-agent.service", false},
 		{"node-agent.yaml is a conffile", "lachesis-node-agent", "/etc/lachesis/node-agent.yaml", "etc/node-agent.yaml", true},
+		{"SPANK plugin lachesis_jobend is in Slurm's PluginDir", "lachesis-node-agent", pluginDir + "/lachesis_jobend.so", "", false},
+		{"SPANK plugin is enabled through plugstack.conf.d as a conffile", "lachesis-node-agent", jobendStack, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !slices.Contains(owned[tc.pkg], tc.path) {
@@ -121,8 +126,11 @@ func TestDebPackages(t *testing.T) {
 
 	// A short name: the cluster directory holds munged's socket.
 	t.Run("cluster", func(t *testing.T) {
+		// The system's plugstack.conf, as a compute node's slurmd would
+		// read it (a test cluster's default is the one beside its own
+		// slurm.conf).
 		e := startShapedCluster(t, shape{Nodes: 1, GPUs: 4, SystemPlugins: true},
-			"tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")
+			"tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n", "PlugStackConfig=/etc/slurm/plugstack.conf")
 		pid, err := e.c.ControllerPID()
 		if err != nil {
 			t.Fatal(err)
@@ -139,6 +147,22 @@ func TestDebPackages(t *testing.T) {
 		if bytes.Contains(maps, []byte("/build/plugins/")) {
 			t.Error("slurmctld mapped a library from a build tree")
 		}
+
+		// slurmstepd loads the packaged SPANK plugin through Debian's
+		// plugstack.conf.d include: no agent runs here, so at the batch
+		// script's end it says in slurmd's log that it could not tell
+		// one, and the job completes all the same.
+		short := e.submit("-J", "deb-end", "--output=/dev/null", "--wrap", "true")
+		line := fmt.Sprintf("lachesis_jobend: job %d: could not tell the node agent", short)
+		e.eventually(60*time.Second, "lachesis_jobend's line in slurmd's log", func() (bool, string) {
+			logs, _ := filepath.Glob(filepath.Join(e.dir, "log", "slurmd-*.log"))
+			for _, l := range logs {
+				if b, err := os.ReadFile(l); err == nil && bytes.Contains(b, []byte(line)) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("no %q in %v", line, logs)
+		})
 
 		// sprio shows Tiresias's factors: 4 GPUs × 5 s crosses 20 GPU-s
 		// and moves the job from queue 0 to queue 1.
