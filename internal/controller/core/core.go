@@ -312,6 +312,9 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		s := &snaps[i]
 		out[i] = Decision{}
 		c.seen[s.ID] = true
+		if c.finishedEarlier(s) {
+			continue
+		}
 		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
 		if s.State == StateFinished || s.Held {
@@ -323,6 +326,20 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		c.jobs = append(c.jobs, policyJob(rec, s))
 		c.jobIndex = append(c.jobIndex, i)
 	}
+}
+
+// finishedEarlier says s is a job an earlier pass (or the core before a
+// restart) already saw finish: its service is in the completed-job history
+// and its account's usage, and slurmctld only still lists it (MinJobAge).
+// Observing it again would build a fresh record of its last run alone and
+// rewrite its ledger row with it on every pass; a node's later report of
+// its true end reaches the history through ReportEnd instead.
+func (c *Core) finishedEarlier(s *Snapshot) bool {
+	if s.State != StateFinished || !c.fs.finishCharged(s.ID) {
+		return false
+	}
+	_, active := c.records[s.ID]
+	return !active
 }
 
 // rank is a pass's second stage: the policy orders c.jobs, each Result is
@@ -401,15 +418,9 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	before := *rec
 	// Whatever this observation adds to the job's service is its account's
 	// usage (a node's report of an earlier end can only lower it: no
-	// refund, usage decays anyway). A finished job stays in slurmctld's
-	// list for MinJobAge and every pass sees it again with a fresh record;
-	// its service is charged only the first time.
-	charge := ok || !c.fs.finishCharged(s.ID)
-	defer func() {
-		if charge {
-			c.fs.charge(s.Account, rec.Total()-before.Total())
-		}
-	}()
+	// refund, usage decays anyway). A finished job is observed, and
+	// charged, once: later passes skip it (finishedEarlier).
+	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
 	switch s.State {
 	case StateRunning, StateSuspended:
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))

@@ -34,10 +34,10 @@ type endReport struct {
 
 // ReportEnd takes a node's report that job ended at end (Unix seconds).
 // The earliest reported end is kept while slurmctld still lists the job
-// (forget drops it after), so every pass that sees the job finished, the
-// first and the later ones, charges its last run up to that end. A job
-// already finished before the report came also has its completed-history
-// entry corrected, by the writer goroutine, never under slurmctld's locks.
+// (forget drops it after), so the pass that sees the job finished charges
+// its last run up to that end. A job already finished before the report
+// came has its completed-history entry and its ledger row corrected
+// instead, by the writer goroutine, never under slurmctld's locks.
 // Safe to call from any goroutine.
 func (c *Core) ReportEnd(job uint32, end int64, node string) {
 	if job == 0 || end <= 0 {

@@ -91,3 +91,34 @@ func TestReportForUnknownJobChangesNoHistory(t *testing.T) {
 		t.Fatalf("history = %v, %v; want [150]", s, err)
 	}
 }
+
+// slurmctld lists a finished job for MinJobAge; the passes that see it
+// again must leave its ledger row as the finishing pass wrote it (both
+// runs' service), not rewrite it from a record of its last run alone.
+func TestFinishedJobStillListedKeepsItsLedgerRow(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	pass(c, 1050, running(1, 2, 1000, 1000)) // 100 GPU-s
+	pass(c, 1060, pending(1, 2, 1060))       // requeued
+	pass(c, 1150, running(1, 2, 1060, 1100)) // 100 more
+	fin := Snapshot{ID: 1, State: StateFinished, GPUs: 2, SubmitTime: 1060, StartTime: 1100, EndTime: 1150}
+	for now := int64(1160); now <= 1400; now += 30 {
+		pass(c, now, fin)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, ok, err := store.Get(1)
+	if err != nil || !ok || r.Total() != 200 || r.Runs != 2 || r.Finished != 1150 {
+		t.Fatalf("ledger row after 9 passes saw the job finished: %+v, %v, %v; want 200 GPU-s over 2 runs, finished 1150", r, ok, err)
+	}
+	samples, _, err := store.CompletedGPUTimes(10)
+	if err != nil || len(samples) != 1 || samples[0] != 200 {
+		t.Fatalf("history = %v, %v; want [200]", samples, err)
+	}
+}
