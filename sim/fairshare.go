@@ -1,7 +1,11 @@
 package sim
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -70,3 +74,32 @@ func (f *fairShare) finished(j *JobState) {
 	}
 	j.charged = math.Max(j.charged, total)
 }
+
+// ParseShares reads per-account shares written "account=shares,...": the
+// simulator's stand-in for lachesis.yaml's fairshare.shares (or slurmdbd's
+// associations). Every account named once, each share a positive number.
+func ParseShares(s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, field := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(field), "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%w: %q is not account=shares", ErrBadShares, field)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: account %q named twice", ErrBadShares, name)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: account %q: shares %q must be a positive number", ErrBadShares, name, val)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// ErrBadShares: a -fairshare-shares list that ParseShares cannot read.
+var ErrBadShares = errors.New("bad fair-share shares")

@@ -125,3 +125,70 @@ func TestFairShare_RejectedWithReferencePreemption(t *testing.T) {
 		t.Fatalf("NewPolicy = %v, want ErrBadConfig", err)
 	}
 }
+
+// Shares move the split: with three times flood's shares, late stays under
+// its share at 200 (200 GPU-s each: late's share is 3/4) and runs its last
+// two jobs before flood's backlog.
+func TestFairShare_LateAccountWithMoreSharesRunsSooner(t *testing.T) {
+	tests := []struct {
+		name        string
+		shares      map[string]float64
+		wantLateJCT []float64
+	}{
+		{"equal shares alternate the two accounts", nil, []float64{190, 190, 390, 390}},
+		{"late with three times the shares runs its last two next", map[string]float64{"late": 3}, []float64{190, 190, 290, 290}},
+		// flood stays under 5/6 of the usage until its backlog is done
+		// (800 of 1000 GPU-s at 500).
+		{"flood with five times the shares runs its whole backlog first", map[string]float64{"flood": 5}, []float64{190, 190, 690, 690}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := floodConfig(true)
+			cfg.PolicyOptions.Tiresias.FairShare.Shares = tt.shares
+			r := runOK(t, cfg, floodAndLate(t))
+			for i, want := range tt.wantLateJCT {
+				if got := jctOf(r, uint32(11+i)); got != want {
+					t.Errorf("late job %d JCT = %v, want %v", 11+i, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseShares(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    map[string]float64
+		wantErr bool
+	}{
+		{"empty list gives no shares", "", map[string]float64{}, false},
+		{"two accounts are read", "a=3, b=0.5", map[string]float64{"a": 3, "b": 0.5}, false},
+		{"missing equals sign is refused", "a3", nil, true},
+		{"empty account name is refused", "=3", nil, true},
+		{"zero shares are refused", "a=0", nil, true},
+		{"negative shares are refused", "a=-1", nil, true},
+		{"non-number shares are refused", "a=x", nil, true},
+		{"infinite shares are refused", "a=Inf", nil, true},
+		{"an account named twice is refused", "a=1,a=2", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseShares(tt.in)
+			if tt.wantErr {
+				if !errors.Is(err, ErrBadShares) {
+					t.Fatalf("ParseShares(%q) error %v, want ErrBadShares", tt.in, err)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tt.want) {
+				t.Fatalf("ParseShares(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Fatalf("ParseShares(%q)[%q] = %v, want %v", tt.in, k, got[k], v)
+				}
+			}
+		})
+	}
+}

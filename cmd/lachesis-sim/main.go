@@ -67,6 +67,7 @@ type options struct {
 	parallel                                int
 	hetero                                  heteroOptions
 	fairShare, fairShareHalfLife            string
+	fairShareShares                         string
 	accounts                                bool
 }
 
@@ -122,6 +123,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once")
 	fs.StringVar(&o.fairShare, "fairshare", "off", "las/gittins: fair share between accounts (a job's account is its virtual cluster, equal shares): off, on, or both (each las/gittins run also with fair share, labelled +fs)")
 	fs.StringVar(&o.fairShareHalfLife, "fairshare-half-life", "7d", "fair share: usage decay half-life")
+	fs.StringVar(&o.fairShareShares, "fairshare-shares", "", "fair share: shares per account, e.g. 6c71a0=3,11cb48=1 (accounts not named get 1, as lachesis.yaml's default_shares)")
 	fs.BoolVar(&o.accounts, "accounts", false, "also print each account's share of GPU time and average JCT (on with -fairshare on or both)")
 	o.hetero.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -398,6 +400,9 @@ func baseConfig(o *options) (sim.Config, error) {
 	}
 	if fsCfg.HalfLife, err = parseSeconds(o.fairShareHalfLife); err != nil {
 		return cfg, fmt.Errorf("-fairshare-half-life: %w", err)
+	}
+	if fsCfg.Shares, err = sim.ParseShares(o.fairShareShares); err != nil {
+		return cfg, fmt.Errorf("-fairshare-shares: %w", err)
 	}
 	po.LearnEvery = o.gittinsLearn
 	po.ReferencePreemption = o.referencePreemption
