@@ -93,6 +93,10 @@ type Core struct {
 	ends        map[uint32]int64
 	corrections []endReport
 
+	// finished: jobs a pass saw finish that slurmctld still lists
+	// (finished.go); under mu.
+	finished map[uint32]struct{}
+
 	// agents holds the profile cache, the model keys for `missing` and,
 	// when agent.listen is set, the node-agent listener. Set once in Open,
 	// before any plugin call; nil for a Core made by New (tests).
@@ -186,6 +190,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		decisions: make(map[uint32]Decision, len(active)),
 		seen:      make(map[uint32]bool, len(active)),
 		ends:      make(map[uint32]int64),
+		finished:  make(map[uint32]struct{}),
 		pending:   make(map[uint32]ledger.Record),
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -203,7 +208,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c.fs.restore(usage)
-	if err := c.rememberChargedFinished(store); err != nil {
+	if err := c.rememberFinished(store); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()
@@ -328,20 +333,6 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 	}
 }
 
-// finishedEarlier says s is a job an earlier pass (or the core before a
-// restart) already saw finish: its service is in the completed-job history
-// and its account's usage, and slurmctld only still lists it (MinJobAge).
-// Observing it again would build a fresh record of its last run alone and
-// rewrite its ledger row with it on every pass; a node's later report of
-// its true end reaches the history through ReportEnd instead.
-func (c *Core) finishedEarlier(s *Snapshot) bool {
-	if s.State != StateFinished || !c.fs.finishCharged(s.ID) {
-		return false
-	}
-	_, active := c.records[s.ID]
-	return !active
-}
-
 // rank is a pass's second stage: the policy orders c.jobs, each Result is
 // folded into the job's record (promotion, queue) and becomes its Decision.
 func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
@@ -397,7 +388,7 @@ func (c *Core) forget(now int64) {
 		}
 	}
 	c.pruneMarkers()
-	c.fs.pruneFinished(c.seen)
+	c.pruneFinished()
 	for id := range c.ends {
 		if !c.seen[id] {
 			delete(c.ends, id)
@@ -445,7 +436,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			end = now
 		}
 		c.finish(rec, end)
-		c.fs.markFinishCharged(s.ID)
+		c.finished[s.ID] = struct{}{}
 		return rec
 	}
 	if *rec != before {

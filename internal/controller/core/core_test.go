@@ -34,6 +34,21 @@ func openCore(t *testing.T, db string) *Core {
 	return c
 }
 
+// closedLedger closes c and opens the ledger it wrote at db, for the test
+// to read (closed at the test's end).
+func closedLedger(t *testing.T, c *Core, db string) *ledger.SQLite {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 func pass(c *Core, now int64, snaps ...Snapshot) []Decision {
 	out := make([]Decision, len(snaps))
 	c.Pass(now, snaps, out)
@@ -169,14 +184,7 @@ func TestFinishedAndPurgedJobsJoinTheHistory(t *testing.T) {
 	if _, ok := c.Record(1); ok {
 		t.Fatal("finished job still tracked")
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := ledger.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := closedLedger(t, c, db)
 	samples, total, err := store.CompletedGPUTimes(10)
 	if err != nil || total != 2 {
 		t.Fatalf("history: %v, %d, %v; want 2 jobs", samples, total, err)

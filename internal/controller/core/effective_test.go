@@ -107,14 +107,7 @@ func TestNodeReportedEndOfAWeightedRunCorrectsAtItsSpeed(t *testing.T) {
 	fin := Snapshot{ID: 1, State: StateFinished, GPUs: 1, SubmitTime: 1000, StartTime: 1000, EndTime: 1035}
 	pass(c, 1036, fin)
 	c.ReportEnd(1, 1015, "n1")
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := ledger.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := closedLedger(t, c, db)
 	got, _, err := store.CompletedGPUTimes(10)
 	if err != nil || len(got) != 1 || got[0] != 30 {
 		t.Fatalf("history = %v, %v; want [30]: 15 s at speed 2", got, err)

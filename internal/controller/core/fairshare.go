@@ -70,62 +70,12 @@ type fairShareState struct {
 	next    map[string]float64 // scratch: this pass's factors, swapped into factor
 	usage   []priority.AccountUsage
 	saved   []ledger.AccountUsage // scratch handed to the writer
-	// finished: jobs seen finished whose service is in their account's
-	// usage, while slurmctld still lists them (bounded by its job list).
-	finished map[uint32]struct{}
 }
 
 func (f *fairShareState) init() {
 	if f.factor == nil {
 		f.factor = make(map[string]float64)
 		f.next = make(map[string]float64)
-		f.finished = make(map[uint32]struct{})
-	}
-}
-
-// finishCharged says a finished job's service was already charged.
-func (f *fairShareState) finishCharged(job uint32) bool {
-	_, ok := f.finished[job]
-	return ok
-}
-
-func (f *fairShareState) markFinishCharged(job uint32) {
-	f.init()
-	f.finished[job] = struct{}{}
-}
-
-// maxListedFinished bounds the finished jobs remembered at start-up: more
-// than slurmctld lists at once (MaxJobCount, 10,000 by default).
-const maxListedFinished = 1 << 17
-
-// rememberChargedFinished marks the jobs that finished before a restart as
-// charged: slurmctld still lists them for MinJobAge, and the first passes
-// after the restart, which hold no record for them, must not charge their
-// service to their account a second time. The first pass forgets those it
-// does not list (pruneFinished).
-func (c *Core) rememberChargedFinished(store ledger.Store) error {
-	fl, ok := store.(ledger.FinishedLister)
-	if !ok {
-		return nil
-	}
-	ids, err := fl.RecentlyFinished(maxListedFinished)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if _, active := c.records[id]; !active {
-			c.fs.markFinishCharged(id)
-		}
-	}
-	return nil
-}
-
-// pruneFinished forgets the finished jobs slurmctld no longer lists.
-func (f *fairShareState) pruneFinished(seen map[uint32]bool) {
-	for id := range f.finished {
-		if !seen[id] {
-			delete(f.finished, id)
-		}
 	}
 }
 

@@ -3,8 +3,6 @@ package core
 import (
 	"path/filepath"
 	"testing"
-
-	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
 // A 2-GPU job started at 1000 really ends at 1015 (the node's report);
@@ -31,14 +29,7 @@ func historyAfterOutage(t *testing.T, reportBeforeCompletion bool, reports ...in
 	// again and must leave its one history entry as it is.
 	pass(c, 1037, fin)
 	pass(c, 1038, fin)
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := ledger.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := closedLedger(t, c, db)
 	samples, _, err := store.CompletedGPUTimes(10)
 	if err != nil {
 		t.Fatal(err)
@@ -79,14 +70,7 @@ func TestReportForUnknownJobChangesNoHistory(t *testing.T) {
 	pass(c, 1200, Snapshot{ID: 1, State: StateFinished, GPUs: 1, SubmitTime: 1000, StartTime: 1000, EndTime: 1150})
 	c.ReportEnd(2, 1001, "n1")
 	c.ReportEnd(0, 1001, "n1")
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := ledger.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := closedLedger(t, c, db)
 	if s, _, err := store.CompletedGPUTimes(10); err != nil || len(s) != 1 || s[0] != 150 {
 		t.Fatalf("history = %v, %v; want [150]", s, err)
 	}
@@ -105,14 +89,7 @@ func TestFinishedJobStillListedKeepsItsLedgerRow(t *testing.T) {
 	for now := int64(1160); now <= 1400; now += 30 {
 		pass(c, now, fin)
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := ledger.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := closedLedger(t, c, db)
 	r, ok, err := store.Get(1)
 	if err != nil || !ok || r.Total() != 200 || r.Runs != 2 || r.Finished != 1150 {
 		t.Fatalf("ledger row after 9 passes saw the job finished: %+v, %v, %v; want 200 GPU-s over 2 runs, finished 1150", r, ok, err)

@@ -183,27 +183,13 @@ func (s *Store) Latest(model string) (profile.Record, bool, error) {
 
 // LatestAll returns every model's most recently finished profile.
 func (s *Store) LatestAll() (map[string]profile.Record, error) {
-	rows, err := s.h.DB().Query(`SELECT p.record FROM profiles p
-		WHERE p.id = (SELECT q.id FROM profiles q WHERE q.model = p.model
-		              ORDER BY q.finished DESC, q.received DESC LIMIT 1)`)
-	if err != nil {
-		return nil, fmt.Errorf("%w: load profiles: %v", ErrStore, err)
-	}
-	defer rows.Close()
 	out := map[string]profile.Record{}
-	for rows.Next() {
-		var blob string
-		if err := rows.Scan(&blob); err != nil {
-			return nil, fmt.Errorf("%w: scan profile: %v", ErrStore, err)
-		}
-		rec, err := decode(blob)
-		if err != nil {
-			return nil, err
-		}
-		out[rec.Model] = rec
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%w: load profiles: %v", ErrStore, err)
+	err := s.eachRecord("load profiles", `SELECT p.record FROM profiles p
+		WHERE p.id = (SELECT q.id FROM profiles q WHERE q.model = p.model
+		              ORDER BY q.finished DESC, q.received DESC LIMIT 1)`,
+		func(rec profile.Record) { out[rec.Model] = rec })
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -211,30 +197,41 @@ func (s *Store) LatestAll() (map[string]profile.Record, error) {
 // LatestByType returns, for every model profiled on a GPU type, its
 // latest profile on each type (untyped profiles are left out).
 func (s *Store) LatestByType() ([]profile.Record, error) {
-	rows, err := s.h.DB().Query(`SELECT p.record FROM profiles p
+	var out []profile.Record
+	err := s.eachRecord("load typed profiles", `SELECT p.record FROM profiles p
 		WHERE p.gpu_type != '' AND p.id = (SELECT q.id FROM profiles q
 		      WHERE q.model = p.model AND q.gpu_type = p.gpu_type
-		      ORDER BY q.finished DESC, q.received DESC LIMIT 1)`)
+		      ORDER BY q.finished DESC, q.received DESC LIMIT 1)`,
+		func(rec profile.Record) { out = append(out, rec) })
 	if err != nil {
-		return nil, fmt.Errorf("%w: load typed profiles: %v", ErrStore, err)
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachRecord decodes every profile record query selects and hands it to
+// add; what names the load in errors.
+func (s *Store) eachRecord(what, query string, add func(profile.Record)) error {
+	rows, err := s.h.DB().Query(query)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrStore, what, err)
 	}
 	defer rows.Close()
-	var out []profile.Record
 	for rows.Next() {
 		var blob string
 		if err := rows.Scan(&blob); err != nil {
-			return nil, fmt.Errorf("%w: scan profile: %v", ErrStore, err)
+			return fmt.Errorf("%w: scan profile: %v", ErrStore, err)
 		}
 		rec, err := decode(blob)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, rec)
+		add(rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%w: load typed profiles: %v", ErrStore, err)
+		return fmt.Errorf("%w: %s: %v", ErrStore, what, err)
 	}
-	return out, nil
+	return nil
 }
 
 // Throughputs is model → GPU type → per-GPU throughput

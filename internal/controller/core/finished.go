@@ -1,0 +1,55 @@
+package core
+
+import "github.com/lachesis-sched/lachesis/internal/controller/ledger"
+
+// A finished job stays in slurmctld's list for MinJobAge. The pass that
+// sees it finish records it (completed-job history, its account's usage,
+// its ledger row); later passes, and the first passes after a restart,
+// skip it. Observing it again would build a fresh record of its last run
+// alone, rewrite its ledger row with it and charge its account again. A
+// node's later report of its true end reaches the history through
+// ReportEnd instead.
+
+// maxListedFinished bounds the finished jobs remembered at start-up: more
+// than slurmctld lists at once (MaxJobCount, 10,000 by default).
+const maxListedFinished = 1 << 17
+
+// finishedEarlier says s is a job an earlier pass (or the core before a
+// restart) already saw finish. A job with a record again (slurmctld can
+// requeue a finished batch job) is observed as any other.
+func (c *Core) finishedEarlier(s *Snapshot) bool {
+	if s.State != StateFinished {
+		return false
+	}
+	_, done := c.finished[s.ID]
+	_, active := c.records[s.ID]
+	return done && !active
+}
+
+// rememberFinished marks the jobs that finished before a restart; the
+// first pass forgets those slurmctld does not list (pruneFinished).
+func (c *Core) rememberFinished(store ledger.Store) error {
+	fl, ok := store.(ledger.FinishedLister)
+	if !ok {
+		return nil
+	}
+	ids, err := fl.RecentlyFinished(maxListedFinished)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, active := c.records[id]; !active {
+			c.finished[id] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// pruneFinished forgets the finished jobs slurmctld no longer lists.
+func (c *Core) pruneFinished() {
+	for id := range c.finished {
+		if !c.seen[id] {
+			delete(c.finished, id)
+		}
+	}
+}
