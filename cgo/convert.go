@@ -120,6 +120,7 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		CPUs:        uint32(j.cpus),
 		NodeCPUs:    uint32(j.node_cpus),
 		NodeGPUs:    uint32(j.node_gpus),
+		User:        uint32(j.user_id),
 	}
 	if j.state == C.LACHESIS_PENDING && j.waits_for_resources != 0 && j.admin_comment != nil &&
 		C.strstr(j.admin_comment, sizedMarker) != nil {

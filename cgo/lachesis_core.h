@@ -23,7 +23,7 @@
  * 7: lachesis_victim_order.
  * 8: job_submit/synergy sizes on the core's own goroutine
  *    (lachesis_sizer_start/stop, lachesis_size_slot_t). */
-#define LACHESIS_ABI_VERSION 8
+#define LACHESIS_ABI_VERSION 9
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -71,7 +71,7 @@ typedef struct lachesis_job {
 	uint32_t cpus;
 	uint32_t node_cpus;
 	uint32_t node_gpus;
-	uint32_t reserved3;
+	uint32_t user_id;       /* the job's owner: sweeps are per user */
 	int64_t  submit_time;
 	int64_t  begin_time;
 	int64_t  start_time;

@@ -164,7 +164,12 @@ func (r *Ranker) promotes(now int64, job *Job) bool {
 // fillFactors sets every factor except Tiresias, which needs the whole pass.
 func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 	if r.cfg.Mode == ModeGittins {
-		f.Gittins = r.dist.Index(pl.service, r.deltas[pl.queue])
+		delta := r.deltas[pl.queue]
+		if g, ok := siblingIndex(job.Siblings, pl.service, delta); ok {
+			f.Gittins, f.SiblingSamples = g, job.Siblings.Len()
+		} else {
+			f.Gittins = r.dist.Index(pl.service, delta)
+		}
 	}
 	if job.EligibleTime != 0 {
 		f.Age = clamp01(float64(now-job.EligibleTime) / r.cfg.MaxAge)

@@ -58,6 +58,11 @@ type Config struct {
 	// type each run holds (speed.go): service is then reference-GPU-
 	// seconds of work. Off, service is plain GPU-seconds.
 	EffectiveService bool
+	// SiblingWindow, in seconds, groups jobs of one user, account and GPU
+	// count submitted at most this far apart into a sweep whose completed
+	// members set the others' Gittins index (siblings.go). 0 turns sibling
+	// prediction off; LAS mode ignores it.
+	SiblingWindow float64
 }
 
 // State is a job's state as the policy sees it.
@@ -98,18 +103,26 @@ type Job struct {
 	// (FairShareFactors); jobs of accounts over their share (< ½) lose
 	// ties inside a queue when Config.FairShare is enabled.
 	FairShare float64
+	// Siblings is the GPU-time distribution of the job's sweep members that
+	// have completed (Siblings.Of), nil for none. In Gittins mode the index
+	// is taken against it while the job's service is below its longest
+	// sample (siblings.go).
+	Siblings *Distribution
 }
 
 // Factors are the components of a priority, kept so operators can see why a
 // job ranked where it did (sprio shows them).
 type Factors struct {
-	Tiresias  float64 // queue band + position in the queue, in (0,1) from Rank, [0,1) from Place
-	Gittins   float64 // 2D-Gittins index (0 in LAS mode)
-	Age       float64
-	Partition float64
-	QOS       float64
-	Nice      int32
-	FairShare float64 // the account's fair-share factor, as given in Job
+	Tiresias float64 // queue band + position in the queue, in (0,1) from Rank, [0,1) from Place
+	Gittins  float64 // 2D-Gittins index (0 in LAS mode)
+	// SiblingSamples is how many completed siblings the Gittins index was
+	// taken against; 0 when the cluster-wide distribution set it.
+	SiblingSamples int
+	Age            float64
+	Partition      float64
+	QOS            float64
+	Nice           int32
+	FairShare      float64 // the account's fair-share factor, as given in Job
 }
 
 // Result is the policy's decision for one job.

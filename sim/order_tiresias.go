@@ -36,6 +36,10 @@ type tiresiasOrder struct {
 	floor priority.RequeueFloor
 	// fair is fair share between accounts (fairshare.go), nil when off.
 	fair *fairShare
+	// siblings groups the trace's jobs into sweeps (a job's account is its
+	// virtual cluster; traces have no user), nil when sibling prediction
+	// is off.
+	siblings *priority.Siblings
 }
 
 func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
@@ -66,6 +70,10 @@ func newTiresiasOrder(name string, opts PolicyOptions) (*tiresiasOrder, error) {
 	if name == PolicyGittins || quantiles {
 		o.learnEvery = opts.LearnEvery
 	}
+	if name == PolicyGittins && !o.reference {
+		// The reference simulator has nothing like it.
+		o.siblings = priority.NewSiblings(cfg.SiblingWindow)
+	}
 	o.inForce = r.Config()
 	return o, nil
 }
@@ -91,11 +99,14 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 			EligibleTime: submit,
 		}
 		j.Account.Describe(&pj)
+		o.siblings.Join(j.Job.ID, priority.SiblingKey{Account: j.Job.Cluster, GPUs: pj.GPUs}, submit)
+		pj.Siblings = o.siblings.Of(j.Job.ID)
 		o.jobs = append(o.jobs, pj)
 	}
 	if o.fair != nil {
 		o.fair.pass(nowSec, jobs, o.jobs)
 	}
+	o.siblings.Prune(nowSec)
 	o.results = o.ranker.Rank(nowSec, o.jobs, o.results)
 	if o.reference {
 		o.referenceOrder(nowSec, jobs)
@@ -223,6 +234,7 @@ func (o *tiresiasOrder) jobDone(j *JobState) error {
 		o.fair.finished(j)
 	}
 	gpuSeconds := j.Account.ServiceClosed
+	o.siblings.Done(j.Job.ID, gpuSeconds)
 	if o.learnEvery <= 0 {
 		return nil
 	}

@@ -95,6 +95,7 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 
 	memset(out, 0, sizeof(*out));
 	out->job_id = job_ptr->job_id;
+	out->user_id = job_ptr->user_id;
 	out->state = _state(job_ptr);
 	out->held = (job_ptr->priority == 0) || job_ptr->direct_set_prio;
 

@@ -50,6 +50,7 @@ type options struct {
 	requeueHold, minRun                     string
 	partialNodeIdle, promotedPreempts       bool
 	spreadVictims                           bool
+	siblingWindow                           string
 	maxPerJob, queueGap                     int
 	tickPassesOnly                          bool
 	thresholds, thresholdQuantiles          string
@@ -97,6 +98,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.maxPerJob, "max-preemptions", -1, "las/gittins: requeues after which a job is not preempted again, 0 no limit (default: priority.DefaultConfig's)")
 	fs.IntVar(&o.queueGap, "queue-gap", 0, "las/gittins: queues a victim must sit below its preemptor (default: priority.DefaultConfig's)")
 	fs.BoolVar(&o.promotedPreempts, "promoted-preempts", false, "las/gittins: a job promoted for starvation may preempt")
+	fs.StringVar(&o.siblingWindow, "sibling-window", "", "gittins: jobs of one virtual cluster and width submitted this far apart (seconds or a duration) form a sweep whose completed members set the others' index; 0 off (default: priority.DefaultConfig's)")
 	fs.BoolVar(&o.spreadVictims, "spread-victims", priority.DefaultPreemption().SpreadVictims, "las/gittins: victims requeued more often than the least-requeued running job of their queue go last")
 	fs.StringVar(&o.passInterval, "pass-interval", "30s", "policy pass interval; 0 acts on demotions at the exact second")
 	fs.BoolVar(&o.tickPassesOnly, "tick-passes-only", false, "act on arrivals and completions only at pass ticks too")
@@ -390,6 +392,11 @@ func baseConfig(o *options) (sim.Config, error) {
 	}
 	pre.PromotedPreempts = o.promotedPreempts
 	pre.SpreadVictims = o.spreadVictims
+	if o.siblingWindow != "" {
+		if po.Tiresias.SiblingWindow, err = parseSeconds(o.siblingWindow); err != nil {
+			return cfg, fmt.Errorf("-sibling-window: %w", err)
+		}
+	}
 	fsCfg := &po.Tiresias.FairShare
 	switch o.fairShare {
 	case "off", "both": // both: FairShareVariants turns it on in copies

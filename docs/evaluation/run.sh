@@ -41,9 +41,10 @@ SLICE=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node
 # Sections 1-4 were written before preemption costs and the preemption
 # rule existed: they keep free preemption (no hold, leftover GPUs reused,
 # restart penalty only where named) and the paper's rule, so they
-# reproduce their tables. Sections 5b-5d run with the real costs on.
+# reproduce their tables; nor do they group sweeps (-sibling-window 0,
+# added with it in section 5). Sections 5b-5e run with the real costs on.
 FREE=(-restart-penalty 0 -requeue-hold 0 -partial-node-idle=false -min-run 0 -max-preemptions 0 -promoted-preempts
-	-spread-victims=false)
+	-spread-victims=false -sibling-window 0)
 SLICE+=("${FREE[@]}")
 # Lachesis's former defaults, from the sweep below.
 LACHESIS=(-thresholds 3250,32500,325000,3250000 -promote-knob 2)
@@ -134,6 +135,7 @@ synergy synergy-joblists-multigpu -multi-gpu -rates 9,12 -seeds 1,2,3 -policies 
 #     60 s restart, 121 s requeue hold, 30 s passes, idle leftover GPUs).
 I11=(-trace "$PHILLY" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 8 -gpus-per-node 4 -jobs-csv)
 sim 6c71a0-defaults "${I11[@]}" -policies fifo,srtf,las,gittins -out "$OUT/6c71a0-defaults"
+sim 6c71a0-no-siblings "${I11[@]}" -policies gittins -sibling-window 0 -out "$OUT/6c71a0-no-siblings"
 sim 6c71a0-reference-thresholds "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
 	-out "$OUT/6c71a0-reference-thresholds"
 sim 6c71a0-reference-preemption "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
@@ -143,6 +145,8 @@ sim 6c71a0-reference-nocosts "${I11[@]}" -policies srtf,las,gittins -thresholds 
 	-out "$OUT/6c71a0-reference-nocosts"
 # 5d. The preemption sweep that chose the preemption defaults.
 PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/preempt-sweep.sh
+# 5e. The defaults on slices they were not chosen on.
+SET=heldout PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/preempt-sweep.sh
 
 # 6b. Fair share between accounts (a job's account is its virtual cluster,
 #     equal shares, the core's 7-day half-life): the first week of the

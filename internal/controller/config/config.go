@@ -109,9 +109,10 @@ type file struct {
 			Partition float64 `mapstructure:"partition"`
 			QOS       float64 `mapstructure:"qos"`
 		} `mapstructure:"weights"`
-		GittinsMinHistory int  `mapstructure:"gittins_min_history"`
-		CPUJobCPUsPerGPU  int  `mapstructure:"cpu_job_cpus_per_gpu"`
-		EffectiveService  bool `mapstructure:"effective_service"`
+		GittinsMinHistory int     `mapstructure:"gittins_min_history"`
+		CPUJobCPUsPerGPU  int     `mapstructure:"cpu_job_cpus_per_gpu"`
+		EffectiveService  bool    `mapstructure:"effective_service"`
+		SiblingWindow     float64 `mapstructure:"sibling_window"`
 		Preemption        struct {
 			MinRun           float64 `mapstructure:"min_run"`
 			MaxPerJob        int     `mapstructure:"max_per_job"`
@@ -204,6 +205,7 @@ func defaultFile() file {
 	f.Tiresias.Weights.Partition = d.Tiresias.Weights.Partition
 	f.Tiresias.Weights.QOS = d.Tiresias.Weights.QOS
 	f.Tiresias.GittinsMinHistory = d.GittinsMinHistory
+	f.Tiresias.SiblingWindow = d.Tiresias.SiblingWindow
 	f.Tiresias.Preemption.MinRun = d.Tiresias.Preemption.MinRun
 	f.Tiresias.Preemption.MaxPerJob = d.Tiresias.Preemption.MaxPerJob
 	f.Tiresias.Preemption.QueueGap = d.Tiresias.Preemption.QueueGap
@@ -304,6 +306,7 @@ func (f file) validate() (Config, error) {
 				SpreadVictims:    t.Preemption.SpreadVictims,
 			},
 			EffectiveService: t.EffectiveService,
+			SiblingWindow:    t.SiblingWindow,
 		},
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,

@@ -40,6 +40,7 @@ tiresias:
   max_age: 100
   gittins_min_history: 7
   cpu_job_cpus_per_gpu: 12
+  sibling_window: 90
   weights: {tiresias: 1000, age: 10, partition: 5, qos: 1}
 pass_interval: 2
 db_path: /tmp/x.db
@@ -54,7 +55,8 @@ metrics:
 	if got := c.Tiresias.Queues(); got != 4 {
 		t.Errorf("queues = %d, want 4", got)
 	}
-	if c.Tiresias.PromoteKnob != 2.5 || c.Tiresias.MaxAge != 100 || c.GittinsMinHistory != 7 || c.CPUJobCPUsPerGPU != 12 {
+	if c.Tiresias.PromoteKnob != 2.5 || c.Tiresias.MaxAge != 100 || c.GittinsMinHistory != 7 || c.CPUJobCPUsPerGPU != 12 ||
+		c.Tiresias.SiblingWindow != 90 {
 		t.Errorf("tiresias keys not read: %+v", c.Tiresias)
 	}
 	if w := c.Tiresias.Weights; w.Tiresias != 1000 || w.Age != 10 || w.Partition != 5 || w.QOS != 1 {
@@ -154,6 +156,8 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"descending thresholds are rejected", "tiresias:\n  thresholds: [20, 10]\n", "thresholds"},
 		{"unknown mode is rejected", "tiresias:\n  mode: fifo\n", "mode"},
 		{"negative knob is rejected", "tiresias:\n  promote_knob: -1\n", "promote_knob"},
+		{"negative sibling window is rejected", "tiresias:\n  sibling_window: -1\n", "sibling_window"},
+		{"sibling window over a week is rejected", "tiresias:\n  sibling_window: 604801\n", "sibling_window"},
 		{"queues disagreeing with thresholds is rejected", "tiresias:\n  queues: 5\n  thresholds: [1]\n", "queues"},
 		{"zero pass interval is rejected", "pass_interval: 0\n", "pass_interval"},
 		{"empty db path is rejected", "db_path: \"\"\n", "db_path"},

@@ -96,6 +96,9 @@ type Core struct {
 	// finished: jobs a pass saw finish that slurmctld still lists
 	// (finished.go); under mu.
 	finished map[uint32]struct{}
+	// siblings: the sweep of each job and its completed members
+	// (siblings.go); nil when sibling prediction is off; under mu.
+	siblings *priority.Siblings
 
 	// agents holds the profile cache, the model keys for `missing` and,
 	// when agent.listen is set, the node-agent listener. Set once in Open,
@@ -199,6 +202,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.speedBase = *cfg.Speeds(nil)
+	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
 	for i := range active {
 		r := active[i]
 		c.records[r.JobID] = &r
@@ -270,6 +274,7 @@ func (c *Core) Reconfigure() error {
 		return err
 	}
 	c.speedBase = *cfg.Speeds(nil)
+	c.resizeSweeps(old.Tiresias.SiblingWindow, cfg.Tiresias.SiblingWindow)
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
 	return nil
 }
@@ -328,7 +333,9 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		if s.State == StatePending {
 			c.noteCandidate(now, s)
 		}
-		c.jobs = append(c.jobs, policyJob(rec, s))
+		j := policyJob(rec, s)
+		c.joinSweep(s, rec, &j)
+		c.jobs = append(c.jobs, j)
 		c.jobIndex = append(c.jobIndex, i)
 	}
 }
@@ -356,6 +363,7 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		}
 		d := decide(w, *res, rec.Total(), rec.QueueService())
 		d.Marker = c.markerFor(s, rec)
+		c.noteSweepIndex(s.ID, c.decisions[s.ID], d)
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
@@ -389,6 +397,7 @@ func (c *Core) forget(now int64) {
 	}
 	c.pruneMarkers()
 	c.pruneFinished()
+	c.siblings.Prune(now)
 	for id := range c.ends {
 		if !c.seen[id] {
 			delete(c.ends, id)
@@ -486,6 +495,7 @@ func (c *Core) finish(rec *ledger.Record, when int64) {
 	}
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
+	c.siblings.Done(rec.JobID, rec.Total())
 	c.markDirty(rec)
 	delete(c.records, rec.JobID)
 	delete(c.decisions, rec.JobID)

@@ -56,6 +56,9 @@ type Snapshot struct {
 	// none to give (no slurmdbd, no association, shares not set).
 	Account       string
 	AccountShares uint32
+	// User is the job's owner (uid); with Account and the GPU count it
+	// keys the job's sweep (priority.Siblings).
+	User uint32
 	// Run, for a running, suspended or finished job, tells what its run
 	// holds; nil when unknown. It is read only when a run opens under
 	// effective service (once per run), so the caller need not copy
