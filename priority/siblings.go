@@ -36,22 +36,24 @@ type SiblingKey struct {
 }
 
 // Siblings groups jobs into sweeps and keeps the GPU-time of each sweep's
-// completed members. A job joins the sweep last opened for its key if it
-// was submitted within the window of the sweep's latest member, and opens
-// a new one otherwise. Not safe for concurrent use; the nil *Siblings is a
-// valid tracker that groups nothing (sibling prediction off).
+// completed members. A sweep is a run of jobs of one key whose submit
+// times lie at most the window apart: a job joins the sweep of its key
+// whose span, widened by the window on both sides, holds its submit time,
+// and opens a new one otherwise. Jobs may join in any order (a pass lists
+// them in Slurm's order; a restart replays ended members first). Not safe
+// for concurrent use; the nil *Siblings is a valid tracker that groups
+// nothing (sibling prediction off).
 type Siblings struct {
 	window int64
-	open   map[SiblingKey]*sweep
+	byKey  map[SiblingKey][]*sweep
 	member map[uint32]*sweep
 }
 
 type sweep struct {
-	key     SiblingKey
-	last    int64 // latest member's submit time
-	active  int   // members not yet done
-	samples []float64
-	dist    *Distribution // of samples; nil until one member completed
+	first, last int64 // earliest and latest member's submit time
+	active      int   // members not yet done
+	samples     []float64
+	dist        *Distribution // of samples; nil until one member completed
 }
 
 // NewSiblings returns a tracker for the given window in seconds, or nil
@@ -62,7 +64,7 @@ func NewSiblings(window float64) *Siblings {
 	}
 	return &Siblings{
 		window: int64(math.Ceil(window)),
-		open:   make(map[SiblingKey]*sweep),
+		byKey:  make(map[SiblingKey][]*sweep),
 		member: make(map[uint32]*sweep),
 	}
 }
@@ -76,12 +78,18 @@ func (s *Siblings) Join(id uint32, key SiblingKey, submit int64) {
 	if _, ok := s.member[id]; ok {
 		return
 	}
-	sw := s.open[key]
-	if sw == nil || submit-sw.last > s.window || sw.last-submit > s.window {
-		sw = &sweep{key: key, last: submit}
-		s.open[key] = sw
+	var sw *sweep
+	for _, c := range s.byKey[key] {
+		if submit >= c.first-s.window && submit <= c.last+s.window {
+			sw = c
+			break
+		}
 	}
-	sw.last = max(sw.last, submit)
+	if sw == nil {
+		sw = &sweep{first: submit, last: submit}
+		s.byKey[key] = append(s.byKey[key], sw)
+	}
+	sw.first, sw.last = min(sw.first, submit), max(sw.last, submit)
 	sw.active++
 	s.member[id] = sw
 }
@@ -129,9 +137,18 @@ func (s *Siblings) Prune(now int64) {
 	if s == nil {
 		return
 	}
-	for k, sw := range s.open {
-		if sw.active == 0 && now-sw.last > s.window {
-			delete(s.open, k)
+	for k, sweeps := range s.byKey {
+		kept := sweeps[:0]
+		for _, sw := range sweeps {
+			if sw.active > 0 || now-sw.last <= s.window {
+				kept = append(kept, sw)
+			}
+		}
+		clear(sweeps[len(kept):])
+		if len(kept) == 0 {
+			delete(s.byKey, k)
+		} else {
+			s.byKey[k] = kept
 		}
 	}
 }

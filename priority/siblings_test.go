@@ -66,6 +66,20 @@ func TestSiblingsGroupsSweeps(t *testing.T) {
 			strangers: []uint32{2},
 		},
 		{
+			name:      "a job between two sweeps of its key joins the one whose span holds it",
+			joins:     []join{{1, alice, 0}, {2, alice, 5000}, {3, alice, 4500}},
+			done:      2,
+			siblings:  []uint32{3},
+			strangers: []uint32{1},
+		},
+		{
+			name:      "an early member replayed after later ones (a restart) joins their sweep",
+			joins:     []join{{3, alice, 1000}, {2, alice, 500}, {1, alice, 0}, {9, alice, 5000}},
+			done:      3,
+			siblings:  []uint32{1, 2},
+			strangers: []uint32{9},
+		},
+		{
 			name:     "joining again (a later pass, a requeue) keeps the first sweep",
 			joins:    []join{{1, alice, 0}, {1, alice, 90000}, {2, alice, 100}},
 			done:     2,
@@ -166,14 +180,14 @@ func TestSiblingsPruneForgetsOnlyFinishedOldSweeps(t *testing.T) {
 	s.Join(2, b, 0)
 	s.Done(1, 10)
 	s.Prune(600) // within the window: a may still get members
-	if len(s.open) != 2 {
-		t.Fatalf("pruned inside the window: %d sweeps open, want 2", len(s.open))
+	if len(s.byKey) != 2 {
+		t.Fatalf("pruned inside the window: %d keys kept, want 2", len(s.byKey))
 	}
 	s.Prune(601)
-	if _, ok := s.open[a]; ok {
+	if _, ok := s.byKey[a]; ok {
 		t.Error("a sweep with no active member past its window was kept")
 	}
-	if _, ok := s.open[b]; !ok {
+	if _, ok := s.byKey[b]; !ok {
 		t.Error("a sweep with an active member was forgotten")
 	}
 }

@@ -215,6 +215,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	if err := c.rememberFinished(store); err != nil {
 		return nil, err
 	}
+	c.restoreSweeps(store)
 	c.loadDistribution()
 	if err := c.rebuildRanker(); err != nil {
 		return nil, err

@@ -7,12 +7,16 @@ import (
 
 // Sibling prediction (priority/siblings.go) in the core: each job joins the
 // sweep of its user, account and GPU count by its first submit time, and
-// each job's end gives its sweep one more sample. Sweeps live in memory
-// only. After a restart the jobs slurmctld still has re-join their sweeps
-// on the first pass (their keys and first submit times are in Slurm and
-// the ledger), so only the samples of members that ended before the
-// restart are lost: their siblings are ranked by the cluster-wide history
-// until another member ends.
+// each job's end gives its sweep one more sample. Sweeps live in memory;
+// each ended job's key and first submit time go into the completed-job
+// history with its GPU-time, and a restart replays the most recent of
+// those (restoreSweeps) before the first pass, where the jobs slurmctld
+// still has re-join their sweeps.
+
+// maxReplayedSweepEnds bounds what a restart replays: sweeps are short-lived
+// (a member ends, the rest follow), so the most recent ends are the ones
+// whose siblings may still be waiting.
+const maxReplayedSweepEnds = 16384
 
 const (
 	keySiblings = "completed_siblings"
@@ -22,8 +26,36 @@ const (
 // joinSweep places rec's job in its sweep (a no-op once placed, or with
 // sibling prediction off) and gives j the sweep's completed members.
 func (c *Core) joinSweep(s *Snapshot, rec *ledger.Record, j *priority.Job) {
-	c.siblings.Join(s.ID, priority.SiblingKey{User: s.User, Account: s.Account, GPUs: j.GPUs}, rec.FirstSubmit)
+	// Kept with the job's completion whether sweeps are on or not, so
+	// turning them on later can replay it. Not a reason to save the
+	// record now: the jobs table does not hold it.
+	rec.Sweep = priority.SiblingKey{User: s.User, Account: s.Account, GPUs: j.GPUs}
+	rec.InSweep = true
+	c.siblings.Join(s.ID, rec.Sweep, rec.FirstSubmit)
 	j.Siblings = c.siblings.Of(s.ID)
+}
+
+// restoreSweeps replays the ended sweep members the ledger kept, oldest
+// submission first, into a fresh tracker. A store that keeps none (or an
+// error, logged) leaves the sweeps to re-form from new ends.
+func (c *Core) restoreSweeps(store ledger.Store) {
+	sl, ok := store.(ledger.SweepLister)
+	if !ok || c.siblings == nil {
+		return
+	}
+	ends, err := sl.SweepEnds(maxReplayedSweepEnds)
+	if err != nil {
+		c.log.Error("sweep history unreadable; sweeps re-form from new ends", keyErr, err)
+		return
+	}
+	for _, e := range ends {
+		if _, active := c.records[e.JobID]; active {
+			continue // requeued since: it joins as an active job
+		}
+		c.siblings.Join(e.JobID, e.Key, e.FirstSubmit)
+		c.siblings.Done(e.JobID, e.GPUSeconds)
+	}
+	c.log.Info("sweeps restored from the completed-job history", keyJobs, len(ends))
 }
 
 // noteSweepIndex logs the pass in which a job's Gittins index first comes
@@ -50,5 +82,6 @@ func (c *Core) resizeSweeps(old, now float64) {
 		return
 	}
 	c.siblings = priority.NewSiblings(now)
-	c.log.Info("sibling window changed; sweeps re-form from the next pass", keyWindow, now)
+	c.log.Info("sibling window changed; sweeps re-formed from the history and the next pass", keyWindow, now)
+	c.restoreSweeps(c.store)
 }

@@ -98,3 +98,26 @@ func TestSweepsForgetEndedJobs(t *testing.T) {
 		t.Fatalf("%d jobs still in sweeps after they were purged", n)
 	}
 }
+
+// A restart replays the ended members kept in the ledger: the sibling
+// still waiting is ranked by its sweep on the first pass after it.
+func TestSweepsSurviveARestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	a := owned(running(1, 1, 1000, 1000), 5, "vision")
+	b := owned(pending(2, 1, 1010), 5, "vision")
+	pass(c, 1020, a, b)
+	a.State, a.EndTime = StateFinished, 1030
+	pass(c, 1040, a, b)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c = openCore(t, db)
+	defer c.Close()
+	b.State, b.StartTime = StateRunning, 1045
+	d := pass(c, 1050, b) // job 1 is gone from slurmctld too
+	if got := d[0].Factors.SiblingSamples; got != 1 {
+		t.Fatalf("after a restart job 2 is ranked by %d completed siblings, want 1 (job 1's 30 GPU-s)", got)
+	}
+}

@@ -29,6 +29,12 @@ type Record struct {
 	// PreemptReason is why the job was last preempted by Lachesis's rule
 	// ("" if never): the preemptor, the queues, the victim's run.
 	PreemptReason string
+	// Sweep is the job's sweep key (priority.Siblings) and InSweep whether
+	// the core placed it in one; kept with its completion so a restart can
+	// rebuild the sweeps (sweeps.go). Not stored with active jobs: the
+	// core sets them again when it next sees the job.
+	Sweep   priority.SiblingKey
+	InSweep bool
 }
 
 // Store is what the core needs from persistent storage.
@@ -83,6 +89,11 @@ CREATE TABLE IF NOT EXISTS completed (
 	last_gpus    INTEGER NOT NULL DEFAULT 0,
 	last_seconds REAL    NOT NULL DEFAULT 0,
 	last_speed   REAL    NOT NULL DEFAULT 0,
+	in_sweep      INTEGER NOT NULL DEFAULT 0,
+	sweep_user    INTEGER NOT NULL DEFAULT 0,
+	sweep_account TEXT    NOT NULL DEFAULT '',
+	sweep_gpus    INTEGER NOT NULL DEFAULT 0,
+	first_submit  INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
@@ -105,6 +116,9 @@ func OpenOwned(path string, uid int) (*SQLite, error) {
 	}
 	if err == nil {
 		err = migrateRunSpeed(h.DB())
+	}
+	if err == nil {
+		err = migrateSweeps(h.DB())
 	}
 	if err != nil {
 		h.Close()
@@ -254,7 +268,8 @@ func (s *SQLite) Save(records []Record) error {
 	}
 	defer upsert.Close()
 	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds,
-		last_start, last_gpus, last_seconds, last_speed) VALUES (?,?,?,?,?,?,?)`)
+		last_start, last_gpus, last_seconds, last_speed,
+		in_sweep, sweep_user, sweep_account, sweep_gpus, first_submit) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -268,7 +283,8 @@ func (s *SQLite) Save(records []Record) error {
 		}
 		if r.Finished != 0 {
 			if _, err := done.Exec(r.JobID, r.Finished, r.Total(),
-				r.LastRunStart, r.LastRunGPUs, r.LastRun, r.LastRunSpeed); err != nil {
+				r.LastRunStart, r.LastRunGPUs, r.LastRun, r.LastRunSpeed,
+				r.InSweep, r.Sweep.User, r.Sweep.Account, r.Sweep.GPUs, r.FirstSubmit); err != nil {
 				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
 			}
 		}

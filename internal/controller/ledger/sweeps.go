@@ -1,0 +1,77 @@
+package ledger
+
+import (
+	"cmp"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lachesis-sched/lachesis/priority"
+)
+
+// Sweeps (priority/siblings.go) are kept in the core's memory; what a
+// restart needs to rebuild them is each ended member's sweep key, first
+// submit time and GPU-time. The completed-job history holds the GPU-time;
+// these columns, added to ledgers made before sweeps existed, hold the
+// rest. Rows with in_sweep 0 (written before, or by a job the core never
+// placed in a sweep) are not replayed.
+var sweepColumns = []string{
+	`ALTER TABLE completed ADD COLUMN in_sweep INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE completed ADD COLUMN sweep_user INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE completed ADD COLUMN sweep_account TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE completed ADD COLUMN sweep_gpus INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE completed ADD COLUMN first_submit INTEGER NOT NULL DEFAULT 0`,
+}
+
+func migrateSweeps(db *sql.DB) error {
+	for _, stmt := range sweepColumns {
+		if _, err := db.Exec(stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return fmt.Errorf("%w: add sweep columns: %v", ErrStore, err)
+		}
+	}
+	return nil
+}
+
+// SweepEnd is one ended member of a sweep, as the completed-job history
+// keeps it.
+type SweepEnd struct {
+	JobID       uint32
+	Key         priority.SiblingKey
+	FirstSubmit int64
+	GPUSeconds  float64
+}
+
+// SweepLister is implemented by stores that keep sweep keys with the
+// completed-job history; the core asks for it with a type assertion, as
+// for FinishedLister.
+type SweepLister interface {
+	SweepEnds(limit int) ([]SweepEnd, error)
+}
+
+var _ SweepLister = (*SQLite)(nil)
+
+// SweepEnds returns up to limit most recently finished sweep members,
+// oldest submission first: the order in which replaying them rebuilds the
+// sweeps they belonged to.
+func (s *SQLite) SweepEnds(limit int) ([]SweepEnd, error) {
+	rows, err := s.conn().Query(`SELECT job_id, sweep_user, sweep_account, sweep_gpus, first_submit, gpu_seconds
+		FROM completed WHERE in_sweep != 0 ORDER BY finished DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list sweep members: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var out []SweepEnd
+	for rows.Next() {
+		var e SweepEnd
+		if err := rows.Scan(&e.JobID, &e.Key.User, &e.Key.Account, &e.Key.GPUs, &e.FirstSubmit, &e.GPUSeconds); err != nil {
+			return nil, fmt.Errorf("%w: scan sweep member: %v", ErrStore, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: list sweep members: %v", ErrStore, err)
+	}
+	slices.SortStableFunc(out, func(a, b SweepEnd) int { return cmp.Compare(a.FirstSubmit, b.FirstSubmit) })
+	return out, nil
+}
