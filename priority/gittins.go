@@ -73,25 +73,31 @@ func (d *Distribution) Len() int { return len(d.sorted) }
 // It runs in O(log n) with two binary searches and the prefix sums, and
 // does not allocate.
 func (d *Distribution) Index(attained, delta float64) float64 {
+	return gittinsIndex(d.sorted, d.prefix, attained, delta)
+}
+
+// gittinsIndex is Index over ascending samples and their prefix sums
+// (prefix[i] = sum of sorted[:i]), shared with a sweep's history.
+func gittinsIndex(sorted, prefix []float64, attained, delta float64) float64 {
 	if !(delta > 0) {
 		return 0
 	}
-	n := len(d.sorted)
-	i := upperBound(d.sorted, attained) // first sample > a
+	n := len(sorted)
+	i := upperBound(sorted, attained) // first sample > a
 	if i == n {
 		return 0
 	}
 	j := n // first sample > a+Δ
 	if !math.IsInf(delta, 1) {
-		j = i + upperBound(d.sorted[i:], attained+delta)
+		j = i + upperBound(sorted[i:], attained+delta)
 	}
 	done := float64(j - i) // samples finishing within Δ
 	// Σ_{k∈[i,j)} (s_k − a), split as Σ(s_k − s_i) + (j−i)(s_i − a): the
 	// second term is exact and > 0 whenever j > i, and the first is clamped
 	// at 0 against rounding in the prefix sums, so the denominator stays
 	// strictly positive even when a sits a hair below a sample.
-	spread := max(0, d.prefix[j]-d.prefix[i]-done*d.sorted[i])
-	denom := spread + done*(d.sorted[i]-attained)
+	spread := max(0, prefix[j]-prefix[i]-done*sorted[i])
+	denom := spread + done*(sorted[i]-attained)
 	if j < n {
 		denom += float64(n-j) * delta // samples still running after Δ
 	}

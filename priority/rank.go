@@ -165,7 +165,7 @@ func (r *Ranker) promotes(now int64, job *Job) bool {
 func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 	if r.cfg.Mode == ModeGittins {
 		delta := r.deltas[pl.queue]
-		if g, ok := siblingIndex(job.Siblings, pl.service, delta); ok {
+		if g, ok := job.Siblings.index(pl.service, delta); ok {
 			f.Gittins, f.SiblingSamples = g, job.Siblings.Len()
 		} else {
 			f.Gittins = r.dist.Index(pl.service, delta)

@@ -52,8 +52,54 @@ type Siblings struct {
 type sweep struct {
 	first, last int64 // earliest and latest member's submit time
 	active      int   // members not yet done
-	samples     []float64
-	dist        *Distribution // of samples; nil until one member completed
+	history     SweepHistory
+}
+
+// SweepHistory is the GPU-time of a sweep's ended members (at most
+// MaxSiblingSamples, the most recent), kept sorted with prefix sums so that
+// ranking a member costs two binary searches, as the cluster-wide index
+// does. It is updated in place as members end, without allocating once
+// full: callers read it during a pass and never keep it.
+type SweepHistory struct {
+	order  []float64 // oldest first, for eviction
+	sorted []float64
+	prefix []float64 // prefix[i] = sum of sorted[:i]
+}
+
+// Len is the number of ended members it holds.
+func (h *SweepHistory) Len() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.sorted)
+}
+
+// add records one ended member, evicting the oldest when full.
+func (h *SweepHistory) add(v float64) {
+	if len(h.order) == MaxSiblingSamples {
+		old := h.order[0]
+		h.order = append(h.order[:0], h.order[1:]...)
+		i := upperBound(h.sorted, old) - 1 // old is present: the last equal one
+		h.sorted = append(h.sorted[:i], h.sorted[i+1:]...)
+	}
+	h.order = append(h.order, v)
+	i := upperBound(h.sorted, v)
+	h.sorted = append(h.sorted, 0)
+	copy(h.sorted[i+1:], h.sorted[i:])
+	h.sorted[i] = v
+	h.prefix = append(h.prefix[:0], 0)
+	for _, x := range h.sorted {
+		h.prefix = append(h.prefix, h.prefix[len(h.prefix)-1]+x)
+	}
+}
+
+// index is the 2D-Gittins index against the history, and whether it
+// applies: only while the service a is below the longest ended member.
+func (h *SweepHistory) index(a, delta float64) (float64, bool) {
+	if h.Len() == 0 || !(a < h.sorted[len(h.sorted)-1]) {
+		return 0, false
+	}
+	return gittinsIndex(h.sorted, h.prefix, a, delta), true
 }
 
 // NewSiblings returns a tracker for the given window in seconds, or nil
@@ -111,21 +157,18 @@ func (s *Siblings) Done(id uint32, gpuSeconds float64) {
 	if !(gpuSeconds >= 0) || math.IsInf(gpuSeconds, 1) {
 		return
 	}
-	if len(sw.samples) == MaxSiblingSamples {
-		sw.samples = append(sw.samples[:0], sw.samples[1:]...)
-	}
-	sw.samples = append(sw.samples, gpuSeconds)
-	sw.dist, _ = NewDistribution(sw.samples)
+	sw.history.add(gpuSeconds)
 }
 
-// Of is the distribution of job id's completed siblings, nil when it has
-// none (or is not a member).
-func (s *Siblings) Of(id uint32) *Distribution {
+// Of is the history of job id's sweep, nil when no member has ended (or
+// id is not a member). It changes as members end: read it in the pass that
+// asked for it.
+func (s *Siblings) Of(id uint32) *SweepHistory {
 	if s == nil {
 		return nil
 	}
-	if sw, ok := s.member[id]; ok {
-		return sw.dist
+	if sw, ok := s.member[id]; ok && sw.history.Len() > 0 {
+		return &sw.history
 	}
 	return nil
 }
@@ -160,14 +203,4 @@ func (s *Siblings) Len() int {
 		return 0
 	}
 	return len(s.member)
-}
-
-// siblingIndex is the 2D-Gittins index of a job with attained service a
-// against its completed siblings, and whether they apply: only while a is
-// below the longest of them.
-func siblingIndex(sib *Distribution, a, delta float64) (float64, bool) {
-	if sib == nil || len(sib.sorted) == 0 || !(a < sib.sorted[len(sib.sorted)-1]) {
-		return 0, false
-	}
-	return sib.Index(a, delta), true
 }

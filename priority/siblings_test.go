@@ -3,6 +3,8 @@ package priority
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -105,7 +107,7 @@ func TestSiblingsGroupsSweeps(t *testing.T) {
 			}
 			s.Done(c.done, 100)
 			for _, id := range c.siblings {
-				if d := s.Of(id); d == nil || d.Len() != 1 || d.Quantile(1) != 100 {
+				if d := s.Of(id); d.Len() != 1 || d.sorted[0] != 100 {
 					t.Errorf("job %d: siblings %v, want the one sample of job %d", id, d, c.done)
 				}
 			}
@@ -146,10 +148,10 @@ func TestSiblingsKeepTheMostRecentSamples(t *testing.T) {
 		s.Done(id, float64(id))
 	}
 	d := s.Of(n + 1)
-	if d == nil || d.Len() != MaxSiblingSamples {
-		t.Fatalf("the last member sees %v samples, want %d", d, MaxSiblingSamples)
+	if d.Len() != MaxSiblingSamples {
+		t.Fatalf("the last member sees %d samples, want %d", d.Len(), MaxSiblingSamples)
 	}
-	if lo := d.Quantile(0); lo != float64(n-MaxSiblingSamples+1) {
+	if lo := d.sorted[0]; lo != float64(n-MaxSiblingSamples+1) {
 		t.Errorf("oldest sample kept is %v, want %v: the oldest ones go first", lo, n-MaxSiblingSamples+1)
 	}
 	if s.Len() != 1 {
@@ -199,10 +201,7 @@ func TestRankUsesCompletedSiblingsUntilTheJobOutlivesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sweep, err := NewDistribution([]float64{7, 6.5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sweep := historyOf(7, 6.5)
 	cfg := testConfig()
 	cfg.Mode = ModeGittins
 	cfg.FixThresholds([]float64{5})
@@ -241,7 +240,7 @@ func TestRankUsesCompletedSiblingsUntilTheJobOutlivesThem(t *testing.T) {
 }
 
 func TestLASModeIgnoresSiblings(t *testing.T) {
-	sweep, _ := NewDistribution([]float64{7})
+	sweep := historyOf(7)
 	r := mustRanker(t, testConfig(), nil)
 	got := r.Rank(now, []Job{{ID: 1, Service: 6, Siblings: sweep}}, nil)
 	if f := got[0].Factors; f.Gittins != 0 || f.SiblingSamples != 0 {
@@ -258,5 +257,58 @@ func TestConfigRejectsBadSiblingWindow(t *testing.T) {
 		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != "sibling_window" {
 			t.Errorf("sibling_window %v: got %v, want a sibling_window KeyError", w, err)
 		}
+	}
+}
+
+func historyOf(v ...float64) *SweepHistory {
+	h := &SweepHistory{}
+	for _, x := range v {
+		h.add(x)
+	}
+	return h
+}
+
+// However members end and are evicted, a sweep's index is the index of a
+// Distribution of its MaxSiblingSamples most recent ends.
+func TestSweepHistoryIndexEqualsTheDistributionOfItsRecentEnds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 300 {
+		h := &SweepHistory{}
+		var all []float64
+		for range 1 + rng.IntN(3*MaxSiblingSamples) {
+			v := math.Round(rng.ExpFloat64() * 50) // ties are common
+			h.add(v)
+			all = append(all, v)
+		}
+		recent := all[max(0, len(all)-MaxSiblingSamples):]
+		d, err := NewDistribution(recent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Len() != len(recent) || !slices.Equal(h.sorted, d.sorted) {
+			t.Fatalf("history %v, want the sorted recent ends %v", h.sorted, d.sorted)
+		}
+		for range 20 {
+			a := rng.Float64() * 1.2 * d.Quantile(1)
+			delta := []float64{rng.Float64() * 100, math.Inf(1), 0}[rng.IntN(3)]
+			got, ok := h.index(a, delta)
+			if ok != (a < d.Quantile(1)) {
+				t.Fatalf("a %v past the longest %v: applies = %v", a, d.Quantile(1), ok)
+			}
+			if want := d.Index(a, delta); ok && math.Abs(got-want) > 1e-9*max(1, want) {
+				t.Fatalf("a %v, delta %v: index %v, the Distribution says %v", a, delta, got, want)
+			}
+		}
+	}
+}
+
+func TestFullSweepHistoryAddsWithoutAllocating(t *testing.T) {
+	h := &SweepHistory{}
+	for i := range MaxSiblingSamples {
+		h.add(float64(i))
+	}
+	v := 0.0
+	if n := testing.AllocsPerRun(100, func() { v++; h.add(v) }); n != 0 {
+		t.Fatalf("add allocates %v times once full, want 0", n)
 	}
 }

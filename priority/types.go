@@ -103,11 +103,11 @@ type Job struct {
 	// (FairShareFactors); jobs of accounts over their share (< ½) lose
 	// ties inside a queue when Config.FairShare is enabled.
 	FairShare float64
-	// Siblings is the GPU-time distribution of the job's sweep members that
-	// have completed (Siblings.Of), nil for none. In Gittins mode the index
-	// is taken against it while the job's service is below its longest
-	// sample (siblings.go).
-	Siblings *Distribution
+	// Siblings is the GPU-time of the job's sweep members that have
+	// ended (Siblings.Of), nil for none. In Gittins mode the index is
+	// taken against it while the job's service is below the longest
+	// (siblings.go).
+	Siblings *SweepHistory
 }
 
 // Factors are the components of a priority, kept so operators can see why a

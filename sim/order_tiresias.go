@@ -99,7 +99,10 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 			EligibleTime: submit,
 		}
 		j.Account.Describe(&pj)
-		o.siblings.Join(j.Job.ID, priority.SiblingKey{Account: j.Job.Cluster, GPUs: pj.GPUs}, submit)
+		if !j.inSweep && o.siblings != nil {
+			o.siblings.Join(j.Job.ID, priority.SiblingKey{Account: j.Job.Cluster, GPUs: pj.GPUs}, submit)
+			j.inSweep = true
+		}
 		pj.Siblings = o.siblings.Of(j.Job.ID)
 		o.jobs = append(o.jobs, pj)
 	}

@@ -27,6 +27,9 @@ type JobState struct {
 	Model   string
 	Profile *sensitivity.Profile
 	best    sensitivity.Demand
+	// inSweep: the job has joined its sweep (tiresiasOrder), which it does
+	// once, not at every pass.
+	inSweep bool
 
 	// Remaining is the work left, in seconds at speed 1 (the proportional
 	// share), as of RunStart while running and as of now while pending.

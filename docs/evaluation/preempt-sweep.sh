@@ -18,7 +18,7 @@
 # preemptions_per_job,p50,p99) and OUT/<SET>/summary.md (per setting: worst
 # and mean average JCT relative to SRTF on the same slice, worst
 # preemptions per job, worst p50 and p99). Called by run.sh with
-# bin/lachesis-sim built; ~3 minutes (sweep) and ~2 minutes (heldout) on 2
+# bin/lachesis-sim built; ~5 minutes (sweep) and ~3 minutes (heldout) on 2
 # cores.
 set -euo pipefail
 B=bin/lachesis-sim
@@ -54,19 +54,30 @@ declare -A CAND=(
  [mr600k0q5999l]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -gittins-learn 50 -sibling-window 0"
  [mr600k0l]="$FIXED -min-run 600 -max-preemptions 0 -promote-knob 0 -gittins-learn 50 -sibling-window 0"
  [mr1800k0]="$FIXED -min-run 1800 -max-preemptions 0 -promote-knob 0 -sibling-window 0"
- # Sibling prediction (priority/siblings.go): the defaults (600 s) and
- # other windows.
+ # Sweeps (priority/siblings.go), first with the quantiles above, then
+ # with the defaults' 0.5/0.75/0.99, chosen with sweeps on, and around them.
  [mr600k0q5999]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -sibling-window 600"
- [mr600k0q5999sw60]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -sibling-window 60"
- [mr600k0q5999sw1800]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -sibling-window 1800"
- [mr600k0q5999sw7200]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -sibling-window 7200"
- # The Tiresias reference simulator's thresholds.
+ [defaults]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -sibling-window 600"
+ [mr600k0q5799sw0]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -sibling-window 0"
+ [mr600k0q5799sw60]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -sibling-window 60"
+ [mr600k0q5799sw1800]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -sibling-window 1800"
+ [mr600k0q5799sw7200]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -sibling-window 7200"
+ [mr600k0q5799l]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -gittins-learn 50"
+ [mr600k0q6799]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.6,0.75,0.99"
+ [mr600k0q4799]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.4,0.75,0.99"
+ [mr600k0q5899]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.8,0.99"
+ [mr600k0q57]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75"
+ [mr600k0q57999]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.9,0.99"
+ [mr540q5799]="-min-run 540 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99"
+ [mr660q5799]="-min-run 660 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99"
+ # The Tiresias reference simulator's thresholds, without and with sweeps.
  [ref]="-thresholds 3250,7200 -min-run 600 -max-preemptions 0 -promote-knob 0 -sibling-window 0"
+ [refsw]="-thresholds 3250,7200 -min-run 600 -max-preemptions 0 -promote-knob 0 -sibling-window 600"
 )
 if [ "$SET" = heldout ]; then
- names="mr600k0q5999 mr600k0q5999sw0 mr600k0q5999sw1800 ref"
+ names="defaults mr600k0q5799sw0 mr600k0q5799l mr600k0q5999 mr600k0q5999sw0 mr600k0q6799 mr600k0q4799 ref refsw"
 else
- names=$(printf "%s\n" "${!CAND[@]}" | grep -v '^ref$' | sort)
+ names=$(printf "%s\n" "${!CAND[@]}" | sort)
 fi
 for slice in $SLICES; do
  vc=${slice%:*} skip=${slice#*:}

@@ -48,6 +48,9 @@ FREE=(-restart-penalty 0 -requeue-hold 0 -partial-node-idle=false -min-run 0 -ma
 SLICE+=("${FREE[@]}")
 # Lachesis's former defaults, from the sweep below.
 LACHESIS=(-thresholds 3250,32500,325000,3250000 -promote-knob 2)
+# The defaults before sweeps (sections 3b and 3d were measured with them;
+# each also has a run at today's defaults).
+PREV=(-threshold-quantiles 0.5,0.9,0.99 -sibling-window 0)
 
 # 1. Every policy, both allocations, papers' assumptions (no restart
 #    penalty), 2D-LAS/2D-Gittins at the reference simulator's settings.
@@ -100,12 +103,14 @@ sim sweep "${SLICE[@]}" -sweep -sweep-nodes 64,48 -restart-penalty 60s -out "$OU
 #     effective-throughput, consolidation of placement-sensitive jobs on vs
 #     off. 72 nodes (576 GPUs) is the headline; 48 and 96 nodes show how the
 #     gains move with load. Real costs on (the simulator's defaults).
+HETERO=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -gpus-per-node 8 -cpus-per-node 24 -mem-per-node 500
+	-policies gittins -hetero k80,p100,v100 -gavel "$DATA/gavel/throughputs.csv" -hetero-ref p100)
 for nodes in 72 48 96; do
-	sim "hetero-$nodes" -trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes "$nodes" -gpus-per-node 8 \
-		-cpus-per-node 24 -mem-per-node 500 -policies gittins \
-		-hetero k80,p100,v100 -gavel "$DATA/gavel/throughputs.csv" -hetero-ref p100 \
+	sim "hetero-$nodes" "${HETERO[@]}" "${PREV[@]}" -nodes "$nodes" \
 		-out "$OUT/hetero-$nodes" -title "Philly Oct 2017, $nodes x 8 GPUs of K80/P100/V100"
 done
+sim hetero-72-defaults "${HETERO[@]}" -nodes 72 -out "$OUT/hetero-72-defaults" \
+	-title "Philly Oct 2017, 72 x 8 GPUs of K80/P100/V100, today's defaults"
 
 # 6. Synergy's own workload (the Synergy simulator's job lists, regenerated
 #    from its published rules: Poisson arrivals, Gavel's durations, one GPU
@@ -135,7 +140,8 @@ synergy synergy-joblists-multigpu -multi-gpu -rates 9,12 -seeds 1,2,3 -policies 
 #     60 s restart, 121 s requeue hold, 30 s passes, idle leftover GPUs).
 I11=(-trace "$PHILLY" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 8 -gpus-per-node 4 -jobs-csv)
 sim 6c71a0-defaults "${I11[@]}" -policies fifo,srtf,las,gittins -out "$OUT/6c71a0-defaults"
-sim 6c71a0-no-siblings "${I11[@]}" -policies gittins -sibling-window 0 -out "$OUT/6c71a0-no-siblings"
+sim 6c71a0-no-sweeps "${I11[@]}" -policies las,gittins -sibling-window 0 -out "$OUT/6c71a0-no-sweeps"
+sim 6c71a0-previous-defaults "${I11[@]}" -policies las,gittins "${PREV[@]}" -out "$OUT/6c71a0-previous-defaults"
 sim 6c71a0-reference-thresholds "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
 	-out "$OUT/6c71a0-reference-thresholds"
 sim 6c71a0-reference-preemption "${I11[@]}" -policies las,gittins -thresholds 3250,7200 -promote-knob 0 \
@@ -152,9 +158,12 @@ SET=heldout PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/preempt-sweep.sh
 #     equal shares, the core's 7-day half-life): the first week of the
 #     slice on 16 x 8 GPUs (a pool), real costs, 2D-Gittins at Lachesis's
 #     defaults, with and without fair share, and the per-account table.
-sim fairshare-week -trace "$PHILLY" -from 2017-10-02 -to 2017-10-09 -gpu-count-only -nodes 16 -gpus-per-node 8 \
-	-policies fifo-skip,gittins -fairshare both -out "$OUT/fairshare-week" \
+FSWEEK=(-trace "$PHILLY" -from 2017-10-02 -to 2017-10-09 -gpu-count-only -nodes 16 -gpus-per-node 8
+	-policies fifo-skip,gittins -fairshare both)
+sim fairshare-week "${FSWEEK[@]}" "${PREV[@]}" -out "$OUT/fairshare-week" \
 	-title "Philly 2017-10-02 to 10-09, 16 x 8 GPUs, fair share between VCs"
+sim fairshare-week-defaults "${FSWEEK[@]}" -out "$OUT/fairshare-week-defaults" \
+	-title "Philly 2017-10-02 to 10-09, 16 x 8 GPUs, fair share between VCs, today's defaults"
 
 # 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.
