@@ -48,9 +48,10 @@
 // Jobs of one user, account and GPU count submitted close together
 // (Config.SiblingWindow) are one sweep (Siblings): a hyperparameter search
 // whose members run for similar times. Once some have ended, the index of
-// the others is taken against the GPU-time of those that ended instead of
-// the cluster's history, as long as the job's service is below the longest
-// of them: a job its sweep says is about to end goes first in its queue,
+// the others that have run is taken against the GPU-time of those that
+// ended instead of the cluster's history, as long as the job's service is
+// below the longest of them (a job that has not run keeps the cluster's
+// index, so a throw-away job cannot lift a sweep's waiting members): a job its sweep says is about to end goes first in its queue,
 // instead of behind fresh arrivals. Only the ended members' GPU-time is
 // used, never a job's own length, and sweeps only reorder jobs inside a
 // queue. Factors.SiblingSamples says when a sweep set the index.

@@ -165,7 +165,12 @@ func (r *Ranker) promotes(now int64, job *Job) bool {
 func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 	if r.cfg.Mode == ModeGittins {
 		delta := r.deltas[pl.queue]
-		if g, ok := job.Siblings.index(pl.service, delta); ok {
+		// A job that has not run yet is ranked by the cluster's history:
+		// else a user could end a one-second job just before a sweep's
+		// other members and have them all jump their queue. Once a job
+		// has run, its sweep applies only while its service is below an
+		// ended member's, so gaming that costs the user real GPU-time.
+		if g, ok := job.Siblings.index(pl.service, delta); ok && pl.service > 0 {
 			f.Gittins, f.SiblingSamples = g, job.Siblings.Len()
 		} else {
 			f.Gittins = r.dist.Index(pl.service, delta)
