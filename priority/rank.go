@@ -170,7 +170,11 @@ func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 		// other members and have them all jump their queue. Once a job
 		// has run, its sweep applies only while its service is below an
 		// ended member's, so gaming that costs the user real GPU-time.
-		if g, ok := job.Siblings.index(pl.service, delta); ok && pl.service > 0 {
+		g, sweep := 0.0, false
+		if pl.service > 0 {
+			g, sweep = job.Siblings.index(pl.service, delta)
+		}
+		if sweep {
 			f.Gittins, f.SiblingSamples = g, job.Siblings.Len()
 		} else {
 			f.Gittins = r.dist.Index(pl.service, delta)

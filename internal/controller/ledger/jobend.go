@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -28,35 +27,13 @@ var lastRunColumns = []string{
 	`ALTER TABLE completed ADD COLUMN last_speed REAL NOT NULL DEFAULT 0`,
 }
 
-func migrateLastRun(db *sql.DB) error {
-	for _, stmt := range lastRunColumns {
-		if _, err := db.Exec(stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
-			return fmt.Errorf("%w: add last-run columns: %v", ErrStore, err)
-		}
-	}
-	return nil
-}
-
-// migratePreemptReason adds the preemption reason to ledgers made before
-// it existed; their jobs read "" (never preempted by the rule, as far as
-// the ledger knows).
-func migratePreemptReason(db *sql.DB) error {
-	_, err := db.Exec(`ALTER TABLE jobs ADD COLUMN preempt_reason TEXT NOT NULL DEFAULT ''`)
-	if err != nil && !strings.Contains(err.Error(), "duplicate column") {
-		return fmt.Errorf("%w: add preempt_reason column: %v", ErrStore, err)
-	}
-	return nil
-}
-
-// migrateRunSpeed adds the open run's speed (effective service) to ledgers
-// made before it existed; their runs read 0, plain GPU-seconds, which is
-// what they were charged.
-func migrateRunSpeed(db *sql.DB) error {
-	_, err := db.Exec(`ALTER TABLE jobs ADD COLUMN run_speed REAL NOT NULL DEFAULT 0`)
-	if err != nil && !strings.Contains(err.Error(), "duplicate column") {
-		return fmt.Errorf("%w: add run_speed column: %v", ErrStore, err)
-	}
-	return nil
+// jobsColumns are added to ledgers made before them. preempt_reason reads
+// "" for their jobs (never preempted by the rule, as far as the ledger
+// knows); run_speed, the open run's speed under effective service, reads 0,
+// plain GPU-seconds, which is what their runs were charged.
+var jobsColumns = []string{
+	`ALTER TABLE jobs ADD COLUMN preempt_reason TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE jobs ADD COLUMN run_speed REAL NOT NULL DEFAULT 0`,
 }
 
 // LastRun is what the correction rule needs of a finished job's last run.

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
 	"github.com/lachesis-sched/lachesis/priority"
@@ -30,9 +32,10 @@ type Record struct {
 	// ("" if never): the preemptor, the queues, the victim's run.
 	PreemptReason string
 	// Sweep is the job's sweep key (priority.Siblings) and InSweep whether
-	// the core placed it in one; kept with its completion so a restart can
-	// rebuild the sweeps (sweeps.go). Not stored with active jobs: the
-	// core sets them again when it next sees the job.
+	// the core has set it (a zero key is a valid one: root, no account, no
+	// GPUs); kept with its completion so a restart can rebuild the sweeps
+	// (sweeps.go). Not stored with active jobs: the core sets them again
+	// when it next ranks the job.
 	Sweep   priority.SiblingKey
 	InSweep bool
 }
@@ -110,21 +113,23 @@ func OpenOwned(path string, uid int) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	err = migrateLastRun(h.DB())
-	if err == nil {
-		err = migratePreemptReason(h.DB())
-	}
-	if err == nil {
-		err = migrateRunSpeed(h.DB())
-	}
-	if err == nil {
-		err = migrateSweeps(h.DB())
-	}
-	if err != nil {
+	if err := addColumns(h.DB(), slices.Concat(lastRunColumns, jobsColumns, sweepColumns)); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return &SQLite{h: h}, nil
+}
+
+// addColumns brings a ledger made by an earlier version up to the schema:
+// each statement adds one column, with a default that reads as what the
+// older ledger meant; a column already there is left alone.
+func addColumns(db *sql.DB, stmts []string) error {
+	for _, stmt := range stmts {
+		if _, err := db.Exec(stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return fmt.Errorf("%w: migrate: %s: %v", ErrStore, stmt, err)
+		}
+	}
+	return nil
 }
 
 // CheckFile returns an error wrapping ErrReplaced when the path no longer

@@ -2,10 +2,8 @@ package ledger
 
 import (
 	"cmp"
-	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -22,15 +20,6 @@ var sweepColumns = []string{
 	`ALTER TABLE completed ADD COLUMN sweep_account TEXT NOT NULL DEFAULT ''`,
 	`ALTER TABLE completed ADD COLUMN sweep_gpus INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE completed ADD COLUMN first_submit INTEGER NOT NULL DEFAULT 0`,
-}
-
-func migrateSweeps(db *sql.DB) error {
-	for _, stmt := range sweepColumns {
-		if _, err := db.Exec(stmt); err != nil && !strings.Contains(err.Error(), "duplicate column") {
-			return fmt.Errorf("%w: add sweep columns: %v", ErrStore, err)
-		}
-	}
-	return nil
 }
 
 // SweepEnd is one ended member of a sweep, as the completed-job history
