@@ -46,17 +46,22 @@ func markerFromC(sc *C.char) string {
 	return C.GoStringN(at, C.int(n))
 }
 
-// accountNames interns account names across passes and placements.
-var accountNames core.AccountNames
+// accountNames interns account names across passes and placements;
+// partitionNames the same for partition names.
+var accountNames, partitionNames core.AccountNames
 
 // accountFromC reads at most priority.MaxAccountName bytes of an account
 // name and interns them: no allocation for names seen before.
-func accountFromC(p *C.char) string {
+func accountFromC(p *C.char) string { return internFromC(&accountNames, p) }
+
+// internFromC reads at most priority.MaxAccountName bytes of a C string
+// into names.
+func internFromC(names *core.AccountNames, p *C.char) string {
 	if p == nil {
 		return ""
 	}
 	n := int(C.strnlen(p, C.size_t(priority.MaxAccountName)))
-	return accountNames.Intern(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
+	return names.Intern(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
 }
 
 func nodeStateFromC(n *C.lachesis_node_state_t) core.NodeState {
@@ -102,6 +107,12 @@ func (r *cRun) ModelKey() string {
 	return strings.ToLower(req.ModelKey())
 }
 
+// core.EndState's values are the header's LACHESIS_END_* (a constant
+// index out of range fails the build if they drift).
+var _ = [1]int{}[C.LACHESIS_END_COMPLETED-int(core.EndCompleted)+
+	C.LACHESIS_END_CANCELLED-int(core.EndCancelled)+
+	C.LACHESIS_END_FAILED-int(core.EndFailed)]
+
 func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s := core.Snapshot{
 		ID:          uint32(j.job_id),
@@ -132,6 +143,12 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s.Marker = markerFromC(j.system_comment)
 	s.Account = accountFromC(j.account)
 	s.AccountShares = uint32(j.account_shares)
+	s.Partition = internFromC(&partitionNames, j.partition)
+	s.PartitionTier = uint32(j.partition_tier)
+	s.ArrayJobID = uint32(j.array_job_id)
+	s.PreemptTime = int64(j.preempt_time)
+	s.RequeueAllowed = j.requeue_allowed != 0
+	s.EndState = core.EndState(j.end_state)
 	if j.state != C.LACHESIS_PENDING {
 		s.Run = (*cRun)(j) // a pointer in an interface: no allocation
 	}

@@ -22,8 +22,12 @@
  * 6: effective service: lachesis_job_t.gpu_type, name, comment.
  * 7: lachesis_victim_order.
  * 8: job_submit/synergy sizes on the core's own goroutine
- *    (lachesis_sizer_start/stop, lachesis_size_slot_t). */
-#define LACHESIS_ABI_VERSION 9
+ *    (lachesis_sizer_start/stop, lachesis_size_slot_t).
+ * 9: sweeps: lachesis_job_t.user_id.
+ * 10: partitions, arrays, preemption and how a job ended:
+ *    lachesis_job_t.partition, partition_tier, array_job_id,
+ *    preempt_time, requeue_allowed, end_state. */
+#define LACHESIS_ABI_VERSION 10
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -38,6 +42,12 @@
 #define LACHESIS_RUNNING   1
 #define LACHESIS_SUSPENDED 2
 #define LACHESIS_FINISHED  3
+
+/* How a finished job ended (lachesis_job_t.end_state); 0 while it has not. */
+#define LACHESIS_END_NONE      0
+#define LACHESIS_END_COMPLETED 1  /* JOB_COMPLETE: ran to its end */
+#define LACHESIS_END_CANCELLED 2  /* JOB_CANCELLED (scancel) */
+#define LACHESIS_END_FAILED    3  /* failed, timeout, node fail, OOM, ... */
 
 /* gpus value meaning "gres/gpu is not a tracked TRES: parse the strings". */
 #define LACHESIS_GPUS_UNKNOWN UINT32_MAX
@@ -107,6 +117,22 @@ typedef struct lachesis_job {
 	const char *gpu_type;
 	const char *name;
 	const char *comment;
+	/* The job's partition (job_ptr->partition, NULL for none; a job
+	 * submitted to several lists them comma-separated; the core reads at
+	 * most 128 bytes) and its PriorityTier (part_ptr->priority_tier). */
+	const char *partition;
+	uint32_t partition_tier;
+	/* job_ptr->array_job_id: the array a task belongs to, 0 for a job
+	 * that is not an array task. */
+	uint32_t array_job_id;
+	/* job_ptr->preempt_time: when Slurm preempted the job's current run
+	 * (0 = not preempted). Slurm clears it when a requeue completes, so
+	 * it is seen by lachesis_place at the requeue and by a pass only
+	 * while the requeued job is still completing. */
+	int64_t  preempt_time;
+	uint8_t  requeue_allowed;  /* details->requeue: may be requeued */
+	uint8_t  end_state;        /* finished jobs: LACHESIS_END_* */
+	uint8_t  reserved5[6];
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */

@@ -76,6 +76,20 @@ int lachesis_hook_gpu_tres_pos(void)
 	return assoc_mgr_find_tres_pos(&tres_rec, false);
 }
 
+static uint8_t _end_state(job_record_t *job_ptr)
+{
+	if (!IS_JOB_FINISHED(job_ptr))
+		return LACHESIS_END_NONE;
+	switch (job_ptr->job_state & JOB_STATE_BASE) {
+	case JOB_COMPLETE:
+		return LACHESIS_END_COMPLETED;
+	case JOB_CANCELLED:
+		return LACHESIS_END_CANCELLED;
+	default:
+		return LACHESIS_END_FAILED;
+	}
+}
+
 static uint8_t _state(job_record_t *job_ptr)
 {
 	if (IS_JOB_PENDING(job_ptr))
@@ -132,8 +146,15 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 	}
 	out->system_comment = job_ptr->system_comment;
 	out->account = job_ptr->account;
-	if (job_ptr->part_ptr)
+	out->partition = job_ptr->partition;
+	out->array_job_id = job_ptr->array_job_id;
+	out->preempt_time = job_ptr->preempt_time;
+	out->requeue_allowed = (details && details->requeue) ? 1 : 0;
+	out->end_state = _end_state(job_ptr);
+	if (job_ptr->part_ptr) {
 		out->part_factor = job_ptr->part_ptr->norm_priority;
+		out->partition_tier = job_ptr->part_ptr->priority_tier;
+	}
 	if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage)
 		out->qos_factor = job_ptr->qos_ptr->usage->norm_priority;
 }

@@ -59,6 +59,24 @@ type Snapshot struct {
 	// User is the job's owner (uid); with Account and the GPU count it
 	// keys the job's sweep (priority.Siblings).
 	User uint32
+	// Partition is the job's partition (interned, like Account; a pending
+	// job submitted to several lists them comma-separated) and
+	// PartitionTier its PriorityTier.
+	Partition     string
+	PartitionTier uint32
+	// ArrayJobID is the job array the job is a task of, 0 for none.
+	ArrayJobID uint32
+	// PreemptTime is when Slurm preempted the job's current run, 0 when
+	// it was not. Slurm clears it once a requeue completes, so a pass sees
+	// it only while the requeued job is still completing; Place sees it at
+	// the requeue itself.
+	PreemptTime int64
+	// RequeueAllowed: Slurm may requeue the job (--requeue, or
+	// JobRequeue=1 without --no-requeue); a victim that may not be
+	// requeued is killed.
+	RequeueAllowed bool
+	// EndState says how a finished job ended; EndNone until it has.
+	EndState EndState
 	// Run, for a running, suspended or finished job, tells what its run
 	// holds; nil when unknown. It is read only when a run opens under
 	// effective service (once per run), so the caller need not copy
@@ -66,6 +84,17 @@ type Snapshot struct {
 	// received the snapshot: the core never keeps it.
 	Run RunInfo
 }
+
+// EndState is how a finished job ended, as Slurm's base job state says.
+type EndState uint8
+
+// The end states (cgo/lachesis_core.h LACHESIS_END_*).
+const (
+	EndNone      EndState = iota // not finished
+	EndCompleted                 // ran to its end (COMPLETED)
+	EndCancelled                 // scancel'ed (CANCELLED)
+	EndFailed                    // failed, timed out, node failure, OOM, ...
+)
 
 // RunInfo is what the core asks of a run to weight its service
 // (priority.Speeds): the GPU type it holds and the job's model.
