@@ -22,7 +22,10 @@
  * 6: effective service: lachesis_job_t.gpu_type, name, comment.
  * 7: lachesis_victim_order.
  * 8: job_submit/synergy sizes on the core's own goroutine
- *    (lachesis_sizer_start/stop, lachesis_size_slot_t). */
+ *    (lachesis_sizer_start/stop, lachesis_size_slot_t).
+ * 9: lachesis_job_t.user_id (sweeps are per user).
+ * (lachesis_place_job, the lachesis_place_* structs and
+ * lachesis_sizing_t.placement came in at 4, without a bump of their own.) */
 #define LACHESIS_ABI_VERSION 9
 
 /* Return codes. */
