@@ -83,7 +83,7 @@ test-cluster: build deb
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./priority/
 	$(GO) test -run '^$$' -bench Philly512 -benchtime 1x ./sim/
-	$(BIN)/lachesis-sim -trace ../shared/data/philly/philly_jobs.csv -policies gittins -parallel 1 -bench
+	$(BIN)/lachesis-sim -trace data/philly/philly_jobs.csv -policies gittins -parallel 1 -bench
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
 	$(GO) run ./cmd/lachesis-ctldbench
 

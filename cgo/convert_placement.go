@@ -10,27 +10,20 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/controller/placement"
 )
 
-//export lachesis_place_job
-func lachesis_place_job(job *C.lachesis_place_req_t, nodes *C.lachesis_place_node_t, n C.int32_t, out *C.lachesis_place_t) (rc C.int) {
-	defer recoverInto(&rc, "lachesis_place_job")
-	h := running()
-	if h == nil {
-		return C.LACHESIS_ENOTINIT
-	}
-	if job == nil || out == nil || n < 0 || (n > 0 && nodes == nil) {
-		return C.LACHESIS_EINVAL
-	}
+func placeNodesFromC(nodes *C.lachesis_place_node_t, n C.int32_t) []placement.Node {
 	cn := unsafe.Slice(nodes, int(n))
 	pn := make([]placement.Node, len(cn))
 	for i := range cn {
 		pn[i] = placement.Node{CPUs: int(cn[i].cpus), MemMB: uint64(cn[i].mem_mb),
 			Gres: boundedString(cn[i].gres), Features: boundedString(cn[i].features)}
 	}
-	d := h.core.PlaceJob(placeReqFromC(job), pn)
+	return pn
+}
+
+func placementToC(d *placement.Decision, out *C.lachesis_place_t) {
 	*out = C.lachesis_place_t{}
 	out.max_nodes = C.uint32_t(d.MaxNodes)
 	copyCString(unsafe.Pointer(&out.prefer[0]), len(out.prefer), d.Prefer)
@@ -38,7 +31,6 @@ func lachesis_place_job(job *C.lachesis_place_req_t, nodes *C.lachesis_place_nod
 	if len(d.Prefer) >= len(out.prefer) {
 		out.prefer[0] = 0 // a cut expression would name a wrong feature
 	}
-	return C.LACHESIS_OK
 }
 
 func placeReqFromC(j *C.lachesis_place_req_t) placement.Request {
@@ -52,13 +44,6 @@ func placeReqFromC(j *C.lachesis_place_req_t) placement.Request {
 		ReqNodes:    boundedString(j.req_nodes),
 		CPUsPerTRES: boundedString(j.cpus_per_tres),
 		MemPerTRES:  boundedString(j.mem_per_tres),
-		GPU: gres.Request{
-			PerJob:    boundedString(j.tres_per_job),
-			PerNode:   boundedString(j.tres_per_node),
-			PerSocket: boundedString(j.tres_per_socket),
-			PerTask:   boundedString(j.tres_per_task),
-			Nodes:     uint32(j.min_nodes),
-			Tasks:     uint32(j.num_tasks),
-		},
+		GPU:         gresRequestFromC(j.tres_per_job, j.tres_per_node, j.tres_per_socket, j.tres_per_task, j.min_nodes, j.num_tasks),
 	}
 }

@@ -43,14 +43,20 @@ func submitFromC(j *C.lachesis_submit_t) synergy.Request {
 		CPUsPerTask: uint16(j.cpus_per_task),
 		MemMB:       uint64(j.mem_mb),
 		MemPerCPU:   j.mem_per_cpu != 0,
-		GPU: gres.Request{
-			PerJob:    boundedString(j.tres_per_job),
-			PerNode:   boundedString(j.tres_per_node),
-			PerSocket: boundedString(j.tres_per_socket),
-			PerTask:   boundedString(j.tres_per_task),
-			Nodes:     uint32(j.min_nodes),
-			Tasks:     uint32(j.num_tasks),
-		},
+		GPU:         gresRequestFromC(j.tres_per_job, j.tres_per_node, j.tres_per_socket, j.tres_per_task, j.min_nodes, j.num_tasks),
+	}
+}
+
+// gresRequestFromC is a submitted job's GPU request, as both sizing
+// (lachesis_submit_t) and placement (lachesis_place_req_t) receive it.
+func gresRequestFromC(perJob, perNode, perSocket, perTask *C.char, minNodes, numTasks C.uint32_t) gres.Request {
+	return gres.Request{
+		PerJob:    boundedString(perJob),
+		PerNode:   boundedString(perNode),
+		PerSocket: boundedString(perSocket),
+		PerTask:   boundedString(perTask),
+		Nodes:     uint32(minNodes),
+		Tasks:     uint32(numTasks),
 	}
 }
 

@@ -15,6 +15,7 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
@@ -200,4 +201,41 @@ func lachesis_fallback(now C.int64_t, nodes *C.lachesis_node_state_t, nn C.int32
 	return C.int(h.fallback(int64(now), len(cnodes),
 		func(i int) core.NodeState { return nodeStateFromC(&cnodes[i]) },
 		len(dst), func(i int, s *core.Shrink) { shrinkToC(s, &dst[i]) }))
+}
+
+//export lachesis_sizer_start
+func lachesis_sizer_start(slot *C.lachesis_size_slot_t, askFd, doneFd C.int) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_sizer_start")
+	if slot == nil || askFd < 0 || doneFd < 0 {
+		return C.LACHESIS_EINVAL
+	}
+	if err := startSizer(slot, int(askFd), int(doneFd), sizeSlotJob); err != nil {
+		logger().Error("cannot start the sizing goroutine", "err", err)
+		return C.LACHESIS_EINVAL
+	}
+	return C.LACHESIS_OK
+}
+
+//export lachesis_sizer_stop
+func lachesis_sizer_stop(waitMS C.int) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_sizer_stop")
+	if stopSizer(time.Duration(waitMS) * time.Millisecond) {
+		return 1
+	}
+	return 0
+}
+
+//export lachesis_place_job
+func lachesis_place_job(job *C.lachesis_place_req_t, nodes *C.lachesis_place_node_t, n C.int32_t, out *C.lachesis_place_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_place_job")
+	h := running()
+	if h == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if job == nil || out == nil || n < 0 || (n > 0 && nodes == nil) {
+		return C.LACHESIS_EINVAL
+	}
+	d := h.core.PlaceJob(placeReqFromC(job), placeNodesFromC(nodes, n))
+	placementToC(&d, out)
+	return C.LACHESIS_OK
 }

@@ -23,7 +23,9 @@
  * 7: lachesis_victim_order.
  * 8: job_submit/synergy sizes on the core's own goroutine
  *    (lachesis_sizer_start/stop, lachesis_size_slot_t).
- * 9: sweeps: lachesis_job_t.user_id.
+ * 9: lachesis_job_t.user_id (sweeps are per user).
+ *    (lachesis_place_job, the lachesis_place_* structs and
+ *    lachesis_sizing_t.placement came in at 4, without a bump of their own.)
  * 10: partitions, arrays, preemption and how a job ended:
  *    lachesis_job_t.partition, partition_tier, array_job_id,
  *    preempt_time, requeue_allowed, end_state. */

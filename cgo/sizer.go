@@ -162,25 +162,3 @@ func sizeSlotJob(slot *sizeSlot) (rc C.int) {
 	defer recoverInto(&rc, "lachesis sizing goroutine")
 	return sizeJob(&slot.req, slot.nodes, slot.n, &slot.out)
 }
-
-//export lachesis_sizer_start
-func lachesis_sizer_start(slot *C.lachesis_size_slot_t, askFd, doneFd C.int) (rc C.int) {
-	defer recoverInto(&rc, "lachesis_sizer_start")
-	if slot == nil || askFd < 0 || doneFd < 0 {
-		return C.LACHESIS_EINVAL
-	}
-	if err := startSizer(slot, int(askFd), int(doneFd), sizeSlotJob); err != nil {
-		logger().Error("cannot start the sizing goroutine", "err", err)
-		return C.LACHESIS_EINVAL
-	}
-	return C.LACHESIS_OK
-}
-
-//export lachesis_sizer_stop
-func lachesis_sizer_stop(waitMS C.int) (rc C.int) {
-	defer recoverInto(&rc, "lachesis_sizer_stop")
-	if stopSizer(time.Duration(waitMS) * time.Millisecond) {
-		return 1
-	}
-	return 0
-}

@@ -2,9 +2,10 @@ package priority
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"slices"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 const (
@@ -71,24 +72,13 @@ func (c *Config) FixThresholds(th []float64) {
 // Queues is K, the number of queues.
 func (c Config) Queues() int { return len(c.Thresholds) + 1 }
 
-// KeyError is one problem with one config key. It wraps ErrInvalidConfig.
-type KeyError struct {
-	Key string // the YAML key, relative to the tiresias section
-	Msg string
-}
-
-func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
-
-// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *KeyError) Unwrap() error { return ErrInvalidConfig }
-
 // Validate reports every problem in c at once, so an operator fixing a bad
 // reload sees them all. Each error wraps ErrInvalidConfig and names the
 // offending YAML key.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, configerr.New(ErrInvalidConfig, key, format, args...))
 	}
 
 	switch c.Mode {

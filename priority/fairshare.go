@@ -2,9 +2,10 @@ package priority
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sort"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 // Fair share between accounts.
@@ -86,7 +87,7 @@ func DefaultFairShare() FairShare {
 func (f FairShare) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, configerr.New(ErrInvalidConfig, key, format, args...))
 	}
 	if !(f.HalfLife >= MinHalfLife && f.HalfLife <= MaxHalfLife) {
 		bad("half_life", "%v must be between %d and %d seconds", f.HalfLife, MinHalfLife, MaxHalfLife)

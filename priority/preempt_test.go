@@ -3,6 +3,8 @@ package priority
 import (
 	"errors"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 func TestPreemptionDecide(t *testing.T) {
@@ -67,7 +69,7 @@ func TestValidate_RejectsBadPreemptionKeys(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Preemption = c.p
 			err := cfg.Validate()
-			var ke *KeyError
+			var ke *configerr.KeyError
 			if !errors.As(err, &ke) || ke.Key != c.key || !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("Validate = %v, want a KeyError for %s", err, c.key)
 			}
@@ -129,7 +131,7 @@ func TestValidate_RejectsBadQuantiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.ThresholdQuantiles = c.q
-			var ke *KeyError
+			var ke *configerr.KeyError
 			if err := cfg.Validate(); !errors.As(err, &ke) || ke.Key != "threshold_quantiles" {
 				t.Fatalf("Validate = %v, want a KeyError for threshold_quantiles", err)
 			}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 // join is one Join call of a grouping case.
@@ -256,7 +258,7 @@ func TestConfigRejectsBadSiblingWindow(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.SiblingWindow = w
 		err := cfg.Validate()
-		var ke *KeyError
+		var ke *configerr.KeyError
 		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != "sibling_window" {
 			t.Errorf("sibling_window %v: got %v, want a sibling_window KeyError", w, err)
 		}

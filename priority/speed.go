@@ -2,11 +2,12 @@ package priority
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 // Effective service (issue 12): on a cluster with several GPU types, a
@@ -162,12 +163,12 @@ var typeNamePat = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 const MaxGPUTypes = 64
 
 // ValidateTypeSpeeds checks the per-type default speeds (gpu_types in
-// lachesis.yaml; keys lower case). Each error is a *KeyError whose Key is
+// lachesis.yaml; keys lower case). Each error is a *configerr.KeyError whose Key is
 // relative to the section, e.g. "a100.speed".
 func ValidateTypeSpeeds(m map[string]float64) error {
 	var errs []error
 	if len(m) > MaxGPUTypes {
-		errs = append(errs, &KeyError{Key: "(all types)", Msg: fmt.Sprintf("at most %d GPU types, got %d", MaxGPUTypes, len(m))})
+		errs = append(errs, configerr.New(ErrInvalidConfig, "(all types)", "at most %d GPU types, got %d", MaxGPUTypes, len(m)))
 	}
 	names := make([]string, 0, len(m))
 	for t := range m {
@@ -177,10 +178,10 @@ func ValidateTypeSpeeds(m map[string]float64) error {
 	for _, t := range names {
 		v := m[t]
 		if !typeNamePat.MatchString(t) {
-			errs = append(errs, &KeyError{Key: t, Msg: "GPU type names are 1 to 64 of a-z, 0-9, '_', '.', '-' (as in Gres=gpu:TYPE:N)"})
+			errs = append(errs, configerr.New(ErrInvalidConfig, t, "GPU type names are 1 to 64 of a-z, 0-9, '_', '.', '-' (as in Gres=gpu:TYPE:N)"))
 		}
 		if !(v >= 1.0/MaxSpeed && v <= MaxSpeed) {
-			errs = append(errs, &KeyError{Key: t + ".speed", Msg: fmt.Sprintf("must be a number in [%g, %d] (the reference GPU is 1), got %v", 1.0/MaxSpeed, MaxSpeed, v)})
+			errs = append(errs, configerr.New(ErrInvalidConfig, t+".speed", "must be a number in [%g, %d] (the reference GPU is 1), got %v", 1.0/MaxSpeed, MaxSpeed, v))
 		}
 	}
 	return errors.Join(errs...)

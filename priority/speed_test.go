@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 func testSpeeds() *Speeds {
@@ -148,7 +150,7 @@ func TestValidateTypeSpeedsNamesTheKey(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ValidateTypeSpeeds(tc.m)
-			var ke *KeyError
+			var ke *configerr.KeyError
 			if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != tc.key {
 				t.Fatalf("got %v, want an error naming %s", err, tc.key)
 			}

@@ -6,7 +6,7 @@ import (
 )
 
 // The Tiresias reference simulator's figures for 60_job.csv on 4 nodes × 4
-// GPUs, GPU counting only (../shared/data/README.md), and what Lachesis's
+// GPUs, GPU counting only (data/README.md), and what Lachesis's
 // simulator gives with the same settings (K=3, thresholds 3250/7200 GPU-s,
 // no promotion, demotions acted on at the second they happen). FIFO and
 // 2D-LAS at ×1 agree to the reference's precision; 2D-LAS at ×20 differs
@@ -17,7 +17,7 @@ import (
 // 11 (6c71a0, 1,000 jobs, 32 GPUs) the same setting preempts 1,685 times
 // where the reference does 1,709. See docs/evaluation.
 func TestCrossCheck_SixtyJobsAgainstTheReferenceSimulator(t *testing.T) {
-	base, err := LoadTrace(sharedData(t, "tiresias/60_job.csv"), FormatAuto)
+	base, err := LoadTrace(refData(t, "tiresias/60_job.csv"), FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/rigs/shareddata"
+	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
-// sharedData is the path of rel inside ../shared/data.
-func sharedData(t testing.TB, rel string) string { return shareddata.Path(t, rel) }
+// refData is the path of rel inside the repository's data/.
+func refData(t testing.TB, rel string) string { return refdata.Path(t, rel) }
 
 var (
 	phillyOnce  sync.Once
@@ -24,7 +24,7 @@ var (
 // philly is the whole Philly trace, read once per test binary.
 func philly(t testing.TB) *Trace {
 	t.Helper()
-	path := sharedData(t, "philly/philly_jobs.csv")
+	path := refData(t, "philly/philly_jobs.csv")
 	phillyOnce.Do(func() { phillyTrace, phillyErr = LoadTrace(path, FormatAuto) })
 	if phillyErr != nil {
 		t.Fatal(phillyErr)
@@ -34,7 +34,7 @@ func philly(t testing.TB) *Trace {
 
 func profiles(t testing.TB) sensitivity.Profiles {
 	t.Helper()
-	f, err := os.Open(sharedData(t, "synergy/synergy_model_throughput.csv"))
+	f, err := os.Open(refData(t, "synergy/synergy_model_throughput.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type gavelKey struct {
 
 // GavelTable is Gavel's measured throughputs (steps/s) of each (model,
 // batch) on each GPU type, alone, consolidated and spread, for 1, 2, 4 and
-// 8 GPUs (../shared/data/gavel/throughputs.csv).
+// 8 GPUs (data/gavel/throughputs.csv).
 type GavelTable struct {
 	// Types are the GPU types, sorted by name.
 	Types []string
@@ -59,7 +59,7 @@ type GavelTable struct {
 }
 
 // ReadGavelCSV reads Gavel's throughput table as flattened in
-// ../shared/data/gavel/throughputs.csv (gpu_type, placement, model,
+// data/gavel/throughputs.csv (gpu_type, placement, model,
 // batch_size, num_gpus, throughput; placement "consolidated" or
 // "unconsolidated").
 func ReadGavelCSV(r io.Reader) (*GavelTable, error) {

@@ -77,7 +77,7 @@ func TestGavelSpeed(t *testing.T) {
 }
 
 func TestGavelAssign(t *testing.T) {
-	f, err := os.Open(sharedData(t, "gavel/throughputs.csv"))
+	f, err := os.Open(refData(t, "gavel/throughputs.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestHeteroRejects(t *testing.T) {
 // type only, one the job's model ran on, spread only where allowed, and
 // no job finishing faster than its fastest run allows.
 func TestHeteroInvariantsOnPhilly(t *testing.T) {
-	f, err := os.Open(sharedData(t, "gavel/throughputs.csv"))
+	f, err := os.Open(refData(t, "gavel/throughputs.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestSelect_WindowClustersSkipAndLimit(t *testing.T) {
 }
 
 func TestReadTiresias_SixtyJobs(t *testing.T) {
-	tr, err := LoadTrace(sharedData(t, "tiresias/60_job.csv"), FormatAuto)
+	tr, err := LoadTrace(refData(t, "tiresias/60_job.csv"), FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ type heteroOptions struct {
 
 func (h *heteroOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&h.types, "hetero", "", "heterogeneous cluster: GPU types of the Gavel table in equal node groups, e.g. k80,p100,v100 (empty: homogeneous)")
-	fs.StringVar(&h.table, "gavel", "../shared/data/gavel/throughputs.csv", "with -hetero: Gavel's throughput table")
+	fs.StringVar(&h.table, "gavel", "data/gavel/throughputs.csv", "with -hetero: Gavel's throughput table")
 	fs.StringVar(&h.reference, "hetero-ref", "p100", "with -hetero: the GPU type the trace's durations were measured on")
 	fs.StringVar(&h.policies, "hetero-policies", "agnostic,effective", "with -hetero: placement/service policies, agnostic and/or effective")
 	fs.StringVar(&h.consolidate, "consolidate", "on,off", "with -hetero: consolidation of placement-sensitive jobs, on and/or off")

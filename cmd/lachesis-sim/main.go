@@ -75,7 +75,7 @@ type options struct {
 func parseFlags(args []string) (*options, error) {
 	o := &options{shape: sim.DefaultShape()}
 	fs := flag.NewFlagSet("lachesis-sim", flag.ContinueOnError)
-	fs.StringVar(&o.trace, "trace", "../shared/data/philly/philly_jobs.csv", "trace file")
+	fs.StringVar(&o.trace, "trace", "data/philly/philly_jobs.csv", "trace file")
 	fs.StringVar(&o.format, "format", "auto", "trace format: auto, philly, tiresias, joblist, sacct")
 	fs.StringVar(&o.sacctFold, "sacct-fold", "last", "duration of a requeued job from sacct: last run (last) or all runs (sum)")
 	fs.StringVar(&o.from, "from", "", "keep jobs submitted at or after this time (2017-10-02, 2017-10-02 08:00:00, RFC 3339, or seconds since the trace's start)")
@@ -110,7 +110,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.ageWeight, "age-weight", 1000, "age policy: PriorityWeightAge")
 	fs.Float64Var(&o.sizeWeight, "size-weight", 0, "age policy: PriorityWeightJobSize, favouring small jobs")
 	fs.StringVar(&o.maxAge, "max-age", "7d", "age policy: PriorityMaxAge")
-	fs.StringVar(&o.profiles, "profiles", "../shared/data/synergy/synergy_model_throughput.csv", "Synergy throughput table")
+	fs.StringVar(&o.profiles, "profiles", "data/synergy/synergy_model_throughput.csv", "Synergy throughput table")
 	fs.StringVar(&o.models, "models", "assign", "models of jobs that name none: assign (seeded draw) or given (unprofiled)")
 	fs.Float64Var(&o.tolerance, "tolerance", sensitivity.DefaultTolerance, "best-case tolerance")
 	fs.Float64Var(&o.reserve, "reserve", sensitivity.DefaultReserve, "share of the proportional share kept for a node's other free GPUs")

@@ -81,7 +81,7 @@ func runSynergyReplay(args []string) error {
 	fs.IntVar(&shape.GPUsPerNode, "gpus-per-node", shape.GPUsPerNode, "GPUs per node")
 	fs.IntVar(&shape.CPUsPerNode, "cpus-per-node", shape.CPUsPerNode, "CPUs per node")
 	fs.Float64Var(&shape.MemGBNode, "mem-per-node", shape.MemGBNode, "memory per node, GB")
-	fs.StringVar(&profiles, "profiles", "../shared/data/synergy/synergy_model_throughput.csv", "Synergy throughput table")
+	fs.StringVar(&profiles, "profiles", "data/synergy/synergy_model_throughput.csv", "Synergy throughput table")
 	fs.StringVar(&out, "out", "", "directory for summary.md and summary.csv")
 	fs.IntVar(&parallel, "parallel", runtime.GOMAXPROCS(0), "simulations run at once")
 	if err := fs.Parse(args); err != nil {

@@ -4,13 +4,13 @@
 #
 #     bash docs/evaluation/run.sh
 #
-# DATA (default: ../shared/data, relative to the repository root) and OUT
+# DATA (default: data, the repository's own copy) and OUT
 # (default: docs/evaluation/results) may be overridden. About 6 minutes on
 # 2 cores. Everything but bench.txt (wall time, memory) is deterministic.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-DATA=${DATA:-../shared/data}
+DATA=${DATA:-data}
 OUT=${OUT:-docs/evaluation/results}
 GO=${GO:-go}
 

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -144,30 +144,14 @@ func restrictRows(p *sensitivity.Profile, cpus []int) *sensitivity.Profile {
 	return out
 }
 
-// synergyReference reads the bundled Synergy tables from ../shared/data
-// beside the repository root; they are part of the checkout's layout, so
-// their absence fails the test.
+// synergyReference reads the Synergy tables shipped in the repository's
+// data/; they are part of every checkout, so their absence fails the test.
 func synergyReference(t *testing.T) (sensitivity.Profiles, []sensitivity.SummaryRow) {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if parent := filepath.Dir(dir); parent != dir {
-			dir = parent
-		} else {
-			t.Fatal("no go.mod above the test's directory")
-		}
-	}
-	data := filepath.Join(dir, "..", "shared", "data", "synergy")
 	open := func(name string) *os.File {
-		f, err := os.Open(filepath.Join(data, name))
+		f, err := os.Open(refdata.Path(t, "synergy/"+name))
 		if err != nil {
-			t.Fatalf("reference data missing: %v", err)
+			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
 		return f

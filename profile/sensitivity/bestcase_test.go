@@ -8,7 +8,7 @@ import (
 
 func loadSummary(t *testing.T) []SummaryRow {
 	t.Helper()
-	f, err := os.Open(sharedData(t, "synergy/synergy_model_summary.csv"))
+	f, err := os.Open(refData(t, "synergy/synergy_model_summary.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,15 +4,15 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/rigs/shareddata"
+	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
 )
 
-// sharedData is the path of rel inside ../shared/data.
-func sharedData(t testing.TB, rel string) string { return shareddata.Path(t, rel) }
+// refData is the path of rel inside the repository's data/.
+func refData(t testing.TB, rel string) string { return refdata.Path(t, rel) }
 
 func loadProfiles(t testing.TB) Profiles {
 	t.Helper()
-	f, err := os.Open(sharedData(t, "synergy/synergy_model_throughput.csv"))
+	f, err := os.Open(refData(t, "synergy/synergy_model_throughput.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

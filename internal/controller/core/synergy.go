@@ -3,7 +3,6 @@ package core
 import (
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -76,7 +75,7 @@ func (c *Core) noteCandidate(now int64, s *Snapshot) {
 		return
 	}
 	c.candidates = append(c.candidates, fallbackCandidate{
-		id: s.ID, comment: s.AdminComment, gpusPerNode: perNodeGPUs(s), waitedSince: waitedSince,
+		id: s.ID, comment: s.AdminComment, gpusPerNode: int(s.GresRequest.GPUsPerNode(uint64(s.gpuCount()))), waitedSince: waitedSince,
 	})
 }
 
@@ -123,13 +122,3 @@ const (
 	keyCPUs  = "cpus_per_gpu"
 	keyMemMB = "mem_mb_per_gpu"
 )
-
-// perNodeGPUs is the job's GPU count on each of its nodes.
-func perNodeGPUs(s *Snapshot) int {
-	if n, err := gres.GPUs(s.GresRequest.PerNode); err == nil && n > 0 {
-		return int(n)
-	}
-	total := int(s.gpuCount())
-	nodes := max(int(s.GresRequest.Nodes), 1)
-	return (total + nodes - 1) / nodes
-}

@@ -1,6 +1,11 @@
-// Package gres parses Slurm's TRES-per-* request strings ("gres:gpu:2",
-// "gres:gpu:a100:4,gres:nic:1", "gres/gpu=2") into GPU counts. It is used
-// when slurmctld does not track gres/gpu as a TRES (then a job's GPU count
-// exists only as these strings) and by the job_submit plugin, which sees the
-// strings before Slurm has validated them.
+// Package gres is the one reader of a job's GPU request as Slurm holds it:
+// the TRES-per-* strings ("gres:gpu:2", "gres:gpu:a100:4,gres:nic:1",
+// "gres/gpu=2") as GPU counts (GPUs, Request.Total), the GPUs a job needs
+// on one node and whether Slurm may spread them (Request.GPUsPerNode,
+// Request.Spreadable), whether it names a GPU type (Request.Typed), and
+// --cpus-per-gpu / --mem-per-gpu (CPUsPerGPU, MemMBPerGPU). Sizing
+// (synergy), placement, the core's fallback and the C conversion (cgo) all
+// use it, so one submission is read by one rule set. The job_submit plugin
+// hands it the strings before Slurm has validated them: every parse is
+// bounded and a malformed string is an error, never a count.
 package gres

@@ -49,9 +49,7 @@ func parseEntry(e string) (count uint64, isGPU bool, err error) {
 	if i := strings.IndexByte(e, '='); i >= 0 {
 		e, countStr = e[:i], e[i+1:]
 	}
-	e = strings.TrimPrefix(e, "gres:")
-	e = strings.TrimPrefix(e, "gres/")
-	parts := strings.Split(e, ":")
+	parts := strings.Split(trimPrefix(e), ":")
 	if parts[0] != "gpu" {
 		return 0, false, nil
 	}
@@ -113,4 +111,104 @@ func (r Request) Total() (uint64, error) {
 		total += n * f.mult
 	}
 	return total, nil
+}
+
+// GPUsPerNode is how many GPUs the job needs on one node: its per-node
+// request, else total (its whole count) spread evenly over its nodes, so
+// a job without a node count needs all of them on one (Slurm packs a small
+// job onto one node).
+func (r Request) GPUsPerNode(total uint64) uint64 {
+	if n, err := GPUs(r.PerNode); err == nil && n > 0 {
+		return n
+	}
+	nodes := max(uint64(r.Nodes), 1)
+	return (total + nodes - 1) / nodes
+}
+
+// Spreadable reports whether Slurm may spread the job's GPUs over as many
+// nodes as it likes: they are asked per job, with no per-node count and no
+// node count (-N). A --nodes=1-MAX cap, if any, is the caller's business.
+func (r Request) Spreadable() bool {
+	n, err := GPUs(r.PerNode)
+	return (err != nil || n == 0) && r.Nodes == 0 && r.PerJob != ""
+}
+
+// Typed reports whether any gpu entry of the request names a GPU type
+// ("gres:gpu:a100:2", "gres/gpu:v100", "gpu:a100"). In the two-field forms
+// "gpu:X" and "gpu:X=N", X is a type unless it starts with a digit.
+func (r Request) Typed() bool {
+	for _, s := range []string{r.PerJob, r.PerNode, r.PerSocket, r.PerTask} {
+		for _, e := range strings.Split(s, ",") {
+			e = strings.TrimSpace(e)
+			if i := strings.IndexByte(e, '='); i >= 0 {
+				e = e[:i]
+			}
+			p := strings.Split(trimPrefix(e), ":")
+			if p[0] != "gpu" || len(p) < 2 {
+				continue
+			}
+			if len(p) >= 3 {
+				return true
+			}
+			if c := p[1]; c != "" && (c[0] < '0' || c[0] > '9') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CPUsPerGPU reads a job's cpus_per_tres (--cpus-per-gpu, "gres:gpu:N").
+// ok is false when the string has no gpu entry.
+func CPUsPerGPU(s string) (n uint64, ok bool, err error) { return perGPU(s, false) }
+
+// MemMBPerGPU reads a job's mem_per_tres (--mem-per-gpu, "gres:gpu:N" in
+// MB, or with an M, G or T suffix). ok is false when the string has no gpu
+// entry.
+func MemMBPerGPU(s string) (mb uint64, ok bool, err error) { return perGPU(s, true) }
+
+// perGPU is the one rule for cpus_per_tres and mem_per_tres: the first gpu
+// entry ("gres:gpu:N", "gres/gpu:N", "gpu:N", or with a type before N)
+// decides; N is a whole number from 1 to 2^32-1, and only memory takes a
+// unit suffix. Anything else in that entry is an error: a malformed request
+// is refused by sizing, and placement treats it as no request.
+func perGPU(s string, mem bool) (uint64, bool, error) {
+	what := "cpus"
+	if mem {
+		what = "mem"
+	}
+	if strings.TrimSpace(s) == "" {
+		return 0, false, nil
+	}
+	for _, entry := range strings.Split(s, ",") {
+		f := strings.Split(trimPrefix(strings.TrimSpace(entry)), ":")
+		if f[0] != "gpu" {
+			continue
+		}
+		if len(f) < 2 || len(f) > 3 {
+			return 0, false, fmt.Errorf("%w: %s-per-gpu %q", ErrSyntax, what, s)
+		}
+		v, mult := f[len(f)-1], uint64(1)
+		if mem && v != "" {
+			switch v[len(v)-1] {
+			case 'M', 'm':
+				v = v[:len(v)-1]
+			case 'G', 'g':
+				v, mult = v[:len(v)-1], 1024
+			case 'T', 't':
+				v, mult = v[:len(v)-1], 1024*1024
+			}
+		}
+		x, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || x == 0 {
+			return 0, false, fmt.Errorf("%w: %s-per-gpu %q is not a positive whole number", ErrSyntax, what, s)
+		}
+		return x * mult, true, nil
+	}
+	return 0, false, nil
+}
+
+// trimPrefix drops the "gres:" or "gres/" in front of an entry.
+func trimPrefix(e string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(e, "gres:"), "gres/")
 }

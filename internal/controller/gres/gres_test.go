@@ -81,3 +81,144 @@ func FuzzGPUs(f *testing.F) {
 		}
 	})
 }
+
+// The per-GPU strings both sizing and placement read, with the hostile
+// inputs each of them was tested with. Sizing's stricter rule is the one
+// kept: zero, a fourth field, a bare "gpu" and a unit on a CPU count are
+// errors (placement used to read them as 0, the last field, the next entry
+// and 1024 CPUs per G).
+func TestPerGPU(t *testing.T) {
+	cases := []struct {
+		name      string
+		in        string
+		cpus, mem uint64 // want from CPUsPerGPU, MemMBPerGPU
+		found     bool
+		cpuErr    bool
+		memErr    bool
+	}{
+		{name: "empty is no request", in: ""},
+		{name: "blank is no request", in: "  "},
+		{name: "other tres only is no request", in: "gres:nic:1"},
+		{name: "gres colon form", in: "gres:gpu:4", cpus: 4, mem: 4, found: true},
+		{name: "gres slash form", in: "gres/gpu:4", cpus: 4, mem: 4, found: true},
+		{name: "bare user form", in: "gpu:4", cpus: 4, mem: 4, found: true},
+		{name: "typed entry", in: "gres:gpu:a100:3", cpus: 3, mem: 3, found: true},
+		{name: "gpu entry among others", in: "gres:nic:1, gres:gpu:2", cpus: 2, mem: 2, found: true},
+		{name: "first gpu entry decides", in: "gres:gpu:2,gres:gpu:5", cpus: 2, mem: 2, found: true},
+		{name: "largest 32-bit count", in: "gres:gpu:4294967295", cpus: 4294967295, mem: 4294967295, found: true},
+		{name: "memory in G", in: "gres:gpu:4G", cpuErr: true, mem: 4096, found: true},
+		{name: "memory in lower-case g", in: "gres:gpu:4g", cpuErr: true, mem: 4096, found: true},
+		{name: "memory in M", in: "gres:gpu:500M", cpuErr: true, mem: 500, found: true},
+		{name: "memory in T", in: "gres:gpu:2T", cpuErr: true, mem: 2 << 20, found: true},
+		{name: "largest count in T fits", in: "gres:gpu:4294967295T", cpuErr: true, mem: 4294967295 << 20, found: true},
+		{name: "zero", in: "gres:gpu:0", cpuErr: true, memErr: true},
+		{name: "zero with unit", in: "gres:gpu:0G", cpuErr: true, memErr: true},
+		{name: "negative", in: "gres:gpu:-1", cpuErr: true, memErr: true},
+		{name: "not a number", in: "gres:gpu:x", cpuErr: true, memErr: true},
+		{name: "unit alone", in: "gres:gpu:G", cpuErr: true, memErr: true},
+		{name: "two units", in: "gres:gpu:4GG", cpuErr: true, memErr: true},
+		{name: "empty count", in: "gres:gpu:", cpuErr: true, memErr: true},
+		{name: "past 32 bits", in: "gres:gpu:4294967296", cpuErr: true, memErr: true},
+		{name: "absurd count", in: "gres:gpu:99999999999999999999999", cpuErr: true, memErr: true},
+		{name: "bare gpu", in: "gres:gpu", cpuErr: true, memErr: true},
+		{name: "bare gpu before a valid entry", in: "gres:gpu,gres:gpu:4", cpuErr: true, memErr: true},
+		{name: "four fields", in: "gres:gpu:a:b:4", cpuErr: true, memErr: true},
+		{name: "sign", in: "gres:gpu:+4", cpuErr: true, memErr: true},
+		{name: "space inside", in: "gres:gpu: 4", cpuErr: true, memErr: true},
+	}
+	check := func(t *testing.T, what, in string, n uint64, ok bool, err error, want uint64, found, wantErr bool) {
+		t.Helper()
+		if wantErr {
+			if !errors.Is(err, ErrSyntax) || n != 0 || ok {
+				t.Errorf("%s(%q) = %d, %v, %v; want 0, false, ErrSyntax", what, in, n, ok, err)
+			}
+			return
+		}
+		if err != nil || n != want || ok != found {
+			t.Errorf("%s(%q) = %d, %v, %v; want %d, %v, nil", what, in, n, ok, err, want, found)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, ok, err := CPUsPerGPU(c.in)
+			check(t, "CPUsPerGPU", c.in, n, ok, err, c.cpus, c.found, c.cpuErr)
+			n, ok, err = MemMBPerGPU(c.in)
+			check(t, "MemMBPerGPU", c.in, n, ok, err, c.mem, c.found, c.memErr)
+		})
+	}
+}
+
+func TestGPUsPerNodeAndSpreadable(t *testing.T) {
+	cases := []struct {
+		name    string
+		req     Request
+		total   uint64
+		perNode uint64
+		spread  bool
+	}{
+		{"per-job count with no node count: all on one node, may spread", Request{PerJob: "gres:gpu:16"}, 16, 16, true},
+		{"per-job count over two nodes", Request{PerJob: "gres:gpu:16", Nodes: 2}, 16, 8, false},
+		{"uneven split rounds up", Request{PerJob: "gres:gpu:5", Nodes: 2}, 5, 3, false},
+		{"per-node count wins", Request{PerNode: "gres:gpu:4", Nodes: 3}, 12, 4, false},
+		{"per-node count without nodes", Request{PerNode: "gres:gpu:4"}, 4, 4, false},
+		{"per-task count is not spreadable", Request{PerTask: "gres:gpu:1", Tasks: 4}, 4, 4, false},
+		{"malformed per-node string falls back to the total", Request{PerNode: "gres:gpu:-1", PerJob: "gres:gpu:6", Nodes: 2}, 6, 3, false},
+		{"zero per-node count with a per-job count may spread", Request{PerNode: "gres:gpu:0", PerJob: "gres:gpu:6"}, 6, 6, true},
+		{"no request", Request{}, 0, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.req.GPUsPerNode(c.total); got != c.perNode {
+				t.Errorf("GPUsPerNode(%d) = %d, want %d", c.total, got, c.perNode)
+			}
+			if got := c.req.Spreadable(); got != c.spread {
+				t.Errorf("Spreadable() = %v, want %v", got, c.spread)
+			}
+		})
+	}
+}
+
+func TestTyped(t *testing.T) {
+	cases := []struct {
+		name string
+		req  Request
+		want bool
+	}{
+		{"untyped count", Request{PerJob: "gres:gpu:2"}, false},
+		{"untyped tres form", Request{PerNode: "gres/gpu=2"}, false},
+		{"bare gpu", Request{PerJob: "gres:gpu"}, false},
+		{"typed count", Request{PerJob: "gres:gpu:a100:2"}, true},
+		{"type alone", Request{PerNode: "gres/gpu:v100"}, true},
+		{"typed tres form", Request{PerTask: "gres/gpu:v100=1"}, true},
+		{"type in the second entry", Request{PerSocket: "gres:nic:1,gpu:a100:1"}, true},
+		{"other gres with a type", Request{PerJob: "gres:nic:fast:1"}, false},
+		{"a type-looking count of another entry", Request{PerJob: "gres:gpu:1,gres:mps:a:1"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.req.Typed(); got != c.want {
+				t.Errorf("Typed() = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func FuzzPerGPU(f *testing.F) {
+	for _, s := range []string{"gres:gpu:4", "gres/gpu:a100:8G", "gpu:0", "gres:gpu,gres:gpu:2", "gres:gpu:4294967295T", ":::"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, mem := range []bool{false, true} {
+			n, ok, err := perGPU(s, mem)
+			if err != nil && (!errors.Is(err, ErrSyntax) || n != 0 || ok) {
+				t.Fatalf("perGPU(%q, %v) = %d, %v, %v", s, mem, n, ok, err)
+			}
+			if err == nil && ok != (n > 0) {
+				t.Fatalf("perGPU(%q, %v) = %d, %v: a found count is positive, an absent one 0", s, mem, n, ok)
+			}
+			if !mem && n > 1<<32-1 {
+				t.Fatalf("perGPU(%q) = %d CPUs, more than 32 bits", s, n)
+			}
+		}
+	})
+}

@@ -2,11 +2,12 @@ package placement
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 // Config is the placement section of lachesis.yaml.
@@ -73,18 +74,6 @@ func DefaultConfig() Config {
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("invalid placement config")
 
-// KeyError is one problem with one key of the placement section; it wraps
-// ErrInvalidConfig.
-type KeyError struct {
-	Key string // relative to the placement section, e.g. "models.bert.speed.a"
-	Msg string
-}
-
-func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
-
-// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *KeyError) Unwrap() error { return ErrInvalidConfig }
-
 // Bounds on the table: it is read under no lock but consulted at every
 // submit, and its names end up in node feature expressions.
 const (
@@ -97,11 +86,12 @@ const (
 // Slurm feature names are letters, digits, '_', '.', '-' (no operators).
 var namePat = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
-// Validate reports every problem in c at once; each error is a *KeyError.
+// Validate reports every problem in c at once; each error is a
+// *configerr.KeyError wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
-		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, a...)})
+		errs = append(errs, configerr.New(ErrInvalidConfig, key, format, a...))
 	}
 	if c.FeaturePrefix != "" && (len(c.FeaturePrefix) > maxNameLen || !namePat.MatchString(c.FeaturePrefix)) {
 		bad("feature_prefix", "must be letters, digits, '_', '.' or '-' (at most %d), got %q", maxNameLen, c.FeaturePrefix)

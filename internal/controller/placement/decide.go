@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
@@ -67,10 +66,11 @@ func Decide(cfg Config, req Request, nodes []Node) Decision {
 		return d
 	}
 	info := describeNodes(cfg.FeaturePrefix, nodes)
-	cpg, _ := perGPU(req.CPUsPerTRES)
-	mpg, _ := perGPU(req.MemPerTRES)
-	fit := fitter{gpus: total, perNode: perNodeGPUs(req.GPU, total), nodes: max(uint64(req.GPU.Nodes), 1),
-		spread: spreadable(req), maxNodes: int(req.MaxNodes), cpg: cpg, mpg: mpg}
+	// A malformed per-GPU request (sizing refuses those) counts as none.
+	cpg, _, _ := gres.CPUsPerGPU(req.CPUsPerTRES)
+	mpg, _, _ := gres.MemMBPerGPU(req.MemPerTRES)
+	fit := fitter{gpus: total, perNode: req.GPU.GPUsPerNode(total), nodes: max(uint64(req.GPU.Nodes), 1),
+		spread: req.GPU.Spreadable(), maxNodes: int(req.MaxNodes), cpg: cpg, mpg: mpg}
 
 	var notes []string
 	// Consolidation first: the preference must be satisfiable under the cap.
@@ -88,7 +88,7 @@ func Decide(cfg Config, req Request, nodes []Node) Decision {
 	switch {
 	case req.Prefer != "" || req.Features != "" || req.ReqNodes != "":
 		notes = append(notes, "kept the user's --prefer/--constraint/--nodelist")
-	case typedGPU(req.GPU):
+	case req.GPU.Typed():
 		notes = append(notes, "kept the user's GPU type")
 	default:
 		if pref, why := preferTypes(cfg, key, m, info, fit); pref != "" || why != "" {
@@ -318,73 +318,6 @@ func describeNodes(prefix string, nodes []Node) []nodeInfo {
 		out = append(out, ni)
 	}
 	return out
-}
-
-// spreadable: GPUs asked per job and no node count, so Slurm may use as
-// many nodes as it likes (up to a --nodes=1-MAX cap, if any).
-func spreadable(r Request) bool {
-	n, err := gres.GPUs(r.GPU.PerNode)
-	return (err != nil || n == 0) && r.GPU.Nodes == 0 && r.GPU.PerJob != ""
-}
-
-func perNodeGPUs(r gres.Request, total uint64) uint64 {
-	if n, err := gres.GPUs(r.PerNode); err == nil && n > 0 {
-		return n
-	}
-	nodes := max(uint64(r.Nodes), 1)
-	return (total + nodes - 1) / nodes
-}
-
-// typedGPU reports whether any of the job's GPU requests names a type.
-func typedGPU(r gres.Request) bool {
-	for _, s := range []string{r.PerJob, r.PerNode, r.PerSocket, r.PerTask} {
-		for _, e := range strings.Split(s, ",") {
-			e = strings.TrimSpace(e)
-			if i := strings.IndexByte(e, '='); i >= 0 {
-				e = e[:i]
-			}
-			e = strings.TrimPrefix(strings.TrimPrefix(e, "gres:"), "gres/")
-			p := strings.Split(e, ":")
-			if p[0] != "gpu" || len(p) < 2 {
-				continue
-			}
-			if len(p) >= 3 {
-				return true
-			}
-			if c := p[1]; c != "" && (c[0] < '0' || c[0] > '9') {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// perGPU reads N from a "gres:gpu:N" entry (memory may carry M/G suffix).
-func perGPU(s string) (uint64, bool) {
-	for _, e := range strings.Split(s, ",") {
-		e = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(e), "gres:"), "gres/")
-		p := strings.Split(e, ":")
-		if p[0] != "gpu" || len(p) < 2 {
-			continue
-		}
-		v, mult := p[len(p)-1], uint64(1)
-		if v != "" {
-			switch v[len(v)-1] {
-			case 'M', 'm':
-				v = v[:len(v)-1]
-			case 'G', 'g':
-				v, mult = v[:len(v)-1], 1024
-			case 'T', 't':
-				v, mult = v[:len(v)-1], 1024*1024
-			}
-		}
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return 0, false
-		}
-		return n * mult, true
-	}
-	return 0, false
 }
 
 func clipName(s string) string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 // Two node groups of 2 GPUs each: type a on lnode1-2, type b on lnode3-4.
@@ -128,7 +129,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c := table()
 			tc.edit(&c)
 			err := c.Validate()
-			var ke *KeyError
+			var ke *configerr.KeyError
 			if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != tc.key {
 				t.Fatalf("got %v, want an error naming %s", err, tc.key)
 			}

@@ -2,8 +2,9 @@ package synergy
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 // MaxFallbackAfter bounds Config.FallbackAfter: a job kept waiting a week
@@ -54,35 +55,24 @@ func DefaultConfig() Config {
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("invalid synergy config")
 
-// KeyError is one problem with one key of the synergy section. It wraps
-// ErrInvalidConfig.
-type KeyError struct {
-	Key string // the YAML key, relative to the synergy section
-	Msg string
-}
-
-func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
-
-// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
-func (e *KeyError) Unwrap() error { return ErrInvalidConfig }
-
-// Validate reports every problem in c at once; each error is a *KeyError.
+// Validate reports every problem in c at once; each error is a
+// *configerr.KeyError wrapping ErrInvalidConfig.
 func (c Config) Validate() error {
 	var errs []error
 	if !(c.Tolerance >= 0 && c.Tolerance < 1) {
-		errs = append(errs, &KeyError{Key: "tolerance", Msg: fmt.Sprintf("must be in [0, 1), got %v", c.Tolerance)})
+		errs = append(errs, configerr.New(ErrInvalidConfig, "tolerance", "must be in [0, 1), got %v", c.Tolerance))
 	}
 	if c.FallbackAfter < 0 || c.FallbackAfter > MaxFallbackAfter {
-		errs = append(errs, &KeyError{Key: "fallback_after", Msg: fmt.Sprintf("must be between 0 and %v seconds, got %v",
-			MaxFallbackAfter.Seconds(), c.FallbackAfter.Seconds())})
+		errs = append(errs, configerr.New(ErrInvalidConfig, "fallback_after", "must be between 0 and %v seconds, got %v",
+			MaxFallbackAfter.Seconds(), c.FallbackAfter.Seconds()))
 	}
 	if c.CPUReservePerNode < 0 || c.CPUReservePerNode > MaxCPUReservePerNode {
-		errs = append(errs, &KeyError{Key: "cpu_reserve_per_node", Msg: fmt.Sprintf("must be between 0 and %d CPUs, got %d",
-			MaxCPUReservePerNode, c.CPUReservePerNode)})
+		errs = append(errs, configerr.New(ErrInvalidConfig, "cpu_reserve_per_node", "must be between 0 and %d CPUs, got %d",
+			MaxCPUReservePerNode, c.CPUReservePerNode))
 	}
 	if c.MemReservePerNodeMB < 0 || c.MemReservePerNodeMB > MaxMemReservePerNodeMB {
-		errs = append(errs, &KeyError{Key: "mem_reserve_per_node_mb", Msg: fmt.Sprintf("must be between 0 and %d MB, got %d",
-			MaxMemReservePerNodeMB, c.MemReservePerNodeMB)})
+		errs = append(errs, configerr.New(ErrInvalidConfig, "mem_reserve_per_node_mb", "must be between 0 and %d MB, got %d",
+			MaxMemReservePerNodeMB, c.MemReservePerNodeMB))
 	}
 	return errors.Join(errs...)
 }

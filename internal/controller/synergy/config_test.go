@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -38,7 +40,7 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			var ke *KeyError
+			var ke *configerr.KeyError
 			if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != tc.key {
 				t.Fatalf("Validate() = %v, want a KeyError for %q", err, tc.key)
 			}

@@ -59,13 +59,13 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	if gpus == 0 || !cfg.Enabled {
 		return Decision{Action: Leave}
 	}
-	userCPUs, hasCPUs, err := perGPU(req.CPUsPerTRES, "cpus")
+	userCPUs, hasCPUs, err := gres.CPUsPerGPU(req.CPUsPerTRES)
 	if err != nil {
-		return reject(err)
+		return reject(fmt.Errorf("%w: %v", ErrBadRequest, err))
 	}
-	userMem, hasMem, err := perGPU(req.MemPerTRES, "mem")
+	userMem, hasMem, err := gres.MemMBPerGPU(req.MemPerTRES)
 	if err != nil {
-		return reject(err)
+		return reject(fmt.Errorf("%w: %v", ErrBadRequest, err))
 	}
 	if hasMem && req.MemMB != 0 {
 		return reject(fmt.Errorf("%w: --mem-per-gpu cannot be combined with --mem or --mem-per-cpu", ErrBadRequest))
@@ -77,9 +77,9 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	explicitMem := hasMem || req.MemMB != 0
 	d := Decision{Action: Leave, ModelKey: req.ModelKey()}
 
-	g, spread := perNodeGPUs(req.GPU, gpus), false
+	g, spread := int(req.GPU.GPUsPerNode(gpus)), false
 	shape, ok := partitionShape(cfg, nodes, g)
-	if !ok && spreadable(req.GPU) {
+	if !ok && req.GPU.Spreadable() {
 		// --gpus=N with no node count: Slurm spreads the job over as many
 		// nodes as it needs, so size it for the most GPUs one node has.
 		if most := mostGPUs(nodes); most > 0 && most < g {
@@ -186,23 +186,6 @@ func describe(d Decision, userCPUs, userMem uint64, explicitCPUs, explicitMem bo
 
 func reject(err error) Decision {
 	return Decision{Action: Reject, Error: err.Error()}
-}
-
-// perNodeGPUs is how many GPUs the job needs on one node: its per-node
-// request, else its whole count (Slurm packs a small job onto one node).
-func perNodeGPUs(r gres.Request, total uint64) int {
-	if n, err := gres.GPUs(r.PerNode); err == nil && n > 0 {
-		return int(n)
-	}
-	nodes := max(uint64(r.Nodes), 1)
-	return int((total + nodes - 1) / nodes)
-}
-
-// spreadable: the job asks for GPUs per job with no node count (-N), so Slurm
-// may place them on several nodes.
-func spreadable(r gres.Request) bool {
-	n, err := gres.GPUs(r.PerNode)
-	return (err != nil || n == 0) && r.Nodes == 0 && r.PerJob != ""
 }
 
 // mostGPUs is the largest GPU count of a node among nodes.

@@ -2,8 +2,6 @@ package synergy
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
@@ -51,42 +49,4 @@ func clip(s string) string {
 		return s[:maxModelKey]
 	}
 	return s
-}
-
-// perGPU parses a cpus_per_tres/mem_per_tres string for its gpu entry:
-// "gres:gpu:N" (or "gres/gpu:N"), possibly among other entries. ok is false
-// when no gpu entry is present.
-func perGPU(s, what string) (n uint64, ok bool, err error) {
-	if strings.TrimSpace(s) == "" {
-		return 0, false, nil
-	}
-	for _, entry := range strings.Split(s, ",") {
-		e := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(entry), "gres:"), "gres/")
-		f := strings.Split(e, ":")
-		if f[0] != "gpu" {
-			continue
-		}
-		v := f[len(f)-1]
-		// Memory may carry a unit suffix (M, G, T); CPUs may not.
-		mult := uint64(1)
-		if what == "mem" && v != "" {
-			switch v[len(v)-1] {
-			case 'M', 'm':
-				v = v[:len(v)-1]
-			case 'G', 'g':
-				v, mult = v[:len(v)-1], 1024
-			case 'T', 't':
-				v, mult = v[:len(v)-1], 1024*1024
-			}
-		}
-		if len(f) < 2 || len(f) > 3 {
-			return 0, false, fmt.Errorf("%w: %s-per-gpu %q", ErrBadRequest, what, s)
-		}
-		x, err := strconv.ParseUint(v, 10, 32)
-		if err != nil || x == 0 {
-			return 0, false, fmt.Errorf("%w: %s-per-gpu %q is not a positive whole number", ErrBadRequest, what, s)
-		}
-		return x * mult, true, nil
-	}
-	return 0, false, nil
 }

@@ -1,8 +1,8 @@
-// Package shareddata locates the project's reference data for tests:
-// ../shared/data next to the repository root (the directory holding go.mod).
-// The data is part of the checkout layout CI provides, so a missing file
-// fails the test instead of skipping it.
-package shareddata
+// Package refdata locates the reference data that ships with the repository
+// (data/ at its root, the directory holding go.mod) for tests. The data is
+// part of every checkout, so a missing file fails the test instead of
+// skipping it.
+package refdata
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// Path returns the path of rel inside ../shared/data, failing t if the
-// repository root or the file cannot be found.
+// Path returns the path of rel inside the repository's data/, failing t if
+// the repository root or the file cannot be found.
 func Path(t testing.TB, rel string) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -28,7 +28,7 @@ func Path(t testing.TB, rel string) string {
 		}
 		dir = parent
 	}
-	path := filepath.Join(dir, "..", "shared", "data", rel)
+	path := filepath.Join(dir, "data", rel)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("reference data missing: %v", err)
 	}
