@@ -178,6 +178,25 @@ static void _run_fallback(void)
 	xfree(nodes);
 }
 
+/* A finished job stays in job_list for MinJobAge (300 s by default), often
+ * more jobs than are live. The core needs to see it finished once, to
+ * record its completion (internal/controller/core/finished.go), and never
+ * ranks it; so a pass sends it only while its end is younger than the last
+ * successful pass by FINISHED_GRACE seconds, which covers an end_time a
+ * little older than the moment the job turned finished. One the passes miss
+ * is closed by the core when it stops seeing the job, at the pass's time. */
+#define FINISHED_GRACE 30
+static time_t last_pass_ok = 0; /* now of the last pass the core accepted */
+
+static bool _long_finished(job_record_t *job_ptr)
+{
+	if (IS_JOB_PENDING(job_ptr) || IS_JOB_RUNNING(job_ptr) ||
+	    IS_JOB_SUSPENDED(job_ptr))
+		return false;
+	return last_pass_ok &&
+	       (job_ptr->end_time + FINISHED_GRACE < last_pass_ok);
+}
+
 /* One pass: snapshot every job under the job write lock, one call into Go,
  * write the priorities back. No I/O happens while the lock is held. */
 static void _run_pass(void)
@@ -190,6 +209,7 @@ static void _run_pass(void)
 	ListIterator itr;
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
+	int ended = 0; /* finished jobs sent for the core to record */
 	time_t now;
 	DEF_TIMERS;
 
@@ -202,9 +222,11 @@ static void _run_pass(void)
 		assoc_mgr_lock(&assoc_read_lock);
 		itr = list_iterator_create(job_list);
 		while ((job_ptr = list_next(itr)) && (n < pass_cap)) {
-			if (IS_JOB_REVOKED(job_ptr))
+			if (IS_JOB_REVOKED(job_ptr) || _long_finished(job_ptr))
 				continue;
 			lachesis_hook_fill_job(job_ptr, gpu_pos, &pass_jobs[n]);
+			if (pass_jobs[n].state == LACHESIS_FINISHED)
+				ended++;
 			lachesis_hook_fill_alloc(job_ptr, &pass_jobs[n]);
 			pass_jobs[n].account_shares =
 				lachesis_hook_account_shares(job_ptr);
@@ -217,6 +239,7 @@ static void _run_pass(void)
 	if (rc >= LACHESIS_OK) {
 		candidates = rc;
 		rc = LACHESIS_OK;
+		last_pass_ok = now;
 		for (int i = 0; i < n; i++) {
 			job_ptr = pass_ptrs[i];
 			/* The service marker Slurm saves with the job: the
@@ -244,8 +267,8 @@ static void _run_pass(void)
 		error("%s: pass over %d jobs failed (code %d); priorities unchanged",
 		      plugin_type, n, rc);
 	else
-		verbose("%s: pass ranked %d jobs, changed %d priorities and %d service markers in %s",
-			plugin_type, n, changed, marked, TIME_STR);
+		verbose("%s: pass ranked %d jobs (and recorded %d that finished), changed %d priorities and %d service markers in %s",
+			plugin_type, n - ended, ended, changed, marked, TIME_STR);
 	if (candidates > 0)
 		_run_fallback();
 }
@@ -300,6 +323,7 @@ int fini(void)
 	xfree(pass_prios);
 	xfree(pass_ptrs);
 	pass_cap = 0;
+	last_pass_ok = 0;
 	return SLURM_SUCCESS;
 }
 
