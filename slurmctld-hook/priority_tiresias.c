@@ -425,8 +425,14 @@ static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
  * job: ASSOC = Tiresias queue (0 highest), JOBSIZE = attained service in
  * GPU-seconds, FAIRSHARE = the account's fair-share factor x 1000 (under
  * 500: over its share), AGE/PARTITION/QOS/NICE = the weighted factors, and
- * SITE = the Tiresias component less the three informational columns, so
- * that the sum sprio prints is exactly the job's priority.
+ * SITE = the rest, so that the sum sprio prints is exactly the priority
+ * Slurm schedules the job by (job_ptr->priority, squeue's %Q): Lachesis's
+ * decision, or the value an admin set with `scontrol update priority=`.
+ * direct_prio is left unset on purpose: with it sprio prints the admin's
+ * value next to SITE 0, NICE 0 and the other columns unchanged, a row that
+ * does not add up; here SITE carries the difference instead. SITE is a
+ * 32-bit column: with more than about 2^31 GPU-seconds of JOBSIZE the sum
+ * no longer fits it, and it is clamped (the README says so).
  */
 static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 			  priority_factors_object_t *obj)
@@ -434,7 +440,7 @@ static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 	double age = llround(p->w_age), part = llround(p->w_partition);
 	double qos = llround(p->w_qos), js = floor(p->service);
 	double fs = llround(p->fairshare * 1000.0);
-	int64_t site;
+	double site;
 
 	obj->job_id = job_ptr->job_id;
 	obj->user_id = job_ptr->user_id;
@@ -446,11 +452,10 @@ static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 	obj->priority_fs = fs;
 	obj->priority_js = js;
 	obj->nice = (uint32_t) ((int64_t) p->nice + NICE_OFFSET);
-	site = (int64_t) p->priority - (int64_t) (age + part + qos + fs + js) -
-	       p->queue + p->nice;
-	obj->priority_site = (uint32_t) (site + NICE_OFFSET);
-	if (job_ptr->direct_set_prio)
-		obj->direct_prio = job_ptr->priority;
+	site = (double) job_ptr->priority - (age + part + qos + fs + js) -
+	       (double) p->queue + (double) p->nice;
+	site = MAX(MIN(site, (double) INT32_MAX), (double) INT32_MIN);
+	obj->priority_site = (uint32_t) ((int64_t) site + NICE_OFFSET);
 }
 
 extern List priority_p_get_priority_factors_list(

@@ -150,3 +150,46 @@ func TestThresholdsInForceAreLogged(t *testing.T) {
 	e.waitState(id, "RUNNING", 30*time.Second)
 	e.waitQueue(id, 1, 40*time.Second) // 20 GPU-s reached in ~10 s
 }
+
+// Issue 26 item 9: every row sprio prints adds up (SITE + ASSOC + JOBSIZE +
+// AGE + FAIRSHARE − NICE; PARTITION and QOS weigh 0 here) to its PRIORITY,
+// which is the priority Slurm schedules the job by (squeue's %Q): for a
+// ranked pending job, a running one, a niced one, and one whose priority an
+// admin set. Before the fix the admin-set row read PRIORITY 12345 with
+// SITE 0 next to a FAIRSHARE of 500 or more. Held jobs (priority 0) are not
+// listed, as with Slurm's own plugins.
+func TestSprioColumnsAddUp(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n")
+	run := e.submit("-J", "run", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(run, "RUNNING", 30*time.Second)
+	e.waitQueue(run, 1, 40*time.Second)
+	waiting := e.submit("-J", "waiting", "--gpus=4", "--wrap", "sleep 600")
+	niced := e.submit("-J", "niced", "--gpus=4", "--nice=100", "--wrap", "sleep 600")
+	pinned := e.submit("-J", "pinned", "--gpus=4", "--begin=now+600", "--wrap", "sleep 600")
+	held := e.submit("-H", "-J", "held", "--gpus=1", "--wrap", "sleep 600")
+	if _, err := e.c.Run("scontrol", "update", "jobid="+strconv.Itoa(int(pinned)), "priority=12345"); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(20*time.Second, "sprio rows for every job but the held one", func() (bool, string) {
+		p := e.prio()
+		return p[run].ID == run && p[waiting].ID == waiting && p[niced].ID == niced && p[pinned].ID == pinned,
+			fmt.Sprintf("%+v", p)
+	})
+	time.Sleep(3 * time.Second) // a few passes after the update
+	jobs, prio := e.jobs(), e.prio()
+	if _, ok := prio[held]; ok {
+		t.Errorf("held job %d is listed by sprio: %+v", held, prio[held])
+	}
+	if prio[pinned].Priority != 12345 {
+		t.Errorf("admin-set job: sprio PRIORITY %d, want 12345", prio[pinned].Priority)
+	}
+	if prio[niced].Nice != 100 {
+		t.Errorf("niced job: sprio NICE %d, want 100", prio[niced].Nice)
+	}
+	for id, p := range prio {
+		sum := p.Site + p.Queue + p.Service + p.Age + p.FairShare - p.Nice
+		if sum != p.Priority || p.Priority != int64(jobs[id].Priority) {
+			t.Errorf("job %d: sprio %+v: columns sum to %d, PRIORITY %d, squeue %d", id, p, sum, p.Priority, jobs[id].Priority)
+		}
+	}
+}
