@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -190,6 +192,63 @@ func TestSprioColumnsAddUp(t *testing.T) {
 		sum := p.Site + p.Queue + p.Service + p.Age + p.FairShare - p.Nice
 		if sum != p.Priority || p.Priority != int64(jobs[id].Priority) {
 			t.Errorf("job %d: sprio %+v: columns sum to %d, PRIORITY %d, squeue %d", id, p, sum, p.Priority, jobs[id].Priority)
+		}
+	}
+}
+
+// Issue 26 item 8 and issue 20 item 9: `lachesis-profiler missing` after
+// an ordinary user's submissions lists the keys worth profiling, not every
+// job name, and never the user's terminal escapes. The user submits GPU
+// jobs with unique names, two with --comment=model=resnet, three named
+// with an escape sequence that would retitle the admin's window and clear
+// the screen, and CPU-only jobs (never sized, never counted). Before the
+// fix every unique name was listed and the escapes reached the terminal.
+func TestMissingShowsKeysWorthProfiling(t *testing.T) {
+	ensureTestUser(t)
+	bin := buildCommands(t)
+	e := startCluster(t, 1, "")
+	const evil = "\x1b]0;owned\x07\x1b[2Jevil"
+	submitAs := func(args ...string) {
+		t.Helper()
+		argv := append([]string{"-u", testUser, "--", "sbatch", "--parsable", "--hold", "--chdir=/tmp", "--output=/dev/null"}, args...)
+		if _, err := e.c.Run("runuser", append(argv, "--wrap", "sleep 60")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		submitAs("-J", fmt.Sprintf("uniq-%d", i), "--gpus=1")
+	}
+	for i := 0; i < 2; i++ {
+		submitAs("-J", fmt.Sprintf("run-%d", i), "--gpus=1", "--comment=model=resnet")
+	}
+	for i := 0; i < 3; i++ {
+		submitAs("-J", evil, "--gpus=1")
+		submitAs("-J", "cpu-only")
+	}
+	missing := func(args ...string) string {
+		out, err := exec.Command(filepath.Join(bin, "lachesis-profiler"), append([]string{"missing", "--db", e.dbPath()}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("lachesis-profiler missing: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	var all string
+	e.eventually(60*time.Second, "every GPU job's key in the file", func() (bool, string) {
+		all = missing("--limit", "0", "--min-jobs", "1")
+		return strings.Contains(all, "uniq-4") && strings.Contains(all, "resnet") && strings.Contains(all, "evil"), all
+	})
+	if strings.Contains(all, "cpu-only") {
+		t.Errorf("a job without GPUs was counted:\n%s", all)
+	}
+	out := missing()
+	if strings.Contains(out, "uniq-") || !regexp.MustCompile(`(?m)^resnet +2 `).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\]0;owned\[2Jevil +3 `).MatchString(out) ||
+		!strings.Contains(out, "5 more keys not shown") {
+		t.Errorf("missing:\n%s", out)
+	}
+	for _, text := range []string{out, all} {
+		if strings.ContainsAny(text, "\x1b\x07") {
+			t.Errorf("missing printed the user's escape sequences: %q", text)
 		}
 	}
 }
