@@ -178,6 +178,25 @@ static void _run_fallback(void)
 	xfree(nodes);
 }
 
+/* A finished job stays in job_list for MinJobAge (300 s by default), often
+ * more jobs than are live. The core needs to see it finished once, to
+ * record its completion (internal/controller/core/finished.go), and never
+ * ranks it; so a pass sends it only while its end is younger than the last
+ * successful pass by FINISHED_GRACE seconds, which covers an end_time a
+ * little older than the moment the job turned finished. One the passes miss
+ * is closed by the core when it stops seeing the job, at the pass's time. */
+#define FINISHED_GRACE 30
+static time_t last_pass_ok = 0; /* now of the last pass the core accepted */
+
+static bool _long_finished(job_record_t *job_ptr)
+{
+	if (IS_JOB_PENDING(job_ptr) || IS_JOB_RUNNING(job_ptr) ||
+	    IS_JOB_SUSPENDED(job_ptr))
+		return false;
+	return last_pass_ok &&
+	       (job_ptr->end_time + FINISHED_GRACE < last_pass_ok);
+}
+
 /* One pass: snapshot every job under the job write lock, one call into Go,
  * write the priorities back. No I/O happens while the lock is held. */
 static void _run_pass(void)
@@ -190,6 +209,7 @@ static void _run_pass(void)
 	ListIterator itr;
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
+	int ended = 0; /* finished jobs sent for the core to record */
 	time_t now;
 	DEF_TIMERS;
 
@@ -202,9 +222,11 @@ static void _run_pass(void)
 		assoc_mgr_lock(&assoc_read_lock);
 		itr = list_iterator_create(job_list);
 		while ((job_ptr = list_next(itr)) && (n < pass_cap)) {
-			if (IS_JOB_REVOKED(job_ptr))
+			if (IS_JOB_REVOKED(job_ptr) || _long_finished(job_ptr))
 				continue;
 			lachesis_hook_fill_job(job_ptr, gpu_pos, &pass_jobs[n]);
+			if (pass_jobs[n].state == LACHESIS_FINISHED)
+				ended++;
 			lachesis_hook_fill_alloc(job_ptr, &pass_jobs[n]);
 			pass_jobs[n].account_shares =
 				lachesis_hook_account_shares(job_ptr);
@@ -217,6 +239,7 @@ static void _run_pass(void)
 	if (rc >= LACHESIS_OK) {
 		candidates = rc;
 		rc = LACHESIS_OK;
+		last_pass_ok = now;
 		for (int i = 0; i < n; i++) {
 			job_ptr = pass_ptrs[i];
 			/* The service marker Slurm saves with the job: the
@@ -244,8 +267,8 @@ static void _run_pass(void)
 		error("%s: pass over %d jobs failed (code %d); priorities unchanged",
 		      plugin_type, n, rc);
 	else
-		verbose("%s: pass ranked %d jobs, changed %d priorities and %d service markers in %s",
-			plugin_type, n, changed, marked, TIME_STR);
+		verbose("%s: pass ranked %d jobs (and recorded %d that finished), changed %d priorities and %d service markers in %s",
+			plugin_type, n - ended, ended, changed, marked, TIME_STR);
 	if (candidates > 0)
 		_run_fallback();
 }
@@ -300,6 +323,7 @@ int fini(void)
 	xfree(pass_prios);
 	xfree(pass_ptrs);
 	pass_cap = 0;
+	last_pass_ok = 0;
 	return SLURM_SUCCESS;
 }
 
@@ -401,8 +425,14 @@ static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
  * job: ASSOC = Tiresias queue (0 highest), JOBSIZE = attained service in
  * GPU-seconds, FAIRSHARE = the account's fair-share factor x 1000 (under
  * 500: over its share), AGE/PARTITION/QOS/NICE = the weighted factors, and
- * SITE = the Tiresias component less the three informational columns, so
- * that the sum sprio prints is exactly the job's priority.
+ * SITE = the rest, so that the sum sprio prints is exactly the priority
+ * Slurm schedules the job by (job_ptr->priority, squeue's %Q): Lachesis's
+ * decision, or the value an admin set with `scontrol update priority=`.
+ * direct_prio is left unset on purpose: with it sprio prints the admin's
+ * value next to SITE 0, NICE 0 and the other columns unchanged, a row that
+ * does not add up; here SITE carries the difference instead. SITE is a
+ * 32-bit column: with more than about 2^31 GPU-seconds of JOBSIZE the sum
+ * no longer fits it, and it is clamped (the README says so).
  */
 static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 			  priority_factors_object_t *obj)
@@ -410,7 +440,7 @@ static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 	double age = llround(p->w_age), part = llround(p->w_partition);
 	double qos = llround(p->w_qos), js = floor(p->service);
 	double fs = llround(p->fairshare * 1000.0);
-	int64_t site;
+	double site;
 
 	obj->job_id = job_ptr->job_id;
 	obj->user_id = job_ptr->user_id;
@@ -422,11 +452,10 @@ static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 	obj->priority_fs = fs;
 	obj->priority_js = js;
 	obj->nice = (uint32_t) ((int64_t) p->nice + NICE_OFFSET);
-	site = (int64_t) p->priority - (int64_t) (age + part + qos + fs + js) -
-	       p->queue + p->nice;
-	obj->priority_site = (uint32_t) (site + NICE_OFFSET);
-	if (job_ptr->direct_set_prio)
-		obj->direct_prio = job_ptr->priority;
+	site = (double) job_ptr->priority - (age + part + qos + fs + js) -
+	       (double) p->queue + (double) p->nice;
+	site = MAX(MIN(site, (double) INT32_MAX), (double) INT32_MIN);
+	obj->priority_site = (uint32_t) ((int64_t) site + NICE_OFFSET);
 }
 
 extern List priority_p_get_priority_factors_list(

@@ -4,7 +4,7 @@
 //	lachesis-profiler profile --model NAME [flags] -- COMMAND [ARGS...]
 //	lachesis-profiler list    [--db PATH]
 //	lachesis-profiler show    MODEL [--plot FILE.png|FILE.svg] [--db PATH]
-//	lachesis-profiler missing [--db PATH]
+//	lachesis-profiler missing [--limit N] [--min-jobs N] [--db PATH]
 //	lachesis-profiler status  [--agent-socket PATH]
 //
 // `profile` asks the node agent on this node to sweep COMMAND over CPU
@@ -34,7 +34,7 @@ const usage = `usage:
                             [--gpus N] [--max-cpus N] [--nvml] [--agent-socket PATH] -- COMMAND [ARGS...]
   lachesis-profiler list    [--db PATH]
   lachesis-profiler show    MODEL [--plot FILE.png|FILE.svg] [--db PATH]
-  lachesis-profiler missing [--db PATH]
+  lachesis-profiler missing [--limit N] [--min-jobs N] [--db PATH]
   lachesis-profiler status  [--agent-socket PATH]
 Run "lachesis-profiler COMMAND -h" for a command's flags.
 `

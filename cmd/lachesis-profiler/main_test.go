@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -201,5 +202,76 @@ func TestStatusShowsTheAgent(t *testing.T) {
 func TestUnknownCommandIsAUsageError(t *testing.T) {
 	if _, errOut, err := runCLI(t, "frobnicate"); !errors.Is(err, errUsage) || !strings.Contains(errOut, "usage:") {
 		t.Fatalf("got %v\n%s", err, errOut)
+	}
+}
+
+// Issue 26 item 8: after a scale test's 3,000 uniquely named GPU jobs,
+// `missing` shows the keys worth profiling (seen in several jobs), most
+// submitted first, bounded, and says how many it left out. Issue 20 item
+// 9: names users chose reach the admin's terminal without their escape
+// sequences, in `missing` and in `list`.
+func TestMissingIsBoundedAndPrintable(t *testing.T) {
+	db := seededDB(t) // gpt: 3 jobs; bert is profiled
+	s, err := profilestore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2025, 6, 2, 10, 0, 0, 0, time.UTC)
+	names := map[string]int{}
+	for i := 0; i < 3000; i++ {
+		names[fmt.Sprintf("job-%d", i)] = 1
+	}
+	const evil = "llama\x1b]0;owned\x07\x1b[2J\u202e"
+	names[evil] = 40
+	for i := 0; i < 25; i++ {
+		names[fmt.Sprintf("model-%02d", i)] = 5
+	}
+	if err := s.NoteModelKeys(names, at); err != nil {
+		t.Fatal(err)
+	}
+	rec := profile.Record{ID: "id-2", Model: "vit\x1b[31m", Node: "lnode\x1b[0m2", User: "eve\x07", GPUs: 1,
+		Started: at.Add(-time.Minute), Finished: at, Signal: "regex", Tolerance: 0.1,
+		CPUSweep: []profile.Measurement{{CPUs: 1, Throughput: 5, Samples: 3, Seconds: 2}},
+		Matrix:   sensitivity.Profile{Model: "vit", CPUs: []int{1}, MemGB: []float64{4}, Throughput: [][]float64{{1}}},
+		Best:     sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 4},
+	}
+	if _, err := s.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	out, _, err := runCLI(t, "missing", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 22 { // header, 20 keys, the count of the rest
+		t.Fatalf("missing printed %d lines, want 22:\n%s", len(lines), out)
+	}
+	if !strings.HasPrefix(lines[1], "llama]0;owned[2J ") || !strings.Contains(lines[1], " 40 ") {
+		t.Errorf("first row %q: want the most submitted key, without its escapes", lines[1])
+	}
+	if strings.Contains(out, "job-") {
+		t.Errorf("missing lists job names seen once:\n%s", out)
+	}
+	if !strings.Contains(lines[21], "3007 more keys not shown (7 beyond --limit 20, 3000 seen in fewer than --min-jobs 2 jobs)") {
+		t.Errorf("last line %q", lines[21])
+	}
+	all, _, err := runCLI(t, "missing", "--db", db, "--limit", "0", "--min-jobs", "1")
+	if err != nil || strings.Count(all, "\n") != 3001+1+25+1 {
+		t.Errorf("missing --limit 0 --min-jobs 1: %v, %d lines", err, strings.Count(all, "\n"))
+	}
+
+	list, _, err := runCLI(t, "list", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{out, all, list} {
+		if strings.ContainsAny(text, "\x1b\x07\u202e") {
+			t.Fatalf("output carries terminal escapes: %q", text)
+		}
+	}
+	if !strings.Contains(list, "vit[31m") || !strings.Contains(list, "lnode[0m2") || !strings.Contains(list, "eve ") {
+		t.Errorf("list:\n%s", list)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/chart"
 	lconfig "github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
+	"github.com/lachesis-sched/lachesis/internal/util/printable"
 )
 
 // errNoProfile: show was asked about a model nobody profiled.
@@ -60,12 +62,28 @@ func noArgs(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// storeTable is a subcommand that takes only --db and prints rows read
-// from the controller's database as a table under header, or empty when
-// there are none.
-func storeTable(name string, args []string, stdout, stderr io.Writer, header, empty string,
-	rows func(*profilestore.Store) ([]string, error)) error {
-	fs := newFlags(name, stderr)
+// storeTable prints rows read from the controller's database as a
+// table under header, or empty when there are none. Every field that
+// users chose (model keys, job names, nodes) goes through
+// printable.String first, so it cannot drive the admin's terminal.
+func storeTable(stdout io.Writer, header, empty string, rows [][]string) error {
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, empty)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		for i := range r {
+			r[i] = printable.String(r[i])
+		}
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("list", stderr)
 	db := dbFlag(fs)
 	if err := noArgs(fs, args); err != nil {
 		return err
@@ -75,35 +93,18 @@ func storeTable(name string, args []string, stdout, stderr io.Writer, header, em
 		return err
 	}
 	defer s.Close()
-	lines, err := rows(s)
+	list, err := s.List()
 	if err != nil {
 		return err
 	}
-	if len(lines) == 0 {
-		fmt.Fprintln(stdout, empty)
-		return nil
+	rows := make([][]string, len(list))
+	for i, r := range list {
+		rows[i] = []string{r.Model, strconv.Itoa(r.Profiles), strconv.Itoa(r.Best.CPUsPerGPU),
+			fmt.Sprintf("%.2f", r.Best.MemGBPerGPU), strconv.Itoa(r.Points), r.Node, r.User,
+			r.Finished.Local().Format(time.DateTime)}
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, l := range lines {
-		fmt.Fprintln(tw, l)
-	}
-	return tw.Flush()
-}
-
-func cmdList(args []string, stdout, stderr io.Writer) error {
-	return storeTable("list", args, stdout, stderr,
-		"MODEL\tPROFILES\tBEST CPUS/GPU\tBEST MEM GB/GPU\tPOINTS\tNODE\tUSER\tFINISHED",
-		"no profiles yet (see `lachesis-profiler missing` for models jobs are waiting on)",
-		func(s *profilestore.Store) ([]string, error) {
-			rows, err := s.List()
-			lines := make([]string, len(rows))
-			for i, r := range rows {
-				lines[i] = fmt.Sprintf("%s\t%d\t%d\t%.2f\t%d\t%s\t%s\t%s", r.Model, r.Profiles, r.Best.CPUsPerGPU,
-					r.Best.MemGBPerGPU, r.Points, r.Node, r.User, r.Finished.Local().Format(time.DateTime))
-			}
-			return lines, err
-		})
+	return storeTable(stdout, "MODEL\tPROFILES\tBEST CPUS/GPU\tBEST MEM GB/GPU\tPOINTS\tNODE\tUSER\tFINISHED",
+		"no profiles yet (see `lachesis-profiler missing` for models jobs are waiting on)", rows)
 }
 
 func cmdShow(args []string, stdout, stderr io.Writer) error {
@@ -143,6 +144,8 @@ func cmdShow(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("%w for model %q (`lachesis-profiler list` shows the profiled models)", errNoProfile, model)
 	}
+	// Names the profiling user and node chose reach the terminal and chart.
+	rec.Model, rec.Node, rec.User = printable.String(rec.Model), printable.String(rec.Node), printable.String(rec.User)
 	if err := chart.Render(stdout, rec, "text"); err != nil {
 		return err
 	}
@@ -160,17 +163,52 @@ func cmdShow(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// cmdMissing lists the model keys worth profiling: GPU jobs were sized
+// without a profile for each (job_submit notes only those), the most
+// submitted first, then those waiting longest. A job without
+// --comment=model= is keyed by its name, and most names are seen once, so
+// by default only keys of at least --min-jobs jobs are shown, at most
+// --limit of them, and a last line counts what was left out.
 func cmdMissing(args []string, stdout, stderr io.Writer) error {
-	return storeTable("missing", args, stdout, stderr,
-		"MODEL KEY\tJOBS\tFIRST SEEN\tLAST SEEN",
-		"every model key seen in submitted jobs has a profile",
-		func(s *profilestore.Store) ([]string, error) {
-			keys, err := s.Missing()
-			lines := make([]string, len(keys))
-			for i, k := range keys {
-				lines[i] = fmt.Sprintf("%s\t%d\t%s\t%s", k.Key, k.Jobs,
-					k.FirstSeen.Local().Format(time.DateTime), k.LastSeen.Local().Format(time.DateTime))
-			}
-			return lines, err
-		})
+	fs := newFlags("missing", stderr)
+	db := dbFlag(fs)
+	limit := fs.Int("limit", 20, "show at most this many keys (0: all)")
+	minJobs := fs.Int("min-jobs", 2, "show only keys seen in at least this many jobs")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	s, err := openStore(*db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	keys, err := s.Missing()
+	if err != nil {
+		return err
+	}
+	var rows [][]string
+	few, over := 0, 0
+	for _, k := range keys {
+		switch {
+		case k.Jobs < *minJobs:
+			few++
+		case *limit > 0 && len(rows) >= *limit:
+			over++
+		default:
+			rows = append(rows, []string{k.Key, strconv.Itoa(k.Jobs),
+				k.FirstSeen.Local().Format(time.DateTime), k.LastSeen.Local().Format(time.DateTime)})
+		}
+	}
+	empty := "every model key seen in submitted GPU jobs has a profile"
+	if few+over > 0 {
+		empty = "no model key without a profile was seen in enough jobs to list"
+	}
+	if err := storeTable(stdout, "MODEL KEY\tJOBS\tFIRST SEEN\tLAST SEEN", empty, rows); err != nil {
+		return err
+	}
+	if few+over > 0 {
+		fmt.Fprintf(stdout, "%d more keys not shown (%d beyond --limit %d, %d seen in fewer than --min-jobs %d jobs); --limit 0 --min-jobs 1 shows all\n",
+			few+over, over, *limit, few, *minJobs)
+	}
+	return nil
 }

@@ -82,3 +82,42 @@ func BenchmarkPassMetrics(b *testing.B) {
 		m.passDone(start)
 	}
 }
+
+// BenchmarkPassFinishedListed is a pass over 3,000 live jobs, alone and
+// with 3,000 more that finished earlier and that slurmctld still lists for
+// MinJobAge (issue 26 item 12's scale test): the cost in the core of
+// handing those to every pass, which priority_tiresias.c no longer does
+// once they are recorded (besides copying them under the job lock).
+func BenchmarkPassFinishedListed(b *testing.B) {
+	for _, finished := range []int{0, 3000} {
+		b.Run(fmt.Sprintf("live=3000/finished=%d", finished), func(b *testing.B) {
+			db := filepath.Join(b.TempDir(), "l.db")
+			store, err := ledger.Open(db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := New(testConfig(db), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			snaps := make([]Snapshot, 3000+finished)
+			for i := range snaps {
+				s := &snaps[i]
+				s.ID, s.GPUs, s.SubmitTime = uint32(i+1), 1, int64(i)
+				if i >= 3000 {
+					s.State, s.StartTime, s.EndTime = StateFinished, int64(i)+10, int64(i)+20
+				}
+			}
+			out := make([]Decision, len(snaps))
+			now := int64(200000)
+			c.Pass(now, snaps, out) // records the finished ones
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now += 30
+				c.Pass(now, snaps, out)
+			}
+		})
+	}
+}

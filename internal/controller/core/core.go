@@ -1,9 +1,12 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,6 +225,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	}
 	safego.Loop(log, "ledger writer", c.writer, func() { close(c.stopped) })
 	log.Info("lachesis core ready", keyJobs, len(active), keyPath, cfg.DBPath)
+	c.logThresholds(slog.LevelInfo, "start")
 	return c, nil
 }
 
@@ -235,6 +239,37 @@ func (c *Core) rebuildRanker() error {
 	}
 	c.ranker, c.rankerDist = r, dist
 	return nil
+}
+
+// logThresholds says, at level, which queue boundaries rank jobs now and
+// where they come from: with threshold_quantiles set and a distribution,
+// the quantiles rank and a fixed thresholds list only stands in until a
+// distribution exists, so an admin who edits thresholds alone sees here
+// that nothing changed. Caller holds mu (or is the constructor).
+func (c *Core) logThresholds(level slog.Level, when string) {
+	t := c.cfg.Tiresias
+	args := []any{"when", when, "thresholds_gpu_s", formatList(c.ranker.Config().Thresholds, "%.0f")}
+	if len(t.ThresholdQuantiles) > 0 && c.rankerDist != nil {
+		dist := fmt.Sprintf("the cluster's %d most recent completed jobs", c.rankerDist.Len())
+		if c.rankerDist == priority.SeedDistribution() {
+			dist = "the bundled distribution (until gittins_min_history jobs have completed)"
+		}
+		args = append(args, keySource, "threshold_quantiles "+formatList(t.ThresholdQuantiles, "%g")+" of "+dist,
+			"unused", "thresholds "+formatList(t.Thresholds, "%.0f")+" (only without a distribution; remove threshold_quantiles to rank by them)")
+	} else {
+		args = append(args, keySource, "thresholds (a fixed list)")
+	}
+	c.log.Log(context.Background(), level, "queue thresholds in force", args...)
+}
+
+// formatList writes vs as "[a,b,c]", each with format (no spaces, so the
+// log shows it unquoted).
+func formatList(vs []float64, format string) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf(format, v)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
 
 // PassInterval is how often the plugin should call Pass.
@@ -277,6 +312,7 @@ func (c *Core) Reconfigure() error {
 	c.speedBase = *cfg.Speeds(nil)
 	c.resizeSweeps(old.Tiresias.SiblingWindow, cfg.Tiresias.SiblingWindow)
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
+	c.logThresholds(slog.LevelInfo, "reload")
 	return nil
 }
 
@@ -298,8 +334,11 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	defer c.mu.Unlock()
 	defer c.met.passDone(time.Now())
 	if d := c.dist.Load(); d != c.rankerDist {
+		before := c.ranker.Config().Thresholds
 		if err := c.rebuildRanker(); err != nil {
 			c.log.Error("new Gittins distribution rejected", keyErr, err)
+		} else if !slices.Equal(before, c.ranker.Config().Thresholds) {
+			c.logThresholds(slog.LevelDebug, "new distribution")
 		}
 	}
 	c.fs.decay(now, c.cfg.Tiresias.FairShare.HalfLife)
@@ -424,10 +463,18 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
 	switch s.State {
 	case StateRunning, StateSuspended:
+		if rec.RunOpen && rec.RunStart == s.StartTime {
+			// Still in the run a preemption was allowed to end: Slurm
+			// requeues a victim in the scheduling cycle that asked, so
+			// it took another; an admin's requeue later is no preemption.
+			delete(c.preemptNotes, s.ID)
+		}
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
 		c.weighRun(s, rec)
 	case StatePending:
 		if rec.RunOpen {
+			_, preempted := c.preemptNotes[rec.JobID] // before noteRequeue uses it up
+			c.met.requeued(preempted)
 			c.noteRequeue(rec)
 		}
 		rec.Requeued(rec.RunEnd()) // if it ran since the last pass

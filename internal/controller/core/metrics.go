@@ -21,6 +21,7 @@ const (
 	MetricDemotions     = "lachesis_demotions_total"
 	MetricPromotions    = "lachesis_promotions_total"
 	MetricPreemptions   = "lachesis_preemptions_total"
+	MetricPreemptAllows = "lachesis_preemptions_allowed_total"
 	MetricSizing        = "lachesis_sizing_decisions_total"
 	MetricAgentConns    = "lachesis_agent_connections_total"
 	MetricAgentOpen     = "lachesis_agent_connections_open"
@@ -41,7 +42,8 @@ type metrics struct {
 	queueGauges []prometheus.Gauge // queueJobs by queue index, made once
 	demotions   prometheus.Counter
 	promotions  prometheus.Counter
-	preemptions prometheus.Counter
+	preemptions prometheus.Counter    // requeues a pass observed
+	allowed     prometheus.Counter    // yeses Preemptable gave Slurm
 	sizing      [3]prometheus.Counter // by synergy.Action
 	// fair share after the last pass: accounts tracked (with usage or
 	// jobs), with jobs under or at their share, with jobs over it
@@ -83,7 +85,14 @@ func newMetrics() *metrics {
 			Name: MetricPromotions, Help: "Jobs promoted back to queue 0 against starvation.",
 		}),
 		preemptions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricPreemptions, Help: "Preemptions Lachesis allowed (Preemptable answered true).",
+			Name: MetricPreemptions,
+			Help: "Running jobs requeued by a preemption Lachesis allowed, counted when a pass finds them pending again.",
+		}),
+		// Slurm asks about every candidate of a victim search and may
+		// requeue fewer, or none, of those allowed.
+		allowed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricPreemptAllows,
+			Help: "Times preempt/tiresias let Slurm preempt a job (Preemptable answered yes); not every yes becomes a requeue.",
 		}),
 		agentConns: prometheus.NewDesc(MetricAgentConns, "Connections the node-agent listener accepted.", nil, nil),
 		agentOpen:  prometheus.NewDesc(MetricAgentOpen, "Node-agent connections open now.", nil, nil),
@@ -103,7 +112,7 @@ func newMetrics() *metrics {
 		Help: "Accounts after the last pass, by class: tracked (with decayed usage or jobs), under (with jobs, at or under their share), over (with jobs, over their share).",
 	}, []string{"class"})
 	m.fsTracked, m.fsUnder, m.fsOver = fs.WithLabelValues("tracked"), fs.WithLabelValues("under"), fs.WithLabelValues("over")
-	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, sizing, fs,
+	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
 		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
@@ -171,12 +180,22 @@ func (m *metrics) passDone(start time.Time) {
 	m.passSeconds.Observe(time.Since(start).Seconds())
 }
 
-// preemption counts an allowed preemption and returns allowed unchanged.
+// preemption counts a preemption Slurm was allowed and returns allowed
+// unchanged.
 func (m *metrics) preemption(allowed bool) bool {
 	if m != nil && allowed {
-		m.preemptions.Inc()
+		m.allowed.Inc()
 	}
 	return allowed
+}
+
+// requeued counts a running job a pass found pending again, when a
+// preemption Lachesis allowed requeued it (not an admin's or its owner's
+// scontrol requeue).
+func (m *metrics) requeued(byPreemption bool) {
+	if m != nil && byPreemption {
+		m.preemptions.Inc()
+	}
 }
 
 // sized counts one Synergy decision by its outcome.

@@ -90,26 +90,47 @@ func histogramCount(t *testing.T, c *Core) uint64 {
 	return 0
 }
 
-func TestPreemptionsCountOnlyAllowedOnes(t *testing.T) {
+// lachesis_preemptions_allowed_total counts the yeses Slurm got;
+// lachesis_preemptions_total counts requeues, once each, when a pass sees
+// the victim pending again: Slurm asks about every candidate of a victim
+// search and requeues fewer (issue 26 item 3: 30 counted against 5 real
+// requeues).
+func TestPreemptionsCountRequeuesAndAllowsSeparately(t *testing.T) {
 	c := openMetricsCore(t)
-	pass(c, 2000, running(1, 4, 1000, 1000), pending(2, 1, 1999))
+	pass(c, 2000, running(1, 4, 1000, 1000), running(3, 4, 1000, 1000), pending(2, 1, 1999))
 	tests := []struct {
 		name                string
 		preemptor, preemtee uint32
-		want                float64
+		allowed             float64
 	}{
-		{"queue 0 over queue 2 is counted", 2, 1, 1},
-		{"queue 2 over queue 0 is not counted", 1, 2, 1},
-		{"unknown victim is not counted", 2, 99, 1},
-		{"a second allowed one is counted", 2, 1, 2},
+		{"queue 0 over queue 2 is allowed", 2, 1, 1},
+		{"queue 2 over queue 0 is not", 1, 2, 1},
+		{"unknown victim is not", 2, 99, 1},
+		{"asked again: allowed again", 2, 1, 2},
+		{"another candidate of the search", 2, 3, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c.Preemptable(tt.preemptor, tt.preemtee)
-			if got := testutil.ToFloat64(c.met.preemptions); got != tt.want {
-				t.Fatalf("preemptions = %v, want %v", got, tt.want)
+			if got := testutil.ToFloat64(c.met.allowed); got != tt.allowed {
+				t.Fatalf("allowed = %v, want %v", got, tt.allowed)
 			}
 		})
+	}
+	if got := testutil.ToFloat64(c.met.preemptions); got != 0 {
+		t.Fatalf("preemptions = %v before any requeue, want 0", got)
+	}
+	// Slurm requeued job 1 only (job 3 was allowed but kept running); job 2
+	// started.
+	pass(c, 2001, pending(1, 4, 2001), running(3, 4, 1000, 1000), running(2, 1, 1999, 2001))
+	pass(c, 2002, pending(1, 4, 2001), running(3, 4, 1000, 1000), running(2, 1, 1999, 2001))
+	if got := testutil.ToFloat64(c.met.preemptions); got != 1 {
+		t.Fatalf("preemptions = %v after one requeue, want 1", got)
+	}
+	// An admin's scontrol requeue of job 3 is no preemption.
+	pass(c, 2003, pending(1, 4, 2001), pending(3, 4, 2003), running(2, 1, 1999, 2001))
+	if got := testutil.ToFloat64(c.met.preemptions); got != 1 {
+		t.Fatalf("preemptions = %v after an admin's requeue, want still 1", got)
 	}
 }
 

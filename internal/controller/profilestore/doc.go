@@ -6,7 +6,8 @@
 // A profile's id is its primary key, so storing a record twice stores it
 // once: that is what makes an agent's retries safe (Put reports whether the
 // row is new). Records are kept whole as JSON next to the columns that are
-// queried, so `sqlite3 lachesis.db` shows an admin what a profile says.
+// queried, so `sqlite3 -readonly lachesis.db` shows an admin what a profile
+// says.
 //
 // The store is used by the agent listener's goroutines and by the
 // lachesis-profiler CLI (read-only); nothing here runs under slurmctld's

@@ -356,18 +356,30 @@ func (s *Store) NoteModelKeys(counts map[string]int, at time.Time) error {
 			return fmt.Errorf("%w: note model key %q: %v", ErrStore, k, err)
 		}
 	}
+	// Job names stand in for keys a user did not set, and most are seen
+	// once: keep the table to the MaxModelKeys most submitted.
+	if _, err := tx.Exec(`DELETE FROM model_keys WHERE key IN (
+		SELECT key FROM model_keys ORDER BY jobs ASC, last_seen ASC
+		LIMIT max(0, (SELECT count(*) FROM model_keys) - ?))`, MaxModelKeys); err != nil {
+		return fmt.Errorf("%w: bound model keys: %v", ErrStore, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("%w: commit: %v", ErrStore, err)
 	}
 	return nil
 }
 
+// MaxModelKeys bounds the model keys kept for `lachesis-profiler missing`;
+// beyond it the least submitted (then least recently seen) go first.
+const MaxModelKeys = 10000
+
 // Missing lists model keys seen in submitted jobs that have no profile,
-// most-submitted first.
+// most-submitted first, then those waiting longest for one (earliest
+// first seen).
 func (s *Store) Missing() ([]MissingKey, error) {
 	rows, err := s.h.DB().Query(`SELECT key, jobs, first_seen, last_seen FROM model_keys
 		WHERE key NOT IN (SELECT model FROM profiles)
-		ORDER BY jobs DESC, key`)
+		ORDER BY jobs DESC, first_seen ASC, key`)
 	if err != nil {
 		return nil, fmt.Errorf("%w: missing profiles: %v", ErrStore, err)
 	}

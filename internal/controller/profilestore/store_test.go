@@ -2,6 +2,7 @@ package profilestore_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -216,5 +217,33 @@ func TestOpenReadOnlyExplainsAFileWithoutProfiles(t *testing.T) {
 	}
 	if _, err := profilestore.OpenReadOnly(filepath.Join(t.TempDir(), "absent.db")); !errors.Is(err, profilestore.ErrStore) {
 		t.Fatalf("absent file: got %v", err)
+	}
+}
+
+// Job names stand in for model keys, so the table would grow by one row
+// per uniquely named job: it keeps the profilestore.MaxModelKeys most submitted.
+func TestModelKeysAreBounded(t *testing.T) {
+	s, err := profilestore.Open(filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Unix(1_750_000_000, 0)
+	if err := s.NoteModelKeys(map[string]int{"hot": 5}, at); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for i := 0; i < profilestore.MaxModelKeys+50; i++ {
+		names[fmt.Sprintf("job-%d", i)] = 1
+	}
+	if err := s.NoteModelKeys(names, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.Missing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != profilestore.MaxModelKeys || keys[0].Key != "hot" {
+		t.Fatalf("%d keys, first %+v; want %d with hot first", len(keys), keys[0], profilestore.MaxModelKeys)
 	}
 }

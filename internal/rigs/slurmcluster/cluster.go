@@ -185,6 +185,25 @@ func (c *Cluster) KillController() error {
 	return nil
 }
 
+// StopController shuts slurmctld down cleanly (`scontrol shutdown
+// slurmctld`: it saves its state and closes its plugins) and waits for the
+// process to exit.
+func (c *Cluster) StopController() error {
+	pid, err := c.ControllerPID()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Run("scontrol", "shutdown", "slurmctld"); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: slurmctld (pid %d) still running 60 s after scontrol shutdown", ErrCluster, pid)
+}
+
 // RestartController starts slurmctld again on the same state.
 func (c *Cluster) RestartController() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,12 +47,31 @@ func Open(path string, sync Sync, dirMode os.FileMode, schema string) (*sql.DB, 
 // OpenOwned is Open, and when the process runs as root and uid is not
 // NoOwner, it also hands the files to uid (slurmctld started as root
 // still keeps its state as SlurmUser's).
+//
+// The files are secured (Secure) only while no descriptor of this process
+// holds the database: closing any descriptor of a file drops every POSIX
+// lock the process holds on it, SQLite's included. A process whose own
+// connection had lost its locks lets another process's sqlite3 believe it
+// is the file's last user, checkpoint and delete the WAL the connection
+// still writes to: every later write is lost. A second store on a file
+// already open here (slurmctld's ledger and profile tables share
+// lachesis.db) therefore leaves the files alone; they were secured before
+// the first connection opened them, and SQLite gives the -wal and -shm
+// files it creates the main file's mode and owner.
 func OpenOwned(path string, sync Sync, dirMode os.FileMode, schema string, uid int) (*sql.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return nil, err
 	}
-	if err := Secure(path, uid); err != nil {
+	openMu.Lock() // from the check until the connection holds its descriptors
+	defer openMu.Unlock()
+	held, err := heldHere(path)
+	if err != nil {
 		return nil, err
+	}
+	if !held {
+		if err := Secure(path, uid); err != nil {
+			return nil, err
+		}
 	}
 	dsn := "file:" + path + "?_journal_mode=WAL&_synchronous=" + string(sync) + "&_busy_timeout=5000&_txlock=immediate"
 	db, err := sql.Open("sqlite3", dsn)
@@ -66,26 +86,87 @@ func OpenOwned(path string, sync Sync, dirMode os.FileMode, schema string, uid i
 	return db, nil
 }
 
+// openMu serialises OpenOwned in the process, so one store's Secure never
+// runs while another store's first connection opens the same file.
+var openMu sync.Mutex
+
+// heldHere reports whether a descriptor of this process has the file at
+// path open (false if there is no file). It asks the kernel
+// (/proc/self/fd) rather than keeping a tally, so it stays true whoever
+// opened the file: a stat of each descriptor's link opens nothing.
+func heldHere(path string) (bool, error) {
+	id, err := IDOf(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	const fdDir = "/proc/self/fd"
+	fds, err := os.ReadDir(fdDir)
+	if err != nil {
+		return false, fmt.Errorf("list open files (%s): %w", fdDir, err)
+	}
+	for _, fd := range fds {
+		if got, err := IDOf(filepath.Join(fdDir, fd.Name())); err == nil && got == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Secure creates path if absent and makes it, and its -wal and -shm files
 // where they exist, FileMode and (as root, uid not NoOwner) owned by uid.
 // Existing files are tightened too: earlier versions left them 0644.
+//
+// It works on descriptors opened with O_NOFOLLOW and refuses anything but
+// a plain file with one link, so a symbolic or hard link planted under
+// one of the three names never makes it chmod or chown another file (and
+// SQLite, which would follow the link, never opens it). The caller must
+// not hold the database open: closing these descriptors would drop its
+// locks (see OpenOwned).
 func Secure(path string, uid int) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	f.Close()
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		if err := os.Chmod(p, FileMode); err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			return fmt.Errorf("chmod %s: %w", p, err)
+	for i, p := range []string{path, path + "-wal", path + "-shm"} {
+		flags := syscall.O_RDWR | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+		if i == 0 {
+			flags |= syscall.O_CREAT
 		}
-		if uid != NoOwner && os.Geteuid() == 0 {
-			if err := os.Chown(p, uid, -1); err != nil {
-				return fmt.Errorf("chown %s: %w", p, err)
-			}
+		fd, err := syscall.Open(p, flags, uint32(FileMode))
+		if err == syscall.ENOENT && i > 0 {
+			continue
+		}
+		if err == syscall.ELOOP {
+			return fmt.Errorf("secure %s: it is a symbolic link; refusing to use it (remove it if you did not make it)", p)
+		}
+		if err != nil {
+			return fmt.Errorf("secure %s: %w", p, err)
+		}
+		err = secureFD(fd, p, uid)
+		syscall.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func secureFD(fd int, p string, uid int) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("secure %s: %w", p, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return fmt.Errorf("secure %s: not a regular file; refusing to use it", p)
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("secure %s: it has %d hard links; refusing to use it (remove it if you did not make it)", p, st.Nlink)
+	}
+	if err := syscall.Fchmod(fd, uint32(FileMode)); err != nil {
+		return fmt.Errorf("chmod %s: %w", p, err)
+	}
+	if uid != NoOwner && os.Geteuid() == 0 {
+		if err := syscall.Fchown(fd, uid, -1); err != nil {
+			return fmt.Errorf("chown %s: %w", p, err)
 		}
 	}
 	return nil
