@@ -184,6 +184,9 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 	if d.Marker != "" {
 		copyCString(unsafe.Pointer(&out.marker[0]), len(out.marker), d.Marker)
 	}
+	if d.Blocked != "" {
+		copyCString(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
+	}
 }
 
 // writeErr copies err's message into the caller's buffer, NUL-terminated.
