@@ -81,14 +81,19 @@ func TestPreemptable_PartitionTiersAndArrays(t *testing.T) {
 func TestVictimOrder_RequeueableJobsBeforeNoRequeue(t *testing.T) {
 	now := int64(1100)
 	c, _ := ruleCore(t, &now, nil)
-	// Both in queue 1; job 1 entered it later, so by rank alone it goes
-	// first, but it may not be requeued.
-	pass(c, 1100, running(1, 4, 900, 1060), requeueable(running(2, 4, 900, 1000)), pending(3, 1, 1090))
-	if c.Record(1); c.decisions[1].Queue != c.decisions[2].Queue {
-		t.Fatalf("jobs 1 and 2 in queues %d and %d, want one queue", c.decisions[1].Queue, c.decisions[2].Queue)
+	// Both in queue 1; by rank alone job 2 (more service) goes first, but
+	// it may not be requeued.
+	pass(c, 1100, requeueable(running(1, 4, 900, 1060)), running(2, 4, 900, 1000), pending(3, 1, 1090))
+	if c.decisions[1].Queue != 1 || c.decisions[2].Queue != 1 {
+		t.Fatalf("jobs 1 and 2 in queues %d and %d, want 1", c.decisions[1].Queue, c.decisions[2].Queue)
 	}
-	if a, b := c.VictimOrder(2), c.VictimOrder(1); a >= b {
-		t.Fatalf("victim order: requeueable job 2 is %d, --no-requeue job 1 is %d; want job 2 first", a, b)
+	if a, b := c.VictimOrder(1), c.VictimOrder(2); a >= b {
+		t.Fatalf("victim order: requeueable job 1 is %d, --no-requeue job 2 is %d; want job 1 first", a, b)
+	}
+	// Both requeueable, the rank decides: the test's premise.
+	pass(c, 1101, requeueable(running(1, 4, 900, 1060)), requeueable(running(2, 4, 900, 1000)), pending(3, 1, 1090))
+	if a, b := c.VictimOrder(1), c.VictimOrder(2); a <= b {
+		t.Fatalf("both requeueable: job 1 is %d, job 2 is %d; want job 2 first by rank", a, b)
 	}
 }
 
