@@ -209,3 +209,7 @@ func recoverInto(rc *C.int, where string) {
 	}
 	logger().Error("recovered from panic", "entry", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 }
+
+// reasonPrefixC is the header's LACHESIS_REASON_PREFIX, which must be
+// core.ReasonPrefix (convert_test.go).
+func reasonPrefixC() string { return C.LACHESIS_REASON_PREFIX }
