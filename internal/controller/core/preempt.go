@@ -308,8 +308,7 @@ func clampEnd(end, now int64, s *Snapshot, rec *ledger.Record) int64 {
 
 // closeRequeuedRun ends the open run of a job a pass finds pending again,
 // or running a run that began since (requeued and restarted between two
-// passes).
-// A preemption ends it when Slurm preempted it and counts as one (the
+// passes). A preemption ends it when Slurm preempted it and counts as one (the
 // victim order and max_per_job count those alone); any other requeue (the
 // owner's `scontrol requeue`, a node failure) ends it when Slurm says and
 // is only a new run. Either way the run is charged to its true end, not
@@ -337,12 +336,9 @@ func (c *Core) closeRequeuedRun(now int64, s *Snapshot, rec *ledger.Record) {
 func (c *Core) logPreempted(rec *ledger.Record, ev preemptEvent, outcome string) {
 	n := ev.note
 	n.ran = rec.RunSeconds
-	if !ev.noted {
+	rec.PreemptReason = n.reason()
+	if !ev.noted { // e.g. the rule's yes was given before a restart
 		n.queue = rec.Queue
-	}
-	if ev.noted {
-		rec.PreemptReason = n.reason()
-	} else {
 		rec.PreemptReason = fmt.Sprintf("preempted by Slurm after a %.0f s run (no Lachesis decision on record)", n.ran)
 	}
 	c.log.Info("job preempted", keyJob, rec.JobID, keyPreemptor, n.by, keyPreemptorQueue, n.byQueue,
