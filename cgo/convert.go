@@ -184,6 +184,9 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 	if d.Marker != "" {
 		copyCString(unsafe.Pointer(&out.marker[0]), len(out.marker), d.Marker)
 	}
+	if d.Blocked != "" {
+		copyCString(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
+	}
 }
 
 // writeErr copies err's message into the caller's buffer, NUL-terminated.
@@ -206,3 +209,7 @@ func recoverInto(rc *C.int, where string) {
 	}
 	logger().Error("recovered from panic", "entry", where, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 }
+
+// reasonPrefixC is the header's LACHESIS_REASON_PREFIX, which must be
+// core.ReasonPrefix (convert_test.go).
+func reasonPrefixC() string { return C.LACHESIS_REASON_PREFIX }

@@ -135,6 +135,14 @@ func lachesis_preemptable(preemptor, preemptee C.uint32_t) (rc C.int) {
 	return 1
 }
 
+//export lachesis_preempting
+func lachesis_preempting(jobID C.uint32_t, now C.int64_t) {
+	defer recoverInto(nil, "lachesis_preempting")
+	if h := running(); h != nil {
+		h.core.Preempting(uint32(jobID), int64(now))
+	}
+}
+
 //export lachesis_victim_order
 func lachesis_victim_order(jobID, fallback C.uint32_t) (rc C.uint32_t) {
 	// The answer is an order, not an error code: after a panic Slurm

@@ -28,7 +28,8 @@
  *    lachesis_sizing_t.placement came in at 4, without a bump of their own.)
  * 10: partitions, arrays, preemption and how a job ended:
  *    lachesis_job_t.partition, partition_tier, array_job_id,
- *    preempt_time, requeue_allowed, end_state. */
+ *    preempt_time, requeue_allowed, end_state; lachesis_prio_t.blocked;
+ *    lachesis_preempting. */
 #define LACHESIS_ABI_VERSION 10
 
 /* Return codes. */
@@ -180,7 +181,16 @@ typedef struct lachesis_prio {
 	/* Fair-share factor of the job's account in [0,1]; under 0.5 the
 	 * account is over its share (priority/fairshare.go). */
 	double   fairshare;
+	/* Pass, waiting jobs: when not empty, why a preemption the job asked
+	 * for lately was refused (min_run, max_per_job, queue_gap; starts
+	 * with LACHESIS_REASON_PREFIX). The plugin shows it as the job's
+	 * reason (state_desc) while Slurm says it waits for resources. */
+	char     blocked[128];
 } lachesis_prio_t;
+
+/* Every reason the core gives a job starts with this (core.ReasonPrefix):
+ * the plugin replaces or clears only a state_desc that does. */
+#define LACHESIS_REASON_PREFIX "Lachesis: "
 
 /* job_submit/synergy: one node of the job's partition. */
 typedef struct lachesis_node {
@@ -358,6 +368,11 @@ extern int lachesis_place_job(lachesis_place_req_t *job,
 /* 1 if preemptor may requeue preemptee (both use GPUs and the preemptee
  * sits in a lower queue), else 0. */
 extern int lachesis_preemptable(uint32_t preemptor, uint32_t preemptee);
+/* Slurm is preempting job_id at now (preempt/tiresias: Slurm asks the
+ * victim's grace time once per preemption, just before it requeues or
+ * kills it). The core ends the job's run there and counts the preemption
+ * at its next pass. Memory only. */
+extern void lachesis_preempting(uint32_t job_id, int64_t now);
 /* 1 if, as of the last pass and the placements since, some waiting GPU job
  * sits in a better queue than some running GPU job; else 0 (nobody can
  * preempt anybody). Memory only: cheap enough to call for every job. */

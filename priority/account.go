@@ -32,6 +32,11 @@ type Account struct {
 	// the runs begun.
 	LastRun float64
 	Runs    int
+	// Preemptions counts the requeues the preemption rule caused
+	// (Preempted); the victim order and MaxPerJob count these alone, so
+	// a job's owner cannot make it unpreemptable with requeues of their
+	// own.
+	Preemptions int
 	// WaitingSince is when the job last became pending (submission, the end
 	// of a run, or a promotion): starvation is measured from it.
 	WaitingSince int64
@@ -115,6 +120,16 @@ func (a *Account) Requeued(end int64) {
 	}
 	a.WaitingSince = end
 	a.CloseRun()
+}
+
+// Preempted is Requeued for a requeue the preemption rule caused: it also
+// counts the preemption.
+func (a *Account) Preempted(end int64) {
+	if !a.RunOpen {
+		return
+	}
+	a.Preemptions++
+	a.Requeued(end)
 }
 
 // Apply folds a pass's Result into the account. A promotion resets the

@@ -61,31 +61,41 @@ func DefaultPreemption() Preemption {
 	return Preemption{MinRun: 600, MaxPerJob: 0, QueueGap: 1, SpreadVictims: true}
 }
 
-// Candidate is what the preemption rule needs to know of one job.
+// Candidate is what the preemption rule needs to know of one job. The
+// zero value of each field restricts nothing, so a caller that has no
+// partitions or arrays (the simulator) leaves them zero.
 type Candidate struct {
 	Queue int
 	// RunSeconds is how long the job's current run has lasted (victims).
 	RunSeconds float64
-	// Requeues is how many times the job has been requeued (victims).
-	Requeues int
+	// Preemptions is how many times the preemption rule has had the job
+	// requeued (victims); requeues of other origins (the owner's own
+	// `scontrol requeue`, a node failure) do not count.
+	Preemptions int
 	// Promoted says the job's queue comes from a starvation promotion
 	// (preemptors).
 	Promoted bool
+	// Tier is the PriorityTier of the job's partition: a job never
+	// preempts a job of a higher tier.
+	Tier uint32
+	// Array is the job array the job is a task of (0: none): tasks of one
+	// array never preempt each other.
+	Array uint32
 }
 
 // Candidate describes the account's job for the preemption rule, its
-// current run having lasted runSeconds.
+// current run having lasted runSeconds; the caller adds Tier and Array.
 func (a *Account) Candidate(queue int, runSeconds float64) Candidate {
 	return Candidate{
-		Queue:      queue,
-		RunSeconds: runSeconds,
-		Requeues:   a.Requeues(),
-		Promoted:   a.ServiceBase > 0,
+		Queue:       queue,
+		RunSeconds:  runSeconds,
+		Preemptions: a.Preemptions,
+		Promoted:    a.ServiceBase > 0,
 	}
 }
 
-// Requeues is how many times the job was requeued: every run after the
-// first followed one.
+// Requeues is how many times the job was requeued, whatever requeued it:
+// every run after the first followed one.
 func (a *Account) Requeues() int { return max(0, a.Runs-1) }
 
 // Verdict is the preemption rule's answer, with the reason when it is no.
@@ -94,14 +104,21 @@ type Verdict uint8
 const (
 	// Allowed: the preemptor may requeue the victim.
 	Allowed Verdict = iota
-	// DeniedQueue: the victim is not QueueGap queues below the preemptor.
+	// DeniedQueue: the victim is not in a lower queue than the preemptor.
 	DeniedQueue
 	// DeniedPromoted: the preemptor holds its queue by a promotion.
 	DeniedPromoted
 	// DeniedMinRun: the victim's run is shorter than MinRun.
 	DeniedMinRun
-	// DeniedBudget: the victim has been requeued MaxPerJob times.
+	// DeniedBudget: the victim has been preempted MaxPerJob times.
 	DeniedBudget
+	// DeniedQueueGap: the victim is in a lower queue, but fewer than
+	// QueueGap queues below the preemptor.
+	DeniedQueueGap
+	// DeniedTier: the victim's partition has a higher PriorityTier.
+	DeniedTier
+	// DeniedSameArray: both are tasks of one job array.
+	DeniedSameArray
 )
 
 func (v Verdict) String() string {
@@ -116,6 +133,12 @@ func (v Verdict) String() string {
 		return "victim's run shorter than min_run"
 	case DeniedBudget:
 		return "victim's preemption budget spent"
+	case DeniedQueueGap:
+		return "victim fewer than queue_gap queues below"
+	case DeniedTier:
+		return "victim's partition has a higher PriorityTier"
+	case DeniedSameArray:
+		return "both are tasks of one job array"
 	}
 	return fmt.Sprintf("verdict(%d)", uint8(v))
 }
@@ -131,15 +154,31 @@ func (p Preemption) QueuePreempts(preemptorQueue, victimQueue int) bool {
 // Decide is the preemption rule: may preemptor requeue victim? Both the
 // simulator and slurmctld's core ask it, so what the simulator measures is
 // what the cluster does.
+//
+// Besides queues and costs, two decisions about who may take whose GPUs:
+// a job never preempts a job whose partition has a higher PriorityTier
+// (the admin ranked that partition's work above it; Slurm itself schedules
+// higher tiers first), and tasks of one job array never preempt each other
+// (a user's array would otherwise requeue its own running tasks as soon as
+// they are demoted, each requeue costing a hold and a reload for no gain
+// to that user). The checks that hold for almost every pair come first,
+// so a refusal names the rule that matters: a victim in the preemptor's
+// own queue is DeniedQueue, not DeniedMinRun.
 func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 	switch {
-	case !p.QueuePreempts(preemptor.Queue, victim.Queue):
+	case victim.Queue <= preemptor.Queue:
 		return DeniedQueue
+	case victim.Tier > preemptor.Tier:
+		return DeniedTier
+	case preemptor.Array != 0 && preemptor.Array == victim.Array:
+		return DeniedSameArray
+	case !p.QueuePreempts(preemptor.Queue, victim.Queue):
+		return DeniedQueueGap
 	case preemptor.Promoted && !p.PromotedPreempts:
 		return DeniedPromoted
 	case victim.RunSeconds < p.MinRun:
 		return DeniedMinRun
-	case p.MaxPerJob > 0 && victim.Requeues >= p.MaxPerJob:
+	case p.MaxPerJob > 0 && victim.Preemptions >= p.MaxPerJob:
 		return DeniedBudget
 	}
 	return Allowed
@@ -147,47 +186,62 @@ func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 
 // Victim is what the victim order needs to know of one running job.
 type Victim struct {
-	Queue    int
-	Requeues int
+	Queue int
+	// Preemptions is how many times the rule has had the job requeued
+	// (Candidate.Preemptions).
+	Preemptions int
 	// Rank is the job's position in the pass's total order (0 best).
 	Rank int
+	// NoRequeue: Slurm may not requeue the job (--no-requeue), so
+	// preempting it kills it and loses its work.
+	NoRequeue bool
 }
 
-// RequeueFloor is the fewest requeues among the running jobs of each
-// queue, taken over a pass's running jobs: the reference SpreadVictims
-// compares a victim's requeues with. The zero value is empty.
-type RequeueFloor struct {
+// PreemptionFloor is the fewest preemptions among the running jobs of
+// each queue, taken over a pass's running jobs: the reference
+// SpreadVictims compares a victim's preemptions with. The zero value is
+// empty.
+type PreemptionFloor struct {
 	least [maxQueues]int
 	seen  [maxQueues]bool
 }
 
 // Reset empties the floor for a new pass.
-func (f *RequeueFloor) Reset() { *f = RequeueFloor{} }
+func (f *PreemptionFloor) Reset() { *f = PreemptionFloor{} }
 
 // Add counts one running job. Queues beyond the last are clamped to it.
-func (f *RequeueFloor) Add(queue, requeues int) {
+func (f *PreemptionFloor) Add(queue, preemptions int) {
 	q := min(max(queue, 0), maxQueues-1)
-	if !f.seen[q] || requeues < f.least[q] {
-		f.least[q], f.seen[q] = requeues, true
+	if !f.seen[q] || preemptions < f.least[q] {
+		f.least[q], f.seen[q] = preemptions, true
 	}
 }
 
-// above reports whether v has been requeued more often than the
-// least-requeued running job of its queue.
-func (f *RequeueFloor) above(v Victim) bool {
+// above reports whether v has been preempted more often than the
+// least-preempted running job of its queue.
+func (f *PreemptionFloor) above(v Victim) bool {
 	q := min(max(v.Queue, 0), maxQueues-1)
-	return f.seen[q] && v.Requeues > f.least[q]
+	return f.seen[q] && v.Preemptions > f.least[q]
 }
 
 // CompareVictims orders running jobs for preemption: negative when a goes
-// before b. Lower queues (larger numbers) first; with SpreadVictims, in a
-// queue the jobs not requeued more than floor's least before those that
-// were; then the lowest-ranked first. The simulator sorts its candidates
-// with it, and the core numbers running jobs by it for Slurm, which takes
-// victims in that order until the preemptor fits.
-func (p Preemption) CompareVictims(floor *RequeueFloor, a, b Victim) int {
+// before b. Lower queues (larger numbers) first; in a queue, jobs Slurm
+// may requeue before jobs it would have to kill (NoRequeue): a kill loses
+// the run's work, so it is taken only when no requeueable job of that
+// queue would do; then, with SpreadVictims, the jobs not preempted more
+// than floor's least before those that were; then the lowest-ranked
+// first. The simulator sorts its candidates with it, and the core numbers
+// running jobs by it for Slurm, which takes victims in that order until
+// the preemptor fits.
+func (p Preemption) CompareVictims(floor *PreemptionFloor, a, b Victim) int {
 	if a.Queue != b.Queue {
 		return cmp.Compare(b.Queue, a.Queue)
+	}
+	if a.NoRequeue != b.NoRequeue {
+		if a.NoRequeue {
+			return 1
+		}
+		return -1
 	}
 	if p.SpreadVictims && floor != nil {
 		if oa, ob := floor.above(a), floor.above(b); oa != ob {

@@ -269,7 +269,7 @@ func (e *engine) closeRun(j *JobState, now float64) {
 func (e *engine) preempt(j *JobState, now float64) {
 	j.Remaining = j.RemainingAt(now)
 	e.closeRun(j, now)
-	j.Account.Requeued(int64(math.Floor(now)))
+	j.Account.Preempted(int64(math.Floor(now)))
 	j.Status = Pending
 	j.seq++
 	j.Preemptions++

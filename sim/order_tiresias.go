@@ -31,9 +31,9 @@ type tiresiasOrder struct {
 	nextPos   int64
 	index     map[*JobState]float64
 
-	// floor is the fewest requeues per queue among the running jobs of
-	// the last pass, for the victim order (priority.RequeueFloor).
-	floor priority.RequeueFloor
+	// floor is the fewest preemptions per queue among the running jobs of
+	// the last pass, for the victim order (priority.PreemptionFloor).
+	floor priority.PreemptionFloor
 	// fair is fair share between accounts (fairshare.go), nil when off.
 	fair *fairShare
 	// siblings groups the trace's jobs into sweeps (a job's account is its
@@ -126,7 +126,7 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 	for i, j := range jobs {
 		levels[i] = float64(j.Account.Queue)
 		if j.Status == Running {
-			o.floor.Add(j.Account.Queue, j.Account.Requeues())
+			o.floor.Add(j.Account.Queue, j.Account.Preemptions)
 		}
 	}
 }
@@ -134,7 +134,7 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 // victim describes a running job for the victim order; pos is its rank in
 // the current pass.
 func (j *JobState) victim() priority.Victim {
-	return priority.Victim{Queue: j.Account.Queue, Requeues: j.Account.Requeues(), Rank: int(j.pos)}
+	return priority.Victim{Queue: j.Account.Queue, Preemptions: j.Account.Preemptions, Rank: int(j.pos)}
 }
 
 // referenceOrder orders jobs (o.results ranked them, in their order) the

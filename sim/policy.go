@@ -41,7 +41,7 @@ type Policy struct {
 	// across queues (design: preempt/tiresias), which this leaves off.
 	PreemptRankedBelow bool
 	// Victim, when set, is the rest of the rule: may preemptor requeue
-	// this running job now (its run length, its requeues)? The Tiresias
+	// this running job now (its run length, its preemptions)? The Tiresias
 	// policies ask priority.Preemption.Decide, as slurmctld's core does.
 	Victim func(preemptor, victim *JobState, now float64) bool
 	// Preempts is the rule between levels: may a pending job of level

@@ -111,7 +111,13 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 	out->job_id = job_ptr->job_id;
 	out->user_id = job_ptr->user_id;
 	out->state = _state(job_ptr);
-	out->held = (job_ptr->priority == 0) || job_ptr->direct_set_prio;
+	/* A hold (priority 0) or an admin's priority takes a waiting job out
+	 * of the ranking. A running job stays ranked, and so preemptable,
+	 * whatever its priority: Slurm lets a job's owner set priority 0 on
+	 * their running job (`scontrol hold`), which must not make it immune
+	 * to preemption. The pass never writes over such a priority. */
+	out->held = IS_JOB_PENDING(job_ptr) &&
+		    ((job_ptr->priority == 0) || job_ptr->direct_set_prio);
 
 	/* Pending jobs have only a request; running and finished jobs have
 	 * an allocation, which is what service is charged for. */

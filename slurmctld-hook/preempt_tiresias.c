@@ -88,7 +88,14 @@ extern int preempt_p_get_data(job_record_t *job_ptr,
 							   job_ptr->priority);
 		return SLURM_SUCCESS;
 	case PREEMPT_DATA_GRACE_TIME:
+		/* Slurm asks this once per preemption, for the victim, just
+		 * before it requeues it (or kills it when it may not be
+		 * requeued): the core ends the victim's run now and counts
+		 * the preemption, which tells it from a requeue the job's
+		 * owner asked for. */
 		*(uint32_t *) data = 0;
+		if (core_up && job_ptr)
+			lachesis_preempting(job_ptr->job_id, time(NULL));
 		return SLURM_SUCCESS;
 	default:
 		error("%s: unknown data type %d", __func__, data_type);

@@ -197,6 +197,35 @@ static bool _long_finished(job_record_t *job_ptr)
 	       (job_ptr->end_time + FINISHED_GRACE < last_pass_ok);
 }
 
+/* Shows why, by Lachesis's preemption rule, a waiting job could not take a
+ * running job's GPUs (why: the core's reason, "" for none) as its
+ * state_desc, which squeue and scontrol show in place of the reason code.
+ * Only while Slurm says the job waits for resources, and never over a
+ * description Slurm or an admin wrote: only one of ours (it starts with
+ * LACHESIS_REASON_PREFIX) is replaced or cleared. Slurm's schedulers
+ * clear state_desc whenever they try the job again; the next pass sets it
+ * again. Returns whether it changed anything. Job write lock held. */
+static bool _show_blocked(job_record_t *job_ptr, const char *why)
+{
+	static const size_t plen = sizeof(LACHESIS_REASON_PREFIX) - 1;
+	bool ours = job_ptr->state_desc &&
+		    !strncmp(job_ptr->state_desc, LACHESIS_REASON_PREFIX, plen);
+
+	if (why[0] && (job_ptr->state_reason == WAIT_RESOURCES) &&
+	    (!job_ptr->state_desc || ours)) {
+		if (ours && !strcmp(job_ptr->state_desc, why))
+			return false;
+		xfree(job_ptr->state_desc);
+		job_ptr->state_desc = xstrdup(why);
+		return true;
+	}
+	if (ours && !why[0]) {
+		xfree(job_ptr->state_desc);
+		return true;
+	}
+	return false;
+}
+
 /* One pass: snapshot every job under the job write lock, one call into Go,
  * write the priorities back. No I/O happens while the lock is held. */
 static void _run_pass(void)
@@ -210,6 +239,7 @@ static void _run_pass(void)
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
 	int ended = 0; /* finished jobs sent for the core to record */
+	int changed_desc = 0;
 	time_t now;
 	DEF_TIMERS;
 
@@ -248,7 +278,13 @@ static void _run_pass(void)
 			    lachesis_hook_set_marker(job_ptr,
 						     pass_prios[i].marker))
 				marked++;
+			if (IS_JOB_PENDING(job_ptr) &&
+			    _show_blocked(job_ptr, pass_prios[i].blocked))
+				changed_desc++;
+			/* A hold or an admin's priority stays, on a running
+			 * job too (it is ranked, not held: lachesis_hook.c). */
 			if (!pass_prios[i].priority || pass_jobs[i].held ||
+			    !job_ptr->priority || job_ptr->direct_set_prio ||
 			    (job_ptr->priority == pass_prios[i].priority))
 				continue;
 			job_ptr->priority = pass_prios[i].priority;
@@ -257,7 +293,7 @@ static void _run_pass(void)
 			xfree(job_ptr->priority_array);
 			changed++;
 		}
-		if (changed || marked)
+		if (changed || marked || changed_desc)
 			last_job_update = now;
 	}
 	END_TIMER;

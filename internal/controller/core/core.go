@@ -43,6 +43,10 @@ const (
 	keyRan            = "ran_s"
 	keyRequeues       = "requeues"
 	keyReason         = "reason"
+	keyPreemptions    = "preemptions"
+	keyOutcome        = "outcome"
+	keyRule           = "rule"
+	keyRefusals       = "refusals"
 )
 
 // ErrNotFound is returned for jobs the core has never seen.
@@ -72,6 +76,11 @@ type Core struct {
 	clock func() int64
 	// preemptNotes: why each job was last let be preempted (preempt.go).
 	preemptNotes map[uint32]preemptNote
+	// preempting: preemptions Slurm carried out since the last pass
+	// (Preempting); blocked: preemptions the rule refused lately
+	// (blocked.go).
+	preempting map[uint32]preemptEvent
+	blocked    blockedPreemptions
 
 	// dist is the Gittins distribution the next pass uses; the writer
 	// goroutine replaces it as history accumulates.
@@ -407,14 +416,16 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
-	c.preempt.fromPass(c.jobs, c.results)
-	c.preempt.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.requeues)
+	c.preempt.fromPass(c.jobs, c.results, func(k int) *Snapshot { return &snaps[c.jobIndex[k]] })
+	c.preempt.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.preemptions)
+	c.showBlocked(now, out)
 }
 
-// requeues is how many times job id was requeued, as its record says.
-func (c *Core) requeues(id uint32) int {
+// preemptions is how many times the preemption rule had job id requeued,
+// as its record says.
+func (c *Core) preemptions(id uint32) int {
 	if rec, ok := c.records[id]; ok {
-		return rec.Requeues()
+		return rec.Preemptions
 	}
 	return 0
 }
@@ -437,6 +448,7 @@ func (c *Core) forget(now int64) {
 	}
 	c.pruneMarkers()
 	c.pruneFinished()
+	c.forgetPreemptions()
 	c.siblings.Prune(now)
 	for id := range c.ends {
 		if !c.seen[id] {
@@ -469,15 +481,15 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			// it took another; an admin's requeue later is no preemption.
 			delete(c.preemptNotes, s.ID)
 		}
+		if rec.RunOpen && rec.RunStart != s.StartTime { // requeued and restarted since
+			c.closeRequeuedRun(now, s, rec)
+		}
 		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
 		c.weighRun(s, rec)
 	case StatePending:
-		if rec.RunOpen {
-			_, preempted := c.preemptNotes[rec.JobID] // before noteRequeue uses it up
-			c.met.requeued(preempted)
-			c.noteRequeue(rec)
+		if rec.RunOpen { // it ran since the last pass: requeued
+			c.closeRequeuedRun(now, s, rec)
 		}
-		rec.Requeued(rec.RunEnd()) // if it ran since the last pass
 	case StateFinished:
 		if s.StartTime != 0 {
 			// Its last run, which may have begun and ended between two
@@ -487,6 +499,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			// the job must find unchanged.
 			rec.ObserveRun(s.StartTime, c.charged(s, rec), c.trueEnd(s, ok).runSeconds(now))
 			c.weighRun(s, rec)
+			c.noteKilled(s, rec)
 		}
 		end := s.EndTime
 		if end == 0 {

@@ -19,6 +19,11 @@ type Decision struct {
 	// Marker, when not "", is to be saved as Lachesis's part of the job's
 	// SystemComment (restore.go): it changed since Slurm last had it.
 	Marker string
+	// Blocked, set by a pass for a waiting job whose preemption the rule
+	// refused lately for a cost (min_run, max_per_job, queue_gap), says
+	// so; the plugin shows it as the job's reason (blocked.go). It starts
+	// with ReasonPrefix.
+	Blocked string
 }
 
 func decide(w priority.Weights, r priority.Result, service, queueService float64) Decision {

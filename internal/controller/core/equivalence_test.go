@@ -75,6 +75,7 @@ type history struct {
 	runs        map[uint32][][2]int64 // per job: [start, end) of each run
 	finish      map[uint32]int64
 	promotions  map[uint32]int
+	preempted   map[uint32]int // preemptions per job
 	end         int64
 	preemptions int
 	promotedAll int
@@ -88,7 +89,7 @@ func historyOf(t *testing.T, res *sim.Result) history {
 		}
 		return int64(v)
 	}
-	h := history{runs: map[uint32][][2]int64{}, finish: map[uint32]int64{}, promotions: map[uint32]int{}}
+	h := history{runs: map[uint32][][2]int64{}, finish: map[uint32]int64{}, promotions: map[uint32]int{}, preempted: map[uint32]int{}}
 	for _, r := range res.Runs {
 		h.runs[r.JobID] = append(h.runs[r.JobID], [2]int64{whole(r.Start), whole(r.End)})
 	}
@@ -96,6 +97,7 @@ func historyOf(t *testing.T, res *sim.Result) history {
 		h.finish[j.ID] = whole(j.Finish)
 		h.end = max(h.end, h.finish[j.ID])
 		h.promotions[j.ID] = j.Promotions
+		h.preempted[j.ID] = j.Preemptions
 		h.preemptions += j.Preemptions
 		h.promotedAll += j.Promotions
 	}
@@ -169,6 +171,9 @@ func replayIntoCore(t *testing.T, mode priority.Mode, tcfg priority.Config, jobs
 				if !allowed {
 					problems = append(problems, fmt.Sprintf("t=%d: the simulator requeued job %d, which no job starting then may preempt in the core", now, victim))
 				}
+				// Slurm then preempts it, asking preempt/tiresias its
+				// grace time.
+				c.Preempting(victim, base+now)
 			}
 		}
 	}
@@ -194,6 +199,9 @@ func replayIntoCore(t *testing.T, mode priority.Mode, tcfg priority.Config, jobs
 		}
 		if rec.Runs != len(h.runs[j.ID]) {
 			problems = append(problems, fmt.Sprintf("job %d: core counted %d runs, simulator %d", j.ID, rec.Runs, len(h.runs[j.ID])))
+		}
+		if rec.Preemptions != h.preempted[j.ID] {
+			problems = append(problems, fmt.Sprintf("job %d: core counted %d preemptions, simulator %d", j.ID, rec.Preemptions, h.preempted[j.ID]))
 		}
 		if rec.Promotions != h.promotions[j.ID] {
 			problems = append(problems, fmt.Sprintf("job %d: core promoted it %d times, simulator %d", j.ID, rec.Promotions, h.promotions[j.ID]))

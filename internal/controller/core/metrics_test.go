@@ -92,7 +92,7 @@ func histogramCount(t *testing.T, c *Core) uint64 {
 
 // lachesis_preemptions_allowed_total counts the yeses Slurm got;
 // lachesis_preemptions_total counts requeues, once each, when a pass sees
-// the victim pending again: Slurm asks about every candidate of a victim
+// the victim Slurm said it preempts pending again: Slurm asks about every candidate of a victim
 // search and requeues fewer (issue 26 item 3: 30 counted against 5 real
 // requeues).
 func TestPreemptionsCountRequeuesAndAllowsSeparately(t *testing.T) {
@@ -120,8 +120,9 @@ func TestPreemptionsCountRequeuesAndAllowsSeparately(t *testing.T) {
 	if got := testutil.ToFloat64(c.met.preemptions); got != 0 {
 		t.Fatalf("preemptions = %v before any requeue, want 0", got)
 	}
-	// Slurm requeued job 1 only (job 3 was allowed but kept running); job 2
-	// started.
+	// Slurm requeued job 1 only (job 3 was allowed but kept running), asking
+	// its grace time first (preempt/tiresias: Preempting); job 2 started.
+	c.Preempting(1, 2001)
 	pass(c, 2001, pending(1, 4, 2001), running(3, 4, 1000, 1000), running(2, 1, 1999, 2001))
 	pass(c, 2002, pending(1, 4, 2001), running(3, 4, 1000, 1000), running(2, 1, 1999, 2001))
 	if got := testutil.ToFloat64(c.met.preemptions); got != 1 {

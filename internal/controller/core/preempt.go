@@ -23,15 +23,28 @@ type preemptView struct {
 	// bestPending is the lowest (best) queue among pending GPU jobs of
 	// the last pass and those placed since; math.MaxInt when none.
 	bestPending int
-	// gpu holds the jobs that use GPUs (last pass, and placements since).
-	gpu map[uint32]bool
+	// gpu holds the jobs that use GPUs (last pass, and placements since),
+	// with what the preemption rule needs of them besides their queue.
+	gpu map[uint32]preemptTraits
 	// victimOrder numbers the GPU jobs running at the last pass in the
 	// order Slurm is to take them as victims, from 1 (first taken), by
 	// priority.Preemption.CompareVictims: the order the simulator's
 	// preemption uses. floor and running are its scratch.
 	victimOrder map[uint32]uint32
-	floor       priority.RequeueFloor
+	floor       priority.PreemptionFloor
 	running     []victimEntry
+}
+
+// preemptTraits is what the preemption rule needs of a job's Slurm record:
+// its partition's PriorityTier, its job array and whether Slurm may
+// requeue it.
+type preemptTraits struct {
+	tier, array uint32
+	noRequeue   bool
+}
+
+func traitsOf(s *Snapshot) preemptTraits {
+	return preemptTraits{tier: s.PartitionTier, array: s.ArrayJobID, noRequeue: !s.RequeueAllowed}
 }
 
 // victimEntry is one running GPU job while the victim order is built.
@@ -41,9 +54,9 @@ type victimEntry struct {
 }
 
 // orderVictims numbers the running GPU jobs of a pass (results[k] is the
-// decision for jobs[k]) by rule's victim order; requeues gives a job's
-// requeues so far.
-func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job, results []priority.Result, requeues func(id uint32) int) {
+// decision for jobs[k]) by rule's victim order; preemptions gives a job's
+// preemptions so far. It runs after fromPass, whose traits it reads.
+func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job, results []priority.Result, preemptions func(id uint32) int) {
 	if v.victimOrder == nil {
 		v.victimOrder = make(map[uint32]uint32, len(jobs))
 	}
@@ -55,8 +68,9 @@ func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job
 		if j.GPUs == 0 || j.State != priority.Running {
 			continue
 		}
-		e := victimEntry{id: j.ID, Victim: priority.Victim{Queue: results[k].Queue, Requeues: requeues(j.ID), Rank: results[k].Rank}}
-		v.floor.Add(e.Queue, e.Requeues)
+		e := victimEntry{id: j.ID, Victim: priority.Victim{Queue: results[k].Queue, Preemptions: preemptions(j.ID),
+			Rank: results[k].Rank, NoRequeue: v.gpu[j.ID].noRequeue}}
+		v.floor.Add(e.Queue, e.Preemptions)
 		v.running = append(v.running, e)
 	}
 	slices.SortFunc(v.running, func(a, b victimEntry) int {
@@ -68,10 +82,10 @@ func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job
 }
 
 // fromPass rebuilds the view from a pass's ranked jobs (results[k] is the
-// decision for jobs[k]).
-func (v *preemptView) fromPass(jobs []priority.Job, results []priority.Result) {
+// decision for jobs[k], snapshot(k) the job's snapshot).
+func (v *preemptView) fromPass(jobs []priority.Job, results []priority.Result, snapshot func(k int) *Snapshot) {
 	if v.gpu == nil {
-		v.gpu = make(map[uint32]bool, len(jobs))
+		v.gpu = make(map[uint32]preemptTraits, len(jobs))
 	}
 	clear(v.gpu)
 	v.worstRunning, v.bestPending = -1, math.MaxInt
@@ -80,7 +94,7 @@ func (v *preemptView) fromPass(jobs []priority.Job, results []priority.Result) {
 		if j.GPUs == 0 {
 			continue
 		}
-		v.gpu[j.ID] = true
+		v.gpu[j.ID] = traitsOf(snapshot(k))
 		q := results[k].Queue
 		if j.State == priority.Running {
 			v.worstRunning = max(v.worstRunning, q)
@@ -98,10 +112,10 @@ func (v *preemptView) placed(s *Snapshot, queue int) {
 		return
 	}
 	if v.gpu == nil {
-		v.gpu = make(map[uint32]bool)
+		v.gpu = make(map[uint32]preemptTraits)
 		v.worstRunning = -1
 	}
-	v.gpu[s.ID] = true
+	v.gpu[s.ID] = traitsOf(s)
 	v.bestPending = min(v.bestPending, queue)
 }
 
@@ -125,24 +139,34 @@ func (c *Core) PreemptionPossible() bool {
 
 // Preemptable reports whether preemptor may requeue preemptee, by
 // priority.Preemption.Decide, the rule the simulator measures: the victim
-// must sit Preemption.QueueGap queues below the preemptor, have run at
-// least min_run seconds in its current run, not have spent its budget of
-// requeues, and the preemptor must not hold its queue by a starvation
-// promotion (unless promoted_preempts). Only GPU jobs preempt and are
-// preempted: a CPU-only job never requeues a GPU job to get CPUs (a new
-// one has no attained service yet, so it would otherwise always win; its
-// service in GPU-equivalents, snapshot.go, ranks it but frees no GPU).
-// Both jobs must be known from the last pass or a placement since
-// (slurmctld places every job at submit, so a new job counts in queue 0 at
-// once); an unknown job neither preempts nor is preempted.
+// must sit Preemption.QueueGap queues below the preemptor, in a partition
+// of no higher PriorityTier, not be a task of the preemptor's own job
+// array, have run at least min_run seconds in its current run, not have
+// spent its budget of preemptions, and the preemptor must not hold its
+// queue by a starvation promotion (unless promoted_preempts). Only GPU
+// jobs preempt and are preempted: a CPU-only job never requeues a GPU job
+// to get CPUs (a new one has no attained service yet, so it would
+// otherwise always win; its service in GPU-equivalents, snapshot.go,
+// ranks it but frees no GPU). Both jobs must be known from the last pass
+// or a placement since (slurmctld places every job at submit, so a new
+// job counts in queue 0 at once); an unknown job neither preempts nor is
+// preempted.
 //
 // A yes is remembered as the reason the victim may be requeued: the pass
-// that finds it pending again logs it (observe).
+// that finds it pending again logs it (observe). A no from min_run, the
+// budget or the queue gap is remembered for the preemptor (blocked.go).
+// Slurm asks this for every running job each time it tries a waiting one,
+// under its locks: the cost is a few map lookups.
 func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	c.mu.Lock()
 	now := c.clock()
 	defer c.mu.Unlock()
-	if !c.preempt.gpu[preemptor] || !c.preempt.gpu[preemptee] {
+	pt, ok := c.preempt.gpu[preemptor]
+	if !ok {
+		return false
+	}
+	vt, ok := c.preempt.gpu[preemptee]
+	if !ok {
 		return false
 	}
 	victim, ok := c.decisions[preemptee]
@@ -150,13 +174,19 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 		return false
 	}
 	p := c.candidate(preemptor, c.decisions[preemptor].Queue, now)
+	p.Tier, p.Array = pt.tier, pt.array
 	v := c.candidate(preemptee, victim.Queue, now)
+	v.Tier, v.Array = vt.tier, vt.array
 	verdict := c.cfg.Tiresias.Preemption.Decide(p, v)
-	if verdict == priority.Allowed {
+	switch verdict {
+	case priority.Allowed:
 		if c.preemptNotes == nil {
 			c.preemptNotes = make(map[uint32]preemptNote)
 		}
 		c.preemptNotes[preemptee] = preemptNote{by: preemptor, byQueue: p.Queue, queue: v.Queue, ran: v.RunSeconds}
+		c.blocked.allowed(preemptor, now)
+	case priority.DeniedMinRun, priority.DeniedBudget, priority.DeniedQueueGap:
+		c.blocked.note(preemptor, preemptee, verdict, p, v, now)
 	}
 	return c.met.preemption(verdict == priority.Allowed)
 }
@@ -202,17 +232,143 @@ func (n preemptNote) reason() string {
 	return fmt.Sprintf("preempted by job %d (queue %d) from queue %d after a %.0f s run", n.by, n.byQueue, n.queue, n.ran)
 }
 
-// noteRequeue logs a running job found pending again, with the reason the
-// core gave Slurm if it let the job be preempted, and keeps that reason in
-// its ledger record. Called under c.mu.
-func (c *Core) noteRequeue(rec *ledger.Record) {
-	n, ok := c.preemptNotes[rec.JobID]
-	if !ok {
-		c.log.Info("job requeued, not by a Lachesis preemption", keyJob, rec.JobID, keyRequeues, rec.Requeues()+1)
+// Preempting tells the core that Slurm is preempting job id at now:
+// preempt/tiresias calls it when Slurm asks the victim's grace time, which
+// it does once per preemption, for the victim alone, just before it
+// requeues (or, for a job that may not be requeued, kills) it. The core
+// keeps the time and the reason its rule gave, and the pass that finds
+// the job pending or finished again ends its run there and counts the
+// preemption (observe). Memory only: it runs under slurmctld's locks.
+func (c *Core) Preempting(id uint32, now int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.preempting == nil {
+		c.preempting = make(map[uint32]preemptEvent)
+	}
+	ev := preemptEvent{at: now}
+	if n, ok := c.preemptNotes[id]; ok {
+		ev.note, ev.noted = n, true
+		delete(c.preemptNotes, id)
+	}
+	c.preempting[id] = ev
+}
+
+// preemptEvent is a preemption Slurm carried out (Preempting).
+type preemptEvent struct {
+	at    int64
+	note  preemptNote
+	noted bool // note holds the rule's reason
+}
+
+// preemptionOf returns the preemption of rec's open run, if Slurm
+// preempted it: the core was told (Preempting), or the snapshot still
+// carries Slurm's preempt_time (a pass that sees the requeue before it
+// completes). It forgets the event.
+func (c *Core) preemptionOf(s *Snapshot, rec *ledger.Record) (preemptEvent, bool) {
+	ev, ok := c.preempting[s.ID]
+	delete(c.preempting, s.ID)
+	if !ok && s.PreemptTime != 0 {
+		ev, ok = preemptEvent{at: s.PreemptTime}, true
+		if n, noted := c.preemptNotes[s.ID]; noted {
+			ev.note, ev.noted = n, true
+		}
+	}
+	if !ok || !rec.RunOpen || ev.at < rec.RunStart {
+		return preemptEvent{}, false
+	}
+	delete(c.preemptNotes, s.ID)
+	return ev, true
+}
+
+// requeueEnd is when the run of rec that Slurm requeued without a
+// preemption ended, as Slurm says: the end time its requeue set, which a
+// pass sees while the job is still completing; failing that (the requeue
+// completed, and Slurm cleared it), the run's end as last observed. Never
+// before what was observed, nor after now or the start of a run that
+// followed.
+func requeueEnd(now int64, s *Snapshot, rec *ledger.Record) int64 {
+	end := rec.RunEnd()
+	if s.State == StatePending && s.EndTime > rec.RunStart {
+		end = s.EndTime
+	}
+	return clampEnd(end, now, s, rec)
+}
+
+// clampEnd bounds end, the end of rec's open run, to [the run's end as
+// last observed, now], and to the start of the run s shows if s shows a
+// new one.
+func clampEnd(end, now int64, s *Snapshot, rec *ledger.Record) int64 {
+	last := rec.RunEnd()
+	limit := now
+	if s.State != StatePending && s.StartTime > rec.RunStart {
+		limit = min(limit, s.StartTime)
+	}
+	return max(min(end, limit), last)
+}
+
+// closeRequeuedRun ends the open run of a job a pass finds pending again,
+// or running a run that began since (requeued and restarted between two
+// passes). A preemption ends it when Slurm preempted it and counts as one (the
+// victim order and max_per_job count those alone); any other requeue (the
+// owner's `scontrol requeue`, a node failure) ends it when Slurm says and
+// is only a new run. Either way the run is charged to its true end, not
+// to the last pass that saw it running. Called under c.mu.
+func (c *Core) closeRequeuedRun(now int64, s *Snapshot, rec *ledger.Record) {
+	ev, preempted := c.preemptionOf(s, rec)
+	if !preempted {
+		end := requeueEnd(now, s, rec)
+		rec.RunSeconds = float64(end - rec.RunStart)
+		c.log.Info("job requeued, not by a Lachesis preemption", keyJob, rec.JobID, keyRequeues, rec.Requeues()+1,
+			keyRan, rec.RunSeconds)
+		rec.Requeued(end)
 		return
 	}
-	delete(c.preemptNotes, rec.JobID)
+	end := clampEnd(ev.at, now, s, rec)
+	rec.RunSeconds = float64(end - rec.RunStart)
+	c.met.requeued(true)
+	c.logPreempted(rec, ev, "requeued")
+	rec.Preempted(end)
+}
+
+// logPreempted logs a preemption of rec's open run and keeps its reason in
+// the job's ledger record; outcome says what Slurm did to the job
+// ("requeued", or "killed" for a job that may not be requeued). Called
+// under c.mu, before the run is closed.
+func (c *Core) logPreempted(rec *ledger.Record, ev preemptEvent, outcome string) {
+	n := ev.note
+	n.ran = rec.RunSeconds
 	rec.PreemptReason = n.reason()
+	if !ev.noted { // e.g. the rule's yes was given before a restart
+		n.queue = rec.Queue
+		rec.PreemptReason = fmt.Sprintf("preempted by Slurm after a %.0f s run (no Lachesis decision on record)", n.ran)
+	}
 	c.log.Info("job preempted", keyJob, rec.JobID, keyPreemptor, n.by, keyPreemptorQueue, n.byQueue,
-		keyQueue, n.queue, keyRan, n.ran, keyRequeues, rec.Requeues()+1, keyReason, rec.PreemptReason)
+		keyQueue, n.queue, keyRan, n.ran, keyPreemptions, rec.Preemptions+1, keyOutcome, outcome, keyReason, rec.PreemptReason)
+}
+
+// noteKilled logs a job that finished because Slurm preempted it and could
+// not requeue it (--no-requeue): a preemption like any other, whose run
+// ends at its kill. Called under c.mu with the finished run still open.
+func (c *Core) noteKilled(s *Snapshot, rec *ledger.Record) {
+	ev, preempted := c.preemptionOf(s, rec)
+	if !preempted {
+		return
+	}
+	c.logPreempted(rec, ev, "killed")
+	rec.Preemptions++
+}
+
+// forgetPreemptions drops what the core knows of preemptions of jobs that
+// are gone. Called by the pass's forget stage.
+func (c *Core) forgetPreemptions() {
+	for id := range c.preempting {
+		if !c.seen[id] {
+			delete(c.preempting, id)
+		}
+	}
+	for id := range c.preemptNotes {
+		if !c.seen[id] {
+			delete(c.preemptNotes, id)
+		}
+	}
 }

@@ -121,6 +121,8 @@ func TestPreemptable_KeepsYoungRunsAndRecordsWhyAJobWasPreempted(t *testing.T) {
 			}
 		})
 	}
+	// Slurm preempts job 1 at 1600 (it asks its grace time: Preempting).
+	c.Preempting(1, 1600)
 	pass(c, 1630, pending(1, 40, 900), running(2, 1, 1050, 1620))
 	c.mu.Lock()
 	reason := c.records[1].PreemptReason
@@ -136,14 +138,18 @@ func TestPreemptable_KeepsYoungRunsAndRecordsWhyAJobWasPreempted(t *testing.T) {
 
 func TestVictimOrder(t *testing.T) {
 	cases := []struct {
-		name   string
-		spread bool
-		want   []uint32 // jobs 1-3 in the order Slurm is to take them
+		name      string
+		spread    bool
+		preempted bool     // job 1's requeue was a preemption, not its owner's
+		want      []uint32 // jobs 1-3 in the order Slurm is to take them
 	}{
 		// 2D-LAS: job 1 entered queue 2 last, so it ranks lowest there;
 		// it is also the only one requeued.
-		{"without spreading the lowest-ranked job goes first", false, []uint32{1, 3, 2}},
-		{"spread victims take the requeued job last", true, []uint32{3, 2, 1}},
+		{"without spreading the lowest-ranked job goes first", false, true, []uint32{1, 3, 2}},
+		{"spread victims take the preempted job last", true, true, []uint32{3, 2, 1}},
+		// issue 20: its owner's own `scontrol requeue` must not move a job
+		// to the back of the victim order.
+		{"spread victims: a job its owner requeued is no preempted job", true, false, []uint32{1, 3, 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,6 +170,9 @@ func TestVictimOrder(t *testing.T) {
 			// (600 GPU-s by then) only at 1600, after a requeue: it
 			// restarted at 1150, a new run.
 			pass(c, 1100, running(1, 1, 0, 500), running(2, 1, 0, 10), running(3, 1, 0, 10))
+			if tc.preempted {
+				c.Preempting(1, 1140)
+			}
 			pass(c, 1600, running(1, 1, 0, 1150), running(2, 1, 0, 10), running(3, 1, 0, 10), pending(4, 1, 1590))
 			var got []uint32
 			for n := uint32(1); n <= 3; n++ {

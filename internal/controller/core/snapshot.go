@@ -25,8 +25,10 @@ const UnknownGPUs = ^uint32(0)
 type Snapshot struct {
 	ID    uint32
 	State JobState
-	// Held jobs (priority 0) and jobs whose priority an admin set are
-	// tracked but neither ranked nor written back.
+	// Held: a pending job that is held (priority 0) or whose priority an
+	// admin set; tracked but neither ranked nor written back. A running
+	// job is never held: its owner's hold must not shield it from
+	// preemption (the plugin leaves its priority alone).
 	Held        bool
 	GPUs        uint32
 	GresRequest gres.Request // read only when GPUs == UnknownGPUs

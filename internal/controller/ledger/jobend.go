@@ -30,10 +30,14 @@ var lastRunColumns = []string{
 // jobsColumns are added to ledgers made before them. preempt_reason reads
 // "" for their jobs (never preempted by the rule, as far as the ledger
 // knows); run_speed, the open run's speed under effective service, reads 0,
-// plain GPU-seconds, which is what their runs were charged.
+// plain GPU-seconds, which is what their runs were charged; preemptions
+// (priority.Account.Preemptions) reads 0: their jobs count preemptions
+// from the upgrade on (the older ledger did not tell them from other
+// requeues).
 var jobsColumns = []string{
 	`ALTER TABLE jobs ADD COLUMN preempt_reason TEXT NOT NULL DEFAULT ''`,
 	`ALTER TABLE jobs ADD COLUMN run_speed REAL NOT NULL DEFAULT 0`,
+	`ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0`,
 }
 
 // LastRun is what the correction rule needs of a finished job's last run.

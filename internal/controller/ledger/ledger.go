@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 	promotions    INTEGER NOT NULL,
 	finished      INTEGER NOT NULL,
 	preempt_reason TEXT   NOT NULL DEFAULT '',
-	run_speed     REAL    NOT NULL DEFAULT 0
+	run_speed     REAL    NOT NULL DEFAULT 0,
+	preemptions   INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_active ON jobs(finished);
 CREATE TABLE IF NOT EXISTS completed (
@@ -163,7 +164,7 @@ func OpenReadOnly(path string) (*SQLite, error) {
 }
 
 const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
-	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished, preempt_reason, run_speed`
+	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished, preempt_reason, run_speed, preemptions`
 
 // Active implements Store.
 func (s *SQLite) Active() ([]Record, error) {
@@ -177,7 +178,7 @@ func (s *SQLite) Active() ([]Record, error) {
 		var r Record
 		if err := rows.Scan(&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
 			&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed); err != nil {
+			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions); err != nil {
 			return nil, fmt.Errorf("%w: scan job: %v", ErrStore, err)
 		}
 		r.RunOpen = r.RunStart != 0
@@ -195,7 +196,7 @@ func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
 	err := s.conn().QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID).Scan(
 		&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
 		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed)
+		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil
 	}
@@ -267,7 +268,7 @@ func (s *SQLite) Save(records []Record) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	upsert, err := tx.Prepare(`INSERT OR REPLACE INTO jobs (` + columns + `)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -283,7 +284,7 @@ func (s *SQLite) Save(records []Record) error {
 		r := &records[i]
 		if _, err := upsert.Exec(r.JobID, r.FirstSubmit, r.ServiceClosed, r.ServiceBase,
 			r.RunStart, r.RunGPUs, r.RunSeconds, r.LastRun, r.Runs, r.WaitingSince,
-			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason, r.RunSpeed); err != nil {
+			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason, r.RunSpeed, r.Preemptions); err != nil {
 			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
 		}
 		if r.Finished != 0 {
