@@ -8,8 +8,9 @@
 //	lachesis-profiler status  [--agent-socket PATH]
 //
 // `profile` asks the node agent on this node to sweep COMMAND over CPU
-// counts, as you, and shows a progress bar with an ETA; the agent delivers
-// the profile to slurmctld. `list`, `show` and `missing` read the
+// counts, as you and inside a Slurm job of yours (outside one it submits
+// one with srun and runs itself there), and shows a progress bar with an
+// ETA; the agent delivers the profile to slurmctld. `list`, `show` and `missing` read the
 // controller's SQLite file read-only (run them on the slurmctld host; --db
 // defaults to db_path of the lachesis.yaml next to $SLURM_CONF or
 // /etc/slurm/slurm.conf).
@@ -31,7 +32,8 @@ var errUsage = errors.New("usage")
 
 const usage = `usage:
   lachesis-profiler profile --model NAME [--regex RE] [--point-seconds N] [--dataset PATH]
-                            [--gpus N] [--max-cpus N] [--nvml] [--agent-socket PATH] -- COMMAND [ARGS...]
+                            [--gpus N] [--max-cpus N] [--nvml] [--srun-args OPTS]
+                            [--agent-socket PATH] -- COMMAND [ARGS...]
   lachesis-profiler list    [--db PATH]
   lachesis-profiler show    MODEL [--plot FILE.png|FILE.svg] [--db PATH]
   lachesis-profiler missing [--db PATH]

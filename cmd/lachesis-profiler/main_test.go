@@ -137,7 +137,7 @@ func (f *fakeAgent) Profile(_ context.Context, _ localapi.Caller, req localapi.P
 	progress(profiler.Progress{Point: 1, Points: 2, CPUs: 2, Throughput: 7, Message: "2 CPUs: 7"})
 	return localapi.Result{ID: "id-9", Model: req.Model, Points: 2, Best: sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 8}}, nil
 }
-func (f *fakeAgent) Status() (localapi.Status, error) {
+func (f *fakeAgent) Status(localapi.Caller) (localapi.Status, error) {
 	return localapi.Status{Node: "n1", Controller: "ctl:6830", Pending: 1, Telemetry: "off: no NVIDIA driver", Running: "bert", Queued: 3}, nil
 }
 
@@ -157,6 +157,7 @@ func agentSocket(t *testing.T, h localapi.Handler) string {
 }
 
 func TestProfileSendsTheCommandAndShowsProgress(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "5") // inside a job: no srun
 	agent := &fakeAgent{}
 	sock := agentSocket(t, agent)
 	out, errOut, err := runCLI(t, "profile", "--agent-socket", sock, "--model", "bert", "--point-seconds", "3",
@@ -175,6 +176,7 @@ func TestProfileSendsTheCommandAndShowsProgress(t *testing.T) {
 }
 
 func TestProfileWithoutAnAgentSaysItIsNotRunning(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "5")
 	_, _, err := runCLI(t, "profile", "--agent-socket", "/nonexistent/agent.sock", "--model", "m", "--", "true")
 	if !errors.Is(err, localapi.ErrAgentNotRunning) {
 		t.Fatalf("got %v", err)
@@ -201,5 +203,26 @@ func TestStatusShowsTheAgent(t *testing.T) {
 func TestUnknownCommandIsAUsageError(t *testing.T) {
 	if _, errOut, err := runCLI(t, "frobnicate"); !errors.Is(err, errUsage) || !strings.Contains(errOut, "usage:") {
 		t.Fatalf("got %v\n%s", err, errOut)
+	}
+}
+
+// Outside a job, profile submits itself with srun (one task, the sweep's
+// CPUs and the workload's GPUs, the user's srun options) and runs the same
+// command line inside it.
+func TestProfileOutsideAJobSubmitsItselfWithSrun(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "")
+	var got []string
+	old := execSrun
+	execSrun = func(argv []string) error { got = argv; return nil }
+	t.Cleanup(func() { execSrun = old })
+	args := []string{"profile", "--model", "bert", "--gpus", "2", "--max-cpus", "8", "--srun-args", "-p gpu --mem=16G", "--", "python", "train.py"}
+	if _, _, err := runCLI(t, args...); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	want := append([]string{"srun", "--nodes=1", "--ntasks=1", "--job-name=lachesis-profile", "--cpus-per-task=8", "--gpus=2",
+		"-p", "gpu", "--mem=16G", "--", self}, args...)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("srun command line\n%q\nwant\n%q", got, want)
 	}
 }

@@ -89,7 +89,8 @@ func stepdOf(pid int) (job uint32, stepPID int) {
 		}
 		uids, ppid := statusLine(st, "Uid:"), statusLine(st, "PPid:")
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if filepath.Base(exe) == "slurmstepd" && allZero(uids) {
+		// Debian installs it as slurmstepd-wlm.
+		if strings.HasPrefix(filepath.Base(exe), "slurmstepd") && allZero(uids) {
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if id := stepdJobID(string(cmdline)); id != 0 {
 				return id, pid

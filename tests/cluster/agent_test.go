@@ -164,7 +164,8 @@ func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string,
 		conf = extraConf(filepath.Join(dir, "agent.sock"))
 	}
 	e := &agentEnv{
-		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
+		// Job cgroups, as on a production node: sweeps run in them.
+		env:    startShapedCluster(t, shape{Nodes: 1, GPUs: 4, Cgroups: true}, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
 		listen: listen,
 		bin:    bin,
 	}
@@ -205,6 +206,8 @@ func (e *agentEnv) startAgent() {
 		e.t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(e.bin, "lachesis-node-agent"), "-config", e.agentCfg)
+	// The agent asks this cluster's Slurm (squeue) about its callers' jobs.
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+e.c.Conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

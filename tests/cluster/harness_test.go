@@ -104,6 +104,8 @@ type shape struct {
 	// GPUTypes: typed GPUs in node groups, e.g. "b:2,a:2" (see
 	// scripts/cluster.sh's LACHESIS_GPU_TYPES); "" = untyped.
 	GPUTypes string
+	// Cgroups: jobs get cgroups, as on a production node.
+	Cgroups bool
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -158,6 +160,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		MemPerNode:   hw.MemMB,
 		Accounting:   hw.Accounting,
 		GPUTypes:     hw.GPUTypes,
+		Cgroups:      hw.Cgroups,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

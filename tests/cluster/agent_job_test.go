@@ -1,0 +1,99 @@
+package cluster_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// asTestUser runs a Slurm client command of this cluster as the test user.
+func (e *agentEnv) asTestUser(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "runuser", append([]string{"-u", testUser, "--"}, args...)...)
+	cmd.Dir = e.work
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+e.c.Conf)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Issue 20 item 1: the sweep runs inside a Slurm job of the user who asked
+// (submitted by the CLI itself with srun), in that job's cgroups: its
+// memory cgroup (whose limit holds) and a cpuset below the job's own; the
+// job is the user's, named lachesis-profile, and Slurm accounts it.
+func TestProfilingRunsInsideTheCallersJob(t *testing.T) {
+	e := startAgentCluster(t)
+	synth := filepath.Join(e.bin, "lachesis-synth")
+	script := `cat /proc/self/cgroup >> cgroups; exec ` + synth + ` -knee 1 -seconds 0 -data-mb 4`
+	out, err := e.profilerCLI(testUser, "profile", "--agent-socket", e.agentSock, "--model", "in-a-job",
+		"--point-seconds", "2", "--max-cpus", "2", "--srun-args", "--mem=500", "--", "/bin/sh", "-c", script)
+	if err != nil {
+		t.Fatalf("lachesis-profiler profile: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(e.work, "cgroups"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	memory := regexp.MustCompile(`(?m)^\d+:memory:/slurm_lnode1/uid_\d+/job_(\d+)/`).FindStringSubmatch(text)
+	if memory == nil {
+		t.Fatalf("the workload ran outside any job's memory cgroup:\n%s", text)
+	}
+	job := memory[1]
+	if !regexp.MustCompile(`(?m)^\d+:cpuset:/slurm_lnode1/uid_\d+/job_` + job + `/.*lachesis-profile-`).MatchString(text) {
+		t.Fatalf("the workload's cpuset is not below job %s's:\n%s", job, text)
+	}
+	if strings.Contains(text, ":/lachesis-profile-") {
+		t.Fatalf("a point's cgroup at the root of a hierarchy:\n%s", text)
+	}
+	e.eventually(30*time.Second, "the profiling job in the job completion log", func() (bool, string) {
+		log, _ := os.ReadFile(filepath.Join(e.dir, "log", "jobcomp.log"))
+		ok := regexp.MustCompile(`JobId=` + job + ` UserId=` + testUser + `\(\d+\).* Name=lachesis-profile `).Match(log)
+		return ok, string(log)
+	})
+}
+
+// Issue 20 item 1, the attack: a user asks the agent directly, claiming a
+// job (SLURM_JOB_ID) they are not inside: first one that does not exist,
+// then their own running job, called from outside it. Both are refused
+// with the message that says how to profile, the workload never runs, and
+// the agent's log says why.
+func TestProfileFromOutsideAJobIsRefused(t *testing.T) {
+	e := startAgentCluster(t)
+	out, err := e.asTestUser("sbatch", "--parsable", "-N1", "-n1", "--wrap", "sleep 300")
+	if err != nil {
+		t.Fatalf("sbatch: %v\n%s", err, out)
+	}
+	id, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("sbatch said %q", out)
+	}
+	e.waitState(uint32(id), "RUNNING", 60*time.Second)
+
+	synth := filepath.Join(e.bin, "lachesis-synth")
+	script := `echo ran >> ran; exec ` + synth + ` -knee 1 -seconds 0 -data-mb 4`
+	for _, claim := range []string{"1", strconv.Itoa(id)} {
+		out, err := e.asTestUser("env", "SLURM_JOB_ID="+claim, filepath.Join(e.bin, "lachesis-profiler"), "profile",
+			"--agent-socket", e.agentSock, "--model", "outside-"+claim, "--point-seconds", "2", "--max-cpus", "1",
+			"--", "/bin/sh", "-c", script)
+		if err == nil || !strings.Contains(out, "profiling runs inside a Slurm job of yours on this node") ||
+			!strings.Contains(out, "srun") {
+			t.Fatalf("claiming job %s from outside it: %v\n%s", claim, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "ran")); err == nil {
+		t.Fatal("the workload ran for a refused request")
+	}
+	if n := strings.Count(e.agentLogText(), "profile request refused: not from a job"); n != 2 {
+		t.Fatalf("the agent logged %d refusals, want 2:\n%s", n, e.agentLogText())
+	}
+	if e.profileCount("outside-1")+e.profileCount("outside-"+strconv.Itoa(id)) != 0 {
+		t.Fatal("a refused request left a profile")
+	}
+}
