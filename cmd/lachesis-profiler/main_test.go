@@ -226,3 +226,33 @@ func TestProfileOutsideAJobSubmitsItselfWithSrun(t *testing.T) {
 		t.Fatalf("srun command line\n%q\nwant\n%q", got, want)
 	}
 }
+
+// publish marks a user's latest profile of a model (or one by ID) as
+// everyone's; it needs MODEL and exactly one of --user and --id.
+func TestPublishMarksTheProfileForEveryone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("publish as the database's owner is checked by the cluster test; this one runs as root")
+	}
+	db := seededDB(t)
+	for _, args := range [][]string{{"publish", "bert", "--db", db}, {"publish", "--user", "alice", "--db", db},
+		{"publish", "bert", "--user", "alice", "--id", "id-1", "--db", db}} {
+		if _, _, err := runCLI(t, args...); !errors.Is(err, errUsage) {
+			t.Fatalf("%q: got %v, want a usage error", args, err)
+		}
+	}
+	if _, _, err := runCLI(t, "publish", "bert", "--user", "bob", "--db", db); !errors.Is(err, errNoProfile) {
+		t.Fatalf("bob has no profile of bert: got %v", err)
+	}
+	out, _, err := runCLI(t, "publish", "bert", "--user", "alice", "--db", db)
+	if err != nil || !strings.Contains(out, "published profile id-1 of bert") {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	s, err := profilestore.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.LatestPublished(); err != nil || got["bert"].ID != "id-1" {
+		t.Fatalf("published: %v, %v", got, err)
+	}
+}

@@ -147,7 +147,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 		return localapi.Result{}, err
 	}
 	// The agent's view of who and where wins over the profiler's.
-	rec.Node, rec.User, rec.Model = a.cfg.Node, u.Name, req.Model
+	rec.Node, rec.User, rec.UID, rec.Model = a.cfg.Node, u.Name, caller.UID, req.Model
 	rec.GPUType = a.gpuType()
 	if rec.ID == "" {
 		rec.ID = runID

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
 // asTestUser runs a Slurm client command of this cluster as the test user.
@@ -96,4 +98,68 @@ func TestProfileFromOutsideAJobIsRefused(t *testing.T) {
 	if e.profileCount("outside-1")+e.profileCount("outside-"+strconv.Itoa(id)) != 0 {
 		t.Fatal("a refused request left a profile")
 	}
+}
+
+// asUser runs a command of this cluster as user name.
+func (e *agentEnv) asUser(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "runuser", append([]string{"-u", name, "--"}, args...)...)
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+e.c.Conf)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// heldJobComment submits a held 1-GPU job named model as user and returns
+// the AdminComment Synergy's sizing left on it.
+func (e *agentEnv) heldJobComment(user, model string) string {
+	e.t.Helper()
+	out, err := e.asUser(user, "sbatch", "--parsable", "-H", "-J", model, "--gpus=1", "-o", "/dev/null", "--wrap", "true")
+	if err != nil {
+		e.t.Fatalf("sbatch as %s: %v\n%s", user, err, out)
+	}
+	id, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		e.t.Fatalf("sbatch said %q", out)
+	}
+	return e.show(uint32(id))["AdminComment"]
+}
+
+// Issue 20 item 2, the attack: a user profiles a model with a workload
+// that makes it look like it needs 1 CPU. Their profile sizes their own
+// jobs of that model only; another user's job of the same name gets the
+// proportional share. Publishing it for everyone is refused to an ordinary
+// user; root's publication makes it size the other user's jobs too.
+func TestAUsersProfileSizesOnlyTheirOwnJobs(t *testing.T) {
+	e := startAgentCluster(t)
+	testenv.User(t, "lachesis-tb")
+	otherName := "lachesis-tb"
+	e.profile("owned-bert")
+	const profiled = "model=owned-bert profile best case"
+	const share = "model=owned-bert proportional share (no profile yet)"
+	if c := e.heldJobComment(testUser, "owned-bert"); !strings.Contains(c, profiled) {
+		t.Fatalf("the profiling user's own job: AdminComment %q, want %q", c, profiled)
+	}
+	if c := e.heldJobComment(otherName, "owned-bert"); !strings.Contains(c, share) {
+		t.Fatalf("another user's job was sized by the first user's profile: AdminComment %q", c)
+	}
+
+	db := filepath.Join(e.dir, "lachesis", "lachesis.db")
+	profiler := filepath.Join(e.bin, "lachesis-profiler")
+	out, err := e.asTestUser(profiler, "publish", "owned-bert", "--user", testUser, "--db", db)
+	if err == nil || !strings.Contains(out, "for root or SlurmUser") {
+		t.Fatalf("an ordinary user published a profile: %v\n%s", err, out)
+	}
+	if c := e.heldJobComment(otherName, "owned-bert"); !strings.Contains(c, share) {
+		t.Fatalf("after the refused publication, another user's job: AdminComment %q", c)
+	}
+	cmd := exec.Command(profiler, "publish", "owned-bert", "--user", testUser, "--db", db)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "published profile") {
+		t.Fatalf("root's publish: %v\n%s", err, out)
+	}
+	e.eventually(60*time.Second, "the published profile sizing another user's job", func() (bool, string) {
+		c := e.heldJobComment(otherName, "owned-bert")
+		return strings.Contains(c, profiled), c
+	})
 }
