@@ -122,7 +122,7 @@ func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string
 
 // startSeededCluster is startShapedCluster with profiles stored in the
 // controller's database before slurmctld starts, as if node agents had
-// reported them earlier.
+// reported them earlier and an admin had published them.
 func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.Record, extraConf ...string) *env {
 	t.Helper()
 	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
@@ -138,6 +138,10 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		}
 		for _, rec := range profiles {
 			if _, err := store.Put(rec); err != nil {
+				t.Fatal(err)
+			}
+			// Published, so it sizes every user's jobs of its model.
+			if _, err := store.Publish(rec.Model, rec.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
