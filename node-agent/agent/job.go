@@ -46,7 +46,9 @@ const maxAncestors = 64
 // slurmstepd running as root (Slurm's step daemon, whose title is
 // "slurmstepd: [<job>.<step>]"), cross-checked with the job_<id> its
 // cgroups name where Slurm made any; then asks Slurm (squeue) that the job
-// runs on node and belongs to the caller's uid.
+// runs on node and belongs to the caller's uid. The cgroups alone are not
+// enough: where cgroup v2 is delegated to users (systemd user slices), a
+// user can make a cgroup named job_<id> of their own and move into it.
 func SlurmCallerJob(ctx context.Context, caller localapi.Caller, node string) (CallerJob, error) {
 	pid := int(caller.PID)
 	if pid <= 0 {
@@ -56,12 +58,10 @@ func SlurmCallerJob(ctx context.Context, caller localapi.Caller, node string) (C
 	job.ID, job.StepPID = stepdOf(pid)
 	cg, _ := profiler.JobsOfProcess(pid)
 	switch {
-	case job.ID != 0 && len(cg) > 0 && !slices.Contains(cg, job.ID):
-		return CallerJob{}, fmt.Errorf("%w (its step says job %d, its cgroups %v)", ErrNoJob, job.ID, cg)
-	case job.ID == 0 && len(cg) == 1:
-		job.ID = cg[0]
 	case job.ID == 0:
 		return CallerJob{}, ErrNoJob
+	case len(cg) > 0 && !slices.Contains(cg, job.ID):
+		return CallerJob{}, fmt.Errorf("%w (its step says job %d, its cgroups %v)", ErrNoJob, job.ID, cg)
 	}
 	uid, err := runningJobOwner(ctx, job.ID, node)
 	if err != nil {
