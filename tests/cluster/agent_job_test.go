@@ -163,3 +163,52 @@ func TestAUsersProfileSizesOnlyTheirOwnJobs(t *testing.T) {
 		return strings.Contains(c, profiled), c
 	})
 }
+
+// The sweep ends with its job: when the user cancels the profiling job,
+// the workload is gone at once (Slurm kills it in the job's cgroups, the
+// agent stops the sweep) and nothing of it survives on the node.
+func TestSweepEndsWhenItsJobIsCancelled(t *testing.T) {
+	e := startAgentCluster(t)
+	synth := filepath.Join(e.bin, "lachesis-synth")
+	done := make(chan string, 1)
+	go func() {
+		out, _ := e.profilerCLI(testUser, "profile", "--agent-socket", e.agentSock, "--model", "cancelled",
+			"--point-seconds", "120", "--max-cpus", "1", "--", synth, "-knee", "1", "-seconds", "0", "-data-mb", "4")
+		done <- out
+	}()
+	var job string
+	e.eventually(60*time.Second, "the sweep to start", func() (bool, string) {
+		m := regexp.MustCompile(`msg=profiling .*model=cancelled .*job=(\d+)`).FindStringSubmatch(e.agentLogText())
+		if m != nil {
+			job = m[1]
+		}
+		return m != nil, e.agentLogText()
+	})
+	u := ensureTestUser(t)
+	workload := func() string {
+		out, _ := exec.Command("pgrep", "-u", u.Uid, "-f", "lachesis-synth").Output()
+		return strings.TrimSpace(string(out))
+	}
+	e.eventually(30*time.Second, "the workload running", func() (bool, string) { return workload() != "", "" })
+	if out, err := e.asTestUser("scancel", job); err != nil {
+		t.Fatalf("scancel %s: %v\n%s", job, err, out)
+	}
+	e.eventually(30*time.Second, "the workload gone", func() (bool, string) {
+		w := workload()
+		return w == "", "still running: " + w
+	})
+	select {
+	case out := <-done:
+		if strings.Contains(out, "delivered to the controller") {
+			t.Fatalf("a cancelled sweep made a profile:\n%s", out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the CLI outlived its cancelled job")
+	}
+	e.eventually(30*time.Second, "the agent to end the run", func() (bool, string) {
+		return regexp.MustCompile(`profiling failed.*model=cancelled`).MatchString(e.agentLogText()), e.agentLogText()
+	})
+	if n := e.profileCount("cancelled"); n != 0 {
+		t.Fatalf("%d profiles of a cancelled sweep", n)
+	}
+}
