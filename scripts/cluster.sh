@@ -36,7 +36,9 @@
 #                                   /slurm_<node>/uid_<uid>/job_<id> on every
 #                                   cluster of the host, so job ids start at
 #                                   LACHESIS_PORT_BASE*1000 (FirstJobId):
-#                                   clusters running at once never share one
+#                                   clusters running at once never share one.
+#                                   Nodes of one host each see all its CPUs,
+#                                   so their jobs' cpusets may overlap
 #   LACHESIS_ACCOUNTING    none     slurmdbd: also run a private MariaDB
 #                                   (all in db/, TCP on 127.0.0.1:base+101)
 #                                   and slurmdbd (port base+100, config
