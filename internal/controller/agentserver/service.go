@@ -295,6 +295,17 @@ func (s *Service) checkFile() error {
 		}
 		n++
 	}
+	// Published ones are published again, or the next reload of the new
+	// file would drop them from sizing.
+	for _, rec := range s.cache.Published() {
+		if _, err := s.store.Put(rec); err != nil {
+			s.log.Error("cannot store a published profile again", keyErr, err, keyModel, rec.Model)
+			continue
+		}
+		if _, err := s.store.Publish(rec.Model, rec.ID); err != nil {
+			s.log.Error("cannot publish a profile again", keyErr, err, keyModel, rec.Model)
+		}
+	}
 	s.log.Warn("profile file reopened; cached profiles stored again", keyModels, n, keyPath, s.cfg.DBPath)
 	return nil
 }

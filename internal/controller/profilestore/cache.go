@@ -2,6 +2,7 @@ package profilestore
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,9 @@ type Cache struct {
 	owned     atomic.Pointer[map[Owner]profile.Record]
 	published atomic.Pointer[map[string]profile.Record]
 	typed     atomic.Pointer[typedState]
+	// publishedRecs is every published record the cache was given (by
+	// model and by type), for storing them again; guarded by mu.
+	publishedRecs []profile.Record
 }
 
 // Owner is a model profiled by one user.
@@ -63,6 +67,11 @@ func (c *Cache) SetPublished(published map[string]profile.Record, byType []profi
 		p = map[string]profile.Record{}
 	}
 	c.published.Store(&p)
+	c.publishedRecs = c.publishedRecs[:0]
+	for _, r := range p {
+		c.publishedRecs = append(c.publishedRecs, r)
+	}
+	c.publishedRecs = append(c.publishedRecs, byType...)
 	ts := &typedState{tput: map[string]map[string]float64{}, finished: map[string]map[string]time.Time{}}
 	for _, r := range byType {
 		ts.offer(r)
@@ -127,6 +136,15 @@ func (c *Cache) Offer(rec profile.Record) bool {
 // newer orders like Store.Latest: by finish time, a tie going to the later
 // arrival.
 func newer(a, b time.Time) bool { return !a.Before(b) }
+
+// Published returns every published profile the cache holds (a record may
+// appear twice). The agent service stores and publishes them again when the
+// file was deleted or replaced.
+func (c *Cache) Published() []profile.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.publishedRecs)
+}
 
 // All returns every owned profile in the cache. The agent service stores
 // them again when the file was deleted or replaced.
