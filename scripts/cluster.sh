@@ -35,8 +35,10 @@
 #                                   production node. Slurm names them
 #                                   /slurm_<node>/uid_<uid>/job_<id> on every
 #                                   cluster of the host, so job ids start at
-#                                   LACHESIS_PORT_BASE*1000 (FirstJobId):
-#                                   clusters running at once never share one.
+#                                   LACHESIS_PORT_BASE/16*100 (FirstJobId):
+#                                   clusters running at once (the tests' port
+#                                   bases are 16 apart; 100 ids each) never
+#                                   share one.
 #                                   Nodes of one host each see all its CPUs,
 #                                   so their jobs' cpusets may overlap
 #   LACHESIS_ACCOUNTING    none     slurmdbd: also run a private MariaDB
@@ -80,7 +82,9 @@ cgroups=${LACHESIS_CGROUPS:-0}
 etc="$dir/etc"
 conf="$etc/slurm.conf"
 state="$dir/state"
-spool="$dir/spool"
+# Short: slurmstepd's sockets, spool/<node>/<node>_<job>.<step>, must fit
+# in 107 bytes under a test directory named after its test.
+spool="$dir/sd"
 logdir="$dir/log"
 run="$dir/run"
 devdir="$dir/dev"
@@ -458,7 +462,7 @@ EOF
       cat <<EOF
 ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup,task/affinity
-FirstJobId=$((port_base * 1000))
+FirstJobId=$((port_base / 16 * 100))
 EOF
     else
       cat <<EOF
