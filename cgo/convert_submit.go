@@ -35,6 +35,7 @@ func boundedString(p *C.char) string {
 
 func submitFromC(j *C.lachesis_submit_t) synergy.Request {
 	return synergy.Request{
+		UserID:      uint32(j.user_id),
 		Name:        boundedString(j.name),
 		Comment:     boundedString(j.comment),
 		Partition:   boundedString(j.partition),

@@ -26,7 +26,11 @@ type Record struct {
 	Model string `codec:"model"`
 	Node  string `codec:"node"`
 	User  string `codec:"user"`
-	GPUs  int    `codec:"gpus"` // GPUs the workload used while profiled
+	// UID is the user's uid, the profile's owner: it sizes the jobs of
+	// that user only, unless an admin publishes it for everyone (wire
+	// version 3; the agent sets it from the caller's SO_PEERCRED).
+	UID  uint32 `codec:"uid"`
+	GPUs int    `codec:"gpus"` // GPUs the workload used while profiled
 	// GPUType is the type of those GPUs as Slurm names it in the node's
 	// typed GRES (e.g. "a100" for Gres=gpu:a100:4), or NVML's device name
 	// where the node has no typed GRES. "" = untyped: records of agents

@@ -29,6 +29,18 @@
 #   LACHESIS_SLURM_DEBUG   verbose  SlurmctldDebug/SlurmdDebug
 #   LACHESIS_KEEP_STATE    0        1: `up` keeps state/ (jobs) of a previous run
 #   LACHESIS_LOG_LINES     40       lines per log shown by `logs` and on failure
+#   LACHESIS_CGROUPS       0        1: jobs get cgroups (proctrack/cgroup,
+#                                   task/cgroup,task/affinity, cgroup/v1 with
+#                                   cores and memory constrained), as on a
+#                                   production node. Slurm names them
+#                                   /slurm_<node>/uid_<uid>/job_<id> on every
+#                                   cluster of the host, so job ids start at
+#                                   LACHESIS_PORT_BASE/16*100 (FirstJobId):
+#                                   clusters running at once (the tests' port
+#                                   bases are 16 apart; 100 ids each) never
+#                                   share one.
+#                                   Nodes of one host each see all its CPUs,
+#                                   so their jobs' cpusets may overlap
 #   LACHESIS_ACCOUNTING    none     slurmdbd: also run a private MariaDB
 #                                   (all in db/, TCP on 127.0.0.1:base+101)
 #                                   and slurmdbd (port base+100, config
@@ -65,11 +77,14 @@ debug_level=${LACHESIS_SLURM_DEBUG:-verbose}
 keep_state=${LACHESIS_KEEP_STATE:-0}
 log_lines=${LACHESIS_LOG_LINES:-40}
 accounting=${LACHESIS_ACCOUNTING:-none}
+cgroups=${LACHESIS_CGROUPS:-0}
 
 etc="$dir/etc"
 conf="$etc/slurm.conf"
 state="$dir/state"
-spool="$dir/spool"
+# Short: slurmstepd's sockets, spool/<node>/<node>_<job>.<step>, must fit
+# in 107 bytes under a test directory named after its test.
+spool="$dir/sd"
 logdir="$dir/log"
 run="$dir/run"
 devdir="$dir/dev"
@@ -443,11 +458,21 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 EOF
     fi
+    if [[ $cgroups == 1 ]]; then
+      cat <<EOF
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+FirstJobId=$((port_base / 16 * 100))
+EOF
+    else
+      cat <<EOF
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+EOF
+    fi
     cat <<EOF
 JobCompType=jobcomp/filetxt
 JobCompLoc=$logdir/jobcomp.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
 MinJobAge=300
 KillWait=5
 InactiveLimit=0
@@ -777,6 +802,16 @@ cmd_up() {
   make_devices
   write_slurm_conf
   write_gres_conf
+  if [[ $cgroups == 1 ]]; then
+    # Slurm reads cgroup.conf next to slurm.conf; the v1 hierarchies are
+    # mounted already.
+    cat >"$etc/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupAutomount=no
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+EOF
+  fi
   start_munge
   [[ $accounting == slurmdbd ]] && start_accounting
   start_ctld

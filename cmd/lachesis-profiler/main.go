@@ -6,13 +6,16 @@
 //	lachesis-profiler show    MODEL [--plot FILE.png|FILE.svg] [--db PATH]
 //	lachesis-profiler missing [--limit N] [--min-jobs N] [--db PATH]
 //	lachesis-profiler status  [--agent-socket PATH]
+//	lachesis-profiler publish MODEL (--user NAME | --id ID) [--db PATH]
 //
 // `profile` asks the node agent on this node to sweep COMMAND over CPU
-// counts, as you, and shows a progress bar with an ETA; the agent delivers
-// the profile to slurmctld. `list`, `show` and `missing` read the
+// counts, as you and inside a Slurm job of yours (outside one it submits
+// one with srun and runs itself there), and shows a progress bar with an
+// ETA; the agent delivers the profile to slurmctld. `list`, `show` and `missing` read the
 // controller's SQLite file read-only (run them on the slurmctld host; --db
 // defaults to db_path of the lachesis.yaml next to $SLURM_CONF or
-// /etc/slurm/slurm.conf).
+// /etc/slurm/slurm.conf). A profile sizes the jobs of the user who made it;
+// `publish` (root or SlurmUser) makes one size everyone else's too.
 //
 // This file and its siblings only wire flags to node-agent/localapi,
 // internal/profilestore and profiler.
@@ -31,11 +34,13 @@ var errUsage = errors.New("usage")
 
 const usage = `usage:
   lachesis-profiler profile --model NAME [--regex RE] [--point-seconds N] [--dataset PATH]
-                            [--gpus N] [--max-cpus N] [--nvml] [--agent-socket PATH] -- COMMAND [ARGS...]
+                            [--gpus N] [--max-cpus N] [--nvml] [--srun-args OPTS]
+                            [--agent-socket PATH] -- COMMAND [ARGS...]
   lachesis-profiler list    [--db PATH]
   lachesis-profiler show    MODEL [--plot FILE.png|FILE.svg] [--db PATH]
   lachesis-profiler missing [--limit N] [--min-jobs N] [--db PATH]
   lachesis-profiler status  [--agent-socket PATH]
+  lachesis-profiler publish MODEL (--user NAME | --id ID) [--db PATH]   (root or SlurmUser)
 Run "lachesis-profiler COMMAND -h" for a command's flags.
 `
 
@@ -64,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		"show":    cmdShow,
 		"missing": cmdMissing,
 		"status":  cmdStatus,
+		"publish": cmdPublish,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

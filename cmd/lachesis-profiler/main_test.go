@@ -138,7 +138,7 @@ func (f *fakeAgent) Profile(_ context.Context, _ localapi.Caller, req localapi.P
 	progress(profiler.Progress{Point: 1, Points: 2, CPUs: 2, Throughput: 7, Message: "2 CPUs: 7"})
 	return localapi.Result{ID: "id-9", Model: req.Model, Points: 2, Best: sensitivity.Demand{CPUsPerGPU: 2, MemGBPerGPU: 8}}, nil
 }
-func (f *fakeAgent) Status() (localapi.Status, error) {
+func (f *fakeAgent) Status(localapi.Caller) (localapi.Status, error) {
 	return localapi.Status{Node: "n1", Controller: "ctl:6830", Pending: 1, Telemetry: "off: no NVIDIA driver", Running: "bert", Queued: 3}, nil
 }
 
@@ -158,6 +158,7 @@ func agentSocket(t *testing.T, h localapi.Handler) string {
 }
 
 func TestProfileSendsTheCommandAndShowsProgress(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "5") // inside a job: no srun
 	agent := &fakeAgent{}
 	sock := agentSocket(t, agent)
 	out, errOut, err := runCLI(t, "profile", "--agent-socket", sock, "--model", "bert", "--point-seconds", "3",
@@ -176,6 +177,7 @@ func TestProfileSendsTheCommandAndShowsProgress(t *testing.T) {
 }
 
 func TestProfileWithoutAnAgentSaysItIsNotRunning(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "5")
 	_, _, err := runCLI(t, "profile", "--agent-socket", "/nonexistent/agent.sock", "--model", "m", "--", "true")
 	if !errors.Is(err, localapi.ErrAgentNotRunning) {
 		t.Fatalf("got %v", err)
@@ -273,5 +275,56 @@ func TestMissingIsBoundedAndPrintable(t *testing.T) {
 	}
 	if !strings.Contains(list, "vit[31m") || !strings.Contains(list, "lnode[0m2") || !strings.Contains(list, "eve ") {
 		t.Errorf("list:\n%s", list)
+	}
+}
+
+// Outside a job, profile submits itself with srun (one task, the sweep's
+// CPUs and the workload's GPUs, the user's srun options) and runs the same
+// command line inside it.
+func TestProfileOutsideAJobSubmitsItselfWithSrun(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "")
+	var got []string
+	old := execSrun
+	execSrun = func(argv []string) error { got = argv; return nil }
+	t.Cleanup(func() { execSrun = old })
+	args := []string{"profile", "--model", "bert", "--gpus", "2", "--max-cpus", "8", "--srun-args", "-p gpu --mem=16G", "--", "python", "train.py"}
+	if _, _, err := runCLI(t, args...); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	want := append([]string{"srun", "--nodes=1", "--ntasks=1", "--job-name=lachesis-profile", "--cpus-per-task=8", "--gpus=2",
+		"-p", "gpu", "--mem=16G", "--", self}, args...)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("srun command line\n%q\nwant\n%q", got, want)
+	}
+}
+
+// publish marks a user's latest profile of a model (or one by ID) as
+// everyone's; it needs MODEL and exactly one of --user and --id.
+func TestPublishMarksTheProfileForEveryone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("publish as the database's owner is checked by the cluster test; this one runs as root")
+	}
+	db := seededDB(t)
+	for _, args := range [][]string{{"publish", "bert", "--db", db}, {"publish", "--user", "alice", "--db", db},
+		{"publish", "bert", "--user", "alice", "--id", "id-1", "--db", db}} {
+		if _, _, err := runCLI(t, args...); !errors.Is(err, errUsage) {
+			t.Fatalf("%q: got %v, want a usage error", args, err)
+		}
+	}
+	if _, _, err := runCLI(t, "publish", "bert", "--user", "bob", "--db", db); !errors.Is(err, errNoProfile) {
+		t.Fatalf("bob has no profile of bert: got %v", err)
+	}
+	out, _, err := runCLI(t, "publish", "bert", "--user", "alice", "--db", db)
+	if err != nil || !strings.Contains(out, "published profile id-1 of bert") {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	s, err := profilestore.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.LatestPublished(); err != nil || got["bert"].ID != "id-1" {
+		t.Fatalf("published: %v, %v", got, err)
 	}
 }

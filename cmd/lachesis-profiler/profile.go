@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/lachesis-sched/lachesis/internal/util/progress"
@@ -30,6 +32,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&req.GPUs, "gpus", 0, "GPUs the command uses (0: CPU-only, profiled as one GPU)")
 	fs.IntVar(&req.MaxCPUs, "max-cpus", 0, "largest CPU count to sweep (0: all)")
 	fs.BoolVar(&req.UseNVML, "nvml", false, "use GPU utilisation (NVML) as the throughput signal instead of --regex")
+	srunArgs := fs.String("srun-args", "", "options for the srun that submits the profiling job when not inside one (e.g. \"-p gpu --mem=16G\")")
 	socket := agentSocketFlag(fs)
 	argv, err := parse(fs, args)
 	if err != nil {
@@ -39,6 +42,15 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "profile needs --model NAME and a command after --")
 		fs.Usage()
 		return errUsage
+	}
+	// A sweep runs inside a job of yours on the node: outside one, this
+	// command submits one with srun and runs itself in it.
+	if os.Getenv("SLURM_JOB_ID") == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		return execSrun(srunArgv(self, args, req, strings.Fields(*srunArgs)))
 	}
 	req.Argv = argv
 	// The agent finds the command on this PATH, as this user.
@@ -69,6 +81,35 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "waiting in the node agent's spool; it reaches the controller as soon as slurmctld answers")
 	}
 	return nil
+}
+
+// srunArgv is the srun command line that runs `self profile args` in a
+// job of its own: one task on one node, with the CPUs the sweep may use
+// (--max-cpus) and the GPUs the workload uses, then the user's own srun
+// options, which may override them. The job is named lachesis-profile, not
+// after the model: its name would be its model key, and sizing it by the
+// profile being made is circular.
+func srunArgv(self string, args []string, req localapi.ProfileRequest, extra []string) []string {
+	argv := []string{"srun", "--nodes=1", "--ntasks=1", "--job-name=lachesis-profile"}
+	if req.MaxCPUs > 0 {
+		argv = append(argv, fmt.Sprintf("--cpus-per-task=%d", req.MaxCPUs))
+	}
+	if req.GPUs > 0 {
+		argv = append(argv, fmt.Sprintf("--gpus=%d", req.GPUs))
+	}
+	argv = append(argv, extra...)
+	return append(append(argv, "--", self, "profile"), args...)
+}
+
+// execSrun replaces this process with srun (found on PATH), which passes
+// on signals to the job's step and exits with its status. A variable, so
+// that tests see what would run.
+var execSrun = func(argv []string) error {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("not inside a Slurm job (SLURM_JOB_ID is unset) and no srun to submit one: %w", err)
+	}
+	return syscall.Exec(path, argv, os.Environ())
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) error {

@@ -26,20 +26,28 @@ func dbFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", "", "the controller's SQLite file (default: db_path of lachesis.yaml next to $SLURM_CONF or /etc/slurm/slurm.conf)")
 }
 
+// dbPath is --db, else db_path of the lachesis.yaml next to slurm.conf.
+func dbPath(db string) (string, error) {
+	if db != "" {
+		return db, nil
+	}
+	slurmConf := os.Getenv("SLURM_CONF")
+	if slurmConf == "" {
+		slurmConf = "/etc/slurm/slurm.conf"
+	}
+	cfg, err := lconfig.Load(lconfig.PathNextTo(slurmConf))
+	if err != nil {
+		return "", fmt.Errorf("finding the controller's database: %w (or pass --db)", err)
+	}
+	return cfg.DBPath, nil
+}
+
 // openStore opens the controller's database read-only, finding it through
 // lachesis.yaml unless --db names it.
 func openStore(db string) (*profilestore.Store, error) {
-	if db == "" {
-		slurmConf := os.Getenv("SLURM_CONF")
-		if slurmConf == "" {
-			slurmConf = "/etc/slurm/slurm.conf"
-		}
-		path := lconfig.PathNextTo(slurmConf)
-		cfg, err := lconfig.Load(path)
-		if err != nil {
-			return nil, fmt.Errorf("finding the controller's database: %w (or pass --db)", err)
-		}
-		db = cfg.DBPath
+	db, err := dbPath(db)
+	if err != nil {
+		return nil, err
 	}
 	s, err := profilestore.OpenReadOnly(db)
 	switch {

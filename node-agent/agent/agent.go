@@ -34,6 +34,9 @@ type Deps struct {
 	Telemetry telemetry.Source
 	// Users resolves uids; nil means the system's user database.
 	Users UserLookup
+	// CallerJob finds the Slurm job a profile request came from, which the
+	// sweep runs in; nil means SlurmCallerJob.
+	CallerJob JobLookup
 	// NodeGres returns this node's configured GRES as scontrol prints it
 	// (ScontrolGres in production), for the GPU type of profiles
 	// (gputype.go); nil means unknown.
@@ -52,6 +55,7 @@ const (
 	keyCtl   = "controller"
 	keyCount = "runs"
 	keyGPUs  = "gpus"
+	keyJob   = "job"
 )
 
 // Agent is a running node agent.
@@ -85,6 +89,9 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 	}
 	if deps.Users == nil {
 		deps.Users = SystemUsers
+	}
+	if deps.CallerJob == nil {
+		deps.CallerJob = SlurmCallerJob
 	}
 	sp, err := spool.Open(cfg.Spool)
 	if err != nil {
@@ -151,12 +158,12 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // Status implements localapi.Handler.
-func (a *Agent) Status() (localapi.Status, error) {
+func (a *Agent) Status(caller localapi.Caller) (localapi.Status, error) {
 	c, err := a.spool.Count()
 	if err != nil {
 		return localapi.Status{}, err
 	}
-	running, queued := a.queue.state()
+	running, queued := a.queue.state(caller.UID)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return localapi.Status{

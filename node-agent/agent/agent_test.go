@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -78,6 +79,11 @@ func (f *fakeProfiler) profile(ctx context.Context, model string, spec profiler.
 	}, nil
 }
 
+// inJob: every caller is in job 77 (the cluster tests find real jobs).
+func inJob(context.Context, localapi.Caller, string) (agent.CallerJob, error) {
+	return agent.CallerJob{ID: 77}, nil
+}
+
 type harness struct {
 	t     *testing.T
 	cfg   config.Config
@@ -118,7 +124,7 @@ func newHarness(t *testing.T, mod func(*config.Config, *agent.Deps)) *harness {
 	cfg.Delivery.RetryMin, cfg.Delivery.RetryMax = 20*time.Millisecond, 100*time.Millisecond
 	cfg.Delivery.Timeout = time.Second
 	h := &harness{t: t, prof: &fakeProfiler{}, fake: &mungetest.Fake{}, logs: &syncBuffer{}}
-	deps := agent.Deps{Signer: h.fake, Profile: h.prof.profile, Users: users}
+	deps := agent.Deps{Signer: h.fake, Profile: h.prof.profile, Users: users, CallerJob: inJob}
 	if mod != nil {
 		mod(&cfg, &deps)
 	}
@@ -166,7 +172,7 @@ func (h *harness) startController() {
 }
 
 func (h *harness) status() localapi.Status {
-	st, err := h.agent.Status()
+	st, err := h.agent.Status(localapi.Caller{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -512,5 +518,75 @@ func TestProfileCarriesTheNodesGPUType(t *testing.T) {
 				t.Fatalf("stored profile GPU type %q (%v, %v), want %q", got.GPUType, ok, err, tc.want)
 			}
 		})
+	}
+}
+
+// A caller in no job of theirs on the node is refused with a message that
+// says how to get one, and nothing runs.
+func TestCallerWithoutAJobIsRefused(t *testing.T) {
+	h := newHarness(t, func(_ *config.Config, d *agent.Deps) {
+		d.CallerJob = func(context.Context, localapi.Caller, string) (agent.CallerJob, error) {
+			return agent.CallerJob{}, agent.ErrNoJob
+		}
+	})
+	_, err := h.agent.Profile(context.Background(), aliceCaller, request("bert"), nil)
+	if !errors.Is(err, agent.ErrNoJob) || !strings.Contains(err.Error(), "srun") {
+		t.Fatalf("got %v, want ErrNoJob saying how to get a job", err)
+	}
+	if len(h.prof.specs) != 0 {
+		t.Fatal("the profiler ran for a caller without a job")
+	}
+	if !strings.Contains(h.logs.String(), "profile request refused") {
+		t.Fatalf("the refusal is not logged:\n%s", h.logs.String())
+	}
+}
+
+// The sweep is told the caller's job and process, and a request without
+// an environment runs with an empty one, not the agent's.
+func TestSweepRunsInTheCallersJobWithItsOwnEnvironmentOnly(t *testing.T) {
+	h := newHarness(t, nil)
+	t.Setenv("LACHESIS_AGENT_SECRET", "root-only")
+	req := request("bert")
+	req.Argv[0] = "/bin/true"
+	if _, err := h.agent.Profile(context.Background(), aliceCaller, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	spec := h.prof.specs[0]
+	if spec.Job == nil || spec.Job.ID != 77 || spec.Job.PID != int(aliceCaller.PID) {
+		t.Fatalf("sweep's job %+v, want job 77 and the caller's pid", spec.Job)
+	}
+	if spec.Env == nil || len(spec.Env) != 0 {
+		t.Fatalf("workload environment %q, want an empty one", spec.Env)
+	}
+}
+
+// When the caller's step ends, its sweep is stopped.
+func TestSweepStopsWhenTheJobsStepEnds(t *testing.T) {
+	step := exec.Command("/bin/sleep", "60")
+	if err := step.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer step.Process.Kill()
+	h := newHarness(t, func(_ *config.Config, d *agent.Deps) {
+		d.CallerJob = func(context.Context, localapi.Caller, string) (agent.CallerJob, error) {
+			return agent.CallerJob{ID: 77, StepPID: step.Process.Pid}, nil
+		}
+	})
+	h.prof.block = make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.agent.Profile(context.Background(), aliceCaller, request("bert"), nil)
+		errc <- err
+	}()
+	waitFor(t, "the sweep", func() bool { return h.status().Running == "bert" })
+	step.Process.Kill()
+	step.Wait()
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "job the sweep ran in ended") {
+			t.Fatalf("got %v, want the job's end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sweep outlived its job's step")
 	}
 }

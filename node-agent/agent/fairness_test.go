@@ -121,11 +121,12 @@ func TestOneUsersFloodDoesNotLockOthersOut(t *testing.T) {
 	}
 
 	e := send(t, dialAs(t, h.cfg.Socket, bob), localapi.Request{Op: localapi.OpStatus})()
-	if e.Status == nil || e.Status.Running != "a0" || e.Status.Queued != 3 {
+	// B is not told which model A profiles.
+	if e.Status == nil || e.Status.Running != "another user's model" || e.Status.Queued != 3 {
 		t.Fatalf("B's status: %+v", e)
 	}
 	bNext := send(t, dialAs(t, h.cfg.Socket, bob), long("b0"))
-	if e := bNext(); e.Progress == nil || !strings.Contains(e.Progress.Message, "place 1 in this node's queue; the profile of a0 is running") {
+	if e := bNext(); e.Progress == nil || !strings.Contains(e.Progress.Message, "place 1 in this node's queue; the profile of another user's model is running") {
 		t.Fatalf("B's first event: %+v", e)
 	}
 	// Let the sweeps run: B's goes right after A's first, not after all

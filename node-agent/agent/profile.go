@@ -47,6 +47,27 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	if err != nil {
 		return localapi.Result{}, fmt.Errorf("%w: uid %d: %v", ErrBadRequest, caller.UID, err)
 	}
+	// The sweep runs in the caller's own job on this node, confined and
+	// charged as the job is; no job, no sweep.
+	job, err := a.deps.CallerJob(ctx, caller, a.cfg.Node)
+	if err != nil {
+		a.log.Warn("profile request refused: not from a job of the caller's on this node",
+			keyModel, req.Model, keyUID, caller.UID, keyErr, err)
+		return localapi.Result{}, err
+	}
+	// The sweep ends with the job's step (Slurm would kill a workload in
+	// the job's cgroups anyway; on nodes without them this stops it).
+	ctx, endJob := context.WithCancelCause(ctx)
+	defer endJob(nil)
+	if job.StepPID > 0 {
+		defer watchStep(job.StepPID, endJob)()
+	}
+	// The workload gets the caller's environment or none, never the
+	// agent's (root's).
+	env := req.Env
+	if env == nil {
+		env = []string{}
+	}
 	cred := &syscall.Credential{Uid: caller.UID, Gid: u.GID, Groups: u.Groups}
 	// Whatever the agent opens for the request it opens as the caller
 	// (profiler.AsUser): the kernel decides what they may read. These
@@ -59,7 +80,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	// The command is found on the caller's PATH, as the caller, not on
 	// the agent's (root's) PATH.
 	argv := slices.Clone(req.Argv)
-	if argv[0], err = profiler.LookPath(argv[0], req.Env, req.Dir, cred); err != nil {
+	if argv[0], err = profiler.LookPath(argv[0], env, req.Dir, cred); err != nil {
 		return localapi.Result{}, requestErr(err)
 	}
 	point := a.cfg.MaxPointDuration
@@ -82,13 +103,14 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	if err := a.spool.BeginRun(spool.Run{ID: runID, Model: req.Model, UID: caller.UID, User: u.Name, Argv: argv, Started: time.Now()}); err != nil {
 		return localapi.Result{}, err
 	}
-	log.Info("profiling", keyUID, caller.UID)
+	log.Info("profiling", keyUID, caller.UID, keyJob, job.ID)
 	spec := profiler.SweepSpec{
-		Argv: argv, Env: req.Env, Dir: req.Dir, Regex: req.Regex,
+		Argv: argv, Env: env, Dir: req.Dir, Regex: req.Regex,
 		PointDuration: point,
 		MaxCPUs:       req.MaxCPUs, Tolerance: req.Tolerance, DatasetPath: req.DatasetPath,
 		GPUs: req.GPUs, NodeGPUs: max(a.cfg.NodeGPUs, req.GPUs), UseNVML: req.UseNVML,
 		Credential: cred,
+		Job:        &profiler.Job{ID: job.ID, PID: int(caller.PID)},
 	}
 	record := func(p profiler.Progress) {
 		// Every measurement reaches the spool as soon as it is taken.
@@ -110,6 +132,8 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	if err != nil {
 		state := spool.RunFailed
 		switch {
+		case errors.Is(context.Cause(ctx), errJobEnded):
+			err = fmt.Errorf("%w: %w", errJobEnded, err)
 		case ctx.Err() != nil:
 			state, err = spool.RunInterrupted, fmt.Errorf("cancelled: %w", err)
 		case errors.Is(context.Cause(sweepCtx), errSweepTooLong):
@@ -123,7 +147,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 		return localapi.Result{}, err
 	}
 	// The agent's view of who and where wins over the profiler's.
-	rec.Node, rec.User, rec.Model = a.cfg.Node, u.Name, req.Model
+	rec.Node, rec.User, rec.UID, rec.Model = a.cfg.Node, u.Name, caller.UID, req.Model
 	rec.GPUType = a.gpuType()
 	if rec.ID == "" {
 		rec.ID = runID

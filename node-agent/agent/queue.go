@@ -136,25 +136,34 @@ func (q *sweepQueue) order() []*waiter {
 
 // announce tells every waiter its place; q.mu is held.
 func (q *sweepQueue) announce() {
-	running := ""
-	if q.running != nil {
-		running = q.running.model
-	}
 	for i, w := range q.order() {
 		select { // drop a stale position the waiter has not read yet
 		case <-w.pos:
 		default:
 		}
-		w.pos <- position{place: i + 1, running: running}
+		w.pos <- position{place: i + 1, running: q.runningFor(w.uid)}
 	}
 }
 
-// state is what runs and how many wait, for Status.
-func (q *sweepQueue) state() (running string, queued int) {
+// otherUsersSweep stands for the model of a sweep that another user runs:
+// which models a user profiles is theirs to tell.
+const otherUsersSweep = "another user's model"
+
+// runningFor names the running sweep as viewer may see it: its model for
+// its own user and root, otherUsersSweep for anyone else. q.mu is held.
+func (q *sweepQueue) runningFor(viewer uint32) string {
+	switch {
+	case q.running == nil:
+		return ""
+	case viewer == 0 || viewer == q.running.uid:
+		return q.running.model
+	}
+	return otherUsersSweep
+}
+
+// state is what runs, as viewer may see it, and how many wait, for Status.
+func (q *sweepQueue) state(viewer uint32) (running string, queued int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.running != nil {
-		running = q.running.model
-	}
-	return running, len(q.waiting)
+	return q.runningFor(viewer), len(q.waiting)
 }

@@ -19,7 +19,7 @@ type jobEndHandler struct{ got []JobEndRequest }
 func (h *jobEndHandler) Profile(context.Context, Caller, ProfileRequest, func(profiler.Progress)) (Result, error) {
 	return Result{}, nil
 }
-func (h *jobEndHandler) Status() (Status, error) { return Status{}, nil }
+func (h *jobEndHandler) Status(Caller) (Status, error) { return Status{}, nil }
 func (h *jobEndHandler) JobEnded(_ Caller, r JobEndRequest) error {
 	h.got = append(h.got, r)
 	return nil

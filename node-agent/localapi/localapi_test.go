@@ -40,7 +40,7 @@ func (h *fakeHandler) Profile(ctx context.Context, c localapi.Caller, req locala
 	return localapi.Result{ID: "r1", Model: req.Model, Points: 2}, nil
 }
 
-func (h *fakeHandler) Status() (localapi.Status, error) {
+func (h *fakeHandler) Status(localapi.Caller) (localapi.Status, error) {
 	return localapi.Status{Node: "n1", Pending: 2}, nil
 }
 

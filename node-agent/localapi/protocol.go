@@ -65,7 +65,7 @@ type Status struct {
 	Pending    int    `json:"pending"`
 	Delivered  int    `json:"delivered"`
 	Telemetry  string `json:"telemetry"`
-	Running    string `json:"running,omitempty"` // model being profiled
+	Running    string `json:"running,omitempty"` // model being profiled (another user's is not named)
 	Queued     int    `json:"queued,omitempty"`  // sweeps waiting for it
 }
 

@@ -27,7 +27,8 @@ type Caller struct {
 type Handler interface {
 	// Profile runs a sweep for caller, reporting progress as it goes.
 	Profile(ctx context.Context, caller Caller, req ProfileRequest, progress func(profiler.Progress)) (Result, error)
-	Status() (Status, error)
+	// Status is the agent's state as caller may see it.
+	Status(caller Caller) (Status, error)
 }
 
 // Log keys.
@@ -216,7 +217,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 	case OpJobEnd:
 		s.serveJobEnd(out, caller, req.JobEnd)
 	case OpStatus:
-		st, err := s.handler.Status()
+		st, err := s.handler.Status(caller)
 		if err != nil {
 			out.send(Event{Error: err.Error()})
 			return

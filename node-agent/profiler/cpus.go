@@ -11,14 +11,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// allowedCPUs are the CPUs this process may run on, ordered so that the
+// allowedCPUs are the CPUs this process may run on (allowedCPUsOf(0)).
+func allowedCPUs() ([]int, error) { return allowedCPUsOf(0) }
+
+// allowedCPUsOf are the CPUs process pid (0: this one) may run on, ordered so that the
 // first k of them are the best k to pin a k-core sweep point to: one
 // hardware thread of every physical core before any core's second thread
 // (a sibling thread is not a core's worth of throughput), package by
 // package.
-func allowedCPUs() ([]int, error) {
+func allowedCPUsOf(pid int) ([]int, error) {
 	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	if err := unix.SchedGetaffinity(pid, &set); err != nil {
 		return nil, fmt.Errorf("sched_getaffinity: %w", err)
 	}
 	var cpus []int

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupController is the cgroup controller a cgroupPinner confines with.
@@ -28,34 +30,27 @@ const (
 // cpuMaxPeriod is the cpu.max period: the default CFS period, 100 ms.
 const cpuMaxPeriod = 100000
 
-// The CPU weight of a point's cgroup, 16 times the default (v2
-// cpu.weight, v1 cpu.shares), where the profiler can set it: other
-// processes on the node (and, with autogroup, other login sessions, which
-// nice cannot outrank) then disturb the measurement little, a neighbour
-// at default weight getting a seventeenth of a shared CPU. Not the
-// maximum (100 and 256 times): at that weight a workload that saturates
-// every CPU of the node starves the profiler itself, which has to read its
-// output and /proc meanwhile. The workload is confined to the point's
-// CPUs, so nothing outside them is affected.
-const (
-	boostWeight = "1600"
-	boostShares = "16384"
-)
-
 // cgroupPinner confines each sweep point's workload to a cgroup of its own
-// created under parent.
+// created under parent. It never changes a CPU weight: a point's cgroup
+// competes for CPU time as its parent's other members do, so a sweep
+// inside a job gets no more than the job.
 type cgroupPinner struct {
 	v2     bool
 	ctl    cgroupController
 	parent string
 	mems   string // v1 cpuset: the parent's memory nodes, which a v1 cpuset needs before it takes tasks
-	// cpuParent is, in v1, this process's cgroup in a separately mounted
-	// cpu hierarchy, where every point also gets a cgroup, for its CPU
-	// weight; "" where there is none to use.
-	cpuParent string
-	// boost names the weight file the points' cgroups raise, "" if none.
-	boost string
+	// home is, in v1, the cpuset cgroup the starting thread returns to
+	// (this process's own); parent when empty.
+	home string
+	// joins are, in v1, the cgroups of other hierarchies that the workload
+	// starts in (a job's memory, pids, devices, freezer… cgroups), so the
+	// job's limits and accounting cover it.
+	joins []cgroupJoin
 }
+
+// cgroupJoin is a v1 cgroup a workload starts in, and the cgroup of the
+// same hierarchy the starting thread returns to.
+type cgroupJoin struct{ dir, home string }
 
 var _ Pinner = (*cgroupPinner)(nil)
 
@@ -67,8 +62,8 @@ func (p *cgroupPinner) Mechanism() string {
 	case p.ctl == ctlCpuset:
 		name = "cgroup-v2-cpuset"
 	}
-	if p.boost != "" {
-		name += " (" + p.boost + " raised)"
+	if len(p.joins) > 0 {
+		name += " in the job's cgroups"
 	}
 	return name
 }
@@ -76,8 +71,7 @@ func (p *cgroupPinner) Mechanism() string {
 // cgroupSeq makes the names of this process's cgroups unique.
 var cgroupSeq atomic.Int64
 
-// create makes a point's cgroups, confined to cpus, with their CPU weight
-// raised where it can be.
+// create makes a point's cgroup, confined to cpus.
 func (p *cgroupPinner) create(cpus []int) (*cgroupConfinement, error) {
 	name := fmt.Sprintf("lachesis-profile-%d-%d", os.Getpid(), cgroupSeq.Add(1))
 	dir := filepath.Join(p.parent, name)
@@ -100,28 +94,7 @@ func (p *cgroupPinner) create(cpus []int) (*cgroupConfinement, error) {
 		conf.Release()
 		return nil, err
 	}
-	conf.boost = raiseWeight(dir)
-	if p.cpuParent != "" {
-		cdir := filepath.Join(p.cpuParent, name)
-		if os.Mkdir(cdir, 0o755) == nil {
-			conf.dirs = append(conf.dirs, cdir)
-			if b := raiseWeight(cdir); b != "" {
-				conf.boost = b
-			}
-		}
-	}
 	return conf, nil
-}
-
-// raiseWeight raises the CPU weight of the cgroup dir and names the file
-// it wrote ("" if none): best effort, a point measures without it too.
-func raiseWeight(dir string) string {
-	for _, w := range []struct{ file, val string }{{"cpu.weight", boostWeight}, {"cpu.shares", boostShares}} {
-		if writeFile(filepath.Join(dir, w.file), w.val) == nil {
-			return w.file
-		}
-	}
-	return ""
 }
 
 // Start creates the point's cgroups and starts cmd inside them: in v2 by
@@ -136,23 +109,35 @@ func (p *cgroupPinner) Start(cmd *exec.Cmd, cpus []int) (Confinement, error) {
 	if p.v2 {
 		err = startIntoCgroupV2(cmd, conf.dirs[0], cpus)
 	} else {
-		// Entering, only the cpuset must take the thread (the cpu cgroup is
-		// for the weight, and a point measures without it); leaving, the
-		// thread must get out of both, or startFromThread retires it.
-		parents := []string{p.parent, p.cpuParent}
-		move := func(into func(i int) string, required int) func(int) error {
-			return func(tid int) error {
-				for i := range conf.dirs {
-					if err := writeFile(filepath.Join(into(i), "tasks"), strconv.Itoa(tid)); err != nil && i < required {
-						return err
-					}
-				}
-				return nil
-			}
+		// Every cgroup must take the thread on the way in (a workload
+		// outside the job's memory cgroup would escape its limit), and
+		// every one must let it go on the way out, or startFromThread
+		// retires the thread.
+		home := p.home
+		if home == "" {
+			home = p.parent
 		}
-		err = startFromThread(cmd, cpus,
-			move(func(i int) string { return conf.dirs[i] }, 1),
-			move(func(i int) string { return parents[i] }, len(conf.dirs)))
+		enter := func(tid int) error {
+			t := strconv.Itoa(tid)
+			if err := writeFile(filepath.Join(conf.dirs[0], "tasks"), t); err != nil {
+				return err
+			}
+			for _, j := range p.joins {
+				if err := writeFile(filepath.Join(j.dir, "tasks"), t); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		leave := func(tid int) error {
+			t := strconv.Itoa(tid)
+			errs := []error{writeFile(filepath.Join(home, "tasks"), t)}
+			for _, j := range p.joins {
+				errs = append(errs, writeFile(filepath.Join(j.home, "tasks"), t))
+			}
+			return errors.Join(errs...)
+		}
+		err = startFromThread(cmd, cpus, enter, leave)
 	}
 	if err != nil {
 		conf.Release()
@@ -197,24 +182,19 @@ func removeStale(parent string) {
 	}
 }
 
-// probe checks that a point's cgroups can be made here, and finds out
-// whether their weight can be raised.
+// probe checks that a point's cgroups can be made here.
 func (p *cgroupPinner) probe(cpus []int) error {
 	removeStale(p.parent)
-	removeStale(p.cpuParent)
 	conf, err := p.create(cpus[:1])
 	if err != nil {
 		return err
 	}
-	p.boost = conf.boost
 	return conf.Release()
 }
 
-// cgroupConfinement is one point's cgroups: its cpuset (or cpu.max)
-// cgroup first, and in v1 its cgroup in the cpu hierarchy.
+// cgroupConfinement is one point's cgroup (cpuset or cpu.max).
 type cgroupConfinement struct {
-	dirs  []string
-	boost string // the weight file raised, "" if none
+	dirs []string
 }
 
 var _ Confinement = (*cgroupConfinement)(nil)
@@ -235,15 +215,9 @@ func (c *cgroupConfinement) Release() error {
 }
 
 func removeCgroup(dir string) error {
-	self := os.Getpid()
 	deadline := time.Now().Add(releaseTimeout)
 	for {
-		procs, _ := readTrim(filepath.Join(dir, "cgroup.procs"))
-		for _, f := range strings.Fields(procs) {
-			if pid, err := strconv.Atoi(f); err == nil && pid != self {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
+		killCgroup(dir)
 		err := os.Remove(dir)
 		if err == nil || errors.Is(err, os.ErrNotExist) {
 			return nil
@@ -253,6 +227,59 @@ func removeCgroup(dir string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// killCgroup SIGKILLs every process in the cgroup dir but the profiler's
+// own. A pid read from cgroup.procs may exit and be reused before the
+// signal is sent, so no pid is signalled as a number: v2's cgroup.kill
+// kills by membership, and otherwise each process is pinned with a pidfd
+// first and signalled through it only if it is still in dir.
+func killCgroup(dir string) {
+	if writeFile(filepath.Join(dir, "cgroup.kill"), "1") == nil {
+		return
+	}
+	self := os.Getpid()
+	procs, _ := readTrim(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(procs) {
+		if pid, err := strconv.Atoi(f); err == nil && pid != self {
+			killIfIn(pid, dir)
+		}
+	}
+}
+
+// killIfIn SIGKILLs pid if, once pinned by a pidfd, it is a member of the
+// cgroup dir.
+func killIfIn(pid int, dir string) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	// The pidfd holds the process: from here on /proc/<pid> is it or
+	// nothing (a reused pid needs the process reaped, and a reaped
+	// process makes the pidfd signal fail).
+	if !inCgroup(pid, dir) {
+		return
+	}
+	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}
+
+// inCgroup reports whether /proc/<pid>/cgroup names the cgroup dir in one
+// of its hierarchies: by its last component, which is unique (a point's
+// cgroup's name holds the profiler's pid and a sequence number), so that
+// mount points and cgroup namespaces do not matter.
+func inCgroup(pid int, dir string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && strings.HasSuffix(parts[2], "/"+filepath.Base(dir)) {
+			return true
+		}
+	}
+	return false
 }
 
 // findCgroupV2 finds where this process may create v2 cgroups with ctl:
@@ -311,12 +338,6 @@ func findCgroupV1Cpuset(cpus []int) (Pinner, error) {
 		}
 	}
 	p := &cgroupPinner{parent: own, mems: mems}
-	// A separately mounted cpu hierarchy gives the points a CPU weight;
-	// without one (or co-mounted with cpuset), the cpuset cgroup itself
-	// may take it.
-	if cpuDir, _, err := ownCgroup("cpu"); err == nil && cpuDir != own {
-		p.cpuParent = cpuDir
-	}
 	if err := p.probe(cpus); err != nil {
 		return nil, err
 	}

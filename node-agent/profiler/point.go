@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lachesis-sched/lachesis/profile"
 )
 
@@ -58,6 +60,10 @@ type pointRunner struct {
 	pinner Pinner
 	signal Signal
 	log    *slog.Logger
+	// inJob: the pinner confines in a job's cgroups, and a failure to
+	// start there must not fall back to affinity, which would start the
+	// workload outside them.
+	inJob bool
 }
 
 // started is a running workload.
@@ -98,7 +104,7 @@ func (r *pointRunner) start(k int) (started, error) {
 		// is the workload's.
 		var execErr *exec.Error
 		_, isAffinity := r.pinner.(affinityPinner)
-		if errors.As(err, &execErr) || isAffinity {
+		if errors.As(err, &execErr) || isAffinity || r.inJob {
 			return started{}, fmt.Errorf("%w: start %q: %w", ErrWorkloadFailed, r.spec.Argv[0], err)
 		}
 		r.log.Warn("profiler: pinning failed, falling back to affinity",
@@ -131,17 +137,20 @@ func (r *pointRunner) run(ctx context.Context, k int) (pointResult, error) {
 			tail.add(line)
 		})
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- w.cmd.Wait() }()
+	// The workload's exit is watched without reaping it: while its leader
+	// is an unreaped zombie, its pid (and process group id) cannot be
+	// reused, so signalling the group never hits another process. It is
+	// reaped (cmd.Wait) only after the last signal to the group.
+	exited := make(chan struct{})
+	go func() { waitExited(pid); close(exited) }()
 
 	var res pointResult
-	var waitErr error
 	done := false
 	waitUntil := func(t time.Time) {
 		timer := time.NewTimer(time.Until(t))
 		defer timer.Stop()
 		select {
-		case waitErr = <-exited:
+		case <-exited:
 			done = true
 		case <-timer.C:
 		case <-pctx.Done():
@@ -167,8 +176,12 @@ func (r *pointRunner) run(ctx context.Context, k int) (pointResult, error) {
 		}
 	}
 	if !done {
-		waitErr = stop(pid, exited)
+		stop(pid, exited)
 	}
+	// Whatever else is left in the group, while the leader still holds
+	// its id; then the leader is reaped.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	waitErr := w.cmd.Wait()
 	cancel()
 	if err := w.conf.Release(); err != nil {
 		r.log.Warn("profiler: cgroup left behind", logKeyErr, err)
@@ -202,17 +215,26 @@ func (r *pointRunner) run(ctx context.Context, k int) (pointResult, error) {
 }
 
 // stop ends the workload's process group: SIGTERM, then SIGKILL after
-// stopGrace. It returns the workload's exit error, which is expected to
-// report the signal.
-func stop(pid int, exited <-chan error) error {
+// stopGrace. The leader is not reaped until the caller calls cmd.Wait.
+func stop(pid int, exited <-chan struct{}) {
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
-	case err := <-exited:
-		_ = syscall.Kill(-pid, syscall.SIGKILL) // whatever else is left in the group
-		return err
+	case <-exited:
 	case <-time.After(stopGrace):
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		return <-exited
+		<-exited
+	}
+}
+
+// waitExited returns when process pid (a child of this process) has
+// exited, leaving it unreaped (waitid with WNOWAIT).
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
 	}
 }
 

@@ -46,7 +46,12 @@ func Profile(ctx context.Context, model string, spec SweepSpec, progress func(Pr
 	if n.Argv[0], err = LookPath(n.Argv[0], env, n.Dir, n.Credential); err != nil {
 		return profile.Record{}, err
 	}
-	cpus, err := allowedCPUs()
+	// Inside a job, the job's process's CPUs; else this process's.
+	pid := 0
+	if n.Job != nil {
+		pid = n.Job.PID
+	}
+	cpus, err := allowedCPUsOf(pid)
 	if err != nil {
 		return profile.Record{}, err
 	}
@@ -76,7 +81,14 @@ func Profile(ctx context.Context, model string, spec SweepSpec, progress func(Pr
 		defer closeNVML()
 		sig = gpuSig
 	}
-	pinner := detectPinner(cpus, log)
+	var pinner Pinner
+	if n.Job != nil {
+		if pinner, err = jobPinner(*n.Job, cpus); err != nil {
+			return profile.Record{}, err
+		}
+	} else {
+		pinner = detectPinner(cpus, log)
+	}
 	log.Info("profiler: profiling", logKeyMechanism, pinner.Mechanism(), logKeySignal, sig.Name(),
 		logKeyCPUs, n.MaxCPUs)
 
@@ -102,7 +114,7 @@ func Profile(ctx context.Context, model string, spec SweepSpec, progress func(Pr
 		rec.DatasetBytes, rec.DiskBW = int64(mm.datasetBytes), mm.diskBW
 	}
 
-	runner := &pointRunner{spec: n, cpus: cpus, pinner: pinner, signal: sig, log: log}
+	runner := &pointRunner{spec: n, cpus: cpus, pinner: pinner, signal: sig, log: log, inJob: n.Job != nil}
 	var results []pointResult
 	measure := func(k, point, points int) (profile.Measurement, error) {
 		prog.point(point-1, points, 0, 0, "measuring "+profile.NCPUs(k))

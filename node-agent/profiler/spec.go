@@ -49,7 +49,8 @@ type SweepSpec struct {
 	// Argv is the workload command. An Argv[0] without a slash is looked up
 	// on the PATH of Env, as the user of Credential (LookPath).
 	Argv []string
-	// Env is the workload's environment; nil means the profiler's own.
+	// Env is the workload's environment; nil means the profiler's own
+	// (the agent always passes the caller's, empty if it sent none).
 	// LACHESIS_PROFILE_CPUS=<cores of this point> is added either way, so a
 	// script can size its data loader to the cores it is given.
 	Env []string
@@ -88,6 +89,10 @@ type SweepSpec struct {
 	// Credential runs the workload as this user; nil runs it as the
 	// profiler's own user.
 	Credential *syscall.Credential
+	// Job confines the workload inside a Slurm job (job.go): its CPUs
+	// and cgroups. nil confines it as this process may (the profiler run
+	// on its own, not by the agent).
+	Job *Job
 }
 
 // Progress is reported after every step of a profiling run.

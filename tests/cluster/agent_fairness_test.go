@@ -52,10 +52,14 @@ func TestOneUserCannotBlockProfilingForEveryone(t *testing.T) {
 				profileArgs(fmt.Sprintf("a-long-%d", i), "300")...)
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 			cmd.Dir = e.work
-			// Giving up kills runuser and the CLI under it (its own process
-			// group), as a user's ^C would.
+			// Each CLI submits its own 1-CPU job (srun) to sweep in.
+			cmd.Env = append(os.Environ(), "SLURM_CONF="+e.c.Conf)
+			// Giving up terminates runuser and the srun under it (its own
+			// process group), as a user's scancel or kill would: srun ends
+			// the job's step, and the CLI in it hangs up on the agent. (A
+			// SIGKILLed srun would leave the step running, as any srun.)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 			cmd.WaitDelay = 5 * time.Second
 			b, _ := cmd.CombinedOutput()
 			floodOut[i] = string(b)
@@ -63,10 +67,14 @@ func TestOneUserCannotBlockProfilingForEveryone(t *testing.T) {
 	}
 	stopFlood := func() { cancelFlood(); flood.Wait() }
 	defer stopFlood()
+	// B sees that a sweep runs, not which model A profiles.
 	e.eventually(60*time.Second, "one of A's sweeps running", func() (bool, string) {
 		out, err := e.profilerCLI("lachesis-tb", "status", "--agent-socket", e.agentSock)
-		return err == nil && strings.Contains(out, "a-long-"), out
+		return err == nil && strings.Contains(out, "profiling now: another user's model"), out
 	})
+	if out, _ := e.profilerCLI("", "status", "--agent-socket", e.agentSock); !strings.Contains(out, "profiling now: a-long-") {
+		t.Errorf("root's status does not name the model:\n%s", out)
+	}
 
 	// B is still served: status answers, and B's profile is queued with its
 	// place shown while A's sweep runs.

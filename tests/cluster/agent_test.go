@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,7 +165,8 @@ func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string,
 		conf = extraConf(filepath.Join(dir, "agent.sock"))
 	}
 	e := &agentEnv{
-		env:    startCluster(t, 1, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
+		// Job cgroups, as on a production node: sweeps run in them.
+		env:    startShapedCluster(t, shape{Nodes: 1, GPUs: 4, Cgroups: true}, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
 		listen: listen,
 		bin:    bin,
 	}
@@ -205,6 +207,8 @@ func (e *agentEnv) startAgent() {
 		e.t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(e.bin, "lachesis-node-agent"), "-config", e.agentCfg)
+	// The agent asks this cluster's Slurm (squeue) about its callers' jobs.
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+e.c.Conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -348,6 +352,21 @@ func TestAgentRootRequestIsRefused(t *testing.T) {
 
 func TestAgentProfileWaitsForControllerAndArrivesOnce(t *testing.T) {
 	e := startAgentCluster(t)
+	// The sweep runs in a job, which needs slurmctld to start: slurmctld
+	// dies once the sweep runs, so the profile is made while it is down.
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := e.profilerCLI(testUser, "profile", "--agent-socket", e.agentSock, "--model", "synth-b",
+			"--point-seconds", "5", "--max-cpus", "2", "--", filepath.Join(e.bin, "lachesis-synth"), "-knee", "1", "-seconds", "0", "-data-mb", "4")
+		done <- result{out, err}
+	}()
+	e.eventually(60*time.Second, "the sweep to start", func() (bool, string) {
+		return regexp.MustCompile(`msg=profiling .*model=synth-b`).MatchString(e.agentLogText()), e.agentLogText()
+	})
 	if err := e.c.KillController(); err != nil {
 		t.Fatal(err)
 	}
@@ -359,8 +378,14 @@ func TestAgentProfileWaitsForControllerAndArrivesOnce(t *testing.T) {
 		return err != nil, "the agent listener still answers"
 	})
 
-	out := e.profile("synth-b")
-	if !strings.Contains(out, "waiting in the node agent's spool") {
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the profile never finished")
+	}
+	out := res.out
+	if res.err != nil || !strings.Contains(out, "waiting in the node agent's spool") {
 		t.Fatalf("CLI output with slurmctld down:\n%s", out)
 	}
 	time.Sleep(2 * time.Second) // a few delivery attempts fail

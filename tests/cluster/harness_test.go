@@ -104,6 +104,8 @@ type shape struct {
 	// GPUTypes: typed GPUs in node groups, e.g. "b:2,a:2" (see
 	// scripts/cluster.sh's LACHESIS_GPU_TYPES); "" = untyped.
 	GPUTypes string
+	// Cgroups: jobs get cgroups, as on a production node.
+	Cgroups bool
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -120,7 +122,7 @@ func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string
 
 // startSeededCluster is startShapedCluster with profiles stored in the
 // controller's database before slurmctld starts, as if node agents had
-// reported them earlier.
+// reported them earlier and an admin had published them.
 func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.Record, extraConf ...string) *env {
 	t.Helper()
 	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
@@ -136,6 +138,10 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		}
 		for _, rec := range profiles {
 			if _, err := store.Put(rec); err != nil {
+				t.Fatal(err)
+			}
+			// Published, so it sizes every user's jobs of its model.
+			if _, err := store.Publish(rec.Model, rec.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -158,6 +164,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		MemPerNode:   hw.MemMB,
 		Accounting:   hw.Accounting,
 		GPUTypes:     hw.GPUTypes,
+		Cgroups:      hw.Cgroups,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

@@ -100,3 +100,52 @@ func TestServiceStoresCachedProfilesAgainWhenTheFileIsDeleted(t *testing.T) {
 		t.Fatalf("profile in the recreated file = %+v, %v, %v", r, ok, err)
 	}
 }
+
+// A published profile stays published when the file is deleted: the
+// service stores and publishes it again, so it still sizes other users'
+// jobs after the next reload and restart.
+func TestServicePublishesAgainWhenTheFileIsDeleted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lachesis.db")
+	store, err := profilestore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record("pub-1")
+	rec.UID = 1001
+	if _, err := store.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Publish(rec.Model, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	w := &waitLog{prefix: "profile file reopened", seen: make(chan string, 1)}
+	svc, err := agentserver.NewService(agentserver.ServiceConfig{DBPath: db, FlushEvery: 10 * time.Millisecond}, slog.New(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := svc.Profile("bert", 2002); !ok || r.ID != "pub-1" {
+		t.Fatalf("another user's job before the deletion: %q %v", r.ID, ok)
+	}
+	for _, p := range []string{db, db + "-wal", db + "-shm"} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	<-w.seen
+	time.Sleep(50 * time.Millisecond) // a few reloads of the new file
+	if r, ok := svc.Profile("bert", 2002); !ok || r.ID != "pub-1" {
+		t.Fatalf("another user's job after the deletion: %q %v", r.ID, ok)
+	}
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := profilestore.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if pub, err := ro.LatestPublished(); err != nil || pub["bert"].ID != "pub-1" {
+		t.Fatalf("published in the recreated file: %v, %v", pub, err)
+	}
+}

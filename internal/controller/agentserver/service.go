@@ -87,20 +87,7 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	latest, err := store.LatestAll()
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	for model, rec := range latest {
-		// Stored before profiles were checked at ingest: such a record
-		// must not size jobs either, so its model goes unprofiled.
-		if err := rec.Check(); err != nil {
-			log.Warn("ignoring a stored profile", keyModel, model, keyID, rec.ID, keyErr, err)
-			delete(latest, model)
-		}
-	}
-	byType, err := store.LatestByType()
+	owned, published, byType, err := loadProfiles(store, log)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -109,7 +96,7 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 		cfg:   cfg,
 		log:   log,
 		store: store,
-		cache: profilestore.NewCache(latest, byType),
+		cache: profilestore.NewCache(owned, published, byType),
 		keys:  map[string]int{},
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -124,6 +111,62 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 	}
 	safego.Loop(log, "node-agent service", s.run, func() { close(s.done) })
 	return s, nil
+}
+
+// loadProfiles reads every user's latest profile of each model, the
+// published ones and their per-type throughputs. Records stored before
+// profiles were checked at ingest must not size jobs either: they are left
+// out.
+func loadProfiles(store *profilestore.Store, log *slog.Logger) (owned []profile.Record, published map[string]profile.Record, byType []profile.Record, err error) {
+	usable := func(rec profile.Record) bool {
+		if err := rec.Check(); err != nil {
+			log.Warn("ignoring a stored profile", keyModel, rec.Model, keyID, rec.ID, keyErr, err)
+			return false
+		}
+		return true
+	}
+	all, err := store.LatestOwned()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, rec := range all {
+		if usable(rec) {
+			owned = append(owned, rec)
+		}
+	}
+	if published, err = store.LatestPublished(); err != nil {
+		return nil, nil, nil, err
+	}
+	for model, rec := range published {
+		if !usable(rec) {
+			delete(published, model)
+		}
+	}
+	if byType, err = store.LatestByType(); err != nil {
+		return nil, nil, nil, err
+	}
+	return owned, published, byType, nil
+}
+
+// reloadPublished picks up what an admin published since the last look
+// (lachesis-profiler publish writes the file, not to slurmctld).
+func (s *Service) reloadPublished() {
+	published, err := s.store.LatestPublished()
+	if err != nil {
+		s.log.Warn("cannot reload published profiles", keyErr, err)
+		return
+	}
+	for model, rec := range published {
+		if rec.Check() != nil {
+			delete(published, model)
+		}
+	}
+	byType, err := s.store.LatestByType()
+	if err != nil {
+		s.log.Warn("cannot reload published profiles", keyErr, err)
+		return
+	}
+	s.cache.SetPublished(published, byType)
 }
 
 // listen starts the server unless it runs.
@@ -156,6 +199,7 @@ func (s *Service) run() {
 			return
 		case <-flush.C:
 			s.flushKeys()
+			s.reloadPublished()
 		case <-retry:
 			if err := s.listen(); err != nil {
 				s.log.Debug("still cannot listen for node agents", keyAddr, s.cfg.Addr, keyErr, err)
@@ -166,9 +210,12 @@ func (s *Service) run() {
 	}
 }
 
-// Profile returns model's latest profile from memory: no lock is held
+// Profile returns the profile that sizes a job of user uid naming model
+// (the user's own, else the published one) from memory: no lock is held
 // while waiting and no I/O is done, so it is safe under slurmctld's locks.
-func (s *Service) Profile(model string) (profile.Record, bool) { return s.cache.Profile(model) }
+func (s *Service) Profile(model string, uid uint32) (profile.Record, bool) {
+	return s.cache.Profile(model, uid)
+}
 
 // Throughputs is model → GPU type → per-GPU throughput of the model's
 // latest profile on that type, from memory (shared: do not modify it);
@@ -247,6 +294,17 @@ func (s *Service) checkFile() error {
 			continue
 		}
 		n++
+	}
+	// Published ones are published again, or the next reload of the new
+	// file would drop them from sizing.
+	for _, rec := range s.cache.Published() {
+		if _, err := s.store.Put(rec); err != nil {
+			s.log.Error("cannot store a published profile again", keyErr, err, keyModel, rec.Model)
+			continue
+		}
+		if _, err := s.store.Publish(rec.Model, rec.ID); err != nil {
+			s.log.Error("cannot publish a profile again", keyErr, err, keyModel, rec.Model)
+		}
 	}
 	s.log.Warn("profile file reopened; cached profiles stored again", keyModels, n, keyPath, s.cfg.DBPath)
 	return nil

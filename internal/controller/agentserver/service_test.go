@@ -43,13 +43,13 @@ func TestServiceCachesProfilesAcrossRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := svc.Profile("bert"); ok {
+	if _, ok := svc.Profile("bert", 0); ok {
 		t.Fatal("profile before any report")
 	}
 	if ack := deliver(t, svc.Server().Addr().String(), fake, "n1-1"); !ack.OK {
 		t.Fatalf("ack %+v", ack)
 	}
-	if r, ok := svc.Profile("bert"); !ok || r.ID != "n1-1" {
+	if r, ok := svc.Profile("bert", 0); !ok || r.ID != "n1-1" {
 		t.Fatalf("cache: %+v %v", r, ok)
 	}
 	if err := svc.Close(); err != nil {
@@ -61,7 +61,7 @@ func TestServiceCachesProfilesAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	if r, ok := svc.Profile("bert"); !ok || r.ID != "n1-1" {
+	if r, ok := svc.Profile("bert", 0); !ok || r.ID != "n1-1" {
 		t.Fatalf("after restart: %+v %v", r, ok)
 	}
 }
@@ -142,10 +142,10 @@ func TestServiceIgnoresAStoredImplausibleProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	if r, ok := svc.Profile("bert"); ok {
+	if r, ok := svc.Profile("bert", 0); ok {
 		t.Fatalf("the implausible profile sizes jobs: %+v", r)
 	}
-	if _, ok := svc.Profile("gnmt"); !ok {
+	if _, ok := svc.Profile("gnmt", 0); !ok {
 		t.Fatal("the plausible profile was dropped too")
 	}
 	if !strings.Contains(logs.String(), "ignoring a stored profile") {

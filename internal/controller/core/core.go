@@ -174,20 +174,20 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		c.Close()
 		return nil, err
 	}
-	c.bestCase = func(model string) (sensitivity.Demand, bool) {
-		r, ok := c.agents.Profile(model)
+	c.bestCase = func(model string, uid uint32) (sensitivity.Demand, bool) {
+		r, ok := c.agents.Profile(model, uid)
 		return r.Best, ok
 	}
 	return c, nil
 }
 
-// Profile returns the latest profile a node agent reported for model. It
-// reads memory only, so job_submit may call it under slurmctld's locks.
-func (c *Core) Profile(model string) (profile.Record, bool) {
+// Profile returns the profile that sizes a job of user uid naming model.
+// It reads memory only, so job_submit may call it under slurmctld's locks.
+func (c *Core) Profile(model string, uid uint32) (profile.Record, bool) {
 	if c.agents == nil {
 		return profile.Record{}, false
 	}
-	return c.agents.Profile(model)
+	return c.agents.Profile(model, uid)
 }
 
 // New builds a Core on an already opened store (tests use it directly).

@@ -26,11 +26,11 @@ func (c *Core) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decisi
 	return d
 }
 
-func (c *Core) lookupBestCase(model string) (sensitivity.Demand, bool) {
+func (c *Core) lookupBestCase(model string, uid uint32) (sensitivity.Demand, bool) {
 	if c.bestCase == nil {
 		return sensitivity.Demand{}, false
 	}
-	return c.bestCase(model)
+	return c.bestCase(model, uid)
 }
 
 // SizedMarker marks admin comments of jobs Lachesis sized (see synergy).

@@ -2,6 +2,7 @@ package profilestore
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,15 +11,26 @@ import (
 	"github.com/lachesis-sched/lachesis/profile"
 )
 
-// Cache is every model's latest profile, and every model's per-GPU
-// throughput on each GPU type it was profiled on, in memory. Lookups take
+// Cache holds, in memory, every user's latest profile of each model they
+// profiled, every model's latest published profile, and every model's
+// per-GPU throughput on each GPU type from published profiles. Lookups take
 // no lock and do no I/O, so job_submit/synergy and the priority pass may
-// read it under slurmctld's locks; the rare updates (a profile arrives)
-// copy the maps.
+// read it under slurmctld's locks; the rare updates (a profile arrives, a
+// publication is loaded) copy the maps.
 type Cache struct {
-	mu      sync.Mutex // serialises writers
-	byModel atomic.Pointer[map[string]profile.Record]
-	typed   atomic.Pointer[typedState]
+	mu        sync.Mutex // serialises writers
+	owned     atomic.Pointer[map[Owner]profile.Record]
+	published atomic.Pointer[map[string]profile.Record]
+	typed     atomic.Pointer[typedState]
+	// publishedRecs is every published record the cache was given (by
+	// model and by type), for storing them again; guarded by mu.
+	publishedRecs []profile.Record
+}
+
+// Owner is a model profiled by one user.
+type Owner struct {
+	Model string
+	UID   uint32
 }
 
 // typedState is replaced whole on every change: tput is what readers see,
@@ -28,21 +40,43 @@ type typedState struct {
 	finished map[string]map[string]time.Time
 }
 
-// NewCache returns a cache holding initial (e.g. Store.LatestAll) and the
-// typed profiles byType (e.g. Store.LatestByType).
-func NewCache(initial map[string]profile.Record, byType []profile.Record) *Cache {
+// NewCache returns a cache holding the owned profiles (e.g.
+// Store.LatestOwned), the published ones (Store.LatestPublished) and the
+// published typed profiles byType (Store.LatestByType).
+func NewCache(owned []profile.Record, published map[string]profile.Record, byType []profile.Record) *Cache {
 	c := &Cache{}
-	m := maps.Clone(initial)
-	if m == nil {
-		m = map[string]profile.Record{}
+	m := make(map[Owner]profile.Record, len(owned))
+	for _, r := range owned {
+		k := Owner{r.Model, r.UID}
+		if old, ok := m[k]; !ok || newer(r.Finished, old.Finished) {
+			m[k] = r
+		}
 	}
-	c.byModel.Store(&m)
+	c.owned.Store(&m)
+	c.SetPublished(published, byType)
+	return c
+}
+
+// SetPublished replaces the published profiles and the per-type
+// throughputs (they change only when an admin publishes).
+func (c *Cache) SetPublished(published map[string]profile.Record, byType []profile.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := maps.Clone(published)
+	if p == nil {
+		p = map[string]profile.Record{}
+	}
+	c.published.Store(&p)
+	c.publishedRecs = c.publishedRecs[:0]
+	for _, r := range p {
+		c.publishedRecs = append(c.publishedRecs, r)
+	}
+	c.publishedRecs = append(c.publishedRecs, byType...)
 	ts := &typedState{tput: map[string]map[string]float64{}, finished: map[string]map[string]time.Time{}}
 	for _, r := range byType {
 		ts.offer(r)
 	}
 	c.typed.Store(ts)
-	return c
 }
 
 // offer puts r's throughput into ts if it is the newest of its model and
@@ -65,43 +99,37 @@ func (ts *typedState) offer(r profile.Record) bool {
 	return true
 }
 
-// Profile returns model's latest profile.
-func (c *Cache) Profile(model string) (profile.Record, bool) {
-	r, ok := (*c.byModel.Load())[model]
+// Profile returns the profile that sizes a job of user uid naming model:
+// the user's own latest, else the model's published one.
+func (c *Cache) Profile(model string, uid uint32) (profile.Record, bool) {
+	if r, ok := (*c.owned.Load())[Owner{model, uid}]; ok {
+		return r, true
+	}
+	r, ok := (*c.published.Load())[model]
 	return r, ok
 }
 
-// Throughputs is model (lower case) → GPU type → per-GPU throughput of the model's
-// latest profile on that type (shared: do not modify it).
+// Throughputs is model (lower case) → GPU type → per-GPU throughput of the
+// model's latest published profile on that type (shared: do not modify it).
 func (c *Cache) Throughputs() map[string]map[string]float64 { return c.typed.Load().tput }
 
-// Len is how many models have a profile.
-func (c *Cache) Len() int { return len(*c.byModel.Load()) }
+// Len is how many (model, user) pairs have a profile.
+func (c *Cache) Len() int { return len(*c.owned.Load()) }
 
-// Offer keeps rec if it is newer than the model's cached profile (or the
-// model has none) and reports whether it did; a typed rec also updates
-// the model's throughput on its type when it is the newest there.
+// Offer keeps rec as its owner's profile of its model if it is newer than
+// the one cached (or there is none) and reports whether it did. A user's
+// profile never changes what other users' jobs get, nor a speed.
 func (c *Cache) Offer(rec profile.Record) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := rec.PerGPUThroughput(); ok {
-		cur := c.typed.Load()
-		next := &typedState{tput: maps.Clone(cur.tput), finished: maps.Clone(cur.finished)}
-		// The model's own rows are copied before offer writes into them.
-		model := strings.ToLower(rec.Model)
-		next.tput[model] = maps.Clone(cur.tput[model])
-		next.finished[model] = maps.Clone(cur.finished[model])
-		if next.offer(rec) {
-			c.typed.Store(next)
-		}
-	}
-	cur := *c.byModel.Load()
-	if old, ok := cur[rec.Model]; ok && !newer(rec.Finished, old.Finished) {
+	k := Owner{rec.Model, rec.UID}
+	cur := *c.owned.Load()
+	if old, ok := cur[k]; ok && !newer(rec.Finished, old.Finished) {
 		return false
 	}
 	next := maps.Clone(cur)
-	next[rec.Model] = rec
-	c.byModel.Store(&next)
+	next[k] = rec
+	c.owned.Store(&next)
 	return true
 }
 
@@ -109,7 +137,22 @@ func (c *Cache) Offer(rec profile.Record) bool {
 // arrival.
 func newer(a, b time.Time) bool { return !a.Before(b) }
 
-// All returns every model's cached profile (the map is shared: do not
-// modify it). The agent service stores them again when the file was
-// deleted or replaced.
-func (c *Cache) All() map[string]profile.Record { return *c.byModel.Load() }
+// Published returns every published profile the cache holds (a record may
+// appear twice). The agent service stores and publishes them again when the
+// file was deleted or replaced.
+func (c *Cache) Published() []profile.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.publishedRecs)
+}
+
+// All returns every owned profile in the cache. The agent service stores
+// them again when the file was deleted or replaced.
+func (c *Cache) All() []profile.Record {
+	m := *c.owned.Load()
+	out := make([]profile.Record, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	return out
+}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCacheKeepsTheNewestProfilePerModel(t *testing.T) {
-	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)}, nil)
+	c := profilestore.NewCache([]profile.Record{record("a", "bert", t0)}, nil, nil)
 	tests := []struct {
 		name   string
 		offer  profile.Record
@@ -26,18 +26,18 @@ func TestCacheKeepsTheNewestProfilePerModel(t *testing.T) {
 			if kept := c.Offer(tc.offer); kept != tc.kept {
 				t.Fatalf("Offer kept=%v, want %v", kept, tc.kept)
 			}
-			if r, ok := c.Profile("bert"); !ok || r.ID != tc.wantID {
+			if r, ok := c.Profile("bert", 0); !ok || r.ID != tc.wantID {
 				t.Fatalf("Profile(bert) = %q, want %q", r.ID, tc.wantID)
 			}
 		})
 	}
-	if _, ok := c.Profile("gpt"); ok {
+	if _, ok := c.Profile("gpt", 0); ok {
 		t.Fatal("unknown model found")
 	}
 }
 
 func TestCacheReadsRaceFreeWithWrites(t *testing.T) {
-	c := profilestore.NewCache(nil, nil)
+	c := profilestore.NewCache(nil, nil, nil)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -49,7 +49,7 @@ func TestCacheReadsRaceFreeWithWrites(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 1000; i++ {
-			c.Profile("bert")
+			c.Profile("bert", 0)
 		}
 	}()
 	wg.Wait()
@@ -59,8 +59,37 @@ func TestCacheReadsRaceFreeWithWrites(t *testing.T) {
 }
 
 func BenchmarkCacheProfile(b *testing.B) {
-	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)}, nil)
+	c := profilestore.NewCache([]profile.Record{record("a", "bert", t0)}, nil, nil)
 	for b.Loop() {
-		c.Profile("bert")
+		c.Profile("bert", 0)
+	}
+}
+
+// Issue 20 item 2: a profile sizes its owner's jobs only; another user's
+// job of the same model gets the published profile, or none.
+func TestCacheSizesAUsersJobsWithTheirOwnProfileElseThePublishedOne(t *testing.T) {
+	mine := record("alice-bert", "bert", t0)
+	mine.UID = 1001
+	c := profilestore.NewCache([]profile.Record{mine}, nil, nil)
+	if r, ok := c.Profile("bert", 1001); !ok || r.ID != "alice-bert" {
+		t.Fatalf("alice's own profile: %q %v", r.ID, ok)
+	}
+	if r, ok := c.Profile("bert", 1002); ok {
+		t.Fatalf("bob's job sized by alice's profile %q", r.ID)
+	}
+	// Bob's profile, newer, is his alone.
+	bobs := record("bob-bert", "bert", t0.Add(time.Hour))
+	bobs.UID = 1002
+	c.Offer(bobs)
+	if r, _ := c.Profile("bert", 1001); r.ID != "alice-bert" {
+		t.Fatalf("bob's newer profile replaced alice's: %q", r.ID)
+	}
+	pub := record("pub-bert", "bert", t0)
+	c.SetPublished(map[string]profile.Record{"bert": pub}, nil)
+	if r, ok := c.Profile("bert", 1003); !ok || r.ID != "pub-bert" {
+		t.Fatalf("a user without a profile gets %q %v, want the published one", r.ID, ok)
+	}
+	if r, _ := c.Profile("bert", 1002); r.ID != "bob-bert" {
+		t.Fatalf("bob's own profile lost to the published one: %q", r.ID)
 	}
 }

@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS profiles (
 	finished INTEGER NOT NULL, -- Unix nanoseconds
 	received INTEGER NOT NULL, -- Unix nanoseconds
 	record   TEXT    NOT NULL, -- profile.Record as JSON
-	gpu_type TEXT    NOT NULL DEFAULT '' -- lower case; '' = untyped
+	gpu_type TEXT    NOT NULL DEFAULT '', -- lower case; '' = untyped
+	uid       INTEGER NOT NULL DEFAULT -1, -- the owner; -1: stored before profiles had owners
+	published INTEGER NOT NULL DEFAULT 0   -- Unix nanoseconds an admin published it; 0: not
 );
 CREATE INDEX IF NOT EXISTS profiles_by_model ON profiles(model, finished);
 CREATE TABLE IF NOT EXISTS model_keys (
@@ -76,7 +78,31 @@ func OpenOwned(path string, uid int) (*Store, error) {
 		h.Close()
 		return nil, err
 	}
+	if err := migrateOwners(h.DB()); err != nil {
+		h.Close()
+		return nil, err
+	}
 	return &Store{h: h}, nil
+}
+
+// migrateOwners adds the owner's uid and the time an admin published a
+// profile (0: never) to profile tables made before profiles had owners.
+// Their rows get uid -1, no owner: they size nobody's jobs until an admin
+// publishes them (lachesis-profiler publish), since who made them cannot be
+// told any more.
+func migrateOwners(db *sql.DB) error {
+	for _, col := range []string{
+		`uid INTEGER NOT NULL DEFAULT -1`,
+		`published INTEGER NOT NULL DEFAULT 0`,
+	} {
+		if _, err := db.Exec(`ALTER TABLE profiles ADD COLUMN ` + col); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			return fmt.Errorf("%w: add column %s: %v", ErrStore, col, err)
+		}
+	}
+	if _, err := db.Exec(`CREATE INDEX IF NOT EXISTS profiles_by_owner ON profiles(model, uid, finished)`); err != nil {
+		return fmt.Errorf("%w: index profiles by owner: %v", ErrStore, err)
+	}
+	return nil
 }
 
 // migrateGPUType adds the GPU type to profile tables made before profiles
@@ -141,10 +167,10 @@ func (s *Store) Put(rec profile.Record) (inserted bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: encode record %s: %v", ErrStore, rec.ID, err)
 	}
-	res, err := s.h.DB().Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record, gpu_type)
-		VALUES (?,?,?,?,?,?,?,?,?)`,
+	res, err := s.h.DB().Exec(`INSERT OR IGNORE INTO profiles (id, model, node, user, gpus, finished, received, record, gpu_type, uid)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`,
 		rec.ID, rec.Model, rec.Node, rec.User, rec.GPUs, unixNano(rec.Finished), time.Now().UnixNano(), string(blob),
-		strings.ToLower(rec.GPUType))
+		strings.ToLower(rec.GPUType), int64(rec.UID))
 	if err != nil {
 		return false, fmt.Errorf("%w: store record %s: %v", ErrStore, rec.ID, err)
 	}
@@ -194,19 +220,87 @@ func (s *Store) LatestAll() (map[string]profile.Record, error) {
 	return out, nil
 }
 
-// LatestByType returns, for every model profiled on a GPU type, its
-// latest profile on each type (untyped profiles are left out).
+// LatestOwned returns, for every model and owner, the owner's most
+// recently finished profile of the model (profiles without an owner,
+// stored before profiles had one, are left out).
+func (s *Store) LatestOwned() ([]profile.Record, error) {
+	var out []profile.Record
+	err := s.eachRecord("load owned profiles", `SELECT p.record FROM profiles p
+		WHERE p.uid >= 0 AND p.id = (SELECT q.id FROM profiles q WHERE q.model = p.model AND q.uid = p.uid
+		              ORDER BY q.finished DESC, q.received DESC LIMIT 1)`,
+		func(rec profile.Record) { out = append(out, rec) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LatestPublished returns every model's most recently published profile:
+// the one that sizes the jobs of users without a profile of their own.
+func (s *Store) LatestPublished() (map[string]profile.Record, error) {
+	out := map[string]profile.Record{}
+	err := s.eachRecord("load published profiles", `SELECT p.record FROM profiles p
+		WHERE p.published > 0 AND p.id = (SELECT q.id FROM profiles q WHERE q.model = p.model AND q.published > 0
+		              ORDER BY q.published DESC, q.finished DESC LIMIT 1)`,
+		func(rec profile.Record) { out[rec.Model] = rec })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LatestByType returns, for every model with a published profile on a GPU
+// type, its latest published profile on each type (untyped profiles are
+// left out). Only an admin's publication makes a speed: a user's own
+// profile could claim any throughput.
 func (s *Store) LatestByType() ([]profile.Record, error) {
 	var out []profile.Record
 	err := s.eachRecord("load typed profiles", `SELECT p.record FROM profiles p
-		WHERE p.gpu_type != '' AND p.id = (SELECT q.id FROM profiles q
-		      WHERE q.model = p.model AND q.gpu_type = p.gpu_type
+		WHERE p.gpu_type != '' AND p.published > 0 AND p.id = (SELECT q.id FROM profiles q
+		      WHERE q.model = p.model AND q.gpu_type = p.gpu_type AND q.published > 0
 		      ORDER BY q.finished DESC, q.received DESC LIMIT 1)`,
 		func(rec profile.Record) { out = append(out, rec) })
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// ErrNotFound: no stored profile matches what Publish was asked for.
+var ErrNotFound = errors.New("no such profile")
+
+// Publish makes the profile id (of model) size the jobs of every user who
+// has none of their own, and gives its per-type throughput; it returns the
+// profile. Only root or SlurmUser may write the file (0600).
+func (s *Store) Publish(model, id string) (profile.Record, error) {
+	res, err := s.h.DB().Exec(`UPDATE profiles SET published = ? WHERE id = ? AND model = ?`, time.Now().UnixNano(), id, model)
+	if err != nil {
+		return profile.Record{}, fmt.Errorf("%w: publish %s: %v", ErrStore, id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return profile.Record{}, fmt.Errorf("%w: %w: profile %q of model %q", ErrStore, ErrNotFound, id, model)
+	}
+	var blob string
+	if err := s.h.DB().QueryRow(`SELECT record FROM profiles WHERE id = ?`, id).Scan(&blob); err != nil {
+		return profile.Record{}, fmt.Errorf("%w: publish %s: %v", ErrStore, id, err)
+	}
+	return decode(blob)
+}
+
+// LatestOf returns the most recently finished profile of model by the
+// user named user.
+func (s *Store) LatestOf(model, user string) (profile.Record, bool, error) {
+	var blob string
+	err := s.h.DB().QueryRow(`SELECT record FROM profiles WHERE model = ? AND user = ?
+		ORDER BY finished DESC, received DESC LIMIT 1`, model, user).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return profile.Record{}, false, nil
+	}
+	if err != nil {
+		return profile.Record{}, false, fmt.Errorf("%w: latest profile of %q by %q: %v", ErrStore, model, user, err)
+	}
+	rec, err := decode(blob)
+	return rec, err == nil, err
 }
 
 // eachRecord decodes every profile record query selects and hands it to

@@ -247,3 +247,35 @@ func TestModelKeysAreBounded(t *testing.T) {
 		t.Fatalf("%d keys, first %+v; want %d with hot first", len(keys), keys[0], profilestore.MaxModelKeys)
 	}
 }
+
+// Profiles are kept per owner; only a published one is everyone's, and a
+// row stored before profiles had owners belongs to nobody.
+func TestStoreKeepsProfilesPerOwnerAndPublishes(t *testing.T) {
+	s, _ := open(t)
+	a, b := record("a", "bert", t0), record("b", "bert", t0.Add(time.Hour))
+	a.UID, b.UID = 1001, 1002
+	for _, r := range []profile.Record{a, b} {
+		if _, err := s.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owned, err := s.LatestOwned()
+	if err != nil || len(owned) != 2 {
+		t.Fatalf("owned %+v, %v; want both users' profiles", owned, err)
+	}
+	if pub, err := s.LatestPublished(); err != nil || len(pub) != 0 {
+		t.Fatalf("published before any publication: %v, %v", pub, err)
+	}
+	if _, err := s.Publish("gpt", "a"); !errors.Is(err, profilestore.ErrNotFound) {
+		t.Fatalf("publishing a profile under another model: %v", err)
+	}
+	if _, err := s.Publish("bert", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if pub, _ := s.LatestPublished(); pub["bert"].ID != "a" {
+		t.Fatalf("published %v, want a", pub)
+	}
+	if r, ok, _ := s.LatestOf("bert", b.User); !ok || r.ID != "b" {
+		t.Fatalf("latest of %s: %q", b.User, r.ID)
+	}
+}

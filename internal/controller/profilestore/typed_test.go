@@ -37,6 +37,19 @@ func TestThroughputsKeepTheLatestProfilePerModelAndType(t *testing.T) {
 	if _, err := s.Put(nvml); err != nil {
 		t.Fatal(err)
 	}
+	// Only published profiles give speeds; "7" is a user's own.
+	if _, err := s.Put(typed("7", "gpt", "a", t0.Add(time.Hour), 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"1", "2", "3", "4", "5", "6"} {
+		model := "bert"
+		if id == "5" || id == "6" {
+			model = "gpt"
+		}
+		if _, err := s.Publish(model, id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got, err := s.Throughputs()
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +105,9 @@ CREATE INDEX profiles_by_model ON profiles(model, finished);`)
 				if ins, err := s.Put(r); err != nil || !ins {
 					t.Fatalf("typed put into a migrated table: %v, %v", ins, err)
 				}
+				if _, err := s.Publish(r.Model, r.ID); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		got, err := s.Throughputs()
@@ -102,15 +118,22 @@ CREATE INDEX profiles_by_model ON profiles(model, finished);`)
 	}
 }
 
-func TestCacheFollowsTheNewestTypedProfile(t *testing.T) {
-	c := profilestore.NewCache(nil, []profile.Record{typed("1", "bert", "a", t0, 100)})
+// Speeds come from published profiles only: a user's own profile, however
+// fast or slow it claims the model is on a type, changes none (issue 20
+// item 2); a publication replaces them.
+func TestCacheTakesSpeedsFromPublishedProfilesOnly(t *testing.T) {
+	c := profilestore.NewCache(nil, nil, []profile.Record{typed("1", "bert", "a", t0, 100)})
 	if got := c.Throughputs()["bert"]["a"]; got != 50 {
 		t.Fatalf("initial throughput %v, want 50", got)
 	}
 	before := c.Throughputs()
-	c.Offer(typed("2", "bert", "a", t0.Add(-time.Hour), 10)) // older: ignored
-	c.Offer(typed("3", "bert", "b", t0, 30))
-	c.Offer(typed("4", "bert", "A", t0.Add(time.Hour), 120))
+	fake := typed("2", "bert", "a", t0.Add(time.Hour), 0.1)
+	fake.UID = 1001
+	c.Offer(fake)
+	if got := c.Throughputs()["bert"]["a"]; got != 50 {
+		t.Fatalf("a user's profile changed the speed on a to %v", got)
+	}
+	c.SetPublished(nil, []profile.Record{typed("3", "bert", "b", t0, 30), typed("4", "bert", "A", t0.Add(time.Hour), 120)})
 	got := c.Throughputs()
 	if got["bert"]["a"] != 60 || got["bert"]["b"] != 15 {
 		t.Fatalf("throughputs %v, want a=60 b=15", got)

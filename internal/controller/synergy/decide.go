@@ -47,8 +47,9 @@ type Decision struct {
 	Error     string // for Reject
 }
 
-// ProfileLookup returns a model's best-case demand per GPU, if profiled.
-type ProfileLookup func(model string) (sensitivity.Demand, bool)
+// ProfileLookup returns the best-case demand per GPU that sizes a job of
+// user uid naming model: the user's own profile, else a published one.
+type ProfileLookup func(model string, uid uint32) (sensitivity.Demand, bool)
 
 // Decide sizes one job. nodes are the nodes of its partition.
 func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decision {
@@ -96,7 +97,7 @@ func Decide(cfg Config, req Request, nodes []Node, lookup ProfileLookup) Decisio
 	var refusedCPUs int
 	var refusedMemMB uint64
 	wantMem := shape.propMemMB
-	if best, ok := lookup(d.ModelKey); !ok || best.CPUsPerGPU <= 0 {
+	if best, ok := lookup(d.ModelKey, req.UserID); !ok || best.CPUsPerGPU <= 0 {
 		source, d.NoProfile = "proportional share (no profile yet)", true
 	} else if err := best.Check(); err != nil {
 		// Checked at ingest too; this guards profiles from elsewhere, so

@@ -18,7 +18,7 @@ var profiles = map[string]sensitivity.Demand{
 	"greedy": {CPUsPerGPU: 30, MemGBPerGPU: 10},
 }
 
-func lookup(m string) (sensitivity.Demand, bool) { d, ok := profiles[m]; return d, ok }
+func lookup(m string, _ uint32) (sensitivity.Demand, bool) { d, ok := profiles[m]; return d, ok }
 
 func cfg() Config { return DefaultConfig() }
 
@@ -128,4 +128,24 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The lookup is asked for the job's own user's profile: one user's profile
+// of a model is not another's (issue 20 item 2).
+func TestDecideLooksUpTheJobsOwnUser(t *testing.T) {
+	owned := func(m string, uid uint32) (sensitivity.Demand, bool) {
+		if uid == 1001 {
+			return profiles[m], true
+		}
+		return sensitivity.Demand{}, false
+	}
+	req := gpuJob("res18", "1")
+	req.UserID = 1002
+	if d := Decide(cfg(), req, synergyNodes, owned); !d.NoProfile {
+		t.Fatalf("user 1002's job sized by user 1001's profile: %+v", d)
+	}
+	req.UserID = 1001
+	if d := Decide(cfg(), req, synergyNodes, owned); d.NoProfile {
+		t.Fatalf("user 1001's job not sized by their own profile: %+v", d)
+	}
 }

@@ -28,7 +28,7 @@ func TestAbsurdBestCaseGivesTheProportionalShare(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name+" gives the proportional share", func(t *testing.T) {
-			look := func(string) (sensitivity.Demand, bool) { return c.best, true }
+			look := func(string, uint32) (sensitivity.Demand, bool) { return c.best, true }
 			req := Request{Name: "evil", GPU: gres.Request{PerNode: "gres:gpu:4", Nodes: 1}}
 			d := Decide(cfg(), req, synergyNodes, look)
 			if d.Action != Set || d.CPUsPerGPU != 3 || d.MemMBPerGPU != 64000 || d.Profiled {

@@ -19,6 +19,8 @@ const (
 // Request is the part of a job submission the decision needs, as copied
 // out of job_desc_msg_t. Zero values mean "not given".
 type Request struct {
+	// UserID is the job's owner: their own profile of the model sizes it.
+	UserID                   uint32
 	Name, Comment, Partition string
 	GPU                      gres.Request
 	CPUsPerTRES, MemPerTRES  string // the user's --cpus-per-gpu / --mem-per-gpu, raw

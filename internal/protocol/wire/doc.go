@@ -2,13 +2,13 @@
 // slurmctld: length-framed msgpack (github.com/ugorji/go/codec), versioned,
 // with every report carrying a munge credential in its frame.
 //
-// # Frames (version 2)
+// # Frames (version 3)
 //
 // A frame is a fixed 12-byte header, a credential and a msgpack body:
 //
 //	offset size field
 //	0      4    magic "LCHS"
-//	4      1    version (Version, 2)
+//	4      1    version (Version, 3)
 //	5      1    message type (TypeProfile, TypeTelemetry, TypeAck)
 //	6      2    credential length, big-endian: 1 to MaxCredLen for a report, 0 for an ack
 //	8      4    body length, big-endian, at most the reader's limit (never above MaxBodyBytes)
@@ -28,7 +28,8 @@
 // Version 1 carried the credential inside a msgpack envelope, which had to
 // be decoded first. Agent and controller ship together, so version 2 does
 // not read version 1: each side refuses the other's frames with ErrVersion,
-// and both must be upgraded at the same time.
+// and both must be upgraded at the same time. Version 3 frames are laid
+// out as version 2's; its profile reports carry their owner's uid.
 //
 // # Decoding
 //

@@ -12,8 +12,10 @@ var Magic = [4]byte{'L', 'C', 'H', 'S'}
 
 // Version is the only protocol version this build speaks. Version 2 moved
 // the credential out of the msgpack body into the frame, so the controller
-// can check it before decoding anything; version 1 peers are refused.
-const Version uint8 = 2
+// can check it before decoding anything; version 3 adds the owner's uid to
+// a profile (profile.Record.UID), which a version 2 agent would leave 0, as
+// if root had made every profile. Older peers are refused.
+const Version uint8 = 3
 
 // HeaderSize is the fixed size of a frame header in bytes.
 const HeaderSize = 12

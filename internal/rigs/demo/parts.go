@@ -116,6 +116,10 @@ func seedProfiles(clusterDir string, models map[string]Model) error {
 		if _, err := store.Put(rec); err != nil {
 			return err
 		}
+		// Published: the demo's jobs, whoever submits them, are sized by it.
+		if _, err := store.Publish(rec.Model, rec.ID); err != nil {
+			return err
+		}
 	}
 	return nil
 }

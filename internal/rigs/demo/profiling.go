@@ -88,10 +88,13 @@ func (d ProfileDemo) bin() string { return filepath.Join(d.Dir, "bin") }
 var commands = []string{"lachesis-node-agent", "lachesis-profiler"}
 
 // profileArgs is the `lachesis-profiler profile` command line the user runs.
+// It submits its own job (srun) and sweeps inside it; --exclusive gives
+// that job every CPU of the node to sweep over.
 func (d ProfileDemo) profileArgs() []string {
 	return []string{
 		filepath.Join(d.bin(), "lachesis-profiler"), "profile",
 		"--agent-socket", d.agentSocket(),
+		"--srun-args", "--exclusive",
 		"--model", d.Model,
 		"--regex", TrainRegex,
 		"--point-seconds", strconv.Itoa(d.PointSeconds),
@@ -183,13 +186,13 @@ func (d ProfileDemo) Run(ctx context.Context) (err error) {
 		return err
 	}
 
-	stopAgent, err := d.startAgent(ctx, listen, mungeSocketOf(c.Conf))
+	stopAgent, err := d.startAgent(ctx, listen, mungeSocketOf(c.Conf), c.Conf)
 	if err != nil {
 		return err
 	}
 	defer stopAgent()
 
-	say("Profiling %s through the node agent, as %s (%d s per CPU count):\n$ lachesis-profiler profile --model %s --regex '%s' --point-seconds %d --dataset data -- %s train_image.py --data data",
+	say("Profiling %s through the node agent, as %s, in a job of theirs (%d s per CPU count):\n$ lachesis-profiler profile --srun-args --exclusive --model %s --regex '%s' --point-seconds %d --dataset data -- %s train_image.py --data data",
 		d.Model, d.User, d.PointSeconds, d.Model, TrainRegex, d.PointSeconds, d.Python)
 	if err := d.runCLI(ctx, c, true, d.profileArgs()...); err != nil {
 		return err
@@ -351,7 +354,7 @@ func done(state string) bool {
 
 // startAgent starts lachesis-node-agent and waits for its socket; the
 // returned func stops it.
-func (d ProfileDemo) startAgent(ctx context.Context, listen, mungeSocket string) (func(), error) {
+func (d ProfileDemo) startAgent(ctx context.Context, listen, mungeSocket, slurmConf string) (func(), error) {
 	cfg := filepath.Join(d.Dir, "node-agent.yaml")
 	if err := os.WriteFile(cfg, []byte(d.agentYAML(listen, mungeSocket)), 0o644); err != nil {
 		return nil, err
@@ -362,6 +365,8 @@ func (d ProfileDemo) startAgent(ctx context.Context, listen, mungeSocket string)
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(d.bin(), "lachesis-node-agent"), "-config", cfg)
+	// The agent asks this cluster's Slurm (squeue) about its callers' jobs.
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+slurmConf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -38,6 +38,9 @@ type Options struct {
 	// GPUTypes: typed GPUs in node groups, e.g. "a:2,b:2" (lnode1-2 get
 	// Gres=gpu:a:N and Feature=gpu_a, lnode3-4 type b); "" = untyped.
 	GPUTypes string
+	// Cgroups: jobs get cgroups (proctrack/cgroup, task/cgroup), see
+	// scripts/cluster.sh's LACHESIS_CGROUPS.
+	Cgroups bool
 }
 
 // Cluster is a running loopback cluster.
@@ -77,6 +80,9 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 		"LACHESIS_PLUGIN_DIR":    o.PluginDir,
 		"LACHESIS_ACCOUNTING":    o.Accounting,
 		"LACHESIS_GPU_TYPES":     o.GPUTypes,
+	}
+	if o.Cgroups {
+		env["LACHESIS_CGROUPS"] = "1"
 	}
 	for k, v := range map[string]int{
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
