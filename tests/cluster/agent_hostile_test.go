@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -249,8 +250,10 @@ func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
+	// Fifty connections a host against a per-address cap of 8: each
+	// newcomer evicts its address's oldest half-open connection.
 	e.eventually(15*time.Second, "the siege in slurmctld's log", func() (bool, string) {
-		return e.logMatches(`reason=peer_connection_limit`), ""
+		return e.logMatches(`reason=evicted_unauthenticated`), ""
 	})
 
 	// A report sent as the agent sends it arrives promptly.
@@ -296,7 +299,7 @@ func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
 	if held.Load() == 0 {
 		t.Fatal("no connection was held and then dropped by the core")
 	}
-	for _, reason := range []string{"auth_timeout", "peer_connection_limit"} {
+	for _, reason := range []string{"auth_timeout", "evicted_unauthenticated"} {
 		if !e.logMatches(`agent report rejected peer=\S+ reason=` + reason) {
 			t.Fatalf("slurmctld's log has no reason=%s", reason)
 		}
@@ -307,5 +310,85 @@ func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
 	// The slots are free: a report goes through at once, and slurmctld is
 	// the same process.
 	sendReal(t, e, "after-slowloris")
+	e.controllerAlive(pid)
+}
+
+// TestLocalUserCannotBlockTheAgentsAddress is issue 20 item 8: an
+// ordinary user on the agent's node shares its source address. With a
+// shell they hold ten half-open connections to the core (two bytes each,
+// more than the per-address cap of 8), reopening each as soon as the core
+// drops it. The core used to refuse every newcomer from that address,
+// the agent's reports included, for as long as the user kept this up.
+func TestLocalUserCannotBlockTheAgentsAddress(t *testing.T) {
+	e := startAgentCluster(t)
+	pid, err := e.c.ControllerPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(e.listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attack, as the user would type it: bash's /dev/tcp, from the
+	// node's own address (the agent's too).
+	script := `for i in $(seq 10); do
+  ( while :; do
+      if exec 3<>/dev/tcp/127.0.0.1/` + port + `; then printf LC >&3; cat <&3 >/dev/null; exec 3<&-; fi
+      sleep 0.1
+    done ) &
+done
+wait`
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "runuser", "-u", testUser, "--", "bash", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { cmd.Wait(); close(waited) }()
+	stop := func() { cancel(); <-waited }
+	defer stop()
+	// The address is full: the core evicts (or, before the fix, refuses).
+	e.eventually(20*time.Second, "the user's connections filling the agent's address", func() (bool, string) {
+		return e.logMatches(`reason=(evicted_unauthenticated|peer_connection_limit)`), ""
+	})
+
+	// Reports sent as the agent sends them, from the same address.
+	var worst time.Duration
+	for i := 0; i < 5; i++ {
+		worst = max(worst, sendReal(t, e, "besieged-direct"))
+	}
+	// The real agent's profile: swept, spooled and delivered.
+	out := e.profile("synth-besieged")
+	returned := time.Now()
+	if !strings.Contains(out, "delivered to the controller") {
+		t.Fatalf("the agent's profile did not arrive:\n%s\nagent log:\n%s", out, e.agentLogText())
+	}
+	s := e.store()
+	rec, ok, err := s.Latest("synth-besieged")
+	s.Close()
+	if err != nil || !ok {
+		t.Fatalf("profile not stored: %v", err)
+	}
+	delivery := returned.Sub(rec.Finished)
+	t.Logf("with a local user holding 10 half-open connections: 5 direct reports took at most %v; the agent's profile arrived within %v of its sweep's end",
+		worst, delivery)
+	if margin := 5 * time.Second; worst > margin || delivery > margin {
+		t.Fatalf("reports delayed: direct %v, agent %v; want within %v", worst, delivery, margin)
+	}
+	if !regexp.MustCompile(`msg="profile delivered" model=synth-besieged id=\S+ duplicate=false attempts=1\b`).MatchString(e.agentLogText()) {
+		t.Fatalf("the agent's profile was not delivered on its first attempt:\n%s", e.agentLogText())
+	}
+	// The user was still at it: their connections were being evicted, and
+	// nobody from the address was refused outright.
+	if !e.logMatches(`agent report rejected peer=127\.0\.0\.1:\d+ reason=evicted_unauthenticated`) {
+		t.Fatal("slurmctld's log shows no eviction of the user's connections")
+	}
+	if e.logMatches(`reason=peer_connection_limit`) {
+		t.Fatal("a connection from the agent's address was refused by the per-address cap")
+	}
+	stop()
 	e.controllerAlive(pid)
 }

@@ -91,7 +91,10 @@ type Config struct {
 	// MaxConns caps concurrent agent connections; more are closed at once.
 	MaxConns int
 	// MaxConnsPerPeer caps one source address's connections, so one host
-	// cannot take every slot. An agent uses one connection at a time.
+	// cannot take every slot. An agent uses one connection at a time. A
+	// newcomer to a full address takes the slot of that address's oldest
+	// unauthenticated connection: users of the agent's node share its
+	// address, and must not keep it out with half-open connections.
 	MaxConnsPerPeer int
 	// AuthTimeout is how long a peer has to send a frame's header and
 	// credential: from accept for the first frame, from its first byte
@@ -291,13 +294,13 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		if !s.takeSlot() {
-			s.untrack(conn, ip)
+			s.untrack(conn)
 			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them unauthenticated", s.cfg.MaxConns))
 			conn.Close()
 			continue
 		}
 		s.wg.Add(1)
-		go s.serve(conn, st, ip)
+		go s.serve(conn, st)
 	}
 }
 
@@ -325,23 +328,76 @@ const (
 // connState is what the accept loop needs to know of a connection to pick
 // one to evict.
 type connState struct {
-	since  time.Time
-	authed atomic.Bool // a credential of this connection was verified
+	since     time.Time
+	ip        string
+	authed    atomic.Bool // a credential of this connection was verified
+	verifying atomic.Bool // its first credential is with munged now
 }
+
+// evictable: the connection has not authenticated and is not waiting for
+// munged's verdict on its credential. An agent sends its header and
+// credential at once, so it is evictable only until they arrive; a peer
+// whose credential was refused is evictable again while its body is
+// discarded.
+func (st *connState) evictable() bool { return !st.authed.Load() && !st.verifying.Load() }
 
 func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closed:
+	if s.closed {
+		s.mu.Unlock()
 		return nil, trackClosed
-	case s.perPeer[ip] >= s.cfg.MaxConnsPerPeer:
-		return nil, trackPeerFull
+	}
+	var victim net.Conn
+	var since time.Time
+	if s.perPeer[ip] >= s.cfg.MaxConnsPerPeer {
+		// The address is full. A local user on an agent's node shares
+		// its address: refusing here would let them keep the agent out
+		// with a few half-open connections, reopened as they are closed.
+		// The newcomer takes the slot of the address's oldest connection
+		// that is neither authenticated nor being verified; only when
+		// every one of them is a verified peer is the newcomer refused.
+		victim, since = s.oldestEvictable(func(st *connState) bool { return st.ip == ip })
+		if victim == nil {
+			s.mu.Unlock()
+			return nil, trackPeerFull
+		}
+		s.forget(victim)
 	}
 	s.perPeer[ip]++
-	st := &connState{since: time.Now()}
+	st := &connState{since: time.Now(), ip: ip}
 	s.conns[c] = st
+	s.mu.Unlock()
+	if victim != nil {
+		s.reject(victim.RemoteAddr().String(), ReasonEvicted, fmt.Errorf("unauthenticated for %v while its address held %d connections", time.Since(since).Round(time.Millisecond), s.cfg.MaxConnsPerPeer))
+		victim.Close() // its goroutine ends at once and frees its slot
+	}
 	return st, tracked
+}
+
+// oldestEvictable is the oldest connection that match accepts and that
+// may be evicted; s.mu must be held.
+func (s *Server) oldestEvictable(match func(*connState) bool) (net.Conn, time.Time) {
+	var victim net.Conn
+	var oldest time.Time
+	for c, st := range s.conns {
+		if st.evictable() && match(st) && (victim == nil || st.since.Before(oldest)) {
+			victim, oldest = c, st.since
+		}
+	}
+	return victim, oldest
+}
+
+// forget stops counting c against its address; s.mu must be held. Its
+// goroutine's untrack then finds nothing to undo.
+func (s *Server) forget(c net.Conn) {
+	st, ok := s.conns[c]
+	if !ok {
+		return
+	}
+	delete(s.conns, c)
+	if s.perPeer[st.ip]--; s.perPeer[st.ip] <= 0 {
+		delete(s.perPeer, st.ip)
+	}
 }
 
 // takeSlot takes a connection slot. When all are taken it evicts the
@@ -356,14 +412,8 @@ func (s *Server) takeSlot() bool {
 		return true
 	default:
 	}
-	var victim net.Conn
-	var oldest time.Time
 	s.mu.Lock()
-	for c, st := range s.conns {
-		if !st.authed.Load() && (victim == nil || st.since.Before(oldest)) {
-			victim, oldest = c, st.since
-		}
-	}
+	victim, oldest := s.oldestEvictable(func(*connState) bool { return true })
 	s.mu.Unlock()
 	if victim == nil {
 		return false
@@ -381,12 +431,9 @@ func (s *Server) takeSlot() bool {
 	return false
 }
 
-func (s *Server) untrack(c net.Conn, ip string) {
+func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
-	delete(s.conns, c)
-	if s.perPeer[ip]--; s.perPeer[ip] <= 0 {
-		delete(s.perPeer, ip)
-	}
+	s.forget(c)
 	s.mu.Unlock()
 }
 
@@ -394,14 +441,14 @@ func (s *Server) untrack(c net.Conn, ip string) {
 // passes, or a frame is rejected. Nothing is decoded before the frame's
 // credential is verified: an unauthenticated peer can make the server
 // read 12 + wire.MaxCredLen bytes within AuthTimeout, no more.
-func (s *Server) serve(conn net.Conn, st *connState, ip string) {
+func (s *Server) serve(conn net.Conn, st *connState) {
 	peer := conn.RemoteAddr().String()
 	defer func() {
 		if r := recover(); r != nil {
 			s.reject(peer, ReasonPanic, fmt.Errorf("%v\n%s", r, debug.Stack()))
 		}
 		conn.Close()
-		s.untrack(conn, ip)
+		s.untrack(conn)
 		<-s.slots
 		s.wg.Done()
 	}()
@@ -459,7 +506,16 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 		}
 		return nil, false
 	}
+	// While munged decides, the connection is not evictable: its sender
+	// was quick, and evicting it would hand its slot to a slower peer.
+	st.verifying.Store(true)
 	cred, err := s.verifier.Verify(credStr)
+	if err == nil && s.allowed[cred.UID] {
+		// Authenticated: the body may now take memory, within the
+		// budget, and the connection may no longer be evicted.
+		st.authed.Store(true)
+	}
+	st.verifying.Store(false)
 	if err == nil && !s.allowed[cred.UID] {
 		s.reject(peer, ReasonUIDNotAllowed, fmt.Errorf("uid %d may not report (root, SlurmUser %d or agent.allowed_uids)", cred.UID, s.cfg.SlurmUID), keyUID, cred.UID)
 		s.discard(r, h)
@@ -471,9 +527,6 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 		return &a, keep
 	}
 
-	// Authenticated: the body may now take memory, within the budget, and
-	// the connection may no longer be evicted.
-	st.authed.Store(true)
 	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.FrameTimeout))
 	// Waiting for room is bounded by AuthTimeout: an agent refused as busy
 	// retries, which beats holding its connection for long.
