@@ -97,19 +97,22 @@ func TestAuthenticatedPeerThatStallsItsBodyTimesOut(t *testing.T) {
 func TestOnePeerCannotTakeEverySlot(t *testing.T) {
 	f := start(t, func(c *agentserver.Config) { c.MaxConns = 8; c.MaxConnsPerPeer = 3 })
 	// A slowloris from 127.0.0.2: 20 connections, two bytes each, held.
-	// Each newcomer past the third evicts that address's oldest.
+	// Each newcomer past the third evicts that address's oldest (once it
+	// has had its grace) or is refused.
 	for i := 0; i < 20; i++ {
 		c := f.dialFrom("127.0.0.2")
 		c.Write([]byte("LC"))
 	}
-	f.waitRejection(agentserver.ReasonEvicted)
-	for deadline := time.Now().Add(5 * time.Second); f.srv.Stats().Rejections[agentserver.ReasonEvicted] < 17; time.Sleep(10 * time.Millisecond) {
+	turnedAway := func(st agentserver.Stats) uint64 {
+		return st.Rejections[agentserver.ReasonEvicted] + st.Rejections[agentserver.ReasonPeerLimit]
+	}
+	for deadline := time.Now().Add(5 * time.Second); turnedAway(f.srv.Stats()) < 17; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v; want 17 evictions", f.srv.Stats())
+			t.Fatalf("stats %+v; want 17 evicted or refused", f.srv.Stats())
 		}
 	}
-	if st := f.srv.Stats(); st.Open > 3 || st.Rejections[agentserver.ReasonEvicted] != 17 {
-		t.Fatalf("stats %+v; want at most 3 open and 17 evictions", st)
+	if st := f.srv.Stats(); st.Open > 3 || turnedAway(st) != 17 {
+		t.Fatalf("stats %+v; want at most 3 open and 17 evicted or refused", st)
 	}
 	// Another host's report is answered at once.
 	if ack, err, _ := f.send(profileFrame(t, f.fake, record("real"))); err != nil || !ack.OK {
@@ -152,19 +155,29 @@ func TestAgentBehindAnAddressFullOfHalfOpenConnectionsIsServed(t *testing.T) {
 			t.Fatalf("the holders did not fill the address: %+v", f.srv.Stats())
 		}
 	}
+	// Reports sent as an agent sends them: retried every 200 ms (the
+	// agent backs off from its retry_min) until acknowledged.
 	for i := 0; i < 5; i++ {
 		begin := time.Now()
-		ack, err, _ := f.send(profileFrame(t, f.fake, record(fmt.Sprintf("real-%d", i))))
-		if err != nil || !ack.OK {
-			t.Fatalf("report %d from the besieged address: %+v, %v; stats %+v", i, ack, err, f.srv.Stats())
+		attempts := 0
+		for {
+			attempts++
+			c := f.dial()
+			c.Write(profileFrame(t, f.fake, record(fmt.Sprintf("real-%d", i))))
+			ack, err := wire.ReadAck(c, 1<<20)
+			c.Close()
+			if err == nil && ack.OK {
+				break
+			}
+			if time.Since(begin) > 3*time.Second {
+				t.Fatalf("report %d from the besieged address not delivered in %d attempts over 3 s: %+v, %v; stats %+v", i, attempts, ack, err, f.srv.Stats())
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		if d := time.Since(begin); d > 2*time.Second {
-			t.Logf("report %d took %v", i, d)
-		}
+		t.Logf("report %d delivered in %v (%d attempts)", i, time.Since(begin).Round(time.Millisecond), attempts)
 	}
-	f.waitRejection(agentserver.ReasonEvicted)
-	if n := f.srv.Stats().Rejections[agentserver.ReasonPeerLimit]; n != 0 {
-		t.Fatalf("%d connections refused by the per-address cap while unauthenticated ones could be evicted", n)
+	if f.srv.Stats().Rejections[agentserver.ReasonEvicted] == 0 {
+		t.Fatalf("no half-open connection evicted: %+v", f.srv.Stats())
 	}
 }
 
