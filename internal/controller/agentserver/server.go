@@ -30,6 +30,7 @@ const (
 	keyReason = "reason"
 	keyErr    = "err"
 	keyUID    = "uid"
+	keyUser   = "user"
 	keyModel  = "model"
 	keyID     = "id"
 	keyNode   = "node"
@@ -66,6 +67,8 @@ const (
 	ReasonInvalidReport  Reason = "invalid_report"
 	ReasonImplausible    Reason = "implausible_profile" // numbers no job may be sized from
 	ReasonStoreError     Reason = "store_error"
+	ReasonQuota          Reason = "profile_quota" // a user or node is at a cap; final
+	ReasonRateLimited    Reason = "rate_limited"  // the node's hourly rate; the agent retries
 	ReasonConnLimit      Reason = "connection_limit"
 	ReasonPeerLimit      Reason = "peer_connection_limit"
 	ReasonEvicted        Reason = "evicted_unauthenticated" // its slot went to a newer peer
@@ -77,6 +80,11 @@ const (
 type Store interface {
 	// Put stores a profile unless its ID is already stored.
 	Put(rec profile.Record) (inserted bool, err error)
+	// Has says whether a profile ID is stored (a retry of one a quota
+	// would now refuse is acknowledged as a duplicate).
+	Has(id string) (bool, error)
+	// Usage counts stored profiles: what the quotas start from.
+	Usage() ([]profilestore.Usage, error)
 	PutTelemetry(rep wire.TelemetryReport) error
 }
 
@@ -120,6 +128,9 @@ type Config struct {
 	// LogsPerSecond caps rejection log lines; the excess is counted and
 	// summarised, so a flood cannot fill slurmctld's log.
 	LogsPerSecond int
+	// Quotas bound the profiles stored per user and node and their rate
+	// per node (zero fields take lachesis.yaml's defaults).
+	Quotas config.ProfileQuotas
 }
 
 // Defaults used for zero Config fields.
@@ -136,7 +147,7 @@ const (
 
 // ConfigFrom makes a Config from lachesis.yaml's agent section.
 func ConfigFrom(a config.Agent, slurmUID uint32) Config {
-	return Config{MaxFrameBytes: a.MaxFrameBytes, SlurmUID: slurmUID, AllowedUIDs: a.AllowedUIDs}
+	return Config{MaxFrameBytes: a.MaxFrameBytes, SlurmUID: slurmUID, AllowedUIDs: a.AllowedUIDs, Quotas: a.Quotas}
 }
 
 func (c *Config) fillDefaults() {
@@ -151,6 +162,12 @@ func (c *Config) fillDefaults() {
 	orDefault(&c.FrameTimeout, DefaultFrameTimeout)
 	orDefault(&c.WriteTimeout, DefaultWriteTimeout)
 	orDefault(&c.LogsPerSecond, DefaultLogsPerSecond)
+	q, d := &c.Quotas, config.Default().Agent.Quotas
+	orDefault(&q.MaxModelsPerUser, d.MaxModelsPerUser)
+	orDefault(&q.MaxProfilesPerUser, d.MaxProfilesPerUser)
+	orDefault(&q.MaxModelsPerNode, d.MaxModelsPerNode)
+	orDefault(&q.MaxProfilesPerNode, d.MaxProfilesPerNode)
+	orDefault(&q.ProfilesPerNodePerHour, d.ProfilesPerNodePerHour)
 }
 
 // orDefault sets an unset (zero or negative) setting to its default.
@@ -173,6 +190,11 @@ type Server struct {
 	bodies   *budget       // bytes of bodies in memory
 	decoders chan struct{} // decodes at once; each may take a few MB
 
+	// storeMu serialises a profile's quota check, store and count, so
+	// two reports cannot both take a quota's last place.
+	storeMu sync.Mutex
+	quota   *quota
+
 	mu      sync.Mutex
 	conns   map[net.Conn]*connState
 	perPeer map[string]int // open connections by source IP
@@ -188,6 +210,10 @@ type Server struct {
 // Close or until ctx is done.
 func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier, store Store, log *slog.Logger) (*Server, error) {
 	cfg.fillDefaults()
+	stored, err := store.Usage()
+	if err != nil {
+		return nil, fmt.Errorf("agent listener: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("agent listener: %w", err)
@@ -206,6 +232,7 @@ func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier
 		conns:    map[net.Conn]*connState{},
 		perPeer:  map[string]int{},
 		quit:     make(chan struct{}),
+		quota:    newQuota(cfg.Quotas, stored),
 	}
 	for _, u := range cfg.AllowedUIDs {
 		s.allowed[u] = true
@@ -354,9 +381,13 @@ func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 		// its address: refusing here would let them keep the agent out
 		// with a few half-open connections, reopened as they are closed.
 		// The newcomer takes the slot of the address's oldest connection
-		// that is neither authenticated nor being verified; only when
-		// every one of them is a verified peer is the newcomer refused.
-		victim, since = s.oldestEvictable(func(st *connState) bool { return st.ip == ip })
+		// that is neither authenticated nor being verified, and has had
+		// peerGrace to send its credential: an agent has sent it long
+		// before, so the user's reopened connections cannot evict it in
+		// turn. Only when there is no such connection is the newcomer
+		// refused.
+		grace := time.Now().Add(-s.peerGrace())
+		victim, since = s.oldestEvictable(func(st *connState) bool { return st.ip == ip && st.since.Before(grace) })
 		if victim == nil {
 			s.mu.Unlock()
 			return nil, trackPeerFull
@@ -373,6 +404,11 @@ func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 	}
 	return st, tracked
 }
+
+// peerGrace is how long a connection is safe from eviction by a newcomer
+// from its own address: an agent's header and credential arrive within
+// it, even on a loaded node.
+func (s *Server) peerGrace() time.Duration { return s.cfg.AuthTimeout / 10 }
 
 // oldestEvictable is the oldest connection that match accepts and that
 // may be evicted; s.mu must be held.
@@ -592,7 +628,13 @@ func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 		ack.ID = rec.ID
 		return ack, keep
 	}
-	inserted, err := s.store.Put(rec)
+	inserted, err := s.putWithinQuota(rec)
+	var qe *errQuota
+	if errors.As(err, &qe) {
+		s.reject(peer, qe.reason, qe, keyUser, rec.User, keyNode, rec.Node, keyModel, rec.Model)
+		// The reason first, so agents can tell it apart; then why.
+		return wire.Ack{ID: rec.ID, Error: string(qe.reason) + ": " + qe.msg, Final: qe.final}, false
+	}
 	if err != nil {
 		ack, keep := s.refuse(peer, ReasonStoreError, err)
 		ack.ID = rec.ID
@@ -609,6 +651,26 @@ func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 		s.log.Info("profile already stored; acknowledged again", keyModel, rec.Model, keyID, rec.ID, keyPeer, peer)
 	}
 	return wire.Ack{ID: rec.ID, OK: true, Duplicate: !inserted}, true
+}
+
+// putWithinQuota stores rec unless it would break a quota (an *errQuota).
+// A profile already stored is a duplicate whatever the quotas say now: its
+// agent retries one whose ack it lost.
+func (s *Server) putWithinQuota(rec profile.Record) (inserted bool, err error) {
+	s.storeMu.Lock()
+	defer s.storeMu.Unlock()
+	now := time.Now()
+	if qe := s.quota.check(rec, now); qe != nil {
+		if has, err := s.store.Has(rec.ID); err != nil || has {
+			return false, err
+		}
+		return false, qe
+	}
+	inserted, err = s.store.Put(rec)
+	if err == nil && inserted {
+		s.quota.add(rec, now)
+	}
+	return inserted, err
 }
 
 func (s *Server) handleTelemetry(peer string, body []byte) (wire.Ack, bool) {
