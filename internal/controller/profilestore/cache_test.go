@@ -1,7 +1,9 @@
 package profilestore_test
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,5 +64,53 @@ func BenchmarkCacheProfile(b *testing.B) {
 	c := profilestore.NewCache(map[string]profile.Record{"bert": record("a", "bert", t0)}, nil)
 	for b.Loop() {
 		c.Profile("bert")
+	}
+}
+
+// BenchmarkCacheFlood offers profiles of new models to a cache that
+// already holds n, the way a flood of profiles reaches slurmctld, while a
+// reader looks profiles up as job_submit does. It reports the cost of one
+// Offer, of one lookup during the flood, and the bytes allocated per
+// Offer (garbage slurmctld's process must collect).
+func BenchmarkCacheFlood(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			initial := make(map[string]profile.Record, n)
+			for i := range n {
+				m := fmt.Sprint("m", i)
+				initial[m] = record(m, m, t0)
+			}
+			c := profilestore.NewCache(initial, nil)
+			stop := make(chan struct{})
+			var lookups atomic.Int64
+			var lookupNs atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					begin := time.Now()
+					c.Profile("m1")
+					lookupNs.Add(int64(time.Since(begin)))
+					lookups.Add(1)
+				}
+			}()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				m := fmt.Sprint("new", i)
+				c.Offer(record(m, m, t0))
+				i++
+			}
+			close(stop)
+			<-done
+			if l := lookups.Load(); l > 0 {
+				b.ReportMetric(float64(lookupNs.Load())/float64(l), "ns/lookup")
+			}
+		})
 	}
 }

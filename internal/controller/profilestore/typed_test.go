@@ -111,9 +111,16 @@ func TestCacheFollowsTheNewestTypedProfile(t *testing.T) {
 	c.Offer(typed("2", "bert", "a", t0.Add(-time.Hour), 10)) // older: ignored
 	c.Offer(typed("3", "bert", "b", t0, 30))
 	c.Offer(typed("4", "bert", "A", t0.Add(time.Hour), 120))
-	got := c.Throughputs()
-	if got["bert"]["a"] != 60 || got["bert"]["b"] != 15 {
-		t.Fatalf("throughputs %v, want a=60 b=15", got)
+	// A burst is published within typedPublishEvery (1 s).
+	var got map[string]map[string]float64
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got = c.Throughputs()
+		if got["bert"]["a"] == 60 && got["bert"]["b"] == 15 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("throughputs %v, want a=60 b=15", got)
+		}
 	}
 	if before["bert"]["a"] != 50 || len(before["bert"]) != 1 {
 		t.Fatalf("a reader's map changed under it: %v", before)
