@@ -222,7 +222,9 @@ func TestPointSecondsBelowTheFloorIsRefused(t *testing.T) {
 		t.Fatal("the sweep ran")
 	}
 	// Without --point-seconds a request gets at least the floor.
-	h2 := newHarness(t, func(c *config.Config, _ *agent.Deps) { c.MaxPointDuration, c.MinPointDuration = 20*time.Second, 10*time.Second })
+	h2 := newHarness(t, func(c *config.Config, _ *agent.Deps) {
+		c.MaxPointDuration, c.MinPointDuration = 20*time.Second, 10*time.Second
+	})
 	req.PointSeconds = 0
 	if _, err := h2.agent.Profile(context.Background(), aliceCaller, req, nil); err != nil {
 		t.Fatal(err)
