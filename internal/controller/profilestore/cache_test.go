@@ -73,44 +73,60 @@ func BenchmarkCacheProfile(b *testing.B) {
 // Offer, of one lookup during the flood, and the bytes allocated per
 // Offer (garbage slurmctld's process must collect).
 func BenchmarkCacheFlood(b *testing.B) {
-	for _, n := range []int{1000, 10000, 100000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			initial := make(map[string]profile.Record, n)
-			for i := range n {
-				m := fmt.Sprint("m", i)
-				initial[m] = record(m, m, t0)
+	for _, gpuType := range []string{"", "a100"} {
+		for _, n := range []int{1000, 10000, 100000} {
+			b.Run(fmt.Sprintf("type=%s/models=%d", gpuType, n), func(b *testing.B) { cacheFlood(b, gpuType, n) })
+		}
+	}
+}
+
+// cacheFlood is BenchmarkCacheFlood with n models cached, every profile
+// typed gpuType ("" = untyped).
+func cacheFlood(b *testing.B, gpuType string, n int) {
+	rec := func(m string) profile.Record {
+		if gpuType == "" {
+			return record(m, m, t0)
+		}
+		return typed(m, m, gpuType, t0, 100)
+	}
+	initial := make(map[string]profile.Record, n)
+	var byType []profile.Record
+	for i := range n {
+		m := fmt.Sprint("m", i)
+		initial[m] = rec(m)
+		if gpuType != "" {
+			byType = append(byType, initial[m])
+		}
+	}
+	c := profilestore.NewCache(initial, byType)
+	stop := make(chan struct{})
+	var lookups atomic.Int64
+	var lookupNs atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-			c := profilestore.NewCache(initial, nil)
-			stop := make(chan struct{})
-			var lookups atomic.Int64
-			var lookupNs atomic.Int64
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					begin := time.Now()
-					c.Profile("m1")
-					lookupNs.Add(int64(time.Since(begin)))
-					lookups.Add(1)
-				}
-			}()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				m := fmt.Sprint("new", i)
-				c.Offer(record(m, m, t0))
-				i++
-			}
-			close(stop)
-			<-done
-			if l := lookups.Load(); l > 0 {
-				b.ReportMetric(float64(lookupNs.Load())/float64(l), "ns/lookup")
-			}
-		})
+			begin := time.Now()
+			c.Profile("m1")
+			lookupNs.Add(int64(time.Since(begin)))
+			lookups.Add(1)
+		}
+	}()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m := fmt.Sprint("new", i)
+		c.Offer(rec(m))
+		i++
+	}
+	close(stop)
+	<-done
+	if l := lookups.Load(); l > 0 {
+		b.ReportMetric(float64(lookupNs.Load())/float64(l), "ns/lookup")
 	}
 }
