@@ -358,7 +358,7 @@ type connState struct {
 	since     time.Time
 	ip        string
 	authed    atomic.Bool // a credential of this connection was verified
-	verifying atomic.Bool // its first credential is with munged now
+	verifying atomic.Bool // a credential of this connection is with munged now
 }
 
 // evictable: the connection has not authenticated and is not waiting for
