@@ -85,6 +85,8 @@ bench: build
 	$(GO) test -run '^$$' -bench Philly512 -benchtime 1x ./sim/
 	$(BIN)/lachesis-sim -trace data/philly/philly_jobs.csv -policies gittins -parallel 1 -bench
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
+	$(GO) test -run '^$$' -bench ProfileFlood -benchtime 5000x ./internal/controller/agentserver/
+	$(GO) test -run '^$$' -bench CacheFlood -benchtime 2000x ./internal/controller/profilestore/
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~6 minutes on 2 cores.

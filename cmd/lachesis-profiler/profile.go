@@ -75,9 +75,12 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "profile %s of %s: %d points; best case %d CPUs and %.2f GB per GPU\n",
 		res.ID, res.Model, res.Points, res.Best.CPUsPerGPU, res.Best.MemGBPerGPU)
-	if res.Delivered {
+	switch {
+	case res.Refused != "":
+		return fmt.Errorf("the controller refused this profile and will not store it (ask your admin about the quota): %s", res.Refused)
+	case res.Delivered:
 		fmt.Fprintln(stdout, "delivered to the controller")
-	} else {
+	default:
 		fmt.Fprintln(stdout, "waiting in the node agent's spool; it reaches the controller as soon as slurmctld answers")
 	}
 	return nil

@@ -121,6 +121,7 @@ func newHarness(t *testing.T, mod func(*config.Config, *agent.Deps)) *harness {
 	cfg.Spool = filepath.Join(dir, "spool.db")
 	cfg.Socket = filepath.Join(dir, "agent.sock")
 	cfg.TelemetryInterval = 0
+	cfg.MinPointDuration = 100 * time.Millisecond // the fake profiler's points are short
 	cfg.Delivery.RetryMin, cfg.Delivery.RetryMax = 20*time.Millisecond, 100*time.Millisecond
 	cfg.Delivery.Timeout = time.Second
 	h := &harness{t: t, prof: &fakeProfiler{}, fake: &mungetest.Fake{}, logs: &syncBuffer{}}

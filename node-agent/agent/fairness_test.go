@@ -207,3 +207,30 @@ func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
 		t.Fatalf("%d sweeps ran, want 2 (the cancelled one never)", n)
 	}
 }
+
+// TestPointSecondsBelowTheFloorIsRefused is from issue 20 item 5: a user
+// asking for one-millisecond points turns out a profile a few
+// milliseconds, a flood at the controller; min_point_seconds refuses it.
+func TestPointSecondsBelowTheFloorIsRefused(t *testing.T) {
+	h := newHarness(t, func(c *config.Config, _ *agent.Deps) { c.MinPointDuration = 5 * time.Second })
+	req := request("bert")
+	req.PointSeconds = 0.001
+	_, err := h.agent.Profile(context.Background(), aliceCaller, req, nil)
+	if !errors.Is(err, agent.ErrBadRequest) || !strings.Contains(err.Error(), "min_point_seconds") {
+		t.Fatalf("got %v, want a bad request naming min_point_seconds", err)
+	}
+	if len(h.prof.specs) != 0 {
+		t.Fatal("the sweep ran")
+	}
+	// Without --point-seconds a request gets at least the floor.
+	h2 := newHarness(t, func(c *config.Config, _ *agent.Deps) {
+		c.MaxPointDuration, c.MinPointDuration = 20*time.Second, 10*time.Second
+	})
+	req.PointSeconds = 0
+	if _, err := h2.agent.Profile(context.Background(), aliceCaller, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := h2.prof.specs[0].PointDuration; got != 20*time.Second {
+		t.Fatalf("point %v, want 20s", got)
+	}
+}

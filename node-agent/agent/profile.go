@@ -87,7 +87,7 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	if req.PointSeconds > 0 {
 		point = time.Duration(req.PointSeconds * float64(time.Second))
 	} else {
-		point = min(profiler.DefaultPointDuration, point)
+		point = max(min(profiler.DefaultPointDuration, point), a.cfg.MinPointDuration)
 	}
 	if err := a.queue.acquire(ctx, caller.UID, req.Model, func(p position) {
 		if progress != nil {
@@ -169,9 +169,10 @@ func (a *Agent) Profile(ctx context.Context, caller localapi.Caller, req localap
 	log.Info("profile spooled", keyID, rec.ID)
 	a.met.runs.WithLabelValues(outcomeCompleted).Inc()
 	a.deliverer.Kick()
+	delivered, refused := a.awaitDelivery(ctx, rec.ID)
 	return localapi.Result{
 		ID: rec.ID, Model: rec.Model, User: rec.User, Points: len(rec.CPUSweep), Best: rec.Best,
-		Delivered: a.awaitDelivery(ctx, rec.ID),
+		Delivered: delivered, Refused: refused,
 	}, nil
 }
 
@@ -199,6 +200,9 @@ func (a *Agent) checkCaps(req localapi.ProfileRequest) error {
 	if limit := a.cfg.MaxPointDuration.Seconds(); !(req.PointSeconds <= limit) {
 		return fmt.Errorf("%w: --point-seconds %g is above this node's max_point_seconds (%g)", ErrBadRequest, req.PointSeconds, limit)
 	}
+	if least := a.cfg.MinPointDuration.Seconds(); req.PointSeconds != 0 && req.PointSeconds < least {
+		return fmt.Errorf("%w: --point-seconds %g is below this node's min_point_seconds (%g)", ErrBadRequest, req.PointSeconds, least)
+	}
 	return nil
 }
 
@@ -214,16 +218,19 @@ func requestErr(err error) error {
 }
 
 // awaitDelivery waits for the deliverer's first attempt at id and reports
-// whether the controller acknowledged it.
-func (a *Agent) awaitDelivery(ctx context.Context, id string) bool {
+// whether the controller acknowledged it, or why it refused it for good.
+func (a *Agent) awaitDelivery(ctx context.Context, id string) (delivered bool, refused string) {
 	deadline := time.Now().Add(a.cfg.Delivery.Timeout + time.Second)
 	for {
 		e, ok, err := a.spool.Get(id)
 		if err == nil && ok && (!e.Delivered.IsZero() || e.Attempts > 0) {
-			return !e.Delivered.IsZero()
+			if !e.Refused.IsZero() {
+				return false, e.LastError
+			}
+			return !e.Delivered.IsZero(), ""
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
+			return false, ""
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

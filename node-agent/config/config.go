@@ -54,6 +54,11 @@ type Config struct {
 	// MaxPointDuration caps a request's point_seconds: one sweep holds the
 	// node's only sweep slot, so its length is everyone's wait.
 	MaxPointDuration time.Duration
+	// MinPointDuration is the shortest point_seconds a request may ask
+	// for: it bounds how fast a node turns out profiles (a flood of
+	// one-millisecond sweeps would reach the controller's quotas in
+	// seconds), and a shorter point measures noise.
+	MinPointDuration time.Duration
 	// MaxSweepDuration caps a whole sweep (dataset measurement included,
 	// queueing not); a sweep running longer is stopped and fails.
 	MaxSweepDuration time.Duration
@@ -86,6 +91,7 @@ type file struct {
 	GPUType            string  `mapstructure:"gpu_type"`
 	TelemetryInterval  float64 `mapstructure:"telemetry_interval"`
 	MaxPointSeconds    float64 `mapstructure:"max_point_seconds"`
+	MinPointSeconds    float64 `mapstructure:"min_point_seconds"`
 	MaxSweepSeconds    float64 `mapstructure:"max_sweep_seconds"`
 	LogLevel           string  `mapstructure:"log_level"`
 	Delivery           struct {
@@ -108,6 +114,7 @@ func Default() Config {
 		Socket:            "/run/lachesis/agent.sock",
 		TelemetryInterval: 30 * time.Second,
 		MaxPointDuration:  10 * time.Minute,
+		MinPointDuration:  5 * time.Second,
 		MaxSweepDuration:  2 * time.Hour,
 		Delivery: Delivery{
 			RetryMin:      time.Second,
@@ -139,6 +146,7 @@ func defaultFile() file {
 		Socket:            d.Socket,
 		TelemetryInterval: d.TelemetryInterval.Seconds(),
 		MaxPointSeconds:   d.MaxPointDuration.Seconds(),
+		MinPointSeconds:   d.MinPointDuration.Seconds(),
 		MaxSweepSeconds:   d.MaxSweepDuration.Seconds(),
 		LogLevel:          d.LogLevel,
 	}
@@ -228,6 +236,12 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 	}
 	if c.MaxPointDuration, err = seconds("max_point_seconds", f.MaxPointSeconds, 1, 86400); err != nil {
 		return Config{}, err
+	}
+	if c.MinPointDuration, err = seconds("min_point_seconds", f.MinPointSeconds, 0.1, 86400); err != nil {
+		return Config{}, err
+	}
+	if c.MinPointDuration > c.MaxPointDuration {
+		return Config{}, fmt.Errorf("%w: min_point_seconds (%v) is above max_point_seconds (%v): no request could be served", ErrInvalid, c.MinPointDuration, c.MaxPointDuration)
 	}
 	if c.MaxSweepDuration, err = seconds("max_sweep_seconds", f.MaxSweepSeconds, 1, 7*86400); err != nil {
 		return Config{}, err

@@ -63,6 +63,7 @@ node_gpus: 8
 gpu_type: A100
 telemetry_interval: 0
 max_point_seconds: 30
+min_point_seconds: 2
 max_sweep_seconds: 900
 log_level: DEBUG
 delivery:
@@ -79,7 +80,7 @@ metrics:
 	want := config.Config{
 		Controller: "10.0.0.1:7000", MungeSocket: "/m/sock", Spool: "/s/spool.db", Socket: "/r/agent.sock",
 		Node: "n1", AllowRootProfiling: true, NodeGPUs: 8, GPUType: "a100", TelemetryInterval: 0, LogLevel: "debug",
-		MaxPointDuration: 30 * time.Second, MaxSweepDuration: 15 * time.Minute,
+		MaxPointDuration: 30 * time.Second, MinPointDuration: 2 * time.Second, MaxSweepDuration: 15 * time.Minute,
 		Delivery:      config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
 		MetricsListen: ":9831",
 	}
@@ -106,6 +107,8 @@ func TestBadFilesAreRejected(t *testing.T) {
 		{"wrong type is rejected", "controller: c:1\ndelivery:\n  timeout: soon\n", "timeout"},
 		{"zero max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 0\n", "max_point_seconds"},
 		{"a month of max_sweep_seconds is rejected", "controller: c:1\nmax_sweep_seconds: 2592000\n", "max_sweep_seconds"},
+		{"min_point_seconds under 0.1 is rejected", "controller: c:1\nmin_point_seconds: 0.001\n", "min_point_seconds"},
+		{"min_point_seconds above max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 10\nmin_point_seconds: 20\n", "min_point_seconds"},
 		{"max_sweep_seconds below max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 600\nmax_sweep_seconds: 60\n", "max_sweep_seconds"},
 		{"metrics address without a port is rejected", "controller: c:1\nmetrics:\n  listen: localhost\n", "metrics.listen"},
 		{"not YAML is rejected", "controller: [\n", "YAML"},

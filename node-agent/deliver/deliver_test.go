@@ -3,6 +3,7 @@ package deliver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
@@ -207,5 +209,43 @@ func TestClientGivesUpOnASilentController(t *testing.T) {
 	_, err = client.Send(context.Background(), wire.TypeProfile, &wire.ProfileReport{})
 	if !errors.Is(err, deliver.ErrUnreachable) || time.Since(begin) > 2*time.Second {
 		t.Fatalf("got %v after %v", err, time.Since(begin))
+	}
+}
+
+// TestProfilePastAQuotaIsRefusedForGoodAndDoesNotBlockTheRest: a profile
+// the controller refuses for good (a user's model cap) is kept with its
+// reason and never sent again, and the profiles spooled after it arrive.
+func TestProfilePastAQuotaIsRefusedForGoodAndDoesNotBlockTheRest(t *testing.T) {
+	addr := freeAddr(t)
+	fake := &mungetest.Fake{}
+	ctl := startController(t, addr, fake, agentserver.Config{Quotas: config.ProfileQuotas{MaxModelsPerUser: 1}})
+	sp, err := spool.Open(filepath.Join(t.TempDir(), "spool.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	for i, p := range []struct{ model, user string }{{"bert", "mallory"}, {"gpt", "mallory"}, {"t5", "alice"}} {
+		r := profile.Record{ID: fmt.Sprint("p", i), Model: p.model, User: p.user, Node: "n1", Finished: time.Now(),
+			Best: sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 2}}
+		if err := sp.FinishRun(r.ID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := &deliver.Client{Addr: addr, Signer: fake, Timeout: time.Second}
+	run(t, deliver.New(sp, client, 10*time.Millisecond, 50*time.Millisecond, slog.New(slog.DiscardHandler)))
+	waitFor(t, "every profile delivered or refused", func() bool { c, _ := sp.Count(); return c.Pending == 0 })
+	e, _, _ := sp.Get("p1")
+	if e.Refused.IsZero() || !e.Delivered.IsZero() || !strings.Contains(e.LastError, "agent.max_models_per_user") {
+		t.Fatalf("mallory's second model: %+v; want refused for good, naming the cap", e)
+	}
+	if c, _ := sp.Count(); c != (spool.Counts{Delivered: 2, Refused: 1}) {
+		t.Fatalf("counts %+v", c)
+	}
+	time.Sleep(200 * time.Millisecond) // several retry periods
+	if e2, _, _ := sp.Get("p1"); e2.Attempts != e.Attempts {
+		t.Fatalf("a refused profile was sent again: %d attempts, then %d", e.Attempts, e2.Attempts)
+	}
+	if n, _ := ctl.store.Count("t5"); n != 1 {
+		t.Fatal("the profile spooled after the refused one did not arrive")
 	}
 }

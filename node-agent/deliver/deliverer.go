@@ -17,6 +17,7 @@ type Outbox interface {
 	Pending(limit int) ([]spool.Entry, error)
 	MarkDelivered(id string, duplicate bool) error
 	MarkFailed(id string, cause error) error
+	MarkRefused(id string, cause error) error
 }
 
 var _ Outbox = (*spool.Spool)(nil)
@@ -142,6 +143,15 @@ func (d *Deliverer) deliver(ctx context.Context, e spool.Entry) error {
 	ack, err := d.sender.Send(ctx, wire.TypeProfile, &wire.ProfileReport{Record: rec})
 	if err == nil && ack.ID != rec.ID {
 		err = fmt.Errorf("%w: ack names %q, not %q", ErrRefused, ack.ID, rec.ID)
+	}
+	if err != nil && ack.Final && errors.Is(err, ErrRefused) {
+		// A quota of the controller: sending it again cannot help, and
+		// must not hold up the profiles spooled after it.
+		if merr := d.outbox.MarkRefused(rec.ID, err); merr != nil {
+			return errors.Join(err, merr)
+		}
+		d.log.Warn("profile refused by the controller for good; not sent again", keyModel, rec.Model, keyID, rec.ID, keyErr, err)
+		return nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {

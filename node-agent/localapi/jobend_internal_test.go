@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 )
@@ -90,5 +91,52 @@ func TestReportJobEndReachesTheHandlerThroughTheSocket(t *testing.T) {
 	}
 	if err := ReportJobEnd(context.Background(), filepath.Join(dir, "a.sock"), 0, 1234); err == nil {
 		t.Fatal("job 0 accepted")
+	}
+}
+
+// TestRootIsNotCappedPerUID is from issue 20 item 9: slurmstepd reports
+// each job end as root, so root's connections were capped at
+// maxConnsPerUID like a user's and a node's fifth simultaneous job end was
+// refused.
+func TestRootIsNotCappedPerUID(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("this test needs root: the socket learns its callers' uid from the kernel")
+	}
+	dir, err := os.MkdirTemp("", "la")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "a.sock")
+	h := &jobEndHandler{}
+	s, err := Listen(sock, h, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Job ends in progress: connected, their requests not sent yet.
+	for i := 0; i < maxConnsPerUID+2; i++ {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		n := s.perUID[0]
+		s.mu.Unlock()
+		if n >= maxConnsPerUID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d root connections counted, want at least %d", n, maxConnsPerUID)
+		}
+	}
+	if err := ReportJobEnd(context.Background(), sock, 11, 1234); err != nil {
+		t.Fatalf("job end beside %d others in progress: %v", maxConnsPerUID+2, err)
+	}
+	if len(h.got) != 1 || h.got[0] != (JobEndRequest{JobID: 11, End: 1234}) {
+		t.Fatalf("handler got %v", h.got)
 	}
 }

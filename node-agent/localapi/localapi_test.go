@@ -1,16 +1,21 @@
 package localapi_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
 	"github.com/lachesis-sched/lachesis/node-agent/profiler"
@@ -51,6 +56,7 @@ func socketPath(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // other users reach the socket, as in /run
 	return filepath.Join(dir, "run", "agent.sock")
 }
 
@@ -187,18 +193,61 @@ func TestGarbageRequestIsAnsweredWithAnError(t *testing.T) {
 }
 
 func TestOneUsersConnectionsAreCappedWithAClearError(t *testing.T) {
-	h := &fakeHandler{caller: make(chan localapi.Caller, 8), cancelled: make(chan struct{}), block: true}
-	path := serve(t, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for range 4 {
-		go localapi.Profile(ctx, path, localapi.ProfileRequest{Model: "bert"}, nil)
-		<-h.caller // being served
+	path := serve(t, &fakeHandler{})
+	// An ordinary user: root is not capped per uid (slurmstepd reports
+	// every job end as root).
+	uid := os.Geteuid()
+	if uid == 0 {
+		cred, _ := testenv.User(t, "lachesis-tb")
+		uid = int(cred.Uid)
 	}
-	_, err := localapi.Profile(context.Background(), path, localapi.ProfileRequest{Model: "gpt"}, nil)
-	if !errors.Is(err, localapi.ErrAgent) || !strings.Contains(err.Error(), "too many connections") || !strings.Contains(err.Error(), "at most 4") {
-		t.Fatalf("fifth connection: got %v, want a refusal naming the limit", err)
+	var held []net.Conn
+	asEUID(t, uid, func() {
+		for range 4 {
+			c, err := net.Dial("unix", path)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			held = append(held, c)
+		}
+		// The fifth is refused at once, before it sends anything.
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		held = append(held, c)
+	})
+	for _, c := range held {
+		defer c.Close()
 	}
-	cancel()
-	<-h.cancelled
+	if len(held) != 5 {
+		t.FailNow()
+	}
+	held[4].SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(held[4]).ReadString('\n')
+	if err != nil || !strings.Contains(line, "too many connections") || !strings.Contains(line, "at most 4") {
+		t.Fatalf("fifth connection: got %q, %v; want a refusal naming the limit", line, err)
+	}
+}
+
+// asEUID runs f with the effective uid uid, so that connections it makes
+// carry uid (SO_PEERCRED reports the effective uid at connect). Only root
+// may change it, and gets it back.
+func asEUID(t *testing.T, uid int, f func()) {
+	t.Helper()
+	if uid == os.Geteuid() {
+		f()
+		return
+	}
+	if err := syscall.Setresuid(-1, uid, -1); err != nil {
+		t.Fatalf("seteuid %d: %v", uid, err)
+	}
+	defer func() {
+		if err := syscall.Setresuid(-1, 0, -1); err != nil {
+			panic(fmt.Sprintf("cannot become root again: %v", err))
+		}
+	}()
+	f()
 }

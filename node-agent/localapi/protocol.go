@@ -56,6 +56,9 @@ type Result struct {
 	// Delivered says whether the controller had acknowledged the profile
 	// when the answer was sent; if not, it waits in the spool.
 	Delivered bool `json:"delivered"`
+	// Refused is the controller's reason when it refused the profile for
+	// good (a quota of lachesis.yaml); the agent does not send it again.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Status is the agent's state, for `lachesis-profiler status`-like checks.

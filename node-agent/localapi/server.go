@@ -44,7 +44,9 @@ const (
 // connection is served by its own goroutine, so a request waiting for the
 // node's sweep never holds up another's status. maxConnsPerUID bounds what
 // one user holds open (queued profiles included), so one user cannot take
-// every connection; maxConns bounds them all.
+// every connection; maxConns bounds them all. Root is not capped per uid:
+// slurmstepd reports every job end on the node as root, and a node ending
+// more than maxConnsPerUID jobs at once must not lose the fifth.
 const (
 	requestTimeout = 10 * time.Second
 	writeTimeout   = 10 * time.Second
@@ -188,11 +190,12 @@ func (s *Server) serve(conn *net.UnixConn) {
 	out := &eventWriter{conn: conn}
 	s.mu.Lock()
 	n := s.perUID[caller.UID]
-	if n < maxConnsPerUID {
+	capped := caller.UID != 0 && n >= maxConnsPerUID
+	if !capped {
 		s.perUID[caller.UID]++
 	}
 	s.mu.Unlock()
-	if n >= maxConnsPerUID {
+	if capped {
 		s.log.Warn("CLI connection refused: too many from one user", keyUID, caller.UID, keyPID, caller.PID)
 		out.send(Event{Error: fmt.Sprintf("%v: uid %d already has %d requests open on this node's agent (at most %d at a time); wait for one to finish", ErrTooManyConnections, caller.UID, n, maxConnsPerUID)})
 		return

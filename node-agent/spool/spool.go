@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
@@ -70,6 +71,13 @@ func Open(path string) (*Spool, error) {
 	db, err := sqlitedb.Open(path, sqlitedb.Full, 0o700, schema+jobEndSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSpool, err)
+	}
+	// Spools made before the controller could refuse a profile for good
+	// lack the column; their rows read 0, not refused.
+	_, err = db.Exec(`ALTER TABLE profiles ADD COLUMN refused INTEGER NOT NULL DEFAULT 0`)
+	if err != nil && !strings.Contains(err.Error(), "duplicate column") {
+		db.Close()
+		return nil, fmt.Errorf("%w: add refused column: %v", ErrSpool, err)
 	}
 	return &Spool{db: db}, nil
 }
@@ -188,15 +196,19 @@ type Entry struct {
 	Record    profile.Record
 	Created   time.Time
 	Delivered time.Time // zero while pending
+	// Refused is when the controller refused the profile for good (a
+	// quota; LastError says which); it is not sent again.
+	Refused   time.Time
 	Duplicate bool
 	Attempts  int
 	LastError string
 }
 
-// Pending returns up to limit profiles not yet acknowledged, oldest first.
+// Pending returns up to limit profiles neither acknowledged nor refused
+// for good, oldest first.
 func (s *Spool) Pending(limit int) ([]Entry, error) {
-	rows, err := s.db.Query(`SELECT record, created, delivered, duplicate, attempts, last_error
-		FROM profiles WHERE delivered = 0 ORDER BY created, id LIMIT ?`, limit)
+	rows, err := s.db.Query(`SELECT record, created, delivered, refused, duplicate, attempts, last_error
+		FROM profiles WHERE delivered = 0 AND refused = 0 ORDER BY created, id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pending profiles: %v", ErrSpool, err)
 	}
@@ -217,7 +229,7 @@ func (s *Spool) Pending(limit int) ([]Entry, error) {
 
 // Get returns one spooled profile.
 func (s *Spool) Get(id string) (Entry, bool, error) {
-	row := s.db.QueryRow(`SELECT record, created, delivered, duplicate, attempts, last_error
+	row := s.db.QueryRow(`SELECT record, created, delivered, refused, duplicate, attempts, last_error
 		FROM profiles WHERE id = ?`, id)
 	e, err := scanEntry(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -233,11 +245,11 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanEntry(r scanner) (Entry, error) {
 	var (
-		e                  Entry
-		blob               []byte
-		created, delivered int64
+		e                           Entry
+		blob                        []byte
+		created, delivered, refused int64
 	)
-	if err := r.Scan(&blob, &created, &delivered, &e.Duplicate, &e.Attempts, &e.LastError); err != nil {
+	if err := r.Scan(&blob, &created, &delivered, &refused, &e.Duplicate, &e.Attempts, &e.LastError); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return Entry{}, err
 		}
@@ -249,6 +261,9 @@ func scanEntry(r scanner) (Entry, error) {
 	e.Created = time.Unix(0, created)
 	if delivered != 0 {
 		e.Delivered = time.Unix(0, delivered)
+	}
+	if refused != 0 {
+		e.Refused = time.Unix(0, refused)
 	}
 	return e, nil
 }
@@ -272,15 +287,28 @@ func (s *Spool) MarkFailed(id string, cause error) error {
 	return nil
 }
 
-// Counts is how many spooled profiles are pending and delivered.
-type Counts struct{ Pending, Delivered int }
+// MarkRefused records that the controller refused id for good (cause
+// says why); it is no longer pending.
+func (s *Spool) MarkRefused(id string, cause error) error {
+	_, err := s.db.Exec(`UPDATE profiles SET refused = ?, attempts = attempts + 1, last_error = ? WHERE id = ? AND delivered = 0`,
+		time.Now().UnixNano(), cause.Error(), id)
+	if err != nil {
+		return fmt.Errorf("%w: mark %s refused: %v", ErrSpool, id, err)
+	}
+	return nil
+}
+
+// Counts is how many spooled profiles are pending, delivered and refused
+// for good.
+type Counts struct{ Pending, Delivered, Refused int }
 
 // Count counts spooled profiles by delivery state.
 func (s *Spool) Count() (Counts, error) {
 	var c Counts
 	err := s.db.QueryRow(`SELECT
-		coalesce(sum(CASE WHEN delivered = 0 THEN 1 ELSE 0 END), 0),
-		coalesce(sum(CASE WHEN delivered != 0 THEN 1 ELSE 0 END), 0) FROM profiles`).Scan(&c.Pending, &c.Delivered)
+		coalesce(sum(CASE WHEN delivered = 0 AND refused = 0 THEN 1 ELSE 0 END), 0),
+		coalesce(sum(CASE WHEN delivered != 0 THEN 1 ELSE 0 END), 0),
+		coalesce(sum(CASE WHEN refused != 0 THEN 1 ELSE 0 END), 0) FROM profiles`).Scan(&c.Pending, &c.Delivered, &c.Refused)
 	if err != nil {
 		return Counts{}, fmt.Errorf("%w: count profiles: %v", ErrSpool, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -249,8 +250,10 @@ func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
+	// Fifty connections a host against a per-address cap of 8: each
+	// newcomer evicts its address's oldest half-open connection.
 	e.eventually(15*time.Second, "the siege in slurmctld's log", func() (bool, string) {
-		return e.logMatches(`reason=peer_connection_limit`), ""
+		return e.logMatches(`reason=evicted_unauthenticated`), ""
 	})
 
 	// A report sent as the agent sends it arrives promptly.
@@ -296,7 +299,7 @@ func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
 	if held.Load() == 0 {
 		t.Fatal("no connection was held and then dropped by the core")
 	}
-	for _, reason := range []string{"auth_timeout", "peer_connection_limit"} {
+	for _, reason := range []string{"auth_timeout", "evicted_unauthenticated"} {
 		if !e.logMatches(`agent report rejected peer=\S+ reason=` + reason) {
 			t.Fatalf("slurmctld's log has no reason=%s", reason)
 		}
@@ -307,5 +310,92 @@ func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
 	// The slots are free: a report goes through at once, and slurmctld is
 	// the same process.
 	sendReal(t, e, "after-slowloris")
+	e.controllerAlive(pid)
+}
+
+// TestLocalUserCannotBlockTheAgentsAddress is issue 20 item 8: an
+// ordinary user on the agent's node shares its source address. With a
+// shell they hold ten half-open connections to the core (two bytes each,
+// more than the per-address cap of 8), reopening each as soon as the core
+// drops it. The core used to refuse every newcomer from that address,
+// the agent's reports included, for as long as the user kept this up.
+func TestLocalUserCannotBlockTheAgentsAddress(t *testing.T) {
+	e := startAgentCluster(t)
+	pid, err := e.c.ControllerPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(e.listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attack, as the user would type it: bash's /dev/tcp, from the
+	// node's own address (the agent's too).
+	script := `for i in $(seq 10); do
+  ( while :; do
+      if exec 3<>/dev/tcp/127.0.0.1/` + port + `; then printf LC >&3; cat <&3 >/dev/null; exec 3<&-; fi
+      sleep 0.1
+    done ) &
+done
+wait`
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "runuser", "-u", testUser, "--", "bash", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { cmd.Wait(); close(waited) }()
+	stop := func() { cancel(); <-waited }
+	defer stop()
+	// The address is full: the core evicts (or, before the fix, refuses).
+	e.eventually(20*time.Second, "the user's connections filling the agent's address", func() (bool, string) {
+		return e.logMatches(`reason=(evicted_unauthenticated|peer_connection_limit)`), ""
+	})
+
+	// Reports sent as the agent sends them, from the same address, and
+	// retried as it retries them (every retry_min, 0.2 s here).
+	var worst time.Duration
+	c := &deliver.Client{Addr: e.listen, Signer: &munge.Client{Socket: e.socket}, Timeout: 20 * time.Second}
+	for i := 0; i < 5; i++ {
+		rec := profile.Record{ID: fmt.Sprintf("besieged-%d-%d", i, time.Now().UnixNano()), Model: "besieged-direct", Node: "lnode1",
+			Finished: time.Now(), Best: sensitivity.Demand{CPUsPerGPU: 1, MemGBPerGPU: 1}}
+		begin := time.Now()
+		for {
+			ack, err := c.Send(context.Background(), wire.TypeProfile, &wire.ProfileReport{Record: rec})
+			if err == nil && ack.OK {
+				break
+			}
+			if time.Since(begin) > 5*time.Second {
+				t.Fatalf("report %d not delivered within 5 s: %+v, %v", i, ack, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		worst = max(worst, time.Since(begin))
+	}
+	// The real agent's profile: swept, spooled and delivered, retried if
+	// its first attempt met an address whose connections were all young.
+	e.profile("synth-besieged")
+	var rec profile.Record
+	e.eventually(10*time.Second, "the agent's profile at the controller", func() (bool, string) {
+		s := e.store()
+		defer s.Close()
+		r, ok, err := s.Latest("synth-besieged")
+		rec = r
+		return err == nil && ok, fmt.Sprint(err)
+	})
+	delivery := time.Since(rec.Finished)
+	t.Logf("with a local user holding 10 half-open connections: 5 direct reports took at most %v; the agent's profile arrived within %v of its sweep's end",
+		worst, delivery)
+	if margin := 5 * time.Second; worst > margin || delivery > margin {
+		t.Fatalf("reports delayed: direct %v, agent %v; want within %v", worst, delivery, margin)
+	}
+	// The user was still at it: their connections were being evicted.
+	if !e.logMatches(`agent report rejected peer=127\.0\.0\.1:\d+ reason=evicted_unauthenticated`) {
+		t.Fatal("slurmctld's log shows no eviction of the user's connections")
+	}
+	stop()
 	e.controllerAlive(pid)
 }

@@ -187,6 +187,7 @@ spool: %s
 socket: %s
 node: lnode1
 telemetry_interval: 1
+min_point_seconds: 1
 log_level: debug
 delivery:
   retry_min: 0.2

@@ -10,7 +10,9 @@
 // header and at most wire.MaxCredLen bytes of credential, within
 // AuthTimeout of connecting, and is then closed (no slowloris). Connections
 // are capped in all (MaxConns) and per source address (MaxConnsPerPeer), so
-// one host cannot take every slot. An authenticated body is read within
+// one host cannot take every slot; a newcomer to a full address evicts
+// that address's oldest unauthenticated connection (past a short grace),
+// since users of an agent's node share its address. An authenticated body is read within
 // FrameTimeout into a shared BodyBudget of bytes, and decoded by at most
 // two goroutines at a time under wire's depth and size limits. A panic in
 // a connection's goroutine ends that connection only. Every rejection is
@@ -25,6 +27,11 @@
 // agent that is broken must not size every job of a model to 1 MB per GPU.
 // Such a profile is refused with "implausible_profile", counted and
 // logged; one stored before the check is ignored when the service loads.
+//
+// What agents may store is bounded (Config.Quotas, lachesis.yaml's agent
+// quotas): models and profiles per user and per node, and new profiles per
+// node per hour. A capped profile is refused for good (Ack.Final: the agent
+// stops retrying), a rate-limited one for now.
 //
 // Service bundles what the core needs: the store on the ledger's file, the
 // in-memory profile cache job_submit reads under slurmctld's locks, and the

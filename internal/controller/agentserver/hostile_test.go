@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,17 +97,109 @@ func TestAuthenticatedPeerThatStallsItsBodyTimesOut(t *testing.T) {
 func TestOnePeerCannotTakeEverySlot(t *testing.T) {
 	f := start(t, func(c *agentserver.Config) { c.MaxConns = 8; c.MaxConnsPerPeer = 3 })
 	// A slowloris from 127.0.0.2: 20 connections, two bytes each, held.
+	// Each newcomer past the third evicts that address's oldest (once it
+	// has had its grace) or is refused.
 	for i := 0; i < 20; i++ {
 		c := f.dialFrom("127.0.0.2")
 		c.Write([]byte("LC"))
 	}
-	f.waitRejection(agentserver.ReasonPeerLimit)
+	turnedAway := func(st agentserver.Stats) uint64 {
+		return st.Rejections[agentserver.ReasonEvicted] + st.Rejections[agentserver.ReasonPeerLimit]
+	}
+	for deadline := time.Now().Add(5 * time.Second); turnedAway(f.srv.Stats()) < 17; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v; want 17 evicted or refused", f.srv.Stats())
+		}
+	}
+	if st := f.srv.Stats(); st.Open > 3 || turnedAway(st) != 17 {
+		t.Fatalf("stats %+v; want at most 3 open and 17 evicted or refused", st)
+	}
 	// Another host's report is answered at once.
 	if ack, err, _ := f.send(profileFrame(t, f.fake, record("real"))); err != nil || !ack.OK {
 		t.Fatalf("report beside the slowloris: %+v, %v", ack, err)
 	}
-	if n := f.srv.Stats().Rejections[agentserver.ReasonPeerLimit]; n != 17 {
-		t.Fatalf("%d connections refused by the per-peer cap, want 17", n)
+}
+
+// TestAgentBehindAnAddressFullOfHalfOpenConnectionsIsServed is issue 20
+// item 8: a user on the agent's node shares its address. Eight half-open
+// connections (the per-address cap), reopened as soon as they are closed,
+// used to get every report from that address refused as
+// peer_connection_limit for as long as they were held.
+func TestAgentBehindAnAddressFullOfHalfOpenConnectionsIsServed(t *testing.T) {
+	f := start(t, func(c *agentserver.Config) { c.MaxConnsPerPeer = 8; c.AuthTimeout = 5 * time.Second })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := net.Dial("tcp", f.srv.Addr().String())
+				if err == nil {
+					c.Write([]byte("LC"))
+					c.SetReadDeadline(time.Now().Add(10 * time.Second))
+					io.Copy(io.Discard, c) // until the server drops it
+					c.Close()
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); f.srv.Stats().Open < 8; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the holders did not fill the address: %+v", f.srv.Stats())
+		}
+	}
+	// Reports sent as an agent sends them: retried every 200 ms (the
+	// agent backs off from its retry_min) until acknowledged.
+	for i := 0; i < 5; i++ {
+		begin := time.Now()
+		attempts := 0
+		for {
+			attempts++
+			c := f.dial()
+			c.Write(profileFrame(t, f.fake, record(fmt.Sprintf("real-%d", i))))
+			ack, err := wire.ReadAck(c, 1<<20)
+			c.Close()
+			if err == nil && ack.OK {
+				break
+			}
+			if time.Since(begin) > 3*time.Second {
+				t.Fatalf("report %d from the besieged address not delivered in %d attempts over 3 s: %+v, %v; stats %+v", i, attempts, ack, err, f.srv.Stats())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("report %d delivered in %v (%d attempts)", i, time.Since(begin).Round(time.Millisecond), attempts)
+	}
+	if f.srv.Stats().Rejections[agentserver.ReasonEvicted] == 0 {
+		t.Fatalf("no half-open connection evicted: %+v", f.srv.Stats())
+	}
+}
+
+func TestAddressFullOfAuthenticatedAgentsRefusesANewcomer(t *testing.T) {
+	f := start(t, func(c *agentserver.Config) { c.MaxConnsPerPeer = 2 })
+	// Two authenticated connections that stay open: neither may be evicted.
+	for _, id := range []string{"a", "b"} {
+		c := f.dial()
+		c.Write(profileFrame(t, f.fake, record(id)))
+		if ack, err := wire.ReadAck(c, 1<<20); err != nil || !ack.OK {
+			t.Fatalf("ack %+v, %v", ack, err)
+		}
+	}
+	c := f.dial()
+	c.Write([]byte("LC"))
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("third connection from a full address not closed: %v", err)
+	}
+	f.waitRejection(agentserver.ReasonPeerLimit)
+	if n := f.srv.Stats().Rejections[agentserver.ReasonEvicted]; n != 0 {
+		t.Fatalf("%d authenticated connections evicted", n)
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	keyReason = "reason"
 	keyErr    = "err"
 	keyUID    = "uid"
+	keyUser   = "user"
 	keyModel  = "model"
 	keyID     = "id"
 	keyNode   = "node"
@@ -66,6 +67,8 @@ const (
 	ReasonInvalidReport  Reason = "invalid_report"
 	ReasonImplausible    Reason = "implausible_profile" // numbers no job may be sized from
 	ReasonStoreError     Reason = "store_error"
+	ReasonQuota          Reason = "profile_quota" // a user or node is at a cap; final
+	ReasonRateLimited    Reason = "rate_limited"  // the node's hourly rate; the agent retries
 	ReasonConnLimit      Reason = "connection_limit"
 	ReasonPeerLimit      Reason = "peer_connection_limit"
 	ReasonEvicted        Reason = "evicted_unauthenticated" // its slot went to a newer peer
@@ -77,6 +80,11 @@ const (
 type Store interface {
 	// Put stores a profile unless its ID is already stored.
 	Put(rec profile.Record) (inserted bool, err error)
+	// Has says whether a profile ID is stored (a retry of one a quota
+	// would now refuse is acknowledged as a duplicate).
+	Has(id string) (bool, error)
+	// Usage counts stored profiles: what the quotas start from.
+	Usage() ([]profilestore.Usage, error)
 	PutTelemetry(rep wire.TelemetryReport) error
 }
 
@@ -91,7 +99,10 @@ type Config struct {
 	// MaxConns caps concurrent agent connections; more are closed at once.
 	MaxConns int
 	// MaxConnsPerPeer caps one source address's connections, so one host
-	// cannot take every slot. An agent uses one connection at a time.
+	// cannot take every slot. An agent uses one connection at a time. A
+	// newcomer to a full address takes the slot of that address's oldest
+	// unauthenticated connection: users of the agent's node share its
+	// address, and must not keep it out with half-open connections.
 	MaxConnsPerPeer int
 	// AuthTimeout is how long a peer has to send a frame's header and
 	// credential: from accept for the first frame, from its first byte
@@ -117,6 +128,9 @@ type Config struct {
 	// LogsPerSecond caps rejection log lines; the excess is counted and
 	// summarised, so a flood cannot fill slurmctld's log.
 	LogsPerSecond int
+	// Quotas bound the profiles stored per user and node and their rate
+	// per node (zero fields take lachesis.yaml's defaults).
+	Quotas config.ProfileQuotas
 }
 
 // Defaults used for zero Config fields.
@@ -133,7 +147,7 @@ const (
 
 // ConfigFrom makes a Config from lachesis.yaml's agent section.
 func ConfigFrom(a config.Agent, slurmUID uint32) Config {
-	return Config{MaxFrameBytes: a.MaxFrameBytes, SlurmUID: slurmUID, AllowedUIDs: a.AllowedUIDs}
+	return Config{MaxFrameBytes: a.MaxFrameBytes, SlurmUID: slurmUID, AllowedUIDs: a.AllowedUIDs, Quotas: a.Quotas}
 }
 
 func (c *Config) fillDefaults() {
@@ -148,6 +162,12 @@ func (c *Config) fillDefaults() {
 	orDefault(&c.FrameTimeout, DefaultFrameTimeout)
 	orDefault(&c.WriteTimeout, DefaultWriteTimeout)
 	orDefault(&c.LogsPerSecond, DefaultLogsPerSecond)
+	q, d := &c.Quotas, config.Default().Agent.Quotas
+	orDefault(&q.MaxModelsPerUser, d.MaxModelsPerUser)
+	orDefault(&q.MaxProfilesPerUser, d.MaxProfilesPerUser)
+	orDefault(&q.MaxModelsPerNode, d.MaxModelsPerNode)
+	orDefault(&q.MaxProfilesPerNode, d.MaxProfilesPerNode)
+	orDefault(&q.ProfilesPerNodePerHour, d.ProfilesPerNodePerHour)
 }
 
 // orDefault sets an unset (zero or negative) setting to its default.
@@ -170,6 +190,11 @@ type Server struct {
 	bodies   *budget       // bytes of bodies in memory
 	decoders chan struct{} // decodes at once; each may take a few MB
 
+	// storeMu serialises a profile's quota check, store and count, so
+	// two reports cannot both take a quota's last place.
+	storeMu sync.Mutex
+	quota   *quota
+
 	mu      sync.Mutex
 	conns   map[net.Conn]*connState
 	perPeer map[string]int // open connections by source IP
@@ -185,6 +210,10 @@ type Server struct {
 // Close or until ctx is done.
 func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier, store Store, log *slog.Logger) (*Server, error) {
 	cfg.fillDefaults()
+	stored, err := store.Usage()
+	if err != nil {
+		return nil, fmt.Errorf("agent listener: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("agent listener: %w", err)
@@ -203,6 +232,7 @@ func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier
 		conns:    map[net.Conn]*connState{},
 		perPeer:  map[string]int{},
 		quit:     make(chan struct{}),
+		quota:    newQuota(cfg.Quotas, stored),
 	}
 	for _, u := range cfg.AllowedUIDs {
 		s.allowed[u] = true
@@ -291,13 +321,13 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		if !s.takeSlot() {
-			s.untrack(conn, ip)
+			s.untrack(conn)
 			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them unauthenticated", s.cfg.MaxConns))
 			conn.Close()
 			continue
 		}
 		s.wg.Add(1)
-		go s.serve(conn, st, ip)
+		go s.serve(conn, st)
 	}
 }
 
@@ -325,23 +355,85 @@ const (
 // connState is what the accept loop needs to know of a connection to pick
 // one to evict.
 type connState struct {
-	since  time.Time
-	authed atomic.Bool // a credential of this connection was verified
+	since     time.Time
+	ip        string
+	authed    atomic.Bool // a credential of this connection was verified
+	verifying atomic.Bool // a credential of this connection is with munged now
 }
+
+// evictable: the connection has not authenticated and is not waiting for
+// munged's verdict on its credential. An agent sends its header and
+// credential at once, so it is evictable only until they arrive; a peer
+// whose credential was refused is evictable again while its body is
+// discarded.
+func (st *connState) evictable() bool { return !st.authed.Load() && !st.verifying.Load() }
 
 func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closed:
+	if s.closed {
+		s.mu.Unlock()
 		return nil, trackClosed
-	case s.perPeer[ip] >= s.cfg.MaxConnsPerPeer:
-		return nil, trackPeerFull
+	}
+	var victim net.Conn
+	var since time.Time
+	if s.perPeer[ip] >= s.cfg.MaxConnsPerPeer {
+		// The address is full. A local user on an agent's node shares
+		// its address: refusing here would let them keep the agent out
+		// with a few half-open connections, reopened as they are closed.
+		// The newcomer takes the slot of the address's oldest connection
+		// that is neither authenticated nor being verified, and has had
+		// peerGrace to send its credential: an agent has sent it long
+		// before, so the user's reopened connections cannot evict it in
+		// turn. Only when there is no such connection is the newcomer
+		// refused.
+		grace := time.Now().Add(-s.peerGrace())
+		victim, since = s.oldestEvictable(func(st *connState) bool { return st.ip == ip && st.since.Before(grace) })
+		if victim == nil {
+			s.mu.Unlock()
+			return nil, trackPeerFull
+		}
+		s.forget(victim)
 	}
 	s.perPeer[ip]++
-	st := &connState{since: time.Now()}
+	st := &connState{since: time.Now(), ip: ip}
 	s.conns[c] = st
+	s.mu.Unlock()
+	if victim != nil {
+		s.reject(victim.RemoteAddr().String(), ReasonEvicted, fmt.Errorf("unauthenticated for %v while its address held %d connections", time.Since(since).Round(time.Millisecond), s.cfg.MaxConnsPerPeer))
+		victim.Close() // its goroutine ends at once and frees its slot
+	}
 	return st, tracked
+}
+
+// peerGrace is how long a connection is safe from eviction by a newcomer
+// from its own address: an agent's header and credential arrive within
+// it, even on a loaded node.
+func (s *Server) peerGrace() time.Duration { return s.cfg.AuthTimeout / 10 }
+
+// oldestEvictable is the oldest connection that match accepts and that
+// may be evicted; s.mu must be held.
+func (s *Server) oldestEvictable(match func(*connState) bool) (net.Conn, time.Time) {
+	var victim net.Conn
+	var oldest time.Time
+	for c, st := range s.conns {
+		if st.evictable() && match(st) && (victim == nil || st.since.Before(oldest)) {
+			victim, oldest = c, st.since
+		}
+	}
+	return victim, oldest
+}
+
+// forget stops counting c against its address; s.mu must be held. Its
+// goroutine's untrack then finds nothing to undo.
+func (s *Server) forget(c net.Conn) {
+	st, ok := s.conns[c]
+	if !ok {
+		return
+	}
+	delete(s.conns, c)
+	if s.perPeer[st.ip]--; s.perPeer[st.ip] <= 0 {
+		delete(s.perPeer, st.ip)
+	}
 }
 
 // takeSlot takes a connection slot. When all are taken it evicts the
@@ -356,14 +448,8 @@ func (s *Server) takeSlot() bool {
 		return true
 	default:
 	}
-	var victim net.Conn
-	var oldest time.Time
 	s.mu.Lock()
-	for c, st := range s.conns {
-		if !st.authed.Load() && (victim == nil || st.since.Before(oldest)) {
-			victim, oldest = c, st.since
-		}
-	}
+	victim, oldest := s.oldestEvictable(func(*connState) bool { return true })
 	s.mu.Unlock()
 	if victim == nil {
 		return false
@@ -381,12 +467,9 @@ func (s *Server) takeSlot() bool {
 	return false
 }
 
-func (s *Server) untrack(c net.Conn, ip string) {
+func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
-	delete(s.conns, c)
-	if s.perPeer[ip]--; s.perPeer[ip] <= 0 {
-		delete(s.perPeer, ip)
-	}
+	s.forget(c)
 	s.mu.Unlock()
 }
 
@@ -394,14 +477,14 @@ func (s *Server) untrack(c net.Conn, ip string) {
 // passes, or a frame is rejected. Nothing is decoded before the frame's
 // credential is verified: an unauthenticated peer can make the server
 // read 12 + wire.MaxCredLen bytes within AuthTimeout, no more.
-func (s *Server) serve(conn net.Conn, st *connState, ip string) {
+func (s *Server) serve(conn net.Conn, st *connState) {
 	peer := conn.RemoteAddr().String()
 	defer func() {
 		if r := recover(); r != nil {
 			s.reject(peer, ReasonPanic, fmt.Errorf("%v\n%s", r, debug.Stack()))
 		}
 		conn.Close()
-		s.untrack(conn, ip)
+		s.untrack(conn)
 		<-s.slots
 		s.wg.Done()
 	}()
@@ -459,7 +542,16 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 		}
 		return nil, false
 	}
+	// While munged decides, the connection is not evictable: its sender
+	// was quick, and evicting it would hand its slot to a slower peer.
+	st.verifying.Store(true)
 	cred, err := s.verifier.Verify(credStr)
+	if err == nil && s.allowed[cred.UID] {
+		// Authenticated: the body may now take memory, within the
+		// budget, and the connection may no longer be evicted.
+		st.authed.Store(true)
+	}
+	st.verifying.Store(false)
 	if err == nil && !s.allowed[cred.UID] {
 		s.reject(peer, ReasonUIDNotAllowed, fmt.Errorf("uid %d may not report (root, SlurmUser %d or agent.allowed_uids)", cred.UID, s.cfg.SlurmUID), keyUID, cred.UID)
 		s.discard(r, h)
@@ -471,9 +563,6 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 		return &a, keep
 	}
 
-	// Authenticated: the body may now take memory, within the budget, and
-	// the connection may no longer be evicted.
-	st.authed.Store(true)
 	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.FrameTimeout))
 	// Waiting for room is bounded by AuthTimeout: an agent refused as busy
 	// retries, which beats holding its connection for long.
@@ -539,7 +628,13 @@ func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 		ack.ID = rec.ID
 		return ack, keep
 	}
-	inserted, err := s.store.Put(rec)
+	inserted, err := s.putWithinQuota(rec)
+	var qe *errQuota
+	if errors.As(err, &qe) {
+		s.reject(peer, qe.reason, qe, keyUser, rec.User, keyNode, rec.Node, keyModel, rec.Model)
+		// The reason first, so agents can tell it apart; then why.
+		return wire.Ack{ID: rec.ID, Error: string(qe.reason) + ": " + qe.msg, Final: qe.final}, false
+	}
 	if err != nil {
 		ack, keep := s.refuse(peer, ReasonStoreError, err)
 		ack.ID = rec.ID
@@ -556,6 +651,26 @@ func (s *Server) handleProfile(peer string, body []byte) (wire.Ack, bool) {
 		s.log.Info("profile already stored; acknowledged again", keyModel, rec.Model, keyID, rec.ID, keyPeer, peer)
 	}
 	return wire.Ack{ID: rec.ID, OK: true, Duplicate: !inserted}, true
+}
+
+// putWithinQuota stores rec unless it would break a quota (an *errQuota).
+// A profile already stored is a duplicate whatever the quotas say now: its
+// agent retries one whose ack it lost.
+func (s *Server) putWithinQuota(rec profile.Record) (inserted bool, err error) {
+	s.storeMu.Lock()
+	defer s.storeMu.Unlock()
+	now := time.Now()
+	if qe := s.quota.check(rec, now); qe != nil {
+		if has, err := s.store.Has(rec.ID); err != nil || has {
+			return false, err
+		}
+		return false, qe
+	}
+	inserted, err = s.store.Put(rec)
+	if err == nil && inserted {
+		s.quota.add(rec, now)
+	}
+	return inserted, err
 }
 
 func (s *Server) handleTelemetry(peer string, body []byte) (wire.Ack, bool) {

@@ -85,7 +85,25 @@ type Agent struct {
 	MaxFrameBytes int
 	// AllowedUIDs may report besides root and SlurmUser.
 	AllowedUIDs []uint32
+	// Quotas bound what node agents may store, so that a flood of
+	// profiles cannot grow slurmctld (the profile cache) without bound.
+	Quotas ProfileQuotas
 }
+
+// ProfileQuotas caps stored profiles by the user who profiled and the node
+// that measured, and rate-limits new profiles per node. A profile past a
+// cap is refused for good (the agent is told why and stops retrying it);
+// one past the rate is refused for now and retried by its agent.
+type ProfileQuotas struct {
+	MaxModelsPerUser       int // distinct models a user has profiles of
+	MaxProfilesPerUser     int // stored profiles of a user, all models
+	MaxModelsPerNode       int
+	MaxProfilesPerNode     int
+	ProfilesPerNodePerHour int // new profiles a node may store per hour (also the burst)
+}
+
+// MaxProfileQuota bounds every agent.* profile quota: more is a typo.
+const MaxProfileQuota = 1_000_000
 
 // MaxCPUJobCPUsPerGPU bounds tiresias.cpu_job_cpus_per_gpu: no node has
 // more CPUs per GPU than this, so a larger value is a typo.
@@ -128,6 +146,12 @@ type file struct {
 		Listen        string   `mapstructure:"listen"`
 		MaxFrameBytes int      `mapstructure:"max_frame_bytes"`
 		AllowedUIDs   []uint32 `mapstructure:"allowed_uids"`
+		// Profile quotas (ProfileQuotas).
+		MaxModelsPerUser       int `mapstructure:"max_models_per_user"`
+		MaxProfilesPerUser     int `mapstructure:"max_profiles_per_user"`
+		MaxModelsPerNode       int `mapstructure:"max_models_per_node"`
+		MaxProfilesPerNode     int `mapstructure:"max_profiles_per_node"`
+		ProfilesPerNodePerHour int `mapstructure:"profiles_per_node_per_hour"`
 	} `mapstructure:"agent"`
 	Synergy struct {
 		Enabled       bool    `mapstructure:"enabled"`
@@ -176,10 +200,14 @@ func Default() Config {
 		DBPath:            "/var/lib/slurm/lachesis/lachesis.db",
 		GittinsMinHistory: 100,
 		LogLevel:          "info",
-		Agent:             Agent{Listen: "", MaxFrameBytes: 1 << 20, AllowedUIDs: []uint32{}},
-		Synergy:           synergy.DefaultConfig(),
-		Placement:         placement.DefaultConfig(),
-		GPUTypes:          map[string]float64{},
+		Agent: Agent{Listen: "", MaxFrameBytes: 1 << 20, AllowedUIDs: []uint32{},
+			// A user profiles a handful of models, each a few times; a node
+			// measures a few models an hour (a sweep takes minutes).
+			Quotas: ProfileQuotas{MaxModelsPerUser: 100, MaxProfilesPerUser: 1000,
+				MaxModelsPerNode: 1000, MaxProfilesPerNode: 10000, ProfilesPerNodePerHour: 120}},
+		Synergy:   synergy.DefaultConfig(),
+		Placement: placement.DefaultConfig(),
+		GPUTypes:  map[string]float64{},
 	}
 }
 
@@ -217,6 +245,11 @@ func defaultFile() file {
 	f.Agent.Listen = d.Agent.Listen
 	f.Agent.MaxFrameBytes = d.Agent.MaxFrameBytes
 	f.Agent.AllowedUIDs = d.Agent.AllowedUIDs
+	f.Agent.MaxModelsPerUser = d.Agent.Quotas.MaxModelsPerUser
+	f.Agent.MaxProfilesPerUser = d.Agent.Quotas.MaxProfilesPerUser
+	f.Agent.MaxModelsPerNode = d.Agent.Quotas.MaxModelsPerNode
+	f.Agent.MaxProfilesPerNode = d.Agent.Quotas.MaxProfilesPerNode
+	f.Agent.ProfilesPerNodePerHour = d.Agent.Quotas.ProfilesPerNodePerHour
 	f.Synergy.Enabled = d.Synergy.Enabled
 	f.Synergy.Tolerance = d.Synergy.Tolerance
 	f.Synergy.Override = d.Synergy.Override
@@ -316,6 +349,13 @@ func (f file) validate() (Config, error) {
 			Listen:        strings.TrimSpace(f.Agent.Listen),
 			MaxFrameBytes: f.Agent.MaxFrameBytes,
 			AllowedUIDs:   f.Agent.AllowedUIDs,
+			Quotas: ProfileQuotas{
+				MaxModelsPerUser:       f.Agent.MaxModelsPerUser,
+				MaxProfilesPerUser:     f.Agent.MaxProfilesPerUser,
+				MaxModelsPerNode:       f.Agent.MaxModelsPerNode,
+				MaxProfilesPerNode:     f.Agent.MaxProfilesPerNode,
+				ProfilesPerNodePerHour: f.Agent.ProfilesPerNodePerHour,
+			},
 		},
 		Synergy: synergy.Config{
 			Enabled:   f.Synergy.Enabled,
@@ -366,6 +406,20 @@ func (f file) validate() (Config, error) {
 	}
 	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > MaxFrameBytesCap {
 		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, MaxFrameBytesCap, f.Agent.MaxFrameBytes)
+	}
+	for _, q := range []struct {
+		key string
+		v   int
+	}{
+		{"max_models_per_user", f.Agent.MaxModelsPerUser},
+		{"max_profiles_per_user", f.Agent.MaxProfilesPerUser},
+		{"max_models_per_node", f.Agent.MaxModelsPerNode},
+		{"max_profiles_per_node", f.Agent.MaxProfilesPerNode},
+		{"profiles_per_node_per_hour", f.Agent.ProfilesPerNodePerHour},
+	} {
+		if q.v < 1 || q.v > MaxProfileQuota {
+			return Config{}, fmt.Errorf("%w: agent.%s must be between 1 and %d, got %d", ErrInvalid, q.key, MaxProfileQuota, q.v)
+		}
 	}
 	// Seconds first: a NaN or huge float has no Duration for Validate to see.
 	if c.Synergy.FallbackAfter, err = yamlconf.Seconds("synergy.fallback_after", f.Synergy.FallbackAfter,

@@ -13,13 +13,19 @@ import (
 
 // Cache holds, in memory, every user's latest profile of each model they
 // profiled, every model's latest published profile, and every model's
-// per-GPU throughput on each GPU type from published profiles. Lookups take
-// no lock and do no I/O, so job_submit/synergy and the priority pass may
-// read it under slurmctld's locks; the rare updates (a profile arrives, a
-// publication is loaded) copy the maps.
+// per-GPU throughput on each GPU type from published profiles. Lookups do
+// no I/O and wait at most for one map assignment, so job_submit/synergy
+// and the priority pass may read it under slurmctld's locks.
+//
+// A profile arriving updates the owned map in place: a flood of profiles
+// costs slurmctld one map entry each, not a copy of every profile (which
+// was O(profiles) of time and garbage per profile). The published maps
+// change only when an admin publishes, and are replaced whole.
 type Cache struct {
-	mu        sync.Mutex // serialises writers
-	owned     atomic.Pointer[map[Owner]profile.Record]
+	ownedMu sync.RWMutex // owned: lookups read-lock, Offer writes in place
+	owned   map[Owner]profile.Record
+
+	mu        sync.Mutex // serialises publication
 	published atomic.Pointer[map[string]profile.Record]
 	typed     atomic.Pointer[typedState]
 	// publishedRecs is every published record the cache was given (by
@@ -44,15 +50,10 @@ type typedState struct {
 // Store.LatestOwned), the published ones (Store.LatestPublished) and the
 // published typed profiles byType (Store.LatestByType).
 func NewCache(owned []profile.Record, published map[string]profile.Record, byType []profile.Record) *Cache {
-	c := &Cache{}
-	m := make(map[Owner]profile.Record, len(owned))
+	c := &Cache{owned: make(map[Owner]profile.Record, len(owned))}
 	for _, r := range owned {
-		k := Owner{r.Model, r.UID}
-		if old, ok := m[k]; !ok || newer(r.Finished, old.Finished) {
-			m[k] = r
-		}
+		c.Offer(r)
 	}
-	c.owned.Store(&m)
 	c.SetPublished(published, byType)
 	return c
 }
@@ -102,10 +103,13 @@ func (ts *typedState) offer(r profile.Record) bool {
 // Profile returns the profile that sizes a job of user uid naming model:
 // the user's own latest, else the model's published one.
 func (c *Cache) Profile(model string, uid uint32) (profile.Record, bool) {
-	if r, ok := (*c.owned.Load())[Owner{model, uid}]; ok {
+	c.ownedMu.RLock()
+	r, ok := c.owned[Owner{model, uid}]
+	c.ownedMu.RUnlock()
+	if ok {
 		return r, true
 	}
-	r, ok := (*c.published.Load())[model]
+	r, ok = (*c.published.Load())[model]
 	return r, ok
 }
 
@@ -114,22 +118,23 @@ func (c *Cache) Profile(model string, uid uint32) (profile.Record, bool) {
 func (c *Cache) Throughputs() map[string]map[string]float64 { return c.typed.Load().tput }
 
 // Len is how many (model, user) pairs have a profile.
-func (c *Cache) Len() int { return len(*c.owned.Load()) }
+func (c *Cache) Len() int {
+	c.ownedMu.RLock()
+	defer c.ownedMu.RUnlock()
+	return len(c.owned)
+}
 
 // Offer keeps rec as its owner's profile of its model if it is newer than
 // the one cached (or there is none) and reports whether it did. A user's
 // profile never changes what other users' jobs get, nor a speed.
 func (c *Cache) Offer(rec profile.Record) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.ownedMu.Lock()
+	defer c.ownedMu.Unlock()
 	k := Owner{rec.Model, rec.UID}
-	cur := *c.owned.Load()
-	if old, ok := cur[k]; ok && !newer(rec.Finished, old.Finished) {
+	if old, ok := c.owned[k]; ok && !newer(rec.Finished, old.Finished) {
 		return false
 	}
-	next := maps.Clone(cur)
-	next[k] = rec
-	c.owned.Store(&next)
+	c.owned[k] = rec
 	return true
 }
 
@@ -149,9 +154,10 @@ func (c *Cache) Published() []profile.Record {
 // All returns every owned profile in the cache. The agent service stores
 // them again when the file was deleted or replaced.
 func (c *Cache) All() []profile.Record {
-	m := *c.owned.Load()
-	out := make([]profile.Record, 0, len(m))
-	for _, r := range m {
+	c.ownedMu.RLock()
+	defer c.ownedMu.RUnlock()
+	out := make([]profile.Record, 0, len(c.owned))
+	for _, r := range c.owned {
 		out = append(out, r)
 	}
 	return out

@@ -1,7 +1,9 @@
 package profilestore_test
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +93,58 @@ func TestCacheSizesAUsersJobsWithTheirOwnProfileElseThePublishedOne(t *testing.T
 	}
 	if r, _ := c.Profile("bert", 1002); r.ID != "bob-bert" {
 		t.Fatalf("bob's own profile lost to the published one: %q", r.ID)
+	}
+}
+
+// BenchmarkCacheFlood offers profiles of new models to a cache that
+// already holds n, the way a flood of profiles reaches slurmctld, while a
+// reader looks profiles up as job_submit does. It reports the cost of one
+// Offer, of one lookup during the flood, and the bytes allocated per
+// Offer (garbage slurmctld's process must collect). A user's profile never
+// changes the per-type speeds (only a publication does), so typed and
+// untyped profiles cost the same here.
+func BenchmarkCacheFlood(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("models=%d", n), func(b *testing.B) { cacheFlood(b, n) })
+	}
+}
+
+// cacheFlood is BenchmarkCacheFlood with n models cached.
+func cacheFlood(b *testing.B, n int) {
+	rec := func(m string) profile.Record { return record(m, m, t0) }
+	initial := make([]profile.Record, 0, n)
+	for i := range n {
+		initial = append(initial, rec(fmt.Sprint("m", i)))
+	}
+	c := profilestore.NewCache(initial, nil, nil)
+	stop := make(chan struct{})
+	var lookups atomic.Int64
+	var lookupNs atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			begin := time.Now()
+			c.Profile("m1", 0)
+			lookupNs.Add(int64(time.Since(begin)))
+			lookups.Add(1)
+		}
+	}()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m := fmt.Sprint("new", i)
+		c.Offer(rec(m))
+		i++
+	}
+	close(stop)
+	<-done
+	if l := lookups.Load(); l > 0 {
+		b.ReportMetric(float64(lookupNs.Load())/float64(l), "ns/lookup")
 	}
 }

@@ -181,6 +181,47 @@ func (s *Store) Put(rec profile.Record) (inserted bool, err error) {
 	return n == 1, nil
 }
 
+// Has reports whether a profile with id is stored.
+func (s *Store) Has(id string) (bool, error) {
+	var one int
+	err := s.h.DB().QueryRow(`SELECT 1 FROM profiles WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: look up profile %s: %v", ErrStore, id, err)
+	}
+	return true, nil
+}
+
+// Usage is how many profiles of one model one user measured on one node.
+type Usage struct {
+	User, Node, Model string
+	Profiles          int
+}
+
+// Usage counts the stored profiles by user, node and model: what the
+// agent listener's quotas start from.
+func (s *Store) Usage() ([]Usage, error) {
+	rows, err := s.h.DB().Query(`SELECT user, node, model, count(*) FROM profiles GROUP BY user, node, model`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: count profiles: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var out []Usage
+	for rows.Next() {
+		var u Usage
+		if err := rows.Scan(&u.User, &u.Node, &u.Model, &u.Profiles); err != nil {
+			return nil, fmt.Errorf("%w: count profiles: %v", ErrStore, err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: count profiles: %v", ErrStore, err)
+	}
+	return out, nil
+}
+
 // unixNano maps the zero time to 0 rather than to a huge negative number.
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {

@@ -36,12 +36,16 @@ type GPU struct {
 }
 
 // Ack answers a report. A Duplicate ack means the controller already had
-// the record; the agent counts it as delivered.
+// the record; the agent counts it as delivered. A Final refusal will not
+// change however often the report is sent (a quota is full): the agent
+// stops retrying it and keeps Error to tell the user why. Agents older
+// than Final skip the key and retry as before.
 type Ack struct {
 	ID        string `codec:"id"`
 	OK        bool   `codec:"ok"`
 	Duplicate bool   `codec:"dup"`
 	Error     string `codec:"error"`
+	Final     bool   `codec:"final,omitempty"`
 }
 
 // Limits on what a report may carry; longer fields are garbage, not data.
