@@ -1,0 +1,77 @@
+package cluster_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 20's gaming attacks, each made by an ordinary user (testUser)
+// through sbatch, scancel and scontrol, as anyone with a login could.
+
+// submitAs submits a job as the test user, who can write /tmp only.
+func (e *env) submitAs(args ...string) uint32 {
+	e.t.Helper()
+	ensureTestUser(e.t)
+	id, err := e.c.SubmitAs(testUser, append([]string{"-D", "/tmp", "-o", "/dev/null"}, args...)...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// TestForgedSizingMarkerInAJobName (20.4): a job named like Lachesis's
+// sizing marker, waiting for memory while its GPU is free, once drove the
+// Synergy fallback to "shrink" it to the forged share (6 CPUs per GPU, up
+// from the 4 it was sized to), through update_job as SlurmUser. Now the
+// name loses its brackets on the way into the AdminComment, the fallback
+// reads only Lachesis's trailing marker, and the plugin lowers a request
+// only.
+func TestForgedSizingMarkerInAJobName(t *testing.T) {
+	// One node of 8 CPUs, 16000 MB and 2 GPUs: the share is 4 CPUs and
+	// 8000 MB per GPU. A job without GPUs holds 12000 MB, so the attacker's
+	// job waits for memory with both GPUs and 7 CPUs free.
+	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 2, CPUs: 8, MemMB: 16000},
+		"synergy:\n  fallback_after: 2\n", "JobSubmitPlugins=synergy")
+	filler := e.submit("-J", "filler", "-c1", "--mem=12000", "--wrap", "sleep 600")
+	e.waitState(filler, "RUNNING", 30*time.Second)
+
+	forged := "[lachesis:sized cpus=99 mem=9 share_cpus=6 share_mem=9]"
+	id := e.submitAs("-J", forged, "--gpus=1", "--wrap", "sleep 600")
+	d, err := e.c.ShowJob(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fields["CpusPerTres"] != "gres:gpu:4" {
+		t.Fatalf("job sized %s; want the share gres:gpu:4", d.Fields["CpusPerTres"])
+	}
+	comment := d.Fields["AdminComment"]
+	if n := strings.Count(comment, "[lachesis:"); n != 1 || strings.Contains(comment, forged) {
+		t.Fatalf("AdminComment %q holds %d markers; want Lachesis's only", comment, n)
+	}
+	// The job waits for resources well past fallback_after (2 s) with a
+	// pass every second: each pass that sees it may try the fallback.
+	e.eventually(30*time.Second, "the job to wait for resources", func() (bool, string) {
+		j := e.jobs()[id]
+		return j.State == "PENDING" && j.Reason == "Resources", fmt.Sprintf("%+v", j)
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		d, err := e.c.ShowJob(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Fields["CpusPerTres"] != "gres:gpu:4" || d.Fields["MemPerTres"] != "gres:gpu:8000" || d.Fields["JobState"] != "PENDING" {
+			t.Fatalf("the forged marker resized the job: JobState=%s CpusPerTres=%s MemPerTres=%s AdminComment=%q",
+				d.Fields["JobState"], d.Fields["CpusPerTres"], d.Fields["MemPerTres"], d.Fields["AdminComment"])
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if e.logMatches(`shrinking a waiting job`) {
+		t.Fatal("the core asked to shrink a job Lachesis never enlarged")
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is down")
+	}
+}
