@@ -68,6 +68,12 @@ func TestSiblingsGroupsSweeps(t *testing.T) {
 			strangers: []uint32{2},
 		},
 		{
+			name:      "a job of another partition is never a sibling",
+			joins:     []join{{1, alice, 0}, {2, SiblingKey{User: 1000, Account: "vision", GPUs: 1, Partition: "long"}, 10}},
+			done:      1,
+			strangers: []uint32{2},
+		},
+		{
 			name:      "a job between two sweeps of its key joins the one whose span holds it",
 			joins:     []join{{1, alice, 0}, {2, alice, 5000}, {3, alice, 4500}},
 			done:      2,
@@ -173,6 +179,27 @@ func TestSiblingsDoneWithBadGPUTimeEndsMembershipWithoutASample(t *testing.T) {
 		}
 		s.Done(99, 5) // never joined: ignored
 	}
+}
+
+// Issue 26.11: a member that did not complete (cancelled, failed) ends its
+// membership without a sample, so cancelling jobs sets no sweep's index.
+func TestSiblingsLeaveEndsMembershipWithoutASample(t *testing.T) {
+	s := NewSiblings(600)
+	key := SiblingKey{User: 1, Account: "a", GPUs: 1, Partition: "gpu"}
+	s.Join(1, key, 0)
+	s.Join(2, key, 10)
+	s.Join(3, key, 20)
+	s.Leave(1)
+	if s.Of(3) != nil || s.Len() != 2 {
+		t.Fatalf("Leave gave the sweep a sample (%v) or kept the member (%d tracked)", s.Of(3), s.Len())
+	}
+	s.Done(2, 50)
+	if d := s.Of(3); d.Len() != 1 || d.sorted[0] != 50 {
+		t.Fatalf("after a completion: samples %v, want only the completed job's 50", d)
+	}
+	s.Leave(99) // never joined: ignored
+	var off *Siblings
+	off.Leave(1)
 }
 
 func TestSiblingsPruneForgetsOnlyFinishedOldSweeps(t *testing.T) {

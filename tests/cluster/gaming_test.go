@@ -75,3 +75,42 @@ func TestForgedSizingMarkerInAJobName(t *testing.T) {
 		t.Fatal("slurmctld is down")
 	}
 }
+
+// TestCancelledJobIsNoSweepSample (26.11): an ordinary user's cancelled job
+// used to become a finished member of its sweep, so its sibling was ranked
+// inside its queue by a GPU-time its owner picked with scancel. Only jobs
+// that complete are samples now.
+func TestCancelledJobIsNoSweepSample(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: gittins\n  thresholds: [100000]\n  promote_knob: 0\n"+
+		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
+	a := e.submitAs("-J", "lr-0.1", "--gpus=2", "--wrap", "sleep 600")
+	e.eventually(30*time.Second, "job a to attain 20 GPU-s", func() (bool, string) {
+		p := e.prio()
+		return p[a].Service >= 20, fmt.Sprintf("a %+v", p[a])
+	})
+	b := e.submitAs("-J", "lr-0.2", "--gpus=2", "--wrap", "sleep 600")
+	e.eventually(30*time.Second, "job b to attain service", func() (bool, string) {
+		p := e.prio()
+		return p[b].Service > 0, fmt.Sprintf("b %+v", p[b])
+	})
+	if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(a)); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(30*time.Second, "the ledger to hold job a's end", func() (bool, string) {
+		r, ok := e.ledgerRecord(a)
+		return ok && r.Finished != 0, fmt.Sprintf("%+v", r)
+	})
+	// Passes run every second; b's service stays below a's for well over
+	// the passes watched here.
+	deadline := time.Now().Add(6 * time.Second)
+	for time.Now().Before(deadline) {
+		if e.logMatches(fmt.Sprintf(`ranked inside its queue by its sweep.*job_id=%d\b`, b)) {
+			t.Fatalf("job %d was ranked by its sweep's cancelled job %d", b, a)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	p := e.prio()
+	if p[b].Service == 0 {
+		t.Fatalf("job b has no service: %+v", p[b])
+	}
+}

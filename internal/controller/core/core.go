@@ -388,7 +388,7 @@ func (c *Core) requeues(id uint32) int {
 func (c *Core) forget(now int64) {
 	for id, rec := range c.records {
 		if !c.seen[id] {
-			c.finish(rec, now)
+			c.finish(rec, now, false) // how it ended is unknown
 		}
 	}
 	for id := range c.decisions {
@@ -445,7 +445,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 		if end == 0 {
 			end = now
 		}
-		c.finish(rec, end)
+		c.finish(rec, end, s.EndState == EndCompleted)
 		c.finished[s.ID] = struct{}{}
 		return rec
 	}
@@ -489,14 +489,21 @@ func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
 		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
 }
 
-// finish records a job's completion and forgets it.
-func (c *Core) finish(rec *ledger.Record, when int64) {
+// finish records a job's end and forgets it. completed says it ran to its
+// end (Slurm's COMPLETED): only then is its GPU-time a sample for its
+// sweep (priority.Siblings.Done).
+func (c *Core) finish(rec *ledger.Record, when int64, completed bool) {
 	if rec.RunOpen {
 		rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = rec.RunStart, rec.RunGPUs, rec.RunSpeed
 	}
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
-	c.siblings.Done(rec.JobID, rec.Total())
+	rec.SweepSample = completed
+	if completed {
+		c.siblings.Done(rec.JobID, rec.Total())
+	} else {
+		c.siblings.Leave(rec.JobID)
+	}
 	c.markDirty(rec)
 	delete(c.records, rec.JobID)
 	delete(c.decisions, rec.JobID)

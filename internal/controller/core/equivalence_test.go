@@ -138,7 +138,7 @@ func replayIntoCore(t *testing.T, mode priority.Mode, tcfg priority.Config, jobs
 			if fin := h.finish[j.ID]; fin < now {
 				runs := h.runs[j.ID]
 				last := runs[len(runs)-1]
-				s.State, s.StartTime, s.EndTime = StateFinished, base+last[0], base+fin
+				s.State, s.StartTime, s.EndTime, s.EndState = StateFinished, base+last[0], base+fin, EndCompleted
 				reported[j.ID] = true
 			} else {
 				for _, r := range h.runs[j.ID] {

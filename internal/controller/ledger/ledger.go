@@ -38,6 +38,9 @@ type Record struct {
 	// when it next ranks the job.
 	Sweep   priority.SiblingKey
 	InSweep bool
+	// SweepSample: the job completed, so its GPU-time is a sample for its
+	// sweep; a cancelled or failed job's end only ends its membership.
+	SweepSample bool
 }
 
 // Store is what the core needs from persistent storage.
@@ -97,6 +100,8 @@ CREATE TABLE IF NOT EXISTS completed (
 	sweep_account TEXT    NOT NULL DEFAULT '',
 	sweep_gpus    INTEGER NOT NULL DEFAULT 0,
 	first_submit  INTEGER NOT NULL DEFAULT 0,
+	sweep_partition TEXT  NOT NULL DEFAULT '',
+	sweep_sample  INTEGER NOT NULL DEFAULT 1,
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
@@ -274,7 +279,8 @@ func (s *SQLite) Save(records []Record) error {
 	defer upsert.Close()
 	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds,
 		last_start, last_gpus, last_seconds, last_speed,
-		in_sweep, sweep_user, sweep_account, sweep_gpus, first_submit) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
+		in_sweep, sweep_user, sweep_account, sweep_gpus, first_submit, sweep_partition, sweep_sample)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -289,7 +295,7 @@ func (s *SQLite) Save(records []Record) error {
 		if r.Finished != 0 {
 			if _, err := done.Exec(r.JobID, r.Finished, r.Total(),
 				r.LastRunStart, r.LastRunGPUs, r.LastRun, r.LastRunSpeed,
-				r.InSweep, r.Sweep.User, r.Sweep.Account, r.Sweep.GPUs, r.FirstSubmit); err != nil {
+				r.InSweep, r.Sweep.User, r.Sweep.Account, r.Sweep.GPUs, r.FirstSubmit, r.Sweep.Partition, r.SweepSample); err != nil {
 				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
 			}
 		}
