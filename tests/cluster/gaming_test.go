@@ -114,3 +114,45 @@ func TestCancelledJobIsNoSweepSample(t *testing.T) {
 		t.Fatalf("job b has no service: %+v", p[b])
 	}
 }
+
+// TestAccountHoppingGainsNothing (20.6): without
+// AccountingStorageEnforce=associations (the test cluster has no slurmdbd)
+// Slurm accepts any account name. An ordinary user whose real account has
+// used GPUs submits with a fresh name: it used to arrive with the default
+// shares and no usage, so FAIRSHARE 1000 against the real account's < 500.
+func TestAccountHoppingGainsNothing(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\n"+
+		"fairshare:\n  enabled: true\n  half_life: 3600\n  shares: {physics: 1, biology: 1}\n")
+	// physics (the user's real account) runs on every GPU; biology waits.
+	var used []uint32
+	for i := 0; i < 2; i++ {
+		used = append(used, e.submitAs("-A", "physics", "-J", fmt.Sprintf("real-%d", i), "--gpus=2", "--wrap", "sleep 600"))
+	}
+	for _, id := range used {
+		e.waitState(id, "RUNNING", 30*time.Second)
+	}
+	bio := e.submit("-A", "biology", "-J", "bio", "--gpus=1", "--wrap", "sleep 5")
+	real := e.submitAs("-A", "physics", "-J", "real-next", "--gpus=1", "--wrap", "sleep 5")
+	hop := e.submitAs("-A", fmt.Sprintf("x%d", time.Now().UnixNano()%100000), "-J", "hop", "--gpus=1", "--wrap", "sleep 5")
+	e.eventually(20*time.Second, "physics over its share in sprio", func() (bool, string) {
+		p := e.prio()
+		return p[real].ID == real && p[hop].ID == hop && p[real].FairShare < 500 && p[bio].FairShare >= 500,
+			fmt.Sprintf("real %+v hop %+v bio %+v", p[real], p[hop], p[bio])
+	})
+	// Several passes: the hop never gets a better factor than the real
+	// account, and never one at or under a share.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		p := e.prio()
+		if p[hop].FairShare > p[real].FairShare || p[hop].FairShare >= 500 {
+			t.Fatalf("the fresh account's factor %d beats the real account's %d (biology %d)", p[hop].FairShare, p[real].FairShare, p[bio].FairShare)
+		}
+		if p[hop].Priority > p[real].Priority {
+			t.Fatalf("the fresh account's job outranks the real one: %+v vs %+v", p[hop], p[real])
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !e.logMatches(`account without fair-share shares .*account=x`) {
+		t.Error("slurmctld's log does not say the fresh account has no shares")
+	}
+}

@@ -545,7 +545,7 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
 	}
 	j := policyJob(rec, s)
-	j.FairShare = c.placeFactor(s.Account)
+	j.FairShare = c.placeFactor(s.Account, c.cfg.Tiresias.FairShare.SharesOf(s.Account, s.AccountShares))
 	res := c.ranker.Place(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
