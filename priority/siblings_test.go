@@ -240,11 +240,13 @@ func TestRankUsesCompletedSiblingsUntilTheJobOutlivesThem(t *testing.T) {
 		wantSiblings int
 	}{
 		{"a job below its sweep's longest member is ranked by the sweep",
-			Job{ID: 1, Service: 6, Queue: 1, Siblings: sweep}, 2.0 / (0.5 + 1), 2},
+			Job{ID: 1, Service: 6, Queue: 1, Ran: true, Siblings: sweep}, 2.0 / (0.5 + 1), 2},
 		{"a job past every member of its sweep is ranked by the cluster's history",
-			Job{ID: 2, Service: 7.5, Queue: 1, Siblings: sweep}, 1 / 2.5, 0},
+			Job{ID: 2, Service: 7.5, Queue: 1, Ran: true, Siblings: sweep}, 1 / 2.5, 0},
 		{"a job without completed siblings is ranked by the cluster's history",
-			Job{ID: 3, Service: 8, Queue: 1}, 1 / 2.0, 0},
+			Job{ID: 3, Service: 8, Queue: 1, Ran: true}, 1 / 2.0, 0},
+		{"a job whose service is all inherited (it has not run) is ranked by the cluster's history",
+			Job{ID: 5, Service: 6, Queue: 1, Siblings: sweep}, 1 / 4.0, 0},
 		{"a job that has not run is ranked by the cluster's history, whatever its sweep says",
 			Job{ID: 4, Service: 0, Siblings: historyOf(0.5)}, 4.0 / 15, 0},
 	}

@@ -122,6 +122,9 @@ func DefaultPolicyOptions() PolicyOptions {
 	// shares unless -fairshare-shares says otherwise (the core's default
 	// of 0 guards against names users make up, which traces have none of).
 	o.Tiresias.FairShare.DefaultShares = 1
+	// Nor do traces have users or cancellations: no job replaces another,
+	// so none inherits service (priority/inherit.go; the core's only).
+	o.Tiresias.InheritService = false
 	return o
 }
 

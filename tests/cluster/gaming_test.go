@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
 // Issue 20's gaming attacks, each made by an ordinary user (testUser)
@@ -154,5 +156,57 @@ func TestAccountHoppingGainsNothing(t *testing.T) {
 	}
 	if !e.logMatches(`account without fair-share shares .*account=x`) {
 		t.Error("slurmctld's log does not say the fresh account has no shares")
+	}
+}
+
+// TestCancelAndResubmitKeepsTheQueue (20.7): an ordinary user's job that
+// sank to queue 1 is cancelled (after a checkpoint, say) and submitted
+// again: the new job used to start from zero in queue 0. It now inherits
+// the service and lands in queue 1. The same user's finished job brought
+// back with `scontrol requeue` (within MinJobAge) keeps its ledger record
+// instead of restarting it at zero.
+func TestCancelAndResubmitKeepsTheQueue(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
+		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
+	orig := e.submitAs("-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	before := e.waitQueue(orig, 1, 60*time.Second)
+	if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(orig)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(orig, "CANCELLED", 30*time.Second)
+	again := e.submitAs("-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	p := e.waitQueue(again, 1, 30*time.Second)
+	if p.Service < before.Service {
+		t.Fatalf("resubmitted job has %d GPU-s, want at least the %d the cancelled one had", p.Service, before.Service)
+	}
+	if !e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=%d`, again, orig)) {
+		t.Error("slurmctld's log does not say the new job inherited the cancelled one's service")
+	}
+	if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(again)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another width (no heir of the above): it completes past the first
+	// threshold, then its owner requeues it.
+	done := e.submitAs("-J", "short", "--gpus=1", "--wrap", "sleep 25")
+	e.waitState(done, "COMPLETED", 90*time.Second)
+	var rec ledger.Record
+	e.eventually(15*time.Second, "the ledger to hold the finished job", func() (bool, string) {
+		r, ok := e.ledgerRecord(done)
+		rec = r
+		return ok && r.Finished != 0 && r.Total() >= 20, fmt.Sprintf("%+v", r)
+	})
+	if out, err := e.c.RunAs(testUser, "scontrol", "requeue", fmt.Sprint(done)); err != nil {
+		t.Fatalf("scontrol requeue of one's own finished job: %v %s", err, out)
+	}
+	e.eventually(30*time.Second, "the requeued job's record to continue", func() (bool, string) {
+		r, ok := e.ledgerRecord(done)
+		return ok && r.Finished == 0 && r.Total() >= rec.Total() && r.Runs >= 1, fmt.Sprintf("%+v", r)
+	})
+	if !e.logMatches(fmt.Sprintf(`finished job requeued: its ledger record continues job_id=%d`, done)) {
+		t.Error("slurmctld's log does not say the requeued job's record continues")
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is down")
 	}
 }
