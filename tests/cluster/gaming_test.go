@@ -174,15 +174,32 @@ func TestCancelAndResubmitKeepsTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitState(orig, "CANCELLED", 30*time.Second)
+	// Another user's job takes every GPU, so the resubmission waits: the
+	// queue it is ranked in is the one it inherited, not one it earns by
+	// running.
+	blocker := e.submit("-J", "blocker", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(blocker, "RUNNING", 30*time.Second)
 	again := e.submitAs("-J", "train", "--gpus=2", "--wrap", "sleep 600")
 	p := e.waitQueue(again, 1, 30*time.Second)
-	if p.Service < before.Service {
-		t.Fatalf("resubmitted job has %d GPU-s, want at least the %d the cancelled one had", p.Service, before.Service)
+	if p.Service < before.Service || e.jobs()[again].State != "PENDING" {
+		t.Fatalf("resubmitted job: %+v (%s); want it waiting with at least the %d GPU-s the cancelled one had",
+			p, e.jobs()[again].State, before.Service)
 	}
-	if !e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=%d`, again, orig)) {
-		t.Error("slurmctld's log does not say the new job inherited the cancelled one's service")
+	e.eventually(15*time.Second, "a pass to log the inheritance", func() (bool, string) {
+		return e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=%d`, again, orig)), ""
+	})
+	// Passes keep it there (Place gave the first decision).
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if p := e.prio()[again]; p.Queue != 1 {
+			t.Fatalf("after a pass the resubmitted job is in queue %d: %+v", p.Queue, p)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(again)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Run("scancel", fmt.Sprint(blocker)); err != nil {
 		t.Fatal(err)
 	}
 
