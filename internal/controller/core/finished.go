@@ -38,9 +38,11 @@ func (c *Core) rememberFinished(store ledger.Store) error {
 		if err != nil {
 			return err
 		}
-		for i := range recs {
-			if _, active := c.records[recs[i].JobID]; !active {
-				c.finished[recs[i].JobID] = &recs[i]
+		for _, r := range recs {
+			if _, active := c.records[r.JobID]; !active {
+				// A copy each: a pointer into recs would keep the whole
+				// slice alive after the first pass forgets most of them.
+				c.finished[r.JobID] = &r
 			}
 		}
 		return nil
