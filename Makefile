@@ -18,7 +18,7 @@ LDFLAGS_PLUGIN := -shared -L$(PLUGINS) -llachesis_core \
 	-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,--no-undefined-version
 
 GO_SRC   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
-HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h cgo/lachesis_core.h
+HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmctld-hook/reason_text.h cgo/lachesis_core.h
 
 
 export PATH := /usr/local/go/bin:$(PATH)
@@ -114,6 +114,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/controller/gres
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime 1m ./internal/controller/core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./internal/controller/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzField$$' -fuzztime 1m ./internal/util/reasontext
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
 

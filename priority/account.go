@@ -154,6 +154,7 @@ func (a *Account) Describe(j *Job) {
 	j.Service = a.QueueService()
 	j.Queue, j.QueueEntry = a.Queue, a.QueueEntry
 	j.LastRun, j.WaitingSince = a.LastRun, a.WaitingSince
+	j.Ran = a.Runs > 0
 }
 
 // The Gittins distribution is learned from the cluster's own completions:

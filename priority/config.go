@@ -60,6 +60,8 @@ func DefaultConfig() Config {
 		// the sweep (docs/evaluation section 5) 60 s to 20 minutes do
 		// about as well.
 		SiblingWindow: 600,
+		// Cancel and resubmit keeps the service (inherit.go).
+		InheritService: true,
 	}
 }
 

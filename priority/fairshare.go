@@ -71,15 +71,22 @@ type FairShare struct {
 	// Shares are per-account shares from lachesis.yaml, used for accounts
 	// whose Slurm association gives none (no slurmdbd, or no shares set).
 	Shares map[string]float64
-	// DefaultShares is the shares of an account in neither.
+	// DefaultShares is the shares of an account in neither. 0 (the
+	// default): such an account is unknown and has no share, so its jobs
+	// are in the lowest fair-share class (factor 0). Without Slurm's
+	// AccountingStorageEnforce=associations any user may name any account
+	// (`sbatch -A x$RANDOM`); were unknown accounts given shares, each new
+	// name would arrive with no usage, hence the best factor, and add to
+	// the shares every real account is measured against.
 	DefaultShares float64
 }
 
-// DefaultFairShare is on: with one account (or none) every job is at its
-// share and the order is exactly Tiresias's, so it costs nothing until a
-// second account shows up.
+// DefaultFairShare is on, and only accounts with shares (slurmdbd's or
+// fairshare.shares) have a share: with one such account (or none) every job
+// is in one class and the order is exactly Tiresias's, so it costs nothing
+// until a second account shows up.
 func DefaultFairShare() FairShare {
-	return FairShare{Enabled: true, HalfLife: 7 * 24 * 3600, DefaultShares: 1}
+	return FairShare{Enabled: true, HalfLife: 7 * 24 * 3600, DefaultShares: 0}
 }
 
 // Validate reports every problem at once; keys are relative to the
@@ -92,8 +99,8 @@ func (f FairShare) Validate() error {
 	if !(f.HalfLife >= MinHalfLife && f.HalfLife <= MaxHalfLife) {
 		bad("half_life", "%v must be between %d and %d seconds", f.HalfLife, MinHalfLife, MaxHalfLife)
 	}
-	if !validShares(f.DefaultShares) {
-		bad("default_shares", "%v must be a number > 0 and <= %d", f.DefaultShares, MaxShares)
+	if !(f.DefaultShares == 0 || validShares(f.DefaultShares)) {
+		bad("default_shares", "%v must be 0 (unknown accounts have no share) or a number > 0 and <= %d", f.DefaultShares, MaxShares)
 	}
 	if len(f.Shares) > MaxShareEntries {
 		bad("shares", "%d accounts, at most %d allowed", len(f.Shares), MaxShareEntries)
@@ -119,7 +126,8 @@ func (f FairShare) Validate() error {
 func validShares(v float64) bool { return v > 0 && v <= MaxShares }
 
 // SharesOf is an account's shares: Slurm's association's when it has some
-// (assocShares > 0), else the config's for that account, else the default.
+// (assocShares > 0), else the config's for that account, else the default
+// (0 unless the admin set default_shares: an unknown account has none).
 func (f *FairShare) SharesOf(account string, assocShares uint32) float64 {
 	if assocShares > 0 {
 		return float64(assocShares)

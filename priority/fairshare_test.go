@@ -189,7 +189,7 @@ func TestFairShareSharesOf(t *testing.T) {
 	}{
 		{"association shares win over the config", "physics", 7, 7},
 		{"config shares apply without an association", "physics", 0, 3},
-		{"unknown account gets the default shares", "biology", 0, 1},
+		{"unknown account gets no shares by default", "biology", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +209,9 @@ func TestFairShareValidate(t *testing.T) {
 		{"defaults are valid", func(*FairShare) {}, ""},
 		{"half-life under a minute is rejected", func(f *FairShare) { f.HalfLife = 1 }, "half_life"},
 		{"NaN half-life is rejected", func(f *FairShare) { f.HalfLife = math.NaN() }, "half_life"},
-		{"zero default shares are rejected", func(f *FairShare) { f.DefaultShares = 0 }, "default_shares"},
+		{"zero default shares are the default", func(f *FairShare) { f.DefaultShares = 0 }, ""},
+		{"negative default shares are rejected", func(f *FairShare) { f.DefaultShares = -1 }, "default_shares"},
+		{"NaN default shares are rejected", func(f *FairShare) { f.DefaultShares = math.NaN() }, "default_shares"},
 		{"negative account shares are rejected naming the account", func(f *FairShare) {
 			f.Shares = map[string]float64{"physics": -1}
 		}, "shares.physics"},
@@ -245,5 +247,40 @@ func TestNewRankerRejectsBadFairShareOnlyWhenEnabled(t *testing.T) {
 	cfg.FairShare.Enabled = true
 	if _, err := NewRanker(cfg, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("enabled fair share with zero half-life: err %v, want ErrInvalidConfig", err)
+	}
+}
+
+// Issue 20.6: without AccountingStorageEnforce=associations any user can
+// name a fresh account. By default it has no share, so it is never better
+// off than the user's real account, and it takes nothing from the shares
+// the real accounts are measured against.
+func TestAFreshAccountNameIsNoBetterThanARealOne(t *testing.T) {
+	f := DefaultFairShare()
+	f.Shares = map[string]float64{"physics": 1, "biology": 1}
+	factors := func(f FairShare) (physics, biology, hopper float64) {
+		var tab UsageTable
+		tab.Decay(1000, f.HalfLife)
+		tab.Charge("physics", 500) // the user's real account has used GPUs
+		tab.Charge("biology", 100)
+		tab.BeginPass()
+		p := tab.Join("physics", f.SharesOf("physics", 0))
+		b := tab.Join("biology", f.SharesOf("biology", 0))
+		h := tab.Join("x31337", f.SharesOf("x31337", 0))
+		tab.Settle()
+		return tab.Factor(p), tab.Factor(b), tab.Factor(h)
+	}
+	physics, biology, hopper := factors(f)
+	if hopper > physics || !OverShare(hopper) {
+		t.Fatalf("fresh account's factor %v vs the real account's %v: the hop pays", hopper, physics)
+	}
+	// biology's factor is what it would be without the hopper: 2^-(U/S)
+	// with U = 100/600 of the usage and S = 1/2 of the shares.
+	if want := math.Exp2(-(100.0 / 600) / 0.5); math.Abs(biology-want) > 1e-12 {
+		t.Fatalf("biology's factor %v, want %v: the fresh account diluted the shares", biology, want)
+	}
+	// The switch back: default_shares 1 gives every name a share.
+	f.DefaultShares = 1
+	if physics, _, hopper := factors(f); !(hopper > physics) {
+		t.Fatalf("with default_shares 1 the fresh account (%v) should beat the used one (%v)", hopper, physics)
 	}
 }

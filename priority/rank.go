@@ -170,8 +170,11 @@ func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 		// other members and have them all jump their queue. Once a job
 		// has run, its sweep applies only while its service is below an
 		// ended member's, so gaming that costs the user real GPU-time.
+		// Service inherited from an ended job (inherit.go) is not a run:
+		// else every job submitted after a throw-away job's cancel would
+		// qualify without having run.
 		g, sweep := 0.0, false
-		if pl.service > 0 {
+		if pl.service > 0 && job.Ran {
 			g, sweep = job.Siblings.index(pl.service, delta)
 		}
 		if sweep {

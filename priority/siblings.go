@@ -28,11 +28,14 @@ const MaxSiblingSamples = 64
 
 // SiblingKey is what jobs of one sweep share besides their submit times. The
 // user is part of it so that no user's jobs can change the ranking of
-// another user's.
+// another user's; the partition, so that jobs of one user in partitions of
+// different nodes or limits (whose lengths need not be alike) are not one
+// sweep, and so that a partition's jobs are ranked by its own members.
 type SiblingKey struct {
-	User    uint32
-	Account string
-	GPUs    uint32
+	User      uint32
+	Account   string
+	GPUs      uint32
+	Partition string
 }
 
 // Siblings groups jobs into sweeps and keeps the GPU-time of each sweep's
@@ -140,24 +143,39 @@ func (s *Siblings) Join(id uint32, key SiblingKey, submit int64) {
 	s.member[id] = sw
 }
 
-// Done records that job id ended having used gpuSeconds, which its
+// Done records that job id completed having used gpuSeconds, which its
 // remaining siblings' index uses from now on. A job never joined is
 // ignored. Non-finite or negative GPU-time is not a sample (NewDistribution
 // would drop it too) but still ends the membership.
+//
+// Only a job that ran to its end is a sample: a cancelled, failed or
+// timed-out job's GPU-time says when its owner or a fault stopped it, not
+// how long its siblings will run, and cancelling is free, so a user could
+// otherwise set a sweep's index with jobs cancelled at will. Those end
+// with Leave.
 func (s *Siblings) Done(id uint32, gpuSeconds float64) {
-	if s == nil {
-		return
-	}
-	sw, ok := s.member[id]
-	if !ok {
-		return
-	}
-	delete(s.member, id)
-	sw.active--
-	if !(gpuSeconds >= 0) || math.IsInf(gpuSeconds, 1) {
+	sw := s.leave(id)
+	if sw == nil || !(gpuSeconds >= 0) || math.IsInf(gpuSeconds, 1) {
 		return
 	}
 	sw.history.add(gpuSeconds)
+}
+
+// Leave ends job id's membership without a sample: it ended some other way
+// than completing (Done). A job never joined is ignored.
+func (s *Siblings) Leave(id uint32) { s.leave(id) }
+
+func (s *Siblings) leave(id uint32) *sweep {
+	if s == nil {
+		return nil
+	}
+	sw, ok := s.member[id]
+	if !ok {
+		return nil
+	}
+	delete(s.member, id)
+	sw.active--
+	return sw
 }
 
 // Of is the history of job id's sweep, nil when no member has ended (or

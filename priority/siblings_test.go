@@ -70,6 +70,12 @@ func TestSiblingsGroupsSweeps(t *testing.T) {
 			strangers: []uint32{2},
 		},
 		{
+			name:      "a job of another partition is never a sibling",
+			joins:     []join{{1, alice, 0}, {2, SiblingKey{User: 1000, Account: "vision", GPUs: 1, Partition: "long"}, 10}},
+			done:      1,
+			strangers: []uint32{2},
+		},
+		{
 			name:      "a job between two sweeps of its key joins the one whose span holds it",
 			joins:     []join{{1, alice, 0}, {2, alice, 5000}, {3, alice, 4500}},
 			done:      2,
@@ -177,6 +183,27 @@ func TestSiblingsDoneWithBadGPUTimeEndsMembershipWithoutASample(t *testing.T) {
 	}
 }
 
+// Issue 26.11: a member that did not complete (cancelled, failed) ends its
+// membership without a sample, so cancelling jobs sets no sweep's index.
+func TestSiblingsLeaveEndsMembershipWithoutASample(t *testing.T) {
+	s := NewSiblings(600)
+	key := SiblingKey{User: 1, Account: "a", GPUs: 1, Partition: "gpu"}
+	s.Join(1, key, 0)
+	s.Join(2, key, 10)
+	s.Join(3, key, 20)
+	s.Leave(1)
+	if s.Of(3) != nil || s.Len() != 2 {
+		t.Fatalf("Leave gave the sweep a sample (%v) or kept the member (%d tracked)", s.Of(3), s.Len())
+	}
+	s.Done(2, 50)
+	if d := s.Of(3); d.Len() != 1 || d.sorted[0] != 50 {
+		t.Fatalf("after a completion: samples %v, want only the completed job's 50", d)
+	}
+	s.Leave(99) // never joined: ignored
+	var off *Siblings
+	off.Leave(1)
+}
+
 func TestSiblingsPruneForgetsOnlyFinishedOldSweeps(t *testing.T) {
 	s := NewSiblings(600)
 	a, b := SiblingKey{User: 1}, SiblingKey{User: 2}
@@ -215,11 +242,13 @@ func TestRankUsesCompletedSiblingsUntilTheJobOutlivesThem(t *testing.T) {
 		wantSiblings int
 	}{
 		{"a job below its sweep's longest member is ranked by the sweep",
-			Job{ID: 1, Service: 6, Queue: 1, Siblings: sweep}, 2.0 / (0.5 + 1), 2},
+			Job{ID: 1, Service: 6, Queue: 1, Ran: true, Siblings: sweep}, 2.0 / (0.5 + 1), 2},
 		{"a job past every member of its sweep is ranked by the cluster's history",
-			Job{ID: 2, Service: 7.5, Queue: 1, Siblings: sweep}, 1 / 2.5, 0},
+			Job{ID: 2, Service: 7.5, Queue: 1, Ran: true, Siblings: sweep}, 1 / 2.5, 0},
 		{"a job without completed siblings is ranked by the cluster's history",
-			Job{ID: 3, Service: 8, Queue: 1}, 1 / 2.0, 0},
+			Job{ID: 3, Service: 8, Queue: 1, Ran: true}, 1 / 2.0, 0},
+		{"a job whose service is all inherited (it has not run) is ranked by the cluster's history",
+			Job{ID: 5, Service: 6, Queue: 1, Siblings: sweep}, 1 / 4.0, 0},
 		{"a job that has not run is ranked by the cluster's history, whatever its sweep says",
 			Job{ID: 4, Service: 0, Siblings: historyOf(0.5)}, 4.0 / 15, 0},
 	}

@@ -63,6 +63,11 @@ type Config struct {
 	// members set the others' Gittins index (siblings.go). 0 turns sibling
 	// prediction off; LAS mode ignores it.
 	SiblingWindow float64
+	// InheritService: a job submitted during or within SiblingWindow
+	// after the run of an ended job of the same user, account and GPU
+	// count starts with that job's queue service (inherit.go), so cancel
+	// and resubmit does not reset it. Off with SiblingWindow 0 too.
+	InheritService bool
 }
 
 // State is a job's state as the policy sees it.
@@ -94,6 +99,10 @@ type Job struct {
 	// it never ran); WaitingSince is when it last became pending.
 	LastRun      float64
 	WaitingSince int64
+	// Ran says the job itself has run (a run begun): its service is not
+	// only what it inherited (inherit.go). The sweep index applies only
+	// to jobs that have run.
+	Ran bool
 	// Partition and QOS are Slurm's normalised factors in [0,1]; Nice is
 	// Slurm's nice value (negative raises priority).
 	Partition float64

@@ -237,6 +237,9 @@ func (o *tiresiasOrder) jobDone(j *JobState) error {
 		o.fair.finished(j)
 	}
 	gpuSeconds := j.Account.ServiceClosed
+	// Every simulated job runs to its end (traces carry no cancellations
+	// or failures), so every end is a sample, as a COMPLETED job's is in
+	// the core; a trace has one partition, so keys leave it empty.
 	o.siblings.Done(j.Job.ID, gpuSeconds)
 	if o.learnEvery <= 0 {
 		return nil

@@ -118,6 +118,13 @@ func DefaultPolicyOptions() PolicyOptions {
 	}
 	o.Tiresias.FairShare = priority.DefaultFairShare()
 	o.Tiresias.FairShare.Enabled = false
+	// A trace's virtual clusters are its accounts, all known: equal
+	// shares unless -fairshare-shares says otherwise (the core's default
+	// of 0 guards against names users make up, which traces have none of).
+	o.Tiresias.FairShare.DefaultShares = 1
+	// Nor do traces have users or cancellations: no job replaces another,
+	// so none inherits service (priority/inherit.go; the core's only).
+	o.Tiresias.InheritService = false
 	return o
 }
 

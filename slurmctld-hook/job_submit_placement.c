@@ -51,18 +51,6 @@ static bitstr_t *_job_part_nodes(const char *parts)
 	return nodes;
 }
 
-static void _append_reason(job_desc_msg_t *job_desc, const char *reason)
-{
-	if (!reason[0])
-		return;
-	if (job_desc->admin_comment && job_desc->admin_comment[0])
-		xstrfmtcat(job_desc->admin_comment, "; %s", reason);
-	else {
-		xfree(job_desc->admin_comment);
-		job_desc->admin_comment = xstrdup(reason);
-	}
-}
-
 extern void lachesis_placement_apply(job_desc_msg_t *job_desc,
 				     const char *plugin_type)
 {
@@ -132,7 +120,8 @@ extern void lachesis_placement_apply(job_desc_msg_t *job_desc,
 	}
 	if (out.max_nodes)
 		job_desc->max_nodes = out.max_nodes;
-	_append_reason(job_desc, out.reason);
+	lachesis_hook_append_reason(&job_desc->admin_comment, out.reason,
+				    false);
 	if (out.reason[0])
 		debug("%s: %s", plugin_type, out.reason);
 }

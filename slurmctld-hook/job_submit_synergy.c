@@ -359,18 +359,6 @@ static bool _wants_gpus(const job_desc_msg_t *job_desc)
 	       (job_desc->tres_per_task && strstr(job_desc->tres_per_task, "gpu"));
 }
 
-static void _note_reason(job_desc_msg_t *job_desc, const char *reason)
-{
-	if (!reason[0])
-		return;
-	if (job_desc->admin_comment && job_desc->admin_comment[0])
-		xstrfmtcat(job_desc->admin_comment, "; %s", reason);
-	else {
-		xfree(job_desc->admin_comment);
-		job_desc->admin_comment = xstrdup(reason);
-	}
-}
-
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		      char **err_msg)
 {
@@ -447,7 +435,11 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	default:
 		break;
 	}
-	_note_reason(job_desc, out.reason);
+	/* Only a sizing of both CPUs and memory ends with the marker the
+	 * fallback reads back. */
+	lachesis_hook_append_reason(&job_desc->admin_comment, out.reason,
+				    out.action == LACHESIS_SIZE_SET &&
+				    out.cpus_per_gpu && out.mem_mb_per_gpu);
 	debug("%s: %s", plugin_type, out.reason);
 	/* After sizing: placement checks the preferred nodes hold the job.
 	 * Only when it is on: it walks the partition and calls the core from

@@ -15,6 +15,7 @@
 #include "src/common/xstring.h"
 
 #include "lachesis_hook.h"
+#include "reason_text.h"
 
 void lachesis_hook_log(int level, const char *msg)
 {
@@ -288,4 +289,26 @@ bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker)
 	xfree(job_ptr->system_comment);
 	job_ptr->system_comment = out;
 	return true;
+}
+
+void lachesis_hook_append_reason(char **comment, const char *reason,
+				 bool keep_marker)
+{
+	size_t cap;
+	char *clean;
+
+	if (!reason || !reason[0])
+		return;
+	cap = strlen(reason) + 1;
+	clean = xmalloc(cap);
+	lachesis_reason_clean(clean, cap, reason, keep_marker);
+	if (clean[0]) {
+		if (*comment && (*comment)[0])
+			xstrfmtcat(*comment, "; %s", clean);
+		else {
+			xfree(*comment);
+			*comment = xstrdup(clean);
+		}
+	}
+	xfree(clean);
 }

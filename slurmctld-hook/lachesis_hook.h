@@ -45,6 +45,13 @@ extern void lachesis_hook_fill_alloc(job_record_t *job_ptr,
  * job read lock and assoc_mgr's assoc read lock. */
 extern uint32_t lachesis_hook_account_shares(job_record_t *job_ptr);
 
+/* Appends reason ("" = nothing) to the AdminComment being built in
+ * *comment, after "; " when it has text already, cleaned by
+ * reason_text.h's rule: keep_marker when the reason ends with Lachesis's
+ * sizing marker. */
+extern void lachesis_hook_append_reason(char **comment, const char *reason,
+					bool keep_marker);
+
 /* The log callback handed to the core. */
 extern void lachesis_hook_log(int level, const char *msg);
 

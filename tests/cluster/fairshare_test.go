@@ -31,7 +31,8 @@ func lateAccountVersusFlood(t *testing.T, enabled bool) {
 	// One queue band for the whole test (thresholds far away, no
 	// promotion) so fair share is the only thing that can reorder jobs.
 	e := startCluster(t, 1, fmt.Sprintf(
-		"tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\nfairshare:\n  enabled: %v\n  half_life: 3600\n", enabled))
+		"tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\nfairshare:\n  enabled: %v\n  half_life: 3600\n"+
+			"  shares: {flood: 1, late: 1}\n", enabled))
 
 	var flood []uint32
 	for i := 0; i < 12; i++ {

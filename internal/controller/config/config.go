@@ -131,6 +131,7 @@ type file struct {
 		CPUJobCPUsPerGPU  int     `mapstructure:"cpu_job_cpus_per_gpu"`
 		EffectiveService  bool    `mapstructure:"effective_service"`
 		SiblingWindow     float64 `mapstructure:"sibling_window"`
+		InheritService    bool    `mapstructure:"inherit_service"`
 		Preemption        struct {
 			MinRun           float64 `mapstructure:"min_run"`
 			MaxPerJob        int     `mapstructure:"max_per_job"`
@@ -234,6 +235,7 @@ func defaultFile() file {
 	f.Tiresias.Weights.QOS = d.Tiresias.Weights.QOS
 	f.Tiresias.GittinsMinHistory = d.GittinsMinHistory
 	f.Tiresias.SiblingWindow = d.Tiresias.SiblingWindow
+	f.Tiresias.InheritService = d.Tiresias.InheritService
 	f.Tiresias.Preemption.MinRun = d.Tiresias.Preemption.MinRun
 	f.Tiresias.Preemption.MaxPerJob = d.Tiresias.Preemption.MaxPerJob
 	f.Tiresias.Preemption.QueueGap = d.Tiresias.Preemption.QueueGap
@@ -340,6 +342,7 @@ func (f file) validate() (Config, error) {
 			},
 			EffectiveService: t.EffectiveService,
 			SiblingWindow:    t.SiblingWindow,
+			InheritService:   t.InheritService,
 		},
 		DBPath:            f.DBPath,
 		GittinsMinHistory: t.GittinsMinHistory,

@@ -97,7 +97,7 @@ func TestFairShareDefaultsToOnWithAWeekHalfLife(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := c.Tiresias.FairShare; !f.Enabled || f.HalfLife != 7*24*3600 || f.DefaultShares != 1 {
+	if f := c.Tiresias.FairShare; !f.Enabled || f.HalfLife != 7*24*3600 || f.DefaultShares != 0 {
 		t.Errorf("fairshare defaults = %+v", f)
 	}
 }
@@ -179,7 +179,7 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"a negative profile cap is rejected", "agent:\n  max_profiles_per_node: -1\n", "agent.max_profiles_per_node"},
 		{"a huge per-node rate is rejected", "agent:\n  profiles_per_node_per_hour: 1000001\n", "agent.profiles_per_node_per_hour"},
 		{"fair-share half-life under a minute is rejected", "fairshare:\n  half_life: 5\n", "fairshare.half_life"},
-		{"zero default shares are rejected", "fairshare:\n  default_shares: 0\n", "fairshare.default_shares"},
+		{"negative default shares are rejected", "fairshare:\n  default_shares: -1\n", "fairshare.default_shares"},
 		{"negative account shares are rejected naming the account", "fairshare:\n  shares: {physics: -2}\n", "fairshare.shares.physics"},
 		{"non-numeric account shares are rejected", "fairshare:\n  shares: {physics: lots}\n", "fairshare.shares"},
 		{"unknown fair-share key is rejected", "fairshare:\n  halflife: 60\n", "halflife"},

@@ -105,9 +105,13 @@ type Core struct {
 	ends        map[uint32]int64
 	corrections []endReport
 
-	// finished: jobs a pass saw finish that slurmctld still lists
-	// (finished.go); under mu.
-	finished map[uint32]struct{}
+	// finished: jobs a pass saw finish that slurmctld still lists, with
+	// their records (nil when not known), which continue if the job is
+	// requeued (finished.go); under mu.
+	finished map[uint32]*ledger.Record
+	// heirs: the service of recently ended jobs, which a job replacing one
+	// inherits (inherit.go); nil when off; under mu.
+	heirs *priority.Inheritance
 	// siblings: the sweep of each job and its completed members
 	// (siblings.go); nil when sibling prediction is off; under mu.
 	siblings *priority.Siblings
@@ -205,7 +209,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		decisions: make(map[uint32]Decision, len(active)),
 		seen:      make(map[uint32]bool, len(active)),
 		ends:      make(map[uint32]int64),
-		finished:  make(map[uint32]struct{}),
+		finished:  make(map[uint32]*ledger.Record),
 		pending:   make(map[uint32]ledger.Record),
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -215,6 +219,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.speedBase = *cfg.Speeds(nil)
 	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
+	c.heirs = newHeirs(cfg.Tiresias)
 	for i := range active {
 		r := active[i]
 		c.records[r.JobID] = &r
@@ -320,6 +325,7 @@ func (c *Core) Reconfigure() error {
 	}
 	c.speedBase = *cfg.Speeds(nil)
 	c.resizeSweeps(old.Tiresias.SiblingWindow, cfg.Tiresias.SiblingWindow)
+	c.resizeHeirs(old.Tiresias, cfg.Tiresias)
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
 	c.logThresholds(slog.LevelInfo, "reload")
 	return nil
@@ -376,7 +382,11 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		}
 		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
-		if s.State == StateFinished || s.Held {
+		if s.State == StateFinished {
+			continue
+		}
+		c.inherit(s, rec)
+		if s.Held {
 			continue
 		}
 		if s.State == StatePending {
@@ -438,7 +448,10 @@ func (c *Core) preemptions(id uint32) int {
 func (c *Core) forget(now int64) {
 	for id, rec := range c.records {
 		if !c.seen[id] {
-			c.finish(rec, now)
+			// How it ended is unknown; its key is the one it was ranked
+			// with, if any.
+			key := priority.HeirKey{User: rec.Sweep.User, Account: rec.Sweep.Account, GPUs: rec.Sweep.GPUs}
+			c.finish(rec, now, false, key, rec.InSweep)
 		}
 	}
 	for id := range c.decisions {
@@ -450,6 +463,7 @@ func (c *Core) forget(now int64) {
 	c.pruneFinished()
 	c.forgetPreemptions()
 	c.siblings.Prune(now)
+	c.heirs.Prune(now)
 	for id := range c.ends {
 		if !c.seen[id] {
 			delete(c.ends, id)
@@ -462,7 +476,9 @@ func (c *Core) forget(now int64) {
 // priority.Account's; observe only maps Slurm's states onto it.
 func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	rec, ok := c.records[s.ID]
-	if !ok {
+	if old := c.finished[s.ID]; !ok && old != nil && s.State != StateFinished {
+		rec = c.reopen(now, old)
+	} else if !ok {
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: priority.NewAccount(s.SubmitTime)}
 		c.records[s.ID] = rec
 		c.markDirty(rec)
@@ -505,8 +521,8 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 		if end == 0 {
 			end = now
 		}
-		c.finish(rec, end)
-		c.finished[s.ID] = struct{}{}
+		c.finish(rec, end, s.EndState == EndCompleted, heirKey(s), true)
+		c.finished[s.ID] = rec
 		return rec
 	}
 	if *rec != before {
@@ -549,14 +565,28 @@ func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
 		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
 }
 
-// finish records a job's completion and forgets it.
-func (c *Core) finish(rec *ledger.Record, when int64) {
+// finish records a job's end and forgets it. completed says it ran to its
+// end (Slurm's COMPLETED): only then is its GPU-time a sample for its
+// sweep (priority.Siblings.Done). Its queue service is left for a job that
+// replaces it to inherit (inherit.go), keyed by key when known.
+func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priority.HeirKey, known bool) {
+	from := rec.WaitingSince // it ended waiting: heirs are submitted after it began to
 	if rec.RunOpen {
+		from = rec.RunStart
 		rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = rec.RunStart, rec.RunGPUs, rec.RunSpeed
 	}
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
-	c.siblings.Done(rec.JobID, rec.Total())
+	if known {
+		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Submit: rec.FirstSubmit, From: from, End: rec.Finished,
+			Completed: completed, Service: rec.QueueService()})
+	}
+	rec.SweepSample = completed
+	if completed {
+		c.siblings.Done(rec.JobID, rec.Total())
+	} else {
+		c.siblings.Leave(rec.JobID)
+	}
 	c.markDirty(rec)
 	delete(c.records, rec.JobID)
 	delete(c.decisions, rec.JobID)
@@ -596,9 +626,12 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 		acct := priority.NewAccount(s.SubmitTime)
 		acct.QueueEntry = now
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
+		if b, heir := c.heirs.For(heirKey(s), s.ID, s.SubmitTime); heir {
+			rec.ServiceClosed = b.Service // the pass that sees it inherits it for good
+		}
 	}
 	j := policyJob(rec, s)
-	j.FairShare = c.placeFactor(s.Account)
+	j.FairShare = c.placeFactor(s.Account, c.cfg.Tiresias.FairShare.SharesOf(s.Account, s.AccountShares))
 	res := c.ranker.Place(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d

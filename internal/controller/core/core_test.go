@@ -18,6 +18,9 @@ func testConfig(db string) config.Config {
 	c.DBPath = db
 	c.Tiresias.FixThresholds([]float64{100, 1000})
 	c.Tiresias.PromoteKnob = 2
+	// The accounts the fair-share tests compete with have shares, as if
+	// listed in lachesis.yaml's fairshare.shares; any other is unknown.
+	c.Tiresias.FairShare.Shares = map[string]float64{"a": 1, "b": 1, "newcomer": 1}
 	return c
 }
 

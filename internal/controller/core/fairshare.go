@@ -123,8 +123,13 @@ func (c *Core) fairShare(snaps []Snapshot) {
 		if before, ok := fs.factor[name]; !ok || priority.OverShare(before) != priority.OverShare(l.Factor) {
 			// The shares say where they came from: the association's
 			// shares_raw when slurmdbd gives one, else lachesis.yaml.
-			c.log.Info("account fair-share class", keyAccount, name, keyShares, l.Shares, keyFactor, l.Factor,
-				keyUsage, usage, keyOverShare, priority.OverShare(l.Factor))
+			if !(l.Shares > 0) {
+				c.log.Info("account without fair-share shares (none from slurmdbd, not in fairshare.shares, default_shares 0): lowest class",
+					keyAccount, name, keyShares, l.Shares, keyFactor, l.Factor, keyUsage, usage, keyOverShare, true)
+			} else {
+				c.log.Info("account fair-share class", keyAccount, name, keyShares, l.Shares, keyFactor, l.Factor,
+					keyUsage, usage, keyOverShare, priority.OverShare(l.Factor))
+			}
 		}
 		fs.next[name] = l.Factor
 	}
@@ -145,10 +150,15 @@ func countOver(loads []priority.AccountLoad) int {
 
 // placeFactor is the factor Place gives a job between passes: its
 // account's as of the last pass; an account the last pass did not see has
-// had no jobs waiting or running, so it counts as unused.
-func (c *Core) placeFactor(account string) float64 {
+// had no jobs waiting or running, so it counts as unused if it has shares,
+// and as having none (0, the lowest class) if it has not, as the next pass
+// will find.
+func (c *Core) placeFactor(account string, shares float64) float64 {
 	if f, ok := c.fs.factor[account]; ok {
 		return f
+	}
+	if !(shares > 0) {
+		return 0
 	}
 	return 1
 }

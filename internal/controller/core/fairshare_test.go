@@ -115,6 +115,17 @@ func TestFairSharePlaceUsesTheAccountsLastFactor(t *testing.T) {
 	if d := c.Place(1060, &s); d.Factors.FairShare != 1 {
 		t.Errorf("unseen account placed with factor %v, want 1", d.Factors.FairShare)
 	}
+	// Issue 20.6: an account name nobody gave shares to (any user may
+	// type one without AccountingStorageEnforce=associations) is placed in
+	// the lowest class, as the next pass will put it.
+	s = withAccount(pending(5, 1, 1060), "x31337")
+	if d := c.Place(1060, &s); d.Factors.FairShare != 0 {
+		t.Errorf("unknown account placed with factor %v, want 0", d.Factors.FairShare)
+	}
+	d := pass(c, 1070, withAccount(running(1, 1, 1000, 1000), "a"), s)
+	if d[1].Factors.FairShare != 0 || d[1].Factors.FairShare > d[0].Factors.FairShare {
+		t.Errorf("unknown account's factor %v after a pass, a's %v; want 0", d[1].Factors.FairShare, d[0].Factors.FairShare)
+	}
 }
 
 func TestAccountNamesInternsAndBounds(t *testing.T) {

@@ -1,6 +1,9 @@
 package core
 
-import "github.com/lachesis-sched/lachesis/internal/controller/ledger"
+import (
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/priority"
+)
 
 // A finished job stays in slurmctld's list for MinJobAge. The pass that
 // sees it finish records it (completed-job history, its account's usage,
@@ -26,9 +29,24 @@ func (c *Core) finishedEarlier(s *Snapshot) bool {
 	return done && !active
 }
 
-// rememberFinished marks the jobs that finished before a restart; the
-// first pass forgets those slurmctld does not list (pruneFinished).
+// rememberFinished marks the jobs that finished before a restart, with
+// their records; the first pass forgets those slurmctld does not list
+// (pruneFinished).
 func (c *Core) rememberFinished(store ledger.Store) error {
+	if fr, ok := store.(ledger.FinishedRecordLister); ok {
+		recs, err := fr.FinishedRecords(maxListedFinished)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if _, active := c.records[r.JobID]; !active {
+				// A copy each: a pointer into recs would keep the whole
+				// slice alive after the first pass forgets most of them.
+				c.finished[r.JobID] = &r
+			}
+		}
+		return nil
+	}
 	fl, ok := store.(ledger.FinishedLister)
 	if !ok {
 		return nil
@@ -39,10 +57,30 @@ func (c *Core) rememberFinished(store ledger.Store) error {
 	}
 	for _, id := range ids {
 		if _, active := c.records[id]; !active {
-			c.finished[id] = struct{}{}
+			c.finished[id] = nil // its record is not known: a requeue starts afresh
 		}
 	}
 	return nil
+}
+
+// reopen continues the record of a job that finished and is active again:
+// slurmctld requeues a finished batch job on `scontrol requeue` (its owner
+// may ask, within MinJobAge). Its service, runs and queue carry on, as a
+// preempted job's do; else the requeue would reset its owner's service to
+// zero. Its end stays in the completed-job history.
+func (c *Core) reopen(now int64, old *ledger.Record) *ledger.Record {
+	rec := *old
+	rec.Finished = 0
+	rec.WaitingSince = now
+	rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = 0, 0, 0
+	// It joins its sweep again as an active member (joinSweep).
+	rec.Sweep, rec.InSweep, rec.SweepSample = priority.SiblingKey{}, false, false
+	c.records[rec.JobID] = &rec
+	delete(c.finished, rec.JobID)
+	c.markDirty(&rec)
+	c.log.Info("finished job requeued: its ledger record continues", keyJob, rec.JobID, keyService, rec.Total(),
+		keyQueue, rec.Queue)
+	return &rec
 }
 
 // pruneFinished forgets the finished jobs slurmctld no longer lists.

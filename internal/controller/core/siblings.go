@@ -28,9 +28,13 @@ const (
 func (c *Core) joinSweep(s *Snapshot, rec *ledger.Record, j *priority.Job) {
 	// Kept with the job's completion whether sweeps are on or not, so
 	// turning them on later can replay it. Not a reason to save the
-	// record now: the jobs table does not hold it.
-	rec.Sweep = priority.SiblingKey{User: s.User, Account: s.Account, GPUs: j.GPUs}
-	rec.InSweep = true
+	// record now: the jobs table does not hold it. The key is the one the
+	// job joined with (a pending job submitted to several partitions
+	// lists them all; it keeps that key once it runs in one of them).
+	if !rec.InSweep {
+		rec.Sweep = priority.SiblingKey{User: s.User, Account: s.Account, GPUs: j.GPUs, Partition: s.Partition}
+		rec.InSweep = true
+	}
 	c.siblings.Join(s.ID, rec.Sweep, rec.FirstSubmit)
 	j.Siblings = c.siblings.Of(s.ID)
 }
@@ -53,7 +57,11 @@ func (c *Core) restoreSweeps(store ledger.Store) {
 			continue // requeued since: it joins as an active job
 		}
 		c.siblings.Join(e.JobID, e.Key, e.FirstSubmit)
-		c.siblings.Done(e.JobID, e.GPUSeconds)
+		if e.Sample {
+			c.siblings.Done(e.JobID, e.GPUSeconds)
+		} else {
+			c.siblings.Leave(e.JobID)
+		}
 	}
 	c.log.Info("sweeps restored from the completed-job history", keyJobs, len(ends))
 }

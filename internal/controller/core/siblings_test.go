@@ -36,7 +36,7 @@ func TestCompletedSiblingRanksTheRestOfItsSweep(t *testing.T) {
 	pass(c, 1000, first, sibling, stranger)
 
 	// Job 1 ends after 180 GPU-s; job 2 starts in its place.
-	first.State, first.EndTime = StateFinished, 1080
+	first.State, first.EndTime, first.EndState = StateFinished, 1080, EndCompleted
 	sibling.State, sibling.StartTime = StateRunning, 1090
 	d := pass(c, 1150, first, sibling, stranger)
 	if got := d[1].Factors.SiblingSamples; got != 1 {
@@ -67,7 +67,7 @@ func TestSiblingWindowZeroTurnsSweepsOffOnReload(t *testing.T) {
 	a := owned(running(1, 1, 1000, 1000), 5, "")
 	b := owned(pending(2, 1, 1010), 5, "")
 	pass(c, 1020, a, b)
-	a.State, a.EndTime = StateFinished, 1030
+	a.State, a.EndTime, a.EndState = StateFinished, 1030, EndCompleted
 	b.State, b.StartTime = StateRunning, 1035
 	if d := pass(c, 1040, a, b); d[1].Factors.SiblingSamples != 1 {
 		t.Fatalf("with the default window job 2 has %d completed siblings, want 1", d[1].Factors.SiblingSamples)
@@ -107,7 +107,7 @@ func TestSweepsSurviveARestart(t *testing.T) {
 	a := owned(running(1, 1, 1000, 1000), 5, "vision")
 	b := owned(pending(2, 1, 1010), 5, "vision")
 	pass(c, 1020, a, b)
-	a.State, a.EndTime = StateFinished, 1030
+	a.State, a.EndTime, a.EndState = StateFinished, 1030, EndCompleted
 	pass(c, 1040, a, b)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -119,5 +119,48 @@ func TestSweepsSurviveARestart(t *testing.T) {
 	d := pass(c, 1050, b) // job 1 is gone from slurmctld too
 	if got := d[0].Factors.SiblingSamples; got != 1 {
 		t.Fatalf("after a restart job 2 is ranked by %d completed siblings, want 1 (job 1's 30 GPU-s)", got)
+	}
+}
+
+// Issue 26.11: a member that was cancelled (or failed) is no sample for its
+// sweep, live or replayed after a restart, and a job of the same user,
+// account and width in another partition is not a sibling.
+func TestOnlyCompletedMembersOfOnePartitionRankASweep(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	in := func(s Snapshot, part string) Snapshot {
+		s = owned(s, 5, "vision")
+		s.Partition = part
+		return s
+	}
+	cancelled := in(running(1, 1, 1000, 1000), "gpu")
+	failed := in(running(2, 1, 1001, 1000), "gpu")
+	other := in(running(3, 1, 1002, 1000), "long")
+	waiting := in(pending(4, 1, 1010), "gpu")
+	pass(c, 1020, cancelled, failed, other, waiting)
+	cancelled.State, cancelled.EndTime, cancelled.EndState = StateFinished, 1030, EndCancelled
+	failed.State, failed.EndTime, failed.EndState = StateFinished, 1031, EndFailed
+	other.State, other.EndTime, other.EndState = StateFinished, 1032, EndCompleted
+	waiting.State, waiting.StartTime = StateRunning, 1033
+	d := pass(c, 1040, cancelled, failed, other, waiting)
+	if got := d[3].Factors.SiblingSamples; got != 0 {
+		t.Fatalf("job 4 ranked by %d siblings: cancelled, failed or other-partition jobs counted", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openCore(t, db)
+	defer c.Close()
+	if d := pass(c, 1050, waiting); d[0].Factors.SiblingSamples != 0 {
+		t.Fatalf("after a restart job 4 is ranked by %d replayed siblings", d[0].Factors.SiblingSamples)
+	}
+	// A completed member of its own partition still counts, after the
+	// restart too.
+	done := in(running(5, 1, 1015, 1016), "gpu")
+	pass(c, 1060, waiting, done)
+	done.State, done.EndTime, done.EndState = StateFinished, 1300, EndCompleted
+	pass(c, 1310, waiting, done)
+	if d := pass(c, 1312, waiting, done); d[0].Factors.SiblingSamples != 1 {
+		t.Fatalf("job 4 ranked by %d siblings, want 1 (job 5 completed): %+v", d[0].Factors.SiblingSamples, d[0])
 	}
 }

@@ -38,6 +38,8 @@ var jobsColumns = []string{
 	`ALTER TABLE jobs ADD COLUMN preempt_reason TEXT NOT NULL DEFAULT ''`,
 	`ALTER TABLE jobs ADD COLUMN run_speed REAL NOT NULL DEFAULT 0`,
 	`ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0`,
+	// Later: the queue service a job inherited (0: none, as before).
+	`ALTER TABLE jobs ADD COLUMN inherited REAL NOT NULL DEFAULT 0`,
 }
 
 // LastRun is what the correction rule needs of a finished job's last run.

@@ -38,6 +38,13 @@ type Record struct {
 	// when it next ranks the job.
 	Sweep   priority.SiblingKey
 	InSweep bool
+	// SweepSample: the job completed, so its GPU-time is a sample for its
+	// sweep; a cancelled or failed job's end only ends its membership.
+	SweepSample bool
+	// Inherited is the queue service the job took over from an ended job
+	// it replaces (priority/inherit.go), included in ServiceClosed; kept so
+	// that it is added once, across passes and restarts.
+	Inherited float64
 }
 
 // Store is what the core needs from persistent storage.
@@ -82,7 +89,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 	finished      INTEGER NOT NULL,
 	preempt_reason TEXT   NOT NULL DEFAULT '',
 	run_speed     REAL    NOT NULL DEFAULT 0,
-	preemptions   INTEGER NOT NULL DEFAULT 0
+	preemptions   INTEGER NOT NULL DEFAULT 0,
+	inherited     REAL    NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_active ON jobs(finished);
 CREATE TABLE IF NOT EXISTS completed (
@@ -98,6 +106,8 @@ CREATE TABLE IF NOT EXISTS completed (
 	sweep_account TEXT    NOT NULL DEFAULT '',
 	sweep_gpus    INTEGER NOT NULL DEFAULT 0,
 	first_submit  INTEGER NOT NULL DEFAULT 0,
+	sweep_partition TEXT  NOT NULL DEFAULT '',
+	sweep_sample  INTEGER NOT NULL DEFAULT 1,
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
@@ -164,7 +174,8 @@ func OpenReadOnly(path string) (*SQLite, error) {
 }
 
 const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
-	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished, preempt_reason, run_speed, preemptions`
+	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished, preempt_reason, run_speed,
+	preemptions, inherited`
 
 // Active implements Store.
 func (s *SQLite) Active() ([]Record, error) {
@@ -175,13 +186,10 @@ func (s *SQLite) Active() ([]Record, error) {
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
-		var r Record
-		if err := rows.Scan(&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
-			&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-			&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions); err != nil {
+		r, err := scanRecord(rows)
+		if err != nil {
 			return nil, fmt.Errorf("%w: scan job: %v", ErrStore, err)
 		}
-		r.RunOpen = r.RunStart != 0
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -190,20 +198,27 @@ func (s *SQLite) Active() ([]Record, error) {
 	return out, nil
 }
 
+// scanRecord reads one row of `SELECT columns FROM jobs`.
+func scanRecord(row interface{ Scan(...any) error }) (Record, error) {
+	var r Record
+	if err := row.Scan(&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
+		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
+		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions, &r.Inherited); err != nil {
+		return Record{}, err
+	}
+	r.RunOpen = r.RunStart != 0
+	return r, nil
+}
+
 // Get returns one job's record, finished or not (for tools and tests).
 func (s *SQLite) Get(jobID uint32) (Record, bool, error) {
-	var r Record
-	err := s.conn().QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID).Scan(
-		&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
-		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions)
+	r, err := scanRecord(s.conn().QueryRow(`SELECT `+columns+` FROM jobs WHERE job_id = ?`, jobID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, false, nil
 	}
 	if err != nil {
 		return Record{}, false, fmt.Errorf("%w: get job %d: %v", ErrStore, jobID, err)
 	}
-	r.RunOpen = r.RunStart != 0
 	return r, true, nil
 }
 
@@ -238,6 +253,35 @@ type FinishedLister interface {
 
 var _ FinishedLister = (*SQLite)(nil)
 
+// FinishedRecordLister is implemented by stores that can return the
+// records of the most recently finished jobs, which the core keeps while
+// slurmctld lists them: a finished job requeued (`scontrol requeue`)
+// continues its record instead of starting from zero.
+type FinishedRecordLister interface {
+	FinishedRecords(limit int) ([]Record, error)
+}
+
+var _ FinishedRecordLister = (*SQLite)(nil)
+
+// FinishedRecords returns the records of up to limit most recently
+// finished jobs, newest first.
+func (s *SQLite) FinishedRecords(limit int) ([]Record, error) {
+	rows, err := s.conn().Query(`SELECT `+columns+` FROM jobs WHERE finished != 0 ORDER BY finished DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list finished jobs: %v", ErrStore, err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%w: scan finished job: %v", ErrStore, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // RecentlyFinished returns the ids of up to limit most recently finished
 // jobs, newest first.
 func (s *SQLite) RecentlyFinished(limit int) ([]uint32, error) {
@@ -268,14 +312,15 @@ func (s *SQLite) Save(records []Record) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	upsert, err := tx.Prepare(`INSERT OR REPLACE INTO jobs (` + columns + `)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
 	defer upsert.Close()
 	done, err := tx.Prepare(`INSERT OR IGNORE INTO completed (job_id, finished, gpu_seconds,
 		last_start, last_gpus, last_seconds, last_speed,
-		in_sweep, sweep_user, sweep_account, sweep_gpus, first_submit) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`)
+		in_sweep, sweep_user, sweep_account, sweep_gpus, first_submit, sweep_partition, sweep_sample)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -284,13 +329,13 @@ func (s *SQLite) Save(records []Record) error {
 		r := &records[i]
 		if _, err := upsert.Exec(r.JobID, r.FirstSubmit, r.ServiceClosed, r.ServiceBase,
 			r.RunStart, r.RunGPUs, r.RunSeconds, r.LastRun, r.Runs, r.WaitingSince,
-			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason, r.RunSpeed, r.Preemptions); err != nil {
+			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason, r.RunSpeed, r.Preemptions, r.Inherited); err != nil {
 			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
 		}
 		if r.Finished != 0 {
 			if _, err := done.Exec(r.JobID, r.Finished, r.Total(),
 				r.LastRunStart, r.LastRunGPUs, r.LastRun, r.LastRunSpeed,
-				r.InSweep, r.Sweep.User, r.Sweep.Account, r.Sweep.GPUs, r.FirstSubmit); err != nil {
+				r.InSweep, r.Sweep.User, r.Sweep.Account, r.Sweep.GPUs, r.FirstSubmit, r.Sweep.Partition, r.SweepSample); err != nil {
 				return fmt.Errorf("%w: record completion of job %d: %v", ErrStore, r.JobID, err)
 			}
 		}

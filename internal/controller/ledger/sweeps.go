@@ -20,6 +20,10 @@ var sweepColumns = []string{
 	`ALTER TABLE completed ADD COLUMN sweep_account TEXT NOT NULL DEFAULT ''`,
 	`ALTER TABLE completed ADD COLUMN sweep_gpus INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE completed ADD COLUMN first_submit INTEGER NOT NULL DEFAULT 0`,
+	// Later: the key's partition, and whether the end is a sample (the job
+	// completed); rows from before were all samples, of keys without one.
+	`ALTER TABLE completed ADD COLUMN sweep_partition TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE completed ADD COLUMN sweep_sample INTEGER NOT NULL DEFAULT 1`,
 }
 
 // SweepEnd is one ended member of a sweep, as the completed-job history
@@ -29,6 +33,9 @@ type SweepEnd struct {
 	Key         priority.SiblingKey
 	FirstSubmit int64
 	GPUSeconds  float64
+	// Sample: the member completed, so its GPU-time is a sample for its
+	// sweep (priority.Siblings.Done); else it only ends its membership.
+	Sample bool
 }
 
 // SweepLister is implemented by stores that keep sweep keys with the
@@ -44,8 +51,8 @@ var _ SweepLister = (*SQLite)(nil)
 // oldest submission first: the order in which replaying them rebuilds the
 // sweeps they belonged to.
 func (s *SQLite) SweepEnds(limit int) ([]SweepEnd, error) {
-	rows, err := s.conn().Query(`SELECT job_id, sweep_user, sweep_account, sweep_gpus, first_submit, gpu_seconds
-		FROM completed WHERE in_sweep != 0 ORDER BY finished DESC LIMIT ?`, limit)
+	rows, err := s.conn().Query(`SELECT job_id, sweep_user, sweep_account, sweep_gpus, sweep_partition, first_submit,
+		gpu_seconds, sweep_sample FROM completed WHERE in_sweep != 0 ORDER BY finished DESC LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list sweep members: %v", ErrStore, err)
 	}
@@ -53,7 +60,8 @@ func (s *SQLite) SweepEnds(limit int) ([]SweepEnd, error) {
 	var out []SweepEnd
 	for rows.Next() {
 		var e SweepEnd
-		if err := rows.Scan(&e.JobID, &e.Key.User, &e.Key.Account, &e.Key.GPUs, &e.FirstSubmit, &e.GPUSeconds); err != nil {
+		if err := rows.Scan(&e.JobID, &e.Key.User, &e.Key.Account, &e.Key.GPUs, &e.Key.Partition, &e.FirstSubmit,
+			&e.GPUSeconds, &e.Sample); err != nil {
 			return nil, fmt.Errorf("%w: scan sweep member: %v", ErrStore, err)
 		}
 		out = append(out, e)

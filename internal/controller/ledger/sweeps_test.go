@@ -24,12 +24,16 @@ func TestSweepEndsReplayInSubmitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	k := priority.SiblingKey{User: 1000, Account: "vision", GPUs: 4}
+	k := priority.SiblingKey{User: 1000, Account: "vision", GPUs: 4, Partition: "gpu"}
+	cancelled := finishedIn(1, 300, 900, k, true, 40)
+	cancelled.SweepSample = false
+	completed := finishedIn(2, 100, 800, k, true, 30)
+	completed.SweepSample = true
 	err = s.Save([]Record{
-		finishedIn(1, 300, 900, k, true, 40),                                                   // finished last, submitted last
-		finishedIn(2, 100, 800, k, true, 30),                                                   // finished second
-		finishedIn(3, 200, 700, k, true, 20),                                                   // finished first: beyond a limit of 2
-		finishedIn(4, 50, 950, k, false, 10),                                                   // never placed in a sweep
+		cancelled,                            // finished last, submitted last
+		completed,                            // finished second
+		finishedIn(3, 200, 700, k, true, 20), // finished first: beyond a limit of 2
+		finishedIn(4, 50, 950, k, false, 10), // never placed in a sweep
 		{JobID: 5, FirstSubmit: 60, Account: priority.NewAccount(60), Sweep: k, InSweep: true}, // active
 	})
 	if err != nil {
@@ -40,8 +44,8 @@ func TestSweepEndsReplayInSubmitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []SweepEnd{
-		{JobID: 2, Key: k, FirstSubmit: 100, GPUSeconds: 30},
-		{JobID: 1, Key: k, FirstSubmit: 300, GPUSeconds: 40},
+		{JobID: 2, Key: k, FirstSubmit: 100, GPUSeconds: 30, Sample: true},
+		{JobID: 1, Key: k, FirstSubmit: 300, GPUSeconds: 40, Sample: false},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("SweepEnds(2) = %+v, want %+v", got, want)

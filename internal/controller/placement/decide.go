@@ -8,6 +8,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
 )
 
 // Request is the part of a submission placement looks at, as copied out of
@@ -159,9 +160,9 @@ func preferTypes(cfg Config, key string, m Model, info []nodeInfo, fit fitter) (
 	}
 	var speeds []string
 	for i, t := range types {
-		speeds = append(speeds, fmt.Sprintf("%s %.3g (x%.2f)", t, m.Speed[t], adv[i]))
+		speeds = append(speeds, fmt.Sprintf("%s %.3g x%.2f", t, m.Speed[t], adv[i]))
 	}
-	return strings.Join(feats, "|"), fmt.Sprintf("prefers %s by comparative advantage vs %d other model(s) [%s]; soft: starts on another type when these are busy",
+	return strings.Join(feats, "|"), fmt.Sprintf("prefers %s by comparative advantage vs %d other model(s) (speeds %s); soft: starts on another type when these are busy",
 		strings.Join(feats, "|"), others, strings.Join(speeds, ", "))
 }
 
@@ -320,16 +321,8 @@ func describeNodes(prefix string, nodes []Node) []nodeInfo {
 	return out
 }
 
-func clipName(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:64], "") + "…"
-}
+// clipName is a user-chosen name as the admin comment shows it: it can
+// never spell a marker (reasontext.Field).
+func clipName(s string) string { return reasontext.Field(s, 64) }
 
-func clip(s string) string {
-	if len(s) <= MaxReason {
-		return s
-	}
-	return strings.ToValidUTF8(s[:MaxReason-len("…")], "") + "…"
-}
+func clip(s string) string { return reasontext.Clip(s, MaxReason) }

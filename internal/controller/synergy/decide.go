@@ -3,9 +3,9 @@ package synergy
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
@@ -147,21 +147,12 @@ const (
 	maxField      = 64 // a user-chosen name (model key, partition) in the text
 )
 
-// clipField cuts a user-chosen name for the admin comment.
-func clipField(s string) string {
-	if len(s) <= maxField {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxField], "") + "…"
-}
+// clipField is a user-chosen name (model key, partition) as the admin
+// comment shows it: it can never spell a marker (reasontext.Field).
+func clipField(s string) string { return reasontext.Field(s, maxField) }
 
 // clipReason cuts the human-readable part of a reason to MaxReasonText.
-func clipReason(s string) string {
-	if len(s) <= MaxReasonText {
-		return s
-	}
-	return strings.ToValidUTF8(s[:MaxReasonText-len("…")], "") + "…"
-}
+func clipReason(s string) string { return reasontext.Clip(s, MaxReasonText) }
 
 func describe(d Decision, userCPUs, userMem uint64, explicitCPUs, explicitMem bool) string {
 	cpus := fmt.Sprintf("%d CPUs", d.CPUsPerGPU)

@@ -33,21 +33,41 @@ func (s Sizing) marker() string {
 // Enlarged reports whether the job asks for more than its share.
 func (s Sizing) Enlarged() bool { return s.CPUs > s.ShareCPUs || s.MemMB > s.ShareMemMB }
 
-// ParseSizing reads the marker from an admin comment.
+// ParseSizing reads Lachesis's marker from an admin comment: the last
+// "[lachesis:" of the comment, which must be a whole sizing marker ending
+// the comment or followed by "; " (the next reason). Only Lachesis writes
+// brackets there: every user-chosen text in a reason has them dropped
+// (reasontext.Field), and only an admin can set an AdminComment. A comment
+// whose last marker is not a sizing one (e.g. the shrunk one) has none.
 func ParseSizing(comment string) (Sizing, bool) {
-	m := markerRE.FindStringSubmatch(comment)
-	if m == nil {
-		return Sizing{}, false
+	sz, _, ok := findSizing(comment)
+	return sz, ok
+}
+
+// findSizing is ParseSizing that also returns where the marker lies.
+func findSizing(comment string) (Sizing, [2]int, bool) {
+	at := strings.LastIndex(comment, "[lachesis:")
+	if at < 0 {
+		return Sizing{}, [2]int{}, false
+	}
+	loc := markerRE.FindStringSubmatchIndex(comment[at:])
+	if loc == nil || loc[0] != 0 {
+		return Sizing{}, [2]int{}, false
+	}
+	end := at + loc[1]
+	if rest := comment[end:]; rest != "" && !strings.HasPrefix(rest, "; ") {
+		return Sizing{}, [2]int{}, false
 	}
 	n := make([]uint64, 4)
 	for i := range n {
-		v, err := strconv.ParseUint(m[i+1], 10, 32)
+		v, err := strconv.ParseUint(comment[at+loc[2*i+2]:at+loc[2*i+3]], 10, 32)
 		if err != nil {
-			return Sizing{}, false
+			return Sizing{}, [2]int{}, false
 		}
 		n[i] = v
 	}
-	return Sizing{CPUs: int(n[0]), MemMB: n[1], ShareCPUs: int(n[2]), ShareMemMB: n[3]}, true
+	sz := Sizing{CPUs: int(n[0]), MemMB: n[1], ShareCPUs: int(n[2]), ShareMemMB: n[3]}
+	return sz, [2]int{at, end}, true
 }
 
 // NodeState is one node's capacity and current use.
@@ -70,10 +90,13 @@ type Shrink struct {
 // but not the enlarged CPUs or memory, and would fit there at its share,
 // is shrunk to the share. g is the job's GPUs per node.
 func Fallback(cfg Config, comment string, g int, waited time.Duration, nodes []NodeState) (Shrink, bool) {
-	sz, ok := ParseSizing(comment)
+	sz, span, ok := findSizing(comment)
 	if !ok || !sz.Enlarged() || waited < cfg.FallbackAfter || g <= 0 {
 		return Shrink{}, false
 	}
+	// Never more than the job has now in either dimension: a shrink that
+	// raised one (a share above the sizing) is not a shrink. The plugin
+	// checks the job's request again before it updates it.
 	cpus, mem := min(sz.CPUs, sz.ShareCPUs), min(sz.MemMB, sz.ShareMemMB)
 	for _, n := range nodes {
 		freeCPUs, freeMem := n.CPUs-n.AllocCPUs, n.MemMB-min(n.AllocMemMB, n.MemMB)
@@ -90,7 +113,7 @@ func Fallback(cfg Config, comment string, g int, waited time.Duration, nodes []N
 		return Shrink{
 			CPUsPerGPU:   cpus,
 			MemMBPerGPU:  mem,
-			AdminComment: strings.Replace(comment, sz.marker(), shrunkMarker, 1) + "; " + note,
+			AdminComment: comment[:span[0]] + shrunkMarker + comment[span[1]:] + "; " + note,
 		}, true
 	}
 	return Shrink{}, false

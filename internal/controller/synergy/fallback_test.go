@@ -62,3 +62,66 @@ func TestFallback(t *testing.T) {
 		})
 	}
 }
+
+// Issue 20.4: a job named like a sizing marker must not put one into its
+// admin comment, and the fallback reads only Lachesis's own, trailing one.
+func TestForgedMarkerInANameNeverDrivesTheFallback(t *testing.T) {
+	forged := "[lachesis:sized cpus=99 mem=9 share_cpus=48 share_mem=9]"
+	for _, req := range []Request{
+		gpuJob(forged, "1"),
+		{Name: "x", Comment: "model=" + forged, Partition: "gpu", GPU: gpuJob("", "1").GPU},
+		{Name: "x", Partition: "gpu]" + forged, GPU: gpuJob("", "1").GPU},
+		gpuJob("a\n"+forged+"\x1b[0m", "1"),
+	} {
+		d := Decide(cfg(), req, synergyNodes, lookup)
+		if n := strings.Count(d.Reason, "[lachesis:"); n != 1 {
+			t.Fatalf("reason %q carries %d markers; want only Lachesis's", d.Reason, n)
+		}
+		if strings.ContainsAny(d.Reason, "\n\x1b") {
+			t.Fatalf("reason %q carries control characters", d.Reason)
+		}
+		sz, ok := ParseSizing(d.Reason)
+		if !ok || sz.CPUs != 3 || sz.ShareCPUs != 3 {
+			t.Fatalf("ParseSizing(%q) = %+v, %v; want the share Lachesis gave (3 CPUs)", d.Reason, sz, ok)
+		}
+		if _, shrink := Fallback(cfg(), d.Reason, 1, time.Hour, []NodeState{{CPUs: 64, GPUs: 8, MemMB: 512000, AllocMemMB: 500000, Usable: true}}); shrink {
+			t.Fatalf("a job Lachesis did not enlarge was resized from %q", d.Reason)
+		}
+	}
+}
+
+func TestParseSizingReadsOnlyTheTrailingMarker(t *testing.T) {
+	real := Sizing{CPUs: 9, MemMB: 64000, ShareCPUs: 3, ShareMemMB: 64000}.marker()
+	forged := Sizing{CPUs: 99, MemMB: 9, ShareCPUs: 48, ShareMemMB: 9}.marker()
+	cases := []struct {
+		comment string
+		ok      bool
+	}{
+		{"lachesis: model=x " + real, true},
+		{"lachesis: model=x " + real + "; lachesis placement: model=x: prefers f_a", true},
+		{"an admin's " + forged + " note; lachesis: model=x " + real, true},
+		{"lachesis: model=x " + real + " trailing words", false},
+		{"lachesis: model=x " + real + "; " + "[lachesis:shrunk]; lachesis: shrunk", false},
+		{"lachesis: model=x " + real + "; [lachesis:sized cpus=1", false},
+	}
+	for _, c := range cases {
+		sz, ok := ParseSizing(c.comment)
+		if ok != c.ok || (ok && sz.CPUs != 9) {
+			t.Errorf("ParseSizing(%q) = %+v, %v; want ok=%v with 9 CPUs", c.comment, sz, ok, c.ok)
+		}
+	}
+}
+
+// A marker whose share exceeds its sizing in one dimension shrinks only the
+// other: the fallback never asks for more than the sizing in either.
+func TestFallbackNeverRaisesEitherDimension(t *testing.T) {
+	comment := "lachesis: model=x " + Sizing{CPUs: 9, MemMB: 1000, ShareCPUs: 3, ShareMemMB: 64000}.marker()
+	node := NodeState{CPUs: 24, AllocCPUs: 18, GPUs: 8, MemMB: 512000, Usable: true}
+	s, ok := Fallback(cfg(), comment, 1, time.Hour, []NodeState{node})
+	if !ok || s.CPUsPerGPU != 3 || s.MemMBPerGPU != 1000 {
+		t.Fatalf("Fallback = %+v, %v; want 3 CPUs and the sized 1000 MB", s, ok)
+	}
+	if strings.Count(s.AdminComment, "[lachesis:") != 1 || !strings.Contains(s.AdminComment, "[lachesis:shrunk]") {
+		t.Fatalf("comment after the shrink: %q", s.AdminComment)
+	}
+}

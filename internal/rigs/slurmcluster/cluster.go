@@ -157,9 +157,24 @@ func (c *Cluster) Run(name string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// RunAs runs a Slurm client command as the local user name (runuser), the
+// way an ordinary user of the cluster runs it.
+func (c *Cluster) RunAs(user, name string, args ...string) (string, error) {
+	return c.Run("runuser", append([]string{"-u", user, "--", name}, args...)...)
+}
+
 // Submit runs sbatch with args and returns the job id.
 func (c *Cluster) Submit(args ...string) (uint32, error) {
-	out, err := c.Run("sbatch", append([]string{"--parsable"}, args...)...)
+	return parseSbatch(c.Run("sbatch", append([]string{"--parsable"}, args...)...))
+}
+
+// SubmitAs is Submit as the local user name (RunAs). The job should name a
+// working directory and output the user can write (-D, -o).
+func (c *Cluster) SubmitAs(user string, args ...string) (uint32, error) {
+	return parseSbatch(c.RunAs(user, "sbatch", append([]string{"--parsable"}, args...)...))
+}
+
+func parseSbatch(out string, err error) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,142 @@
+package core
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+)
+
+// Issue 20.7: cancel and resubmit does not reset attained service. Job 1
+// of user 5 (2 GPUs) runs 500 s, 1000 GPU-s, into queue 2 (thresholds 100,
+// 1000), and is cancelled; its replacement, same user, account and width,
+// lands in queue 2 at placement and in every pass, not queue 0, and its
+// account is not charged the inherited service again.
+func TestResubmissionInheritsTheCancelledJobsService(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		submit int64 // the replacement's submission
+	}{
+		{"resubmitted after the cancel", 1510},
+		{"submitted during the run, then the original cancelled", 1400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			defer c.Close()
+			orig := owned(running(1, 2, 100, 1000), 5, "a")
+			pass(c, 1499, orig)
+			repl := owned(pending(2, 2, tc.submit), 5, "a")
+			orig.State, orig.EndTime, orig.EndState = StateFinished, 1500, EndCancelled
+			snaps := []Snapshot{orig}
+			if tc.submit < 1500 {
+				snaps = []Snapshot{orig, repl} // queued before the cancel
+			}
+			pass(c, 1500, snaps...)
+			usage, _ := c.AccountUsage("a")
+			if d := c.Place(1510, &repl); d.Queue != 2 {
+				t.Fatalf("replacement placed in queue %d, want 2 (the cancelled job's)", d.Queue)
+			}
+			d := pass(c, 1511, orig, repl)
+			if d[1].Queue != 2 || d[1].Service != 1000 {
+				t.Fatalf("replacement in queue %d with %v GPU-s, want queue 2 with the 1000 it inherited", d[1].Queue, d[1].Service)
+			}
+			if after, _ := c.AccountUsage("a"); after > usage+1e-9 {
+				t.Fatalf("account charged again: usage %v -> %v", usage, after)
+			}
+			// Inherited once: later passes and runs add only its own service.
+			repl.State, repl.StartTime = StateRunning, 1520
+			if d := pass(c, 1530, orig, repl); d[1].Service != 1000+2*10 {
+				t.Fatalf("service %v after a 10 s run, want 1020", d[1].Service)
+			}
+			if r, _ := c.Record(2); r.Inherited != 1000 {
+				t.Fatalf("record inherited %v, want 1000", r.Inherited)
+			}
+		})
+	}
+}
+
+// What is not a resubmission keeps its own service: another user's job,
+// another width, a sweep member submitted with the original, new work past
+// the window, and everything with inherit_service off.
+func TestOnlyAReplacementInherits(t *testing.T) {
+	cases := []struct {
+		name string
+		job  Snapshot
+		off  bool
+	}{
+		{"another user", owned(pending(2, 2, 1510), 6, "a"), false},
+		{"another width", owned(pending(2, 1, 1510), 5, "a"), false},
+		{"another account", owned(pending(2, 2, 1510), 5, "b"), false},
+		{"submitted with the original, which was then cancelled (a sweep)", owned(pending(2, 2, 110), 5, "a"), false},
+		{"submitted past the window", owned(pending(2, 2, 2101), 5, "a"), false},
+		{"inherit_service off", owned(pending(2, 2, 1510), 5, "a"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "l.db")
+			store, err := ledger.Open(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(db)
+			cfg.Tiresias.InheritService = !tc.off
+			c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			orig := owned(running(1, 2, 100, 1000), 5, "a")
+			snaps := []Snapshot{orig}
+			if tc.job.SubmitTime < 1500 {
+				snaps = append(snaps, tc.job)
+			}
+			pass(c, 1499, snaps...)
+			orig.State, orig.EndTime, orig.EndState = StateFinished, 1500, EndCancelled
+			snaps[0] = orig
+			pass(c, 1500, snaps...)
+			now := max(tc.job.SubmitTime, 1500) + 1
+			if d := pass(c, now, orig, tc.job); d[1].Queue != 0 || d[1].Service != 0 {
+				t.Fatalf("job in queue %d with %v GPU-s, want queue 0 with none", d[1].Queue, d[1].Service)
+			}
+		})
+	}
+}
+
+// `scontrol requeue` of one's own finished job (within MinJobAge) brings
+// the same ID back pending, with Slurm's submit time reset: its record
+// continues, with its service, queue and runs, also across a restart.
+func TestRequeuedFinishedJobKeepsItsRecord(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	job := owned(running(7, 2, 100, 1000), 5, "a")
+	pass(c, 1400, job)
+	job.State, job.EndTime, job.EndState = StateFinished, 1500, EndCompleted
+	pass(c, 1500, job)
+	requeued := owned(pending(7, 2, 1510), 5, "a") // Slurm's submit time is the requeue's
+	d := pass(c, 1511, requeued)
+	if d[0].Service != 1000 || d[0].Queue != 2 {
+		t.Fatalf("requeued finished job: %v GPU-s in queue %d, want 1000 in queue 2", d[0].Service, d[0].Queue)
+	}
+	r, _ := c.Record(7)
+	if r.Runs != 1 || r.FirstSubmit != 100 || r.Finished != 0 {
+		t.Fatalf("record after the requeue: %+v", r)
+	}
+
+	// The same after a restart between the end and the requeue.
+	job = owned(running(8, 2, 2200, 2200), 5, "a") // past job 7's window: inherits nothing
+	pass(c, 2600, requeued, job)
+	job.State, job.EndTime, job.EndState = StateFinished, 2700, EndCompleted
+	pass(c, 2700, requeued, job)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openCore(t, db)
+	defer c.Close()
+	pass(c, 2701, requeued, job) // slurmctld still lists it finished
+	back := owned(pending(8, 2, 2710), 5, "a")
+	if d := pass(c, 2711, requeued, back); d[1].Service != 1000 {
+		t.Fatalf("requeued after a restart: %v GPU-s, want 1000", d[1].Service)
+	}
+}

@@ -1,0 +1,105 @@
+package priority
+
+import (
+	"math"
+	"testing"
+)
+
+func TestInheritance(t *testing.T) {
+	alice := HeirKey{User: 1000, Account: "vision", GPUs: 2}
+	// Job 1, submitted at 100, ran from 1000 and was cancelled at 2000
+	// with 2000 GPU-s; "completed" is the same job having completed.
+	ended := Bequest{JobID: 1, Submit: 100, From: 1000, End: 2000, Service: 2000}
+	completed := ended
+	completed.Completed = true
+	sweepMate := Bequest{JobID: 1, Submit: 1000, From: 1000, End: 2000, Service: 2000}
+	cases := []struct {
+		name   string
+		ended  Bequest
+		key    HeirKey
+		id     uint32
+		submit int64
+		want   float64
+	}{
+		{"resubmitted after the cancel, inside the window", ended, alice, 2, 2300, 2000},
+		{"resubmitted at the window's end", ended, alice, 2, 2600, 2000},
+		{"resubmitted after a completion (exit 0 at a checkpoint)", completed, alice, 2, 2300, 2000},
+		{"submitted while the run went on, then the original cancelled", ended, alice, 2, 1500, 2000},
+		{"submitted while the run went on, then the original completed", completed, alice, 2, 1500, 0},
+		{"submitted with the original (a sweep's member), then it was cancelled", sweepMate, alice, 2, 1500, 0},
+		{"submitted past the window: new work", ended, alice, 2, 2601, 0},
+		{"submitted before the run began", ended, alice, 2, 999, 0},
+		{"another user", ended, HeirKey{User: 1001, Account: "vision", GPUs: 2}, 2, 2300, 0},
+		{"another account", ended, HeirKey{User: 1000, Account: "nlp", GPUs: 2}, 2, 2300, 0},
+		{"another width", ended, HeirKey{User: 1000, Account: "vision", GPUs: 4}, 2, 2300, 0},
+		{"the ended job itself (requeued after its end)", ended, alice, 1, 2300, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := NewInheritance(600)
+			h.Ended(alice, c.ended)
+			b, ok := h.For(c.key, c.id, c.submit)
+			if ok != (c.want > 0) || b.Service != c.want {
+				t.Fatalf("For = %+v, %v; want service %v", b, ok, c.want)
+			}
+		})
+	}
+}
+
+// A throw-away job submitted first cannot soak up the service: every heir
+// gets the largest service it qualifies for.
+func TestInheritanceGivesEveryHeirTheLargest(t *testing.T) {
+	h := NewInheritance(600)
+	k := HeirKey{User: 1, GPUs: 1}
+	h.Ended(k, Bequest{JobID: 1, From: 0, End: 100, Service: 50})
+	h.Ended(k, Bequest{JobID: 2, From: 0, End: 110, Service: 900})
+	h.Ended(k, Bequest{JobID: 3, From: 0, End: 120, Service: 0}) // nothing to pass on
+	for _, id := range []uint32{10, 11} {
+		if b, ok := h.For(k, id, 130); !ok || b.Service != 900 || b.JobID != 2 {
+			t.Fatalf("job %d inherits %+v, want job 2's 900", id, b)
+		}
+	}
+	if h.Len() != 2 {
+		t.Fatalf("%d ended jobs kept, want 2 (one had no service)", h.Len())
+	}
+	h.Prune(100 + 600)
+	if h.Len() != 2 {
+		t.Fatalf("pruned inside the window")
+	}
+	h.Prune(110 + 601)
+	if h.Len() != 0 {
+		t.Fatalf("%d kept past every window", h.Len())
+	}
+}
+
+func TestInheritanceIsBounded(t *testing.T) {
+	h := NewInheritance(600)
+	k := HeirKey{User: 1}
+	for i := 0; i < 10*maxBequestsPerKey; i++ {
+		h.Ended(k, Bequest{JobID: uint32(i), End: 100, Service: float64(i + 1)})
+	}
+	if h.Len() != maxBequestsPerKey {
+		t.Fatalf("%d kept, want %d", h.Len(), maxBequestsPerKey)
+	}
+	if b, _ := h.For(k, 99999, 101); b.Service != float64(10*maxBequestsPerKey) {
+		t.Fatalf("the largest was dropped: %+v", b)
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -5} {
+		h.Ended(HeirKey{User: 2}, Bequest{Service: bad})
+	}
+	if _, ok := h.For(HeirKey{User: 2}, 1, 0); ok {
+		t.Fatal("a non-finite or negative service was passed on")
+	}
+}
+
+func TestInheritanceOffIsNil(t *testing.T) {
+	h := NewInheritance(0)
+	if h != nil {
+		t.Fatal("window 0 gave a tracker")
+	}
+	h.Ended(HeirKey{}, Bequest{Service: 5, End: 1})
+	h.Prune(5)
+	if _, ok := h.For(HeirKey{}, 2, 1); ok || h.Len() != 0 {
+		t.Fatal("the nil tracker passed service on")
+	}
+}
