@@ -270,11 +270,12 @@ func TestFallbackCandidatesAreOnlyEnlargedJobsThatWaitedLongEnough(t *testing.T)
 	if got := c.Pass(1100, snaps, out); got != 1 {
 		t.Fatalf("candidates = %d, want 1", got)
 	}
-	// Free GPU, no free CPU for 4 per GPU, room for the share of 1.
+	// Free GPU, 2 free CPUs: not the 4 per GPU asked, more than the share
+	// of 1; the job is lowered to the 2 the node spares.
 	nodes := []NodeState{{CPUs: 4, AllocCPUs: 2, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
 	sh := c.Fallback(1100, nodes, 10)
-	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 1 {
-		t.Fatalf("shrinks = %+v, want job 1 to 1 CPU per GPU", sh)
+	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 2 {
+		t.Fatalf("shrinks = %+v, want job 1 to 2 CPUs per GPU", sh)
 	}
 	if got := c.Pass(1101, snaps, out); got != 0 {
 		t.Fatalf("a job just asked to shrink is a candidate again (%d)", got)

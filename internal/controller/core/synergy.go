@@ -39,7 +39,8 @@ const SizedMarker = synergy.SizedMarker
 // NodeState is one node's capacity and use, as the pass sees it.
 type NodeState = synergy.NodeState
 
-// Shrink asks the plugin to resize a pending job to its proportional share.
+// Shrink asks the plugin to lower a pending job's request to what lets it
+// start now (synergy.Fallback).
 type Shrink struct {
 	JobID        uint32
 	CPUsPerGPU   int
@@ -107,7 +108,7 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 		}
 		c.shrinkTried[cand.id] = now
 		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment})
-		c.log.Info("shrinking a waiting job to its proportional share", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		c.log.Info("lowering a waiting job's request to what lets it start now", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
 	}
 	c.candidates = c.candidates[:0]
 	return out
