@@ -22,7 +22,10 @@ const (
 	// pass's start-time sizing: a profiled job asks for its best case; it
 	// starts with it wherever that is free, and if it is free nowhere while
 	// a node has the job's GPUs, it is lowered to what that node can spare
-	// (synergy.FitOnNode, the rule the core applies).
+	// (synergy.FitOnNode, the rule the core applies). A requeued job starts
+	// again from its best case (synergy.Restore). Unlike slurmctld, which
+	// lowers a job at its next pass after synergy.fallback_after, the
+	// simulator lowers it at once.
 	AllocStart AllocMode = "start"
 )
 
@@ -208,12 +211,11 @@ func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sen
 	return a, a.MemGB <= f.MemGB+1e-9
 }
 
-// startSizing is j's request under AllocStart: its best case and the
-// node's share per GPU, or what start-time sizing lowered it to.
+// startSizing is j's request under AllocStart at each start: its best
+// case and the node's share per GPU. A job lowered for an earlier run is
+// raised back before it starts again (synergy.Restore in the pass), so
+// every start sizes from the best case.
 func (c *cluster) startSizing(j *JobState) synergy.Sizing {
-	if j.lowered.CPUs != 0 {
-		return j.lowered
-	}
 	share := c.alloc.Proportional(1)
 	return synergy.Sizing{CPUs: j.best.CPUsPerGPU, MemMB: j.best.MemMB(),
 		ShareCPUs: max(share.CPUs, 1), ShareMemMB: mbOf(share.MemGB)}
@@ -293,30 +295,9 @@ func (c *cluster) placeFree(j *JobState) (float64, bool) {
 // take commits c.plan to j.
 func (c *cluster) take(j *JobState) {
 	j.slots = append(j.slots[:0], c.plan...)
-	if c.mode == AllocStart && j.Profile != nil {
-		c.keepLowered(j)
-	}
 	for _, s := range j.slots {
 		c.adjust(int(s.node), -int(s.gpus), -int(s.cpus), -s.memGB)
 		c.jobsOn[s.node] = append(c.jobsOn[s.node], j)
-	}
-}
-
-// keepLowered records in j the request its start-time sizing left it
-// with, if lower than its request: the smallest per-GPU CPUs and memory of
-// its slots, as slurmctld keeps the job's updated request.
-func (c *cluster) keepLowered(j *JobState) {
-	sz := c.startSizing(j)
-	cpus, mem := sz.CPUs, sz.MemMB
-	for _, s := range j.slots {
-		if s.gpus > 0 {
-			cpus = min(cpus, int(s.cpus/s.gpus))
-			mem = min(mem, mbOf(s.memGB/float64(s.gpus)))
-		}
-	}
-	if cpus < sz.CPUs || mem < sz.MemMB {
-		sz.CPUs, sz.MemMB = cpus, mem
-		j.lowered = sz
 	}
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -28,10 +27,6 @@ type JobState struct {
 	Model   string
 	Profile *sensitivity.Profile
 	best    sensitivity.Demand
-	// lowered is AllocStart's request after start-time sizing lowered it
-	// (zero until then): slurmctld keeps a job's lowered request, so a
-	// requeued job starts again from it, not from its best case.
-	lowered synergy.Sizing
 	// inSweep: the job has joined its sweep (tiresiasOrder), which it does
 	// once, not at every pass.
 	inSweep bool

@@ -137,9 +137,10 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 		      " MB per GPU: %s", plugin_type, sh->job_id,
 		      sh->cpus_per_gpu, sh->mem_mb_per_gpu, slurm_strerror(rc));
 	else
-		info("%s: JobId=%u shrunk to %u CPUs, %" PRIu64
-		     " MB per GPU (Synergy fallback)", plugin_type,
-		     sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu);
+		info("%s: JobId=%u %s to %u CPUs, %" PRIu64
+		     " MB per GPU (start-time sizing)", plugin_type,
+		     sh->job_id, sh->raise ? "raised" : "lowered",
+		     sh->cpus_per_gpu, sh->mem_mb_per_gpu);
 	xfree(desc.tres_per_job);
 	xfree(desc.tres_per_node);
 	xfree(desc.tres_per_socket);

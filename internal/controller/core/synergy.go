@@ -46,38 +46,56 @@ type Shrink struct {
 	CPUsPerGPU   int
 	MemMBPerGPU  uint64
 	AdminComment string
+	Raise        bool // raised from the profile (synergy.Restore), not lowered
 }
 
-// fallbackCandidate is a pending job Lachesis enlarged that waits for
-// resources; whether it gets shrunk depends on the nodes (Fallback).
+// fallbackCandidate is a pending job Lachesis sized that start-time
+// sizing may resize, depending on the nodes (Fallback): lower, when it
+// waits for resources with a request above its share; raise, when its
+// model's profile asks for more than its request (best is that profile).
 type fallbackCandidate struct {
-	id          uint32
-	comment     string
-	gpusPerNode int
-	waitedSince int64
+	id           uint32
+	comment      string
+	gpusPerNode  int
+	waitedSince  int64
+	sizing       synergy.Sizing
+	lower, raise bool
+	best         sensitivity.Demand
 }
 
-// noteCandidate records a pending snapshot as a fallback candidate: an
-// enlarged job that has waited long enough and was not tried lately. Only
-// then does the plugin take the locks and gather the nodes' state, so a
-// job that merely waits its turn costs nothing. Caller holds mu.
+// noteCandidate records a pending snapshot as a candidate for start-time
+// sizing, if it was not tried lately: an enlarged job that has waited for
+// resources long enough may be lowered; a job whose request is below its
+// profile's best case (lowered for an earlier run or for a node another
+// job took) may be raised. Only then does the plugin take the locks and
+// gather the nodes' state, so a job that merely waits its turn costs
+// nothing. Memory only (the profile cache). Caller holds mu.
 func (c *Core) noteCandidate(now int64, s *Snapshot) {
-	if !s.WaitsForResources || s.AdminComment == "" || !c.cfg.Synergy.Enabled {
-		return
-	}
-	waitedSince := max(s.SubmitTime, s.BeginTime)
-	if time.Duration(now-waitedSince)*time.Second < c.cfg.Synergy.FallbackAfter {
+	if s.AdminComment == "" || !c.cfg.Synergy.Enabled {
 		return
 	}
 	if at, tried := c.shrinkTried[s.ID]; tried && now-at <= shrinkRetry {
 		return
 	}
-	if sz, ok := synergy.ParseSizing(s.AdminComment); !ok || !sz.Enlarged() {
+	sz, ok := synergy.ParseSizing(s.AdminComment)
+	if !ok {
 		return
 	}
-	c.candidates = append(c.candidates, fallbackCandidate{
-		id: s.ID, comment: s.AdminComment, gpusPerNode: int(s.GresRequest.GPUsPerNode(uint64(s.gpuCount()))), waitedSince: waitedSince,
-	})
+	waitedSince := max(s.SubmitTime, s.BeginTime)
+	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, waitedSince: waitedSince, sizing: sz}
+	cand.lower = s.WaitsForResources && sz.Enlarged() &&
+		time.Duration(now-waitedSince)*time.Second >= c.cfg.Synergy.FallbackAfter
+	if s.SizingModel != "" {
+		if best, ok := c.lookupBestCase(s.SizingModel); ok && best.Check() == nil &&
+			(best.CPUsPerGPU > sz.CPUs || best.MemMB() > sz.MemMB) {
+			cand.raise, cand.best = true, best
+		}
+	}
+	if !cand.lower && !cand.raise {
+		return
+	}
+	cand.gpusPerNode = int(s.GresRequest.GPUsPerNode(uint64(s.gpuCount())))
+	c.candidates = append(c.candidates, cand)
 }
 
 // Fallback decides which candidates of the last pass to shrink, given the
@@ -101,14 +119,25 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 		if _, recent := c.shrinkTried[cand.id]; recent {
 			continue
 		}
-		waited := time.Duration(now-cand.waitedSince) * time.Second
-		sh, ok := synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
+		var sh synergy.Shrink
+		ok := false
+		if cand.raise {
+			sh, ok = synergy.Restore(c.cfg.Synergy, cand.comment, cand.best, cand.sizing, cand.gpusPerNode, nodes)
+		}
+		if !ok && cand.lower {
+			waited := time.Duration(now-cand.waitedSince) * time.Second
+			sh, ok = synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
+		}
 		if !ok {
 			continue
 		}
 		c.shrinkTried[cand.id] = now
-		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment})
-		c.log.Info("lowering a waiting job's request to what lets it start now", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment, Raise: sh.Raise})
+		if sh.Raise {
+			c.log.Info("raising a pending job's request toward its best case", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		} else {
+			c.log.Info("lowering a waiting job's request to what lets it start now", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		}
 	}
 	c.candidates = c.candidates[:0]
 	return out

@@ -58,6 +58,9 @@ type Shrink struct {
 	CPUsPerGPU   int
 	MemMBPerGPU  uint64
 	AdminComment string
+	// Raise: the decision raises the job (Restore, numbers from its
+	// profile and the nodes); otherwise it only lowers it (Fallback).
+	Raise bool
 }
 
 // Fallback is the pass's start-time sizing (FitNow) of a job Lachesis

@@ -1,6 +1,11 @@
 package synergy
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+)
 
 // Start-time sizing. Decide sizes a job once, at sbatch, against what the
 // partition's nodes hold when empty; by the time the job can start the
@@ -128,4 +133,78 @@ func describeResize(from Sizing, to Resize) string {
 	}
 	return fmt.Sprintf("lachesis: resized to start now: %d CPUs, %d MB per GPU (%s; share %d CPUs, %d MB) because %d CPUs, %d MB per GPU fit no node whose GPUs were free",
 		to.CPUsPerGPU, to.MemMBPerGPU, what, from.ShareCPUs, from.ShareMemMB, from.CPUs, from.MemMB)
+}
+
+// Restore is the raising half of start-time sizing, kept apart from
+// Fallback (which only lowers, from numbers in the job's marker): a
+// pending job Lachesis sized whose request is below its best case (a
+// requeued job lowered for an earlier run, or one lowered for a node that
+// another job then took) is raised toward its best case when a node with
+// its GPUs free holds more now. Its numbers never come from the job's
+// text: the best case is the model's profile (best) and the share is the
+// nodes' own (the least per GPU of the usable nodes with g GPUs, less
+// cfg's reserve for jobs without GPUs); cur, read from the marker, only
+// says whether the result is a raise. The result is what FitNow gives a
+// job sized to its best case, so it never exceeds the profile's best case
+// nor what a node has free.
+func Restore(cfg Config, comment string, best sensitivity.Demand, cur Sizing, g int, nodes []NodeState) (Shrink, bool) {
+	if g <= 0 || best.CPUsPerGPU <= 0 || best.MemGBPerGPU <= 0 || best.Check() != nil {
+		return Shrink{}, false
+	}
+	shareCPUs, shareMem, ok := nodeShare(cfg, nodes, g)
+	if !ok {
+		return Shrink{}, false
+	}
+	want := Sizing{CPUs: best.CPUsPerGPU, MemMB: best.MemMB(), ShareCPUs: shareCPUs, ShareMemMB: shareMem}
+	to := Resize{CPUsPerGPU: want.CPUs, MemMBPerGPU: want.MemMB, Sizing: want}
+	fitsAsSized := false
+	for _, n := range nodes {
+		if _, _, fit := FitOnNode(want, g, n); fit == FitsAsSized {
+			fitsAsSized = true
+			break
+		}
+	}
+	if !fitsAsSized {
+		if to, ok = FitNow(want, g, nodes); !ok {
+			return Shrink{}, false
+		}
+	}
+	if to.CPUsPerGPU < cur.CPUs || to.MemMBPerGPU < cur.MemMB ||
+		(to.CPUsPerGPU == cur.CPUs && to.MemMBPerGPU == cur.MemMB) {
+		return Shrink{}, false // not a raise in both: Fallback's business
+	}
+	at := strings.LastIndex(comment, cur.marker())
+	if at < 0 {
+		return Shrink{}, false
+	}
+	note := fmt.Sprintf("lachesis: raised to start now: %d CPUs, %d MB per GPU (profile best case %d CPUs, %d MB) from %d CPUs, %d MB per GPU",
+		to.CPUsPerGPU, to.MemMBPerGPU, want.CPUs, want.MemMB, cur.CPUs, cur.MemMB)
+	return Shrink{
+		CPUsPerGPU:   to.CPUsPerGPU,
+		MemMBPerGPU:  to.MemMBPerGPU,
+		AdminComment: comment[:at] + to.Sizing.marker() + "; " + note,
+		Raise:        true,
+	}, true
+}
+
+// nodeShare is the GPU-proportional share per GPU that Decide would give
+// a job of g GPUs per node on nodes: the least over the usable nodes with
+// at least g GPUs of their CPUs and memory (less cfg's reserve) per GPU.
+func nodeShare(cfg Config, nodes []NodeState, g int) (int, uint64, bool) {
+	cpus, mem, found := 0, uint64(0), false
+	for _, n := range nodes {
+		if !n.Usable || n.GPUs < g || n.GPUs <= 0 || n.CPUs <= 0 {
+			continue
+		}
+		u := cfg.usable(Node{CPUs: n.CPUs, MemMB: n.MemMB}, n.GPUs)
+		c, m := max(u.CPUs/n.GPUs, 1), u.MemMB/uint64(n.GPUs)
+		if !found || c < cpus {
+			cpus = c
+		}
+		if !found || m < mem {
+			mem = m
+		}
+		found = true
+	}
+	return cpus, mem, found
 }

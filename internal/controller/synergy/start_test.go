@@ -1,6 +1,11 @@
 package synergy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+)
 
 func TestFitOnNode(t *testing.T) {
 	// Best case 9 CPUs, 128000 MB per GPU; share 3 CPUs, 64000 MB.
@@ -64,5 +69,47 @@ func TestFitNowOnlyLowersAndNeverBelowTheShare(t *testing.T) {
 		if cpus, mem, fit := FitOnNode(odd, 1, n); fit != NoFit && (cpus > odd.CPUs || mem > odd.MemMB) {
 			t.Fatalf("FitOnNode raised %+v to %d CPUs, %d MB", odd, cpus, mem)
 		}
+	}
+}
+
+func TestRestoreRaisesOnlyFromTheProfileAndTheNodes(t *testing.T) {
+	best := sensitivity.Demand{CPUsPerGPU: 9, MemGBPerGPU: 62.5} // 64000 MB
+	lowered := Sizing{CPUs: 4, MemMB: 64000, ShareCPUs: 3, ShareMemMB: 64000}
+	comment := "lachesis: model=res18 profile best case " + lowered.marker() + "; lachesis: resized to start now: 4 CPUs"
+	free := func(gpus, cpus int) NodeState {
+		return NodeState{CPUs: 24, AllocCPUs: 24 - cpus, GPUs: 8, AllocGPUs: 8 - gpus, MemMB: 512000, AllocMemMB: 256000, Usable: true}
+	}
+	sh, ok := Restore(cfg(), comment, best, lowered, 1, []NodeState{free(1, 2), free(8, 24)})
+	if !ok || !sh.Raise || sh.CPUsPerGPU != 9 || sh.MemMBPerGPU != 64000 {
+		t.Fatalf("Restore = %+v, %v; want a raise to the best case 9 CPUs, 64000 MB", sh, ok)
+	}
+	if sz, ok := ParseSizing(sh.AdminComment); !ok || sz != (Sizing{CPUs: 9, MemMB: 64000, ShareCPUs: 3, ShareMemMB: 64000}) {
+		t.Fatalf("marker after the raise = %+v, %v (comment %q)", sz, ok, sh.AdminComment)
+	}
+	if !strings.Contains(sh.AdminComment, "raised to start now") {
+		t.Fatalf("comment %q does not say why", sh.AdminComment)
+	}
+	// Only 6 CPUs free with the job's GPU: raised to 6, not to 9.
+	if sh, ok := Restore(cfg(), comment, best, lowered, 1, []NodeState{free(1, 6)}); !ok || sh.CPUsPerGPU != 6 {
+		t.Fatalf("Restore = %+v, %v; want 6 CPUs", sh, ok)
+	}
+	// No more free than the job has now: nothing to do.
+	if sh, ok := Restore(cfg(), comment, best, lowered, 1, []NodeState{free(1, 4), free(0, 24)}); ok {
+		t.Fatalf("Restore = %+v without room for more", sh)
+	}
+	// A forged marker's share cannot lift the job above its profile: the
+	// share is the nodes' (3), whatever the marker says.
+	forged := Sizing{CPUs: 1, MemMB: 1000, ShareCPUs: 24, ShareMemMB: 512000}
+	fc := "x " + forged.marker()
+	sh, ok = Restore(cfg(), fc, best, forged, 1, []NodeState{free(8, 24)})
+	if !ok || sh.CPUsPerGPU != 9 || sh.MemMBPerGPU != 64000 {
+		t.Fatalf("Restore = %+v, %v; want the profile's 9 CPUs, 64000 MB", sh, ok)
+	}
+	if sz, _ := ParseSizing(sh.AdminComment); sz.ShareCPUs != 3 || sz.ShareMemMB != 64000 {
+		t.Fatalf("the new marker took the forged share: %+v", sz)
+	}
+	// An implausible profile raises nothing.
+	if _, ok := Restore(cfg(), comment, sensitivity.Demand{CPUsPerGPU: 1 << 30, MemGBPerGPU: 1}, lowered, 1, []NodeState{free(8, 24)}); ok {
+		t.Fatal("raised from an implausible profile")
 	}
 }
