@@ -203,3 +203,35 @@ func TestWaitingJobIsResizedToWhatTheNodeSparesNow(t *testing.T) {
 		t.Fatalf("hungry job runs on %s CPUs, want 5", d.Fields["NumCPUs"])
 	}
 }
+
+// A job lowered for its first run (as in the test above) and then requeued
+// is raised back to its profile's best case before it starts again, once
+// a node holds it: the raise takes its numbers from the profile, and the
+// AdminComment says so.
+func TestRequeuedLoweredJobIsRaisedToItsBestCase(t *testing.T) {
+	hw := shape{Nodes: 1, GPUs: 4, CPUs: 8, MemMB: 8000}
+	e := startSeededCluster(t, hw, "synergy:\n  fallback_after: 3\n", []profile.Record{profileOf("hungry", 6, 1)}, "JobSubmitPlugins=synergy")
+	filler := e.submit("-J", "filler", "--gpus=3", "--cpus-per-gpu=1", "--mem-per-gpu=500", "--wrap", "sleep 600")
+	e.waitState(filler, "RUNNING", 30*time.Second)
+	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
+	e.waitState(hungry, "RUNNING", 60*time.Second)
+	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != "gres:gpu:5" {
+		t.Fatalf("first run: CpusPerTres=%s (%v); want the lowered 5", d.Fields["CpusPerTres"], err)
+	}
+	// The filler ends and the lowered job is requeued: its best case is
+	// free now.
+	if out, err := e.c.Run("scancel", fmt.Sprint(filler)); err != nil {
+		t.Fatalf("scancel: %v: %s", err, out)
+	}
+	if out, err := e.c.Run("scontrol", "requeue", fmt.Sprint(hungry)); err != nil {
+		t.Fatalf("requeue: %v: %s", err, out)
+	}
+	e.eventually(60*time.Second, "the requeued job raised to its best case", func() (bool, string) {
+		d, err := e.c.ShowJob(hungry)
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Fields["CpusPerTres"] == "gres:gpu:6" &&
+			strings.Contains(d.Fields["AdminComment"], "raised to start now: 6 CPUs"), fmt.Sprintf("%v", d.Fields)
+	})
+}

@@ -74,18 +74,15 @@ func (c *Core) noteCandidate(now int64, s *Snapshot) {
 	if s.AdminComment == "" || !c.cfg.Synergy.Enabled {
 		return
 	}
-	if at, tried := c.shrinkTried[s.ID]; tried && now-at <= shrinkRetry {
-		return
-	}
 	sz, ok := synergy.ParseSizing(s.AdminComment)
 	if !ok {
 		return
 	}
 	waitedSince := max(s.SubmitTime, s.BeginTime)
 	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, waitedSince: waitedSince, sizing: sz}
-	cand.lower = s.WaitsForResources && sz.Enlarged() &&
+	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.shrinkTried, s.ID, now) &&
 		time.Duration(now-waitedSince)*time.Second >= c.cfg.Synergy.FallbackAfter
-	if s.SizingModel != "" {
+	if s.SizingModel != "" && !triedLately(c.raiseTried, s.ID, now) {
 		if best, ok := c.lookupBestCase(s.SizingModel); ok && best.Check() == nil &&
 			(best.CPUsPerGPU > sz.CPUs || best.MemMB() > sz.MemMB) {
 			cand.raise, cand.best = true, best
@@ -105,33 +102,36 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	defer c.mu.Unlock()
 	var out []Shrink
 	if c.shrinkTried == nil {
-		c.shrinkTried = map[uint32]int64{}
+		c.shrinkTried, c.raiseTried = map[uint32]int64{}, map[uint32]int64{}
 	}
-	for id, at := range c.shrinkTried { // forget old attempts
-		if now-at > shrinkRetry {
-			delete(c.shrinkTried, id)
+	for _, tried := range []map[uint32]int64{c.shrinkTried, c.raiseTried} {
+		for id, at := range tried { // forget old attempts
+			if now-at > shrinkRetry {
+				delete(tried, id)
+			}
 		}
 	}
 	for _, cand := range c.candidates {
 		if len(out) == max {
 			break
 		}
-		if _, recent := c.shrinkTried[cand.id]; recent {
-			continue
-		}
 		var sh synergy.Shrink
 		ok := false
-		if cand.raise {
+		if cand.raise && !triedLately(c.raiseTried, cand.id, now) {
 			sh, ok = synergy.Restore(c.cfg.Synergy, cand.comment, cand.best, cand.sizing, cand.gpusPerNode, nodes)
 		}
-		if !ok && cand.lower {
+		if !ok && cand.lower && !triedLately(c.shrinkTried, cand.id, now) {
 			waited := time.Duration(now-cand.waitedSince) * time.Second
 			sh, ok = synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
 		}
 		if !ok {
 			continue
 		}
-		c.shrinkTried[cand.id] = now
+		if sh.Raise {
+			c.raiseTried[cand.id] = now
+		} else {
+			c.shrinkTried[cand.id] = now
+		}
 		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment, Raise: sh.Raise})
 		if sh.Raise {
 			c.log.Info("raising a pending job's request toward its best case", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
@@ -141,6 +141,13 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	}
 	c.candidates = c.candidates[:0]
 	return out
+}
+
+// triedLately reports whether tried holds an attempt on job id within
+// shrinkRetry of now.
+func triedLately(tried map[uint32]int64, id uint32, now int64) bool {
+	at, ok := tried[id]
+	return ok && now-at <= shrinkRetry
 }
 
 // shrinkRetry is how long (seconds) before a job whose shrink was asked
