@@ -19,9 +19,10 @@ import (
 // simulator applies it at every placement (sim's AllocStart), so what the
 // evaluation measures is what slurmctld runs.
 //
-// It only ever lowers a job, never below min(its sizing, its share), so no
-// job runs slower than at the proportional share, and numbers it takes
-// from the marker can never raise a request.
+// FitNow only ever lowers a job, never below min(its sizing, its share),
+// so no job runs slower than at the proportional share, and numbers it
+// takes from the marker can never raise a request. Restore (below) is the
+// one path that raises, with numbers from the profile and the nodes only.
 
 // Fit is how a job fits one node's free resources now.
 type Fit uint8
