@@ -75,6 +75,9 @@ func nodeStateFromC(n *C.lachesis_node_state_t) core.NodeState {
 
 func shrinkToC(s *core.Shrink, out *C.lachesis_shrink_t) {
 	*out = C.lachesis_shrink_t{job_id: C.uint32_t(s.JobID), cpus_per_gpu: C.uint32_t(s.CPUsPerGPU), mem_mb_per_gpu: C.uint64_t(s.MemMBPerGPU)}
+	if s.Raise {
+		out.raise = 1
+	}
 	copyCString(unsafe.Pointer(&out.admin_comment[0]), len(out.admin_comment), s.AdminComment)
 }
 
@@ -133,12 +136,15 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		NodeGPUs:    uint32(j.node_gpus),
 		User:        uint32(j.user_id),
 	}
-	if j.state == C.LACHESIS_PENDING && j.waits_for_resources != 0 && j.admin_comment != nil &&
+	if j.state == C.LACHESIS_PENDING && j.admin_comment != nil &&
 		C.strstr(j.admin_comment, sizedMarker) != nil {
-		// Only jobs Lachesis enlarged can need the fallback: copy their
-		// comment, nobody else's.
-		s.WaitsForResources = true
+		// Only jobs Lachesis sized can need start-time sizing: copy
+		// their comment, nobody else's. The plugin gives it only for
+		// jobs that wait for resources or were requeued.
+		s.WaitsForResources = j.waits_for_resources != 0
 		s.AdminComment = boundedString(j.admin_comment)
+		req := synergy.Request{Name: boundedString(j.name), Comment: boundedString(j.comment)}
+		s.SizingModel = req.ModelKey()
 	}
 	s.Marker = markerFromC(j.system_comment)
 	s.Account = accountFromC(j.account)

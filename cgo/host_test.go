@@ -122,8 +122,8 @@ func TestConcurrentPassFallbackAndPlaceShareTheBuffersSafely(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("%d wrong results, first: %s", len(errs), errs[0])
 	}
-	if len(shrinks) != 1 || shrinks[0].JobID != enlargedID || shrinks[0].CPUsPerGPU != 1 {
-		t.Fatalf("shrinks = %+v, want job %d shrunk once to 1 CPU per GPU", shrinks, enlargedID)
+	if len(shrinks) != 1 || shrinks[0].JobID != enlargedID || shrinks[0].CPUsPerGPU != 2 {
+		t.Fatalf("shrinks = %+v, want job %d lowered once to the 2 CPUs per GPU the node spares", shrinks, enlargedID)
 	}
 }
 

@@ -29,8 +29,11 @@
  * 10: partitions, arrays, preemption and how a job ended:
  *    lachesis_job_t.partition, partition_tier, array_job_id,
  *    preempt_time, requeue_allowed, end_state; lachesis_prio_t.blocked;
- *    lachesis_preempting. */
-#define LACHESIS_ABI_VERSION 10
+ *    lachesis_preempting.
+ * 11: start-time sizing: lachesis_shrink_t.raise; lachesis_job_t's
+ *    admin_comment, name and comment also for pending jobs that were
+ *    requeued (restart_cnt > 0). */
+#define LACHESIS_ABI_VERSION 11
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -97,8 +100,10 @@ typedef struct lachesis_job {
 	const char *tres_per_node;
 	const char *tres_per_socket;
 	const char *tres_per_task;
-	/* Pending jobs only: for the Synergy fallback (shrinking a job whose
-	 * enlarged request fits nowhere while GPUs are free). */
+	/* Pending jobs only: for start-time sizing (lowering a job whose
+	 * request fits nowhere while its GPUs are free; raising a requeued or
+	 * lowered job toward its best case). admin_comment (with name and
+	 * comment) is given for jobs waiting for resources or requeued. */
 	uint8_t  waits_for_resources; /* state_reason == WAIT_RESOURCES */
 	uint8_t  reserved2[7];
 	const char *admin_comment;
@@ -116,7 +121,9 @@ typedef struct lachesis_job {
 	 * GPU type of the job's allocation (its allocated typed GRES, else the
 	 * only GPU type of its first node; NULL when untyped), and the job's
 	 * name and comment, from which the core reads its model key. The core
-	 * reads them once per run, when effective service weights it. */
+	 * reads them once per run, when effective service weights it.
+	 * name and comment are also given with a pending job's admin_comment
+	 * (above), for start-time sizing's model key. */
 	const char *gpu_type;
 	const char *name;
 	const char *comment;
@@ -153,12 +160,17 @@ typedef struct lachesis_node_state {
 	uint8_t  reserved[7];
 } lachesis_node_state_t;
 
-/* A pending job the core wants shrunk to the proportional share. */
+/* A pending job the core wants resized by start-time sizing: lowered to
+ * what a node with its GPUs free spares now (synergy.Fallback), or, when
+ * raise is set, raised toward its profile's best case (synergy.Restore,
+ * numbers from the profile and the nodes, never from the job's text). */
 typedef struct lachesis_shrink {
 	uint32_t job_id;
 	uint32_t cpus_per_gpu;
 	uint64_t mem_mb_per_gpu;
 	char admin_comment[1024];   /* the job's new admin comment */
+	uint8_t  raise;
+	uint8_t  reserved[7];
 } lachesis_shrink_t;
 
 /* The decision for one job. priority == 0 means "leave the job alone". */

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
@@ -17,6 +18,15 @@ const (
 	// AllocSynergy gives profiled jobs their best-case demand where the
 	// node can spare it (profiler/sensitivity's Allocator).
 	AllocSynergy AllocMode = "synergy"
+	// AllocStart is what slurmctld does with job_submit/synergy and the
+	// pass's start-time sizing: a profiled job asks for its best case; it
+	// starts with it wherever that is free, and if it is free nowhere while
+	// a node has the job's GPUs, it is lowered to what that node can spare
+	// (synergy.FitOnNode, the rule the core applies). A requeued job starts
+	// again from its best case (synergy.Restore). Unlike slurmctld, which
+	// lowers a job at its next pass after synergy.fallback_after, the
+	// simulator lowers it at once.
+	AllocStart AllocMode = "start"
 )
 
 // cluster is the nodes' free resources and who runs where.
@@ -160,7 +170,12 @@ func (c *cluster) grant(j *JobState, n int, f sensitivity.Resources, gpus int) (
 		return s, 1, true
 	}
 	var a sensitivity.Allocation
-	if c.mode == AllocSynergy && j.Profile != nil {
+	if c.mode == AllocStart && j.Profile != nil {
+		var ok bool
+		if a, ok = c.fitOnNode(j, f, gpus); !ok {
+			return slot{}, 0, false
+		}
+	} else if c.mode == AllocSynergy && j.Profile != nil {
 		var ok bool
 		if a, ok = c.alloc.TryAllocate(f, gpus, j.best); !ok {
 			return slot{}, 0, false
@@ -178,6 +193,37 @@ func (c *cluster) grant(j *JobState, n int, f sensitivity.Resources, gpus int) (
 	}
 	return s, speed, speed > 0
 }
+
+// fitOnNode is AllocStart's allocation of gpus GPUs of j on a node with
+// free resources f: synergy.FitOnNode on the node in MB (as slurmctld sees
+// it), with the job sized to its best case and the node's share per GPU.
+func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sensitivity.Allocation, bool) {
+	sz := c.startSizing(j)
+	node := synergy.NodeState{CPUs: f.CPUs, GPUs: f.GPUs, MemMB: mbOf(f.MemGB), Usable: true}
+	cpus, mem, fit := synergy.FitOnNode(sz, gpus, node)
+	if fit == synergy.NoFit {
+		return sensitivity.Allocation{}, false
+	}
+	a := sensitivity.Allocation{GPUs: gpus, CPUs: gpus * cpus, MemGB: float64(uint64(gpus)*mem) / 1024}
+	if fit == synergy.FitsLowered {
+		a.Outcome = sensitivity.FellBack
+	}
+	return a, a.MemGB <= f.MemGB+1e-9
+}
+
+// startSizing is j's request under AllocStart at each start: its best
+// case and the node's share per GPU. A job lowered for an earlier run is
+// raised back before it starts again (synergy.Restore in the pass), so
+// every start sizes from the best case.
+func (c *cluster) startSizing(j *JobState) synergy.Sizing {
+	share := c.alloc.Proportional(1)
+	return synergy.Sizing{CPUs: j.best.CPUsPerGPU, MemMB: j.best.MemMB(),
+		ShareCPUs: max(share.CPUs, 1), ShareMemMB: mbOf(share.MemGB)}
+}
+
+// mbOf is GB in whole MB (1024 per GB, as sensitivity.Demand.MemMB), rounded
+// down: what is free is never overstated.
+func mbOf(gb float64) uint64 { return uint64(math.Floor(max(gb, 0)*1024 + 1e-6)) }
 
 // bestNode picks the node for gpus GPUs of j among nodes accepted by ok,
 // with each node's free resources given by freeOf.

@@ -101,7 +101,7 @@ func (c *Config) validate() error {
 	}
 	switch c.Alloc {
 	case AllocProportional:
-	case AllocSynergy:
+	case AllocSynergy, AllocStart:
 		if len(c.Profiles) == 0 {
 			return fmt.Errorf("%w: synergy allocation needs model profiles", ErrBadConfig)
 		}
@@ -109,7 +109,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: synergy allocation needs CPUs and memory, not GPU counting only", ErrBadConfig)
 		}
 	default:
-		return fmt.Errorf("%w: allocation %q is not %q or %q", ErrBadConfig, c.Alloc, AllocProportional, AllocSynergy)
+		return fmt.Errorf("%w: allocation %q is not %q, %q or %q", ErrBadConfig, c.Alloc, AllocProportional, AllocSynergy, AllocStart)
 	}
 	switch c.Models {
 	case ModelsAssign, ModelsAsGiven:

@@ -34,7 +34,9 @@
 // node's speed. Trace durations are taken to be at speed 1. Jobs get
 // models by a seeded rule (ModelRule); unprofiled jobs run at speed 1.
 // Allocations are fixed for a run, as in Slurm: a running job is never
-// resized.
+// resized. AllocStart is what slurmctld runs: each job asks for its best
+// case and starts with it where that is free, else is lowered to what a
+// node with its GPUs free spares (synergy.FitOnNode, the core's rule).
 //
 // # Heterogeneous clusters
 //

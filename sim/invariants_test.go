@@ -11,7 +11,7 @@ import (
 func TestInvariants_HoldForEveryPolicyOnAPhillySlice(t *testing.T) {
 	trace := phillySlice(t, 700)
 	ps := profiles(t)
-	for _, alloc := range []AllocMode{AllocProportional, AllocSynergy} {
+	for _, alloc := range []AllocMode{AllocProportional, AllocSynergy, AllocStart} {
 		for _, penalty := range []float64{0, 60} {
 			for _, pol := range PolicyNames {
 				name := fmt.Sprintf("%s/%s/penalty=%v", pol, alloc, penalty)

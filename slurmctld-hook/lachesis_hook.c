@@ -146,10 +146,16 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 	out->end_time = job_ptr->end_time;
 	out->suspend_time = job_ptr->suspend_time;
 	out->pre_sus_time = job_ptr->pre_sus_time;
-	if ((out->state == LACHESIS_PENDING) &&
-	    (job_ptr->state_reason == WAIT_RESOURCES)) {
-		out->waits_for_resources = 1;
-		out->admin_comment = job_ptr->admin_comment;
+	if (out->state == LACHESIS_PENDING) {
+		out->waits_for_resources =
+			(job_ptr->state_reason == WAIT_RESOURCES);
+		/* Start-time sizing: jobs that wait for resources, and
+		 * requeued ones, which it may raise before they start. */
+		if (out->waits_for_resources || job_ptr->restart_cnt) {
+			out->admin_comment = job_ptr->admin_comment;
+			out->name = job_ptr->name;
+			out->comment = job_ptr->comment;
+		}
 	}
 	out->system_comment = job_ptr->system_comment;
 	out->account = job_ptr->account;

@@ -156,11 +156,16 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 
 	if (!job_ptr || !IS_JOB_PENDING(job_ptr))
 		return;
-	if (!_per_gpu(job_ptr->cpus_per_tres, &cur_cpus) ||
-	    !_per_gpu(job_ptr->mem_per_tres, &cur_mem) ||
-	    (sh->cpus_per_gpu > cur_cpus) || (sh->mem_mb_per_gpu > cur_mem)) {
+	/* A lowering (the only decision that reads the job's AdminComment)
+	 * may never raise either dimension; a raise is a separate decision
+	 * whose numbers come from the model's profile and the nodes alone
+	 * (synergy.Restore). */
+	if (!sh->raise &&
+	    (!_per_gpu(job_ptr->cpus_per_tres, &cur_cpus) ||
+	     !_per_gpu(job_ptr->mem_per_tres, &cur_mem) ||
+	     (sh->cpus_per_gpu > cur_cpus) || (sh->mem_mb_per_gpu > cur_mem))) {
 		error("%s: refused to resize JobId=%u to %u CPUs/%" PRIu64
-		      " MB per GPU: the Synergy fallback only lowers a job's"
+		      " MB per GPU: a lowering never raises a job's"
 		      " request (CpusPerTres=%s MemPerTres=%s)", plugin_type,
 		      sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu,
 		      job_ptr->cpus_per_tres, job_ptr->mem_per_tres);
@@ -186,9 +191,10 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 		      " MB per GPU: %s", plugin_type, sh->job_id,
 		      sh->cpus_per_gpu, sh->mem_mb_per_gpu, slurm_strerror(rc));
 	else
-		info("%s: JobId=%u shrunk to %u CPUs, %" PRIu64
-		     " MB per GPU (Synergy fallback)", plugin_type,
-		     sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu);
+		info("%s: JobId=%u %s to %u CPUs, %" PRIu64
+		     " MB per GPU (start-time sizing)", plugin_type,
+		     sh->job_id, sh->raise ? "raised" : "lowered",
+		     sh->cpus_per_gpu, sh->mem_mb_per_gpu);
 	xfree(desc.tres_per_job);
 	xfree(desc.tres_per_node);
 	xfree(desc.tres_per_socket);

@@ -128,6 +128,8 @@ func runSynergyReplay(args []string) error {
 		c := base
 		c.Policy, c.Alloc = p, sim.AllocProportional
 		variants = append(variants, sim.Variant{Label: p + "/proportional", Config: c})
+		c.Alloc = sim.AllocStart
+		variants = append(variants, sim.Variant{Label: p + "/start", Config: c})
 		for _, r := range reserveList {
 			c := base
 			c.Policy, c.Alloc, c.Reserve = p, sim.AllocSynergy, r
@@ -149,11 +151,13 @@ func runSynergyReplay(args []string) error {
 			}
 			for _, p := range splitList(policies) {
 				prop, _ := sim.WindowAvgJCT(byLabel[p+"/proportional"], sim.SynergyWindow)
+				start, _ := sim.WindowAvgJCT(byLabel[p+"/start"], sim.SynergyWindow)
+				startSpeed := byLabel[p+"/start"].Summary.AvgSpeed
 				for _, res := range reserveList {
 					r := byLabel[synergyLabel(p, res)]
 					sized, n := sim.WindowAvgJCT(r, sim.SynergyWindow)
 					rows = append(rows, replayRow{rate: rate, seed: seed, jobs: len(trace.Jobs), load: offeredLoad(trace, shape), policy: p, reserve: res,
-						windowJobs: n, propJCT: prop, sizedJCT: sized, speed: r.Summary.AvgSpeed})
+						windowJobs: n, propJCT: prop, sizedJCT: sized, speed: r.Summary.AvgSpeed, startJCT: start, startSpeed: startSpeed})
 				}
 			}
 			fmt.Fprintf(os.Stderr, "%g jobs/h, seed %d: %d jobs simulated\n", rate, seed, len(trace.Jobs))
@@ -189,6 +193,9 @@ type replayRow struct {
 	reserve           float64
 	propJCT, sizedJCT float64
 	speed             float64
+	// startJCT and startSpeed: the start-time sizing slurmctld runs
+	// (sim.AllocStart), the same for every reserve.
+	startJCT, startSpeed float64
 }
 
 // offeredLoad is the GPU work a list brings per unit of time over the
@@ -206,21 +213,23 @@ func writeReplayMarkdown(w io.Writer, shape sim.Shape, rows []replayRow) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "Synergy-style job lists on %s; average JCT of jobs %d–%d\n\n",
 		shape, sim.SynergyWindow.From, sim.SynergyWindow.To-1)
-	fmt.Fprintln(bw, "| jobs/h | seed | jobs simulated | offered load | policy | reserve | proportional avg JCT (h) | Synergy avg JCT (h) | proportional / Synergy | avg speed (Synergy) |")
-	fmt.Fprintln(bw, "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(bw, "| jobs/h | seed | jobs simulated | offered load | policy | reserve | proportional avg JCT (h) | Synergy avg JCT (h) | proportional / Synergy | avg speed (Synergy) | start-time avg JCT (h) | proportional / start-time | avg speed (start-time) |")
+	fmt.Fprintln(bw, "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(bw, "| %g | %d | %d | %.2f | %s | %g | %.1f | %.1f | **%.2f** | %.2f |\n",
-			r.rate, r.seed, r.jobs, r.load, r.policy, r.reserve, r.propJCT/3600, r.sizedJCT/3600, r.propJCT/r.sizedJCT, r.speed)
+		fmt.Fprintf(bw, "| %g | %d | %d | %.2f | %s | %g | %.1f | %.1f | **%.2f** | %.2f | %.1f | **%.2f** | %.2f |\n",
+			r.rate, r.seed, r.jobs, r.load, r.policy, r.reserve, r.propJCT/3600, r.sizedJCT/3600, r.propJCT/r.sizedJCT, r.speed,
+			r.startJCT/3600, r.propJCT/r.startJCT, r.startSpeed)
 	}
 	return bw.Flush()
 }
 
 func writeReplayCSV(w io.Writer, _ sim.Shape, rows []replayRow) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "jobs_per_hour,seed,jobs_simulated,offered_load,window_jobs,policy,reserve,proportional_avg_jct_s,synergy_avg_jct_s,ratio,synergy_avg_speed")
+	fmt.Fprintln(bw, "jobs_per_hour,seed,jobs_simulated,offered_load,window_jobs,policy,reserve,proportional_avg_jct_s,synergy_avg_jct_s,ratio,synergy_avg_speed,start_avg_jct_s,start_ratio,start_avg_speed")
 	for _, r := range rows {
-		fmt.Fprintf(bw, "%g,%d,%d,%.4f,%d,%s,%g,%.1f,%.1f,%.4f,%.4f\n",
-			r.rate, r.seed, r.jobs, r.load, r.windowJobs, r.policy, r.reserve, r.propJCT, r.sizedJCT, r.propJCT/r.sizedJCT, r.speed)
+		fmt.Fprintf(bw, "%g,%d,%d,%.4f,%d,%s,%g,%.1f,%.1f,%.4f,%.4f,%.1f,%.4f,%.4f\n",
+			r.rate, r.seed, r.jobs, r.load, r.windowJobs, r.policy, r.reserve, r.propJCT, r.sizedJCT, r.propJCT/r.sizedJCT, r.speed,
+			r.startJCT, r.propJCT/r.startJCT, r.startSpeed)
 	}
 	return bw.Flush()
 }

@@ -54,7 +54,7 @@ PREV=(-threshold-quantiles 0.5,0.9,0.99 -sibling-window 0)
 
 # 1. Every policy, both allocations, papers' assumptions (no restart
 #    penalty), 2D-LAS/2D-Gittins at the reference simulator's settings.
-sim philly-oct "${SLICE[@]}" -policies all -alloc proportional,synergy \
+sim philly-oct "${SLICE[@]}" -policies all -alloc proportional,synergy,start \
 	-thresholds 3250,7200 -promote-knob 0 -out "$OUT/philly-oct" \
 	-title "Philly Oct 2017, 45,065 jobs, 64 x 8 GPUs"
 
@@ -134,6 +134,16 @@ synergy() {
 synergy synergy-joblists -rates 9,12 -seeds 1,2,3 -policies fifo -reserves 1,0 -out "$OUT/synergy-joblists"
 synergy synergy-joblists-multigpu -multi-gpu -rates 9,12 -seeds 1,2,3 -policies fifo -reserves 1 \
 	-out "$OUT/synergy-joblists-multigpu"
+# 6b. Start-time sizing (what slurmctld runs, sim's AllocStart) against the
+#     placement-time allocator, on the five lists issue 24 names (6, 9 and
+#     12 jobs/h with seed 42; 9 jobs/h with seeds 1 and 2) and held-out
+#     seeds 3-8, under FIFO and 2D-LAS (2D-Gittins does not drain at 9
+#     jobs/h: later arrivals keep overtaking the window's jobs). About 7
+#     minutes, most of it 2D-LAS.
+synergy synergy-joblists-start -rates 6,9,12 -seeds 42,1,2,3,4,5,6,7,8 -policies fifo -reserves 1 \
+	-out "$OUT/synergy-joblists-start"
+synergy synergy-joblists-start-las -rates 9,12 -seeds 42,1,2,3,4,5,6,7,8 -policies las -reserves 1 \
+	-out "$OUT/synergy-joblists-start-las"
 
 # 5c. Issue 11's busy slice: the first 1,000 jobs of VC 6c71a0 on 8 x 4
 #     GPUs (offered load 1.8), real costs on (the simulator's defaults:

@@ -162,7 +162,76 @@ func TestFallbackShrinksAJobThatWouldWaitForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(d.Fields["AdminComment"], "shrunk to the proportional share") {
+	if d.Fields["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(d.Fields["AdminComment"], "resized to start now: 1 CPUs") ||
+		!strings.Contains(d.Fields["AdminComment"], "its proportional share") {
 		t.Fatalf("after the fallback: CpusPerTres=%s AdminComment=%q", d.Fields["CpusPerTres"], d.Fields["AdminComment"])
 	}
+}
+
+// Start-time sizing: a job sized to its best case (6 CPUs per GPU) waits
+// on a node whose last free GPU has 5 CPUs free, more than its share (2)
+// but not its best case. The pass lowers it to the 5 the node spares, not
+// to the share, and the AdminComment says why; then it starts.
+func TestWaitingJobIsResizedToWhatTheNodeSparesNow(t *testing.T) {
+	// 4 GPUs, 8 CPUs, 8000 MB: the share is 2 CPUs, 2000 MB per GPU.
+	hw := shape{Nodes: 1, GPUs: 4, CPUs: 8, MemMB: 8000}
+	e := startSeededCluster(t, hw, "synergy:\n  fallback_after: 3\n", []profile.Record{profileOf("hungry", 6, 1)}, "JobSubmitPlugins=synergy")
+	// The filler asks for its own CPUs and memory (an explicit request is
+	// kept): 3 GPUs, 1 CPU and 500 MB each, for a long time. Left free: 1
+	// GPU, 5 CPUs, 6500 MB.
+	filler := e.submit("-J", "filler", "--gpus=3", "--cpus-per-gpu=1", "--mem-per-gpu=500", "--wrap", "sleep 600")
+	e.waitState(filler, "RUNNING", 30*time.Second)
+	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
+	d, err := e.c.ShowJob(hungry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fields["CpusPerTres"] != "gres:gpu:6" {
+		t.Fatalf("hungry job sized %s; want its best case gres:gpu:6", d.Fields["CpusPerTres"])
+	}
+	e.waitState(hungry, "RUNNING", 60*time.Second)
+	d, err = e.c.ShowJob(hungry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comment := d.Fields["AdminComment"]
+	if d.Fields["CpusPerTres"] != "gres:gpu:5" || !strings.Contains(comment, "resized to start now: 5 CPUs") ||
+		!strings.Contains(comment, "between its share and its sizing") {
+		t.Fatalf("after start-time sizing: CpusPerTres=%s AdminComment=%q; want 5 CPUs per GPU and why", d.Fields["CpusPerTres"], comment)
+	}
+	if d.Fields["NumCPUs"] != "5" {
+		t.Fatalf("hungry job runs on %s CPUs, want 5", d.Fields["NumCPUs"])
+	}
+}
+
+// A job lowered for its first run (as in the test above) and then requeued
+// is raised back to its profile's best case before it starts again, once
+// a node holds it: the raise takes its numbers from the profile, and the
+// AdminComment says so.
+func TestRequeuedLoweredJobIsRaisedToItsBestCase(t *testing.T) {
+	hw := shape{Nodes: 1, GPUs: 4, CPUs: 8, MemMB: 8000}
+	e := startSeededCluster(t, hw, "synergy:\n  fallback_after: 3\n", []profile.Record{profileOf("hungry", 6, 1)}, "JobSubmitPlugins=synergy")
+	filler := e.submit("-J", "filler", "--gpus=3", "--cpus-per-gpu=1", "--mem-per-gpu=500", "--wrap", "sleep 600")
+	e.waitState(filler, "RUNNING", 30*time.Second)
+	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
+	e.waitState(hungry, "RUNNING", 60*time.Second)
+	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != "gres:gpu:5" {
+		t.Fatalf("first run: CpusPerTres=%s (%v); want the lowered 5", d.Fields["CpusPerTres"], err)
+	}
+	// The filler ends and the lowered job is requeued: its best case is
+	// free now.
+	if out, err := e.c.Run("scancel", fmt.Sprint(filler)); err != nil {
+		t.Fatalf("scancel: %v: %s", err, out)
+	}
+	if out, err := e.c.Run("scontrol", "requeue", fmt.Sprint(hungry)); err != nil {
+		t.Fatalf("requeue: %v: %s", err, out)
+	}
+	e.eventually(60*time.Second, "the requeued job raised to its best case", func() (bool, string) {
+		d, err := e.c.ShowJob(hungry)
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Fields["CpusPerTres"] == "gres:gpu:6" &&
+			strings.Contains(d.Fields["AdminComment"], "raised to start now: 6 CPUs"), fmt.Sprintf("%v", d.Fields)
+	})
 }

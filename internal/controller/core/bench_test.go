@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // BenchmarkPass measures one whole pass as slurmctld runs it: folding every
@@ -19,15 +20,22 @@ import (
 func BenchmarkPass(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		for _, withMetrics := range []bool{false, true} {
-			benchmarkPass(b, n, withMetrics)
+			benchmarkPass(b, n, withMetrics, false)
 		}
 	}
+	benchmarkPass(b, 10000, false, true)
 }
 
-func benchmarkPass(b *testing.B, n int, withMetrics bool) {
+// benchmarkPass times a pass over n jobs. With sized, every pending job is
+// one Lachesis sized that waits for resources, with a profile asking for
+// more than its request: each is a candidate for start-time sizing.
+func benchmarkPass(b *testing.B, n int, withMetrics, sized bool) {
 	name := fmt.Sprintf("jobs=%d/metrics=off", n)
 	if withMetrics {
 		name = fmt.Sprintf("jobs=%d/metrics=on", n)
+	}
+	if sized {
+		name += "/sized"
 	}
 	b.Run(name, func(b *testing.B) {
 		db := filepath.Join(b.TempDir(), "l.db")
@@ -44,6 +52,9 @@ func benchmarkPass(b *testing.B, n int, withMetrics bool) {
 			b.Fatal(err)
 		}
 		defer c.Close()
+		c.bestCase = func(string, uint32) (sensitivity.Demand, bool) {
+			return sensitivity.Demand{CPUsPerGPU: 9, MemGBPerGPU: 62.5}, true
+		}
 		rng := rand.New(rand.NewPCG(1, uint64(n)))
 		snaps := make([]Snapshot, n)
 		for i := range snaps {
@@ -54,6 +65,10 @@ func benchmarkPass(b *testing.B, n int, withMetrics bool) {
 			if rng.IntN(4) == 0 { // a quarter running
 				s.State = StateRunning
 				s.StartTime = s.SubmitTime + int64(rng.IntN(1000))
+			} else if sized {
+				s.WaitsForResources = true
+				s.AdminComment = "lachesis: model=res18 profile best case [lachesis:sized cpus=4 mem=64000 share_cpus=3 share_mem=64000]"
+				s.SizingModel = "res18"
 			}
 		}
 		out := make([]Decision, n)

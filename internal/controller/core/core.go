@@ -98,6 +98,10 @@ type Core struct {
 	// job's shrink was last asked for; under mu
 	candidates  []fallbackCandidate
 	shrinkTried map[uint32]int64
+	// raiseTried: when start-time sizing last raised each job, kept apart
+	// from shrinkTried so a lowering does not delay the raise of the same
+	// job once it is requeued.
+	raiseTried map[uint32]int64
 
 	// ends holds the true ends nodes reported for jobs still in memory
 	// (jobend.go); under mu. corrections queues those for finished jobs

@@ -4,11 +4,13 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
 // testConfig: queues split at 100 and 1000 GPU-seconds, promotion after
@@ -273,13 +275,49 @@ func TestFallbackCandidatesAreOnlyEnlargedJobsThatWaitedLongEnough(t *testing.T)
 	if got := c.Pass(1100, snaps, out); got != 1 {
 		t.Fatalf("candidates = %d, want 1", got)
 	}
-	// Free GPU, no free CPU for 4 per GPU, room for the share of 1.
+	// Free GPU, 2 free CPUs: not the 4 per GPU asked, more than the share
+	// of 1; the job is lowered to the 2 the node spares.
 	nodes := []NodeState{{CPUs: 4, AllocCPUs: 2, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
 	sh := c.Fallback(1100, nodes, 10)
-	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 1 {
-		t.Fatalf("shrinks = %+v, want job 1 to 1 CPU per GPU", sh)
+	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 2 {
+		t.Fatalf("shrinks = %+v, want job 1 to 2 CPUs per GPU", sh)
 	}
 	if got := c.Pass(1101, snaps, out); got != 0 {
 		t.Fatalf("a job just asked to shrink is a candidate again (%d)", got)
+	}
+}
+
+// A requeued job that start-time sizing lowered for its first run is
+// raised back to its profile's best case when a node holds it now; the
+// numbers come from the profile, not from its comment.
+func TestPendingLoweredJobIsRaisedToItsProfileBestCase(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	c.bestCase = func(model string, _ uint32) (sensitivity.Demand, bool) {
+		if model != "res18" {
+			return sensitivity.Demand{}, false
+		}
+		return sensitivity.Demand{CPUsPerGPU: 4, MemGBPerGPU: 1}, true
+	}
+	lowered := "lachesis: model=res18 [lachesis:sized cpus=2 mem=1024 share_cpus=1 share_mem=4000]; lachesis: resized to start now"
+	s := pending(1, 1, 1000)
+	s.BeginTime = 1200 // requeued: held by Slurm, not waiting for resources
+	s.AdminComment, s.SizingModel = lowered, "res18"
+	other := pending(2, 1, 1000)
+	other.AdminComment, other.SizingModel = lowered, "unprofiled"
+	out := make([]Decision, 2)
+	// Lowered 10 s ago for its first run: that does not delay the raise.
+	c.shrinkTried = map[uint32]int64{1: 1090}
+	c.raiseTried = map[uint32]int64{}
+	if got := c.Pass(1100, []Snapshot{s, other}, out); got != 1 {
+		t.Fatalf("candidates = %d, want 1 (only the job whose profile asks for more)", got)
+	}
+	nodes := []NodeState{{CPUs: 8, GPUs: 2, MemMB: 8000, Usable: true}}
+	sh := c.Fallback(1100, nodes, 10)
+	if len(sh) != 1 || sh[0].JobID != 1 || !sh[0].Raise || sh[0].CPUsPerGPU != 4 || sh[0].MemMBPerGPU != 1024 {
+		t.Fatalf("resizes = %+v, want job 1 raised to 4 CPUs, 1024 MB per GPU", sh)
+	}
+	if !strings.Contains(sh[0].AdminComment, "raised to start now") {
+		t.Fatalf("comment %q does not say why", sh[0].AdminComment)
 	}
 }

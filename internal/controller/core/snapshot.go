@@ -46,10 +46,14 @@ type Snapshot struct {
 	// suspended and finished jobs by the pass (0 = unknown); they price a
 	// job without GPUs in GPU-equivalents (chargedGPUs).
 	CPUs, NodeCPUs, NodeGPUs uint32
-	// Set only for pending jobs that wait for resources and that Lachesis
-	// sized (their admin comment carries SizedMarker).
+	// AdminComment is set only for pending jobs that Lachesis sized (their
+	// admin comment carries SizedMarker) and that wait for resources
+	// (WaitsForResources) or were requeued; SizingModel is then their
+	// model key (job_submit/synergy's: the comment's model=..., else the
+	// name), from which start-time sizing looks up the profile.
 	WaitsForResources bool
 	AdminComment      string
+	SizingModel       string
 	// Marker is Lachesis's part of the job's SystemComment (restore.go),
 	// "" when it has none.
 	Marker string

@@ -39,44 +39,60 @@ const SizedMarker = synergy.SizedMarker
 // NodeState is one node's capacity and use, as the pass sees it.
 type NodeState = synergy.NodeState
 
-// Shrink asks the plugin to resize a pending job to its proportional share.
+// Shrink asks the plugin to lower a pending job's request to what lets it
+// start now (synergy.Fallback).
 type Shrink struct {
 	JobID        uint32
 	CPUsPerGPU   int
 	MemMBPerGPU  uint64
 	AdminComment string
+	Raise        bool // raised from the profile (synergy.Restore), not lowered
 }
 
-// fallbackCandidate is a pending job Lachesis enlarged that waits for
-// resources; whether it gets shrunk depends on the nodes (Fallback).
+// fallbackCandidate is a pending job Lachesis sized that start-time
+// sizing may resize, depending on the nodes (Fallback): lower, when it
+// waits for resources with a request above its share; raise, when its
+// model's profile asks for more than its request (best is that profile).
 type fallbackCandidate struct {
-	id          uint32
-	comment     string
-	gpusPerNode int
-	waitedSince int64
+	id           uint32
+	comment      string
+	gpusPerNode  int
+	waitedSince  int64
+	sizing       synergy.Sizing
+	lower, raise bool
+	best         sensitivity.Demand
 }
 
-// noteCandidate records a pending snapshot as a fallback candidate: an
-// enlarged job that has waited long enough and was not tried lately. Only
-// then does the plugin take the locks and gather the nodes' state, so a
-// job that merely waits its turn costs nothing. Caller holds mu.
+// noteCandidate records a pending snapshot as a candidate for start-time
+// sizing, if it was not tried lately: an enlarged job that has waited for
+// resources long enough may be lowered; a job whose request is below its
+// profile's best case (lowered for an earlier run or for a node another
+// job took) may be raised. Only then does the plugin take the locks and
+// gather the nodes' state, so a job that merely waits its turn costs
+// nothing. Memory only (the profile cache). Caller holds mu.
 func (c *Core) noteCandidate(now int64, s *Snapshot) {
-	if !s.WaitsForResources || s.AdminComment == "" || !c.cfg.Synergy.Enabled {
+	if s.AdminComment == "" || !c.cfg.Synergy.Enabled {
+		return
+	}
+	sz, ok := synergy.ParseSizing(s.AdminComment)
+	if !ok {
 		return
 	}
 	waitedSince := max(s.SubmitTime, s.BeginTime)
-	if time.Duration(now-waitedSince)*time.Second < c.cfg.Synergy.FallbackAfter {
+	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, waitedSince: waitedSince, sizing: sz}
+	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.shrinkTried, s.ID, now) &&
+		time.Duration(now-waitedSince)*time.Second >= c.cfg.Synergy.FallbackAfter
+	if s.SizingModel != "" && !triedLately(c.raiseTried, s.ID, now) {
+		if best, ok := c.lookupBestCase(s.SizingModel, s.User); ok && best.Check() == nil &&
+			(best.CPUsPerGPU > sz.CPUs || best.MemMB() > sz.MemMB) {
+			cand.raise, cand.best = true, best
+		}
+	}
+	if !cand.lower && !cand.raise {
 		return
 	}
-	if at, tried := c.shrinkTried[s.ID]; tried && now-at <= shrinkRetry {
-		return
-	}
-	if sz, ok := synergy.ParseSizing(s.AdminComment); !ok || !sz.Enlarged() {
-		return
-	}
-	c.candidates = append(c.candidates, fallbackCandidate{
-		id: s.ID, comment: s.AdminComment, gpusPerNode: int(s.GresRequest.GPUsPerNode(uint64(s.gpuCount()))), waitedSince: waitedSince,
-	})
+	cand.gpusPerNode = int(s.GresRequest.GPUsPerNode(uint64(s.gpuCount())))
+	c.candidates = append(c.candidates, cand)
 }
 
 // Fallback decides which candidates of the last pass to shrink, given the
@@ -86,31 +102,52 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	defer c.mu.Unlock()
 	var out []Shrink
 	if c.shrinkTried == nil {
-		c.shrinkTried = map[uint32]int64{}
+		c.shrinkTried, c.raiseTried = map[uint32]int64{}, map[uint32]int64{}
 	}
-	for id, at := range c.shrinkTried { // forget old attempts
-		if now-at > shrinkRetry {
-			delete(c.shrinkTried, id)
+	for _, tried := range []map[uint32]int64{c.shrinkTried, c.raiseTried} {
+		for id, at := range tried { // forget old attempts
+			if now-at > shrinkRetry {
+				delete(tried, id)
+			}
 		}
 	}
 	for _, cand := range c.candidates {
 		if len(out) == max {
 			break
 		}
-		if _, recent := c.shrinkTried[cand.id]; recent {
-			continue
+		var sh synergy.Shrink
+		ok := false
+		if cand.raise && !triedLately(c.raiseTried, cand.id, now) {
+			sh, ok = synergy.Restore(c.cfg.Synergy, cand.comment, cand.best, cand.sizing, cand.gpusPerNode, nodes)
 		}
-		waited := time.Duration(now-cand.waitedSince) * time.Second
-		sh, ok := synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
+		if !ok && cand.lower && !triedLately(c.shrinkTried, cand.id, now) {
+			waited := time.Duration(now-cand.waitedSince) * time.Second
+			sh, ok = synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
+		}
 		if !ok {
 			continue
 		}
-		c.shrinkTried[cand.id] = now
-		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment})
-		c.log.Info("shrinking a waiting job to its proportional share", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		if sh.Raise {
+			c.raiseTried[cand.id] = now
+		} else {
+			c.shrinkTried[cand.id] = now
+		}
+		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment, Raise: sh.Raise})
+		if sh.Raise {
+			c.log.Info("raising a pending job's request toward its best case", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		} else {
+			c.log.Info("lowering a waiting job's request to what lets it start now", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
+		}
 	}
 	c.candidates = c.candidates[:0]
 	return out
+}
+
+// triedLately reports whether tried holds an attempt on job id within
+// shrinkRetry of now.
+func triedLately(tried map[uint32]int64, id uint32, now int64) bool {
+	at, ok := tried[id]
+	return ok && now-at <= shrinkRetry
 }
 
 // shrinkRetry is how long (seconds) before a job whose shrink was asked

@@ -23,8 +23,8 @@ type Config struct {
 	// --mem-per-gpu and --mem requests instead of deferring to them.
 	Override bool
 	// FallbackAfter is how long a job may pend only because its enlarged
-	// request fits nowhere, while its GPUs are free, before it is shrunk
-	// toward the GPU-proportional share.
+	// request fits nowhere, while its GPUs are free, before start-time
+	// sizing lowers it to what a node spares (Fallback).
 	FallbackAfter time.Duration
 	// CPUReservePerNode and MemReservePerNodeMB are left on every node for
 	// jobs without GPUs: Synergy sizes GPU jobs out of the rest (the

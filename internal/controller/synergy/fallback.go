@@ -14,10 +14,6 @@ import (
 // keeps the admin comment across restarts, so no other state is needed.
 const SizedMarker = "[lachesis:sized"
 
-// shrunkMarker replaces SizedMarker once a job has been shrunk, so it is
-// shrunk at most once.
-const shrunkMarker = "[lachesis:shrunk]"
-
 var markerRE = regexp.MustCompile(`\[lachesis:sized cpus=(\d+) mem=(\d+) share_cpus=(\d+) share_mem=(\d+)\]`)
 
 // Sizing is what the marker records, per GPU.
@@ -82,39 +78,32 @@ type Shrink struct {
 	CPUsPerGPU   int
 	MemMBPerGPU  uint64
 	AdminComment string
+	// Raise: the decision raises the job (Restore, numbers from its
+	// profile and the nodes); otherwise it only lowers it (Fallback).
+	Raise bool
 }
 
-// Fallback is Synergy-TUNE's fallback adapted to Slurm: a job Lachesis
-// enlarged beyond its GPU-proportional share that has waited for resources
-// at least cfg.FallbackAfter, while some node has the GPUs it needs free
-// but not the enlarged CPUs or memory, and would fit there at its share,
-// is shrunk to the share. g is the job's GPUs per node.
+// Fallback is the pass's start-time sizing (FitNow) of a job Lachesis
+// sized that has waited for resources at least cfg.FallbackAfter: while
+// some node has the GPUs it needs free but not its request, it is lowered
+// to the most such a node can spare, at least min(request, share) per GPU.
+// The marker keeps the lowered request and the share, so a later pass may
+// lower it again, never raise it. g is the job's GPUs per node.
 func Fallback(cfg Config, comment string, g int, waited time.Duration, nodes []NodeState) (Shrink, bool) {
 	sz, span, ok := findSizing(comment)
 	if !ok || !sz.Enlarged() || waited < cfg.FallbackAfter || g <= 0 {
 		return Shrink{}, false
 	}
-	// Never more than the job has now in either dimension: a shrink that
-	// raised one (a share above the sizing) is not a shrink. The plugin
-	// checks the job's request again before it updates it.
-	cpus, mem := min(sz.CPUs, sz.ShareCPUs), min(sz.MemMB, sz.ShareMemMB)
-	for _, n := range nodes {
-		freeCPUs, freeMem := n.CPUs-n.AllocCPUs, n.MemMB-min(n.AllocMemMB, n.MemMB)
-		if !n.Usable || n.GPUs-n.AllocGPUs < g {
-			continue
-		}
-		fitsEnlarged := freeCPUs >= g*sz.CPUs && freeMem >= uint64(g)*sz.MemMB
-		fitsShare := freeCPUs >= g*cpus && freeMem >= uint64(g)*mem
-		if fitsEnlarged || !fitsShare {
-			continue
-		}
-		note := fmt.Sprintf("lachesis: shrunk to the proportional share (%d CPUs, %d MB per GPU) after %s waiting: %d CPUs, %d MB per GPU fit no node while its GPUs were free",
-			cpus, mem, waited.Round(time.Second), sz.CPUs, sz.MemMB)
-		return Shrink{
-			CPUsPerGPU:   cpus,
-			MemMBPerGPU:  mem,
-			AdminComment: comment[:span[0]] + shrunkMarker + comment[span[1]:] + "; " + note,
-		}, true
+	rs, ok := FitNow(sz, g, nodes)
+	if !ok {
+		return Shrink{}, false
 	}
-	return Shrink{}, false
+	// Only Lachesis's own trailing marker is rewritten (findSizing); what
+	// follows it is the previous note, replaced by this one.
+	note := describeResize(sz, rs) + fmt.Sprintf(", after %s waiting", waited.Round(time.Second))
+	return Shrink{
+		CPUsPerGPU:   rs.CPUsPerGPU,
+		MemMBPerGPU:  rs.MemMBPerGPU,
+		AdminComment: comment[:span[0]] + rs.Sizing.marker() + "; " + note,
+	}, true
 }

@@ -26,20 +26,28 @@ func TestFallback(t *testing.T) {
 	roomy.AllocCPUs = 0
 	down := busy
 	down.Usable = false
+	// One GPU free with 6 CPUs: no other free GPU keeps a share, so the
+	// job gets all 6, between its share (3) and its best case (9).
+	lastGPU := busy
+	lastGPU.AllocGPUs = 7
 	cases := []struct {
-		name    string
-		comment string
-		waited  time.Duration
-		nodes   []NodeState
-		shrink  bool
+		name     string
+		comment  string
+		waited   time.Duration
+		nodes    []NodeState
+		shrink   bool
+		wantCPUs int
 	}{
-		{"enlarged job with free GPUs but no CPUs is shrunk", enlarged, 2 * time.Minute, []NodeState{busy}, true},
-		{"job that has not waited long enough is kept", enlarged, 10 * time.Second, []NodeState{busy}, false},
-		{"job whose GPUs are not free anywhere is kept", enlarged, 2 * time.Minute, []NodeState{gpusTaken}, false},
-		{"job that fits as it is is kept", enlarged, 2 * time.Minute, []NodeState{roomy}, false},
-		{"down node does not count", enlarged, 2 * time.Minute, []NodeState{down}, false},
-		{"job below its share is never shrunk", small, 2 * time.Minute, []NodeState{busy}, false},
-		{"job Lachesis did not size is kept", "user notes", 2 * time.Minute, []NodeState{busy}, false},
+		{"enlarged job with free GPUs but no CPUs is lowered to the share the other free GPU leaves", enlarged, 2 * time.Minute, []NodeState{busy}, true, 3},
+		{"enlarged job gets what the node spares when no other GPU is free", enlarged, 2 * time.Minute, []NodeState{lastGPU}, true, 6},
+		{"the node that spares most is chosen", enlarged, 2 * time.Minute, []NodeState{busy, lastGPU}, true, 6},
+		{"job that has not waited long enough is kept", enlarged, 10 * time.Second, []NodeState{busy}, false, 0},
+		{"job whose GPUs are not free anywhere is kept", enlarged, 2 * time.Minute, []NodeState{gpusTaken}, false, 0},
+		{"job that fits as it is is kept", enlarged, 2 * time.Minute, []NodeState{roomy}, false, 0},
+		{"job that fits as it is on one node is kept", enlarged, 2 * time.Minute, []NodeState{busy, roomy}, false, 0},
+		{"down node does not count", enlarged, 2 * time.Minute, []NodeState{down}, false, 0},
+		{"job below its share is never shrunk", small, 2 * time.Minute, []NodeState{busy}, false, 0},
+		{"job Lachesis did not size is kept", "user notes", 2 * time.Minute, []NodeState{busy}, false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,14 +58,18 @@ func TestFallback(t *testing.T) {
 			if !ok {
 				return
 			}
-			if s.CPUsPerGPU != 3 || s.MemMBPerGPU != 64000 {
-				t.Fatalf("shrunk to %d CPUs, %d MB; want the share 3, 64000", s.CPUsPerGPU, s.MemMBPerGPU)
+			if s.CPUsPerGPU != c.wantCPUs || s.MemMBPerGPU != 64000 {
+				t.Fatalf("lowered to %d CPUs, %d MB; want %d, 64000", s.CPUsPerGPU, s.MemMBPerGPU, c.wantCPUs)
 			}
-			if strings.Contains(s.AdminComment, SizedMarker) || !strings.Contains(s.AdminComment, "shrunk to the proportional share") {
-				t.Fatalf("comment %q must drop the marker and say why", s.AdminComment)
+			if !strings.Contains(s.AdminComment, "resized to start now") || !strings.HasPrefix(s.AdminComment, enlarged[:strings.Index(enlarged, SizedMarker)]) {
+				t.Fatalf("comment %q must keep the reason and say why", s.AdminComment)
+			}
+			sz, ok := ParseSizing(s.AdminComment)
+			if !ok || sz != (Sizing{CPUs: c.wantCPUs, MemMB: 64000, ShareCPUs: 3, ShareMemMB: 64000}) {
+				t.Fatalf("marker after the resize = %+v, %v; want the lowered request and the share", sz, ok)
 			}
 			if _, again := Fallback(cfg(), s.AdminComment, 1, c.waited, c.nodes); again {
-				t.Fatal("a shrunk job was shrunk again")
+				t.Fatal("a job lowered to what fits was lowered again on the same nodes")
 			}
 		})
 	}
@@ -121,7 +133,8 @@ func TestFallbackNeverRaisesEitherDimension(t *testing.T) {
 	if !ok || s.CPUsPerGPU != 3 || s.MemMBPerGPU != 1000 {
 		t.Fatalf("Fallback = %+v, %v; want 3 CPUs and the sized 1000 MB", s, ok)
 	}
-	if strings.Count(s.AdminComment, "[lachesis:") != 1 || !strings.Contains(s.AdminComment, "[lachesis:shrunk]") {
-		t.Fatalf("comment after the shrink: %q", s.AdminComment)
+	if got, ok := ParseSizing(s.AdminComment); strings.Count(s.AdminComment, "[lachesis:") != 1 || !ok ||
+		got.CPUs != 3 || got.MemMB != 1000 {
+		t.Fatalf("comment after the shrink: %q (want one marker, of the lowered request)", s.AdminComment)
 	}
 }
