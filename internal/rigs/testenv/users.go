@@ -1,9 +1,11 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -15,20 +17,7 @@ import (
 // is left in place for later tests: names are fixed, so nothing piles up.
 func User(t testing.TB, name string) (cred *syscall.Credential, home string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		Unavailable(t, "creating test users needs root")
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		out, err := exec.Command("useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-			"--shell", "/usr/sbin/nologin", name).CombinedOutput()
-		if err != nil {
-			t.Fatalf("useradd %s: %v: %s", name, err, out)
-		}
-		if u, err = user.Lookup(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	u := EnsureUser(t, name)
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(gid)}}
@@ -49,4 +38,58 @@ func User(t testing.TB, name string) (cred *syscall.Credential, home string) {
 		t.Fatal(err)
 	}
 	return cred, home
+}
+
+// EnsureUser creates the local system user name (no home, no login shell)
+// if it is missing and returns it. Tests run in parallel, and test binaries
+// of several packages at once, while useradd refuses to run when another
+// holds /etc/passwd's lock ("cannot lock /etc/passwd; try again later"):
+// every caller takes one machine-wide file lock around the lookup and the
+// useradd, so two tests asking for the same user create it once.
+func EnsureUser(t testing.TB, name string) *user.User {
+	t.Helper()
+	if u, err := user.Lookup(name); err == nil {
+		return u
+	}
+	if os.Geteuid() != 0 {
+		Unavailable(t, "creating test users needs root")
+	}
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "lachesis-test-useradd.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if u, err := user.Lookup(name); err == nil {
+		return u // created by another test while this one waited
+	}
+	out, err := exec.Command("useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+		"--shell", "/usr/sbin/nologin", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// lockFile takes an exclusive flock on path (created if missing), waiting
+// for other processes that hold it; the lock goes with the process if it dies.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
