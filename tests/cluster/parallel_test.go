@@ -1,16 +1,14 @@
 package cluster_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
 // Cluster tests run in parallel: most of their time is spent waiting for
@@ -64,29 +62,25 @@ func parallelUnlessAlone(t *testing.T) {
 // by one, a test's other listeners (the core's agent and metrics ports, a
 // node agent's, Prometheus). Blocks lie below the kernel's ephemeral range
 // (32768 and up), so no outgoing connection of another test takes a port
-// between the check and slurmctld's bind, and below 20000, where clusters
-// of older test binaries pick theirs at random. A block is held by an
-// flock on its lock file, taken with LOCK_NB, so parallel tests (and test
+// between the check and slurmctld's bind, below 20000, where clusters of
+// older test binaries pick theirs at random, and clear of make bench's
+// clusters (lachesis-ctldbench: 19817 and up) and make demo's. A block is held by a
+// machine-wide lock (testenv.TryLock), so parallel tests (and test
 // binaries) never get the same one; the lock goes when the test ends, or
 // with its process.
 const (
 	portBlockSize  = 128
 	portBlockFirst = 10240
-	portBlockEnd   = 20000
+	portBlockEnd   = 19712
 	// scripts/cluster.sh's default (make demo's) cluster: 16817, nodes
 	// above it, slurmdbd and MariaDB at +100 and +101.
 	demoPortLow, demoPortHigh = 16817, 16817 + 101
 )
 
-var portLockDir = filepath.Join(os.TempDir(), "lachesis-test-ports")
-
 // reservePortBlock returns the first port of a block of portBlockSize free
 // loopback ports, held until t ends.
 func reservePortBlock(t *testing.T) int {
 	t.Helper()
-	if err := os.MkdirAll(portLockDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	n := (portBlockEnd - portBlockFirst) / portBlockSize
 	start := rand.IntN(n)
 	for i := 0; i < n; i++ {
@@ -94,22 +88,18 @@ func reservePortBlock(t *testing.T) int {
 		if base <= demoPortHigh && base+portBlockSize > demoPortLow {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(portLockDir, fmt.Sprint(base)), os.O_CREATE|os.O_RDWR, 0o600)
+		unlock, ok, err := testenv.TryLock(fmt.Sprintf("ports-%d", base))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				continue // another test holds it
-			}
-			t.Fatal(err)
+		if !ok {
+			continue // another test holds it
 		}
 		if !portsFree(base, portBlockSize) {
-			f.Close() // something outside the tests listens there
+			unlock() // something outside the tests listens there
 			continue
 		}
-		t.Cleanup(func() { f.Close() })
+		t.Cleanup(unlock)
 		return base
 	}
 	t.Fatalf("no free block of %d loopback ports in %d-%d", portBlockSize, portBlockFirst, portBlockEnd)

@@ -1,11 +1,9 @@
 package testenv
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -54,7 +52,7 @@ func EnsureUser(t testing.TB, name string) *user.User {
 	if os.Geteuid() != 0 {
 		Unavailable(t, "creating test users needs root")
 	}
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "lachesis-test-useradd.lock"))
+	unlock, err := Lock("useradd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,24 +70,4 @@ func EnsureUser(t testing.TB, name string) *user.User {
 		t.Fatal(err)
 	}
 	return u
-}
-
-// lockFile takes an exclusive flock on path (created if missing), waiting
-// for other processes that hold it; the lock goes with the process if it dies.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil
 }
