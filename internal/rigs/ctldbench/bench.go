@@ -115,8 +115,8 @@ func Run(ctx context.Context, o Options, s Setup) (Result, error) {
 	// the plugin is not running, or its log line changed, and a table of
 	// zeros would read as "passes cost nothing".
 	if s.Priority == "priority/tiresias" && len(res.Passes) == 0 {
-		return res, fmt.Errorf("%s: no Lachesis pass in slurmctld's log during the %v window (want the verbose line \"priority/tiresias: pass ranked ... in usec=N\"; see %s)",
-			s.Label, o.Window, filepath.Join(o.Dir, "log", "slurmctld.log"))
+		return res, fmt.Errorf("no Lachesis pass in slurmctld's log during the %v window (want the verbose line \"priority/tiresias: pass ranked ... in usec=N\"; see %s)",
+			o.Window, filepath.Join(o.Dir, "log", "slurmctld.log"))
 	}
 	return res, nil
 }
