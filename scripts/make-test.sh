@@ -46,10 +46,10 @@ summary() {
   echo "=== make test: wall time per phase"
   for i in "${!names[@]}"; do
     total=$((total + secs[i]))
-    printf '  %-34s %4d:%02d  %s\n' "${names[i]}" $((secs[i] / 60)) $((secs[i] % 60)) \
+    printf '  %-40s %4d:%02d  %s\n' "${names[i]}" $((secs[i] / 60)) $((secs[i] % 60)) \
       "$( ((codes[i] == 0)) && echo ok || echo "FAILED (exit ${codes[i]})")"
   done
-  printf '  %-34s %4d:%02d\n' total $((total / 60)) $((total % 60))
+  printf '  %-40s %4d:%02d\n' total $((total / 60)) $((total % 60))
   if [[ -s $cluster_log ]] && grep -q -- '--- ' "$cluster_log"; then
     echo "=== slowest cluster tests ($cluster_log)"
     slowest "$cluster_log" 10
