@@ -20,7 +20,9 @@ import (
 //
 // The start helpers (startCluster and the helpers built on it) mark the
 // test parallel, so a new test that uses them runs in parallel with no
-// extra line. A test that must run alone says so by calling runsAlone first:
+// extra line. (A test whose subtests start the clusters is itself serial
+// unless it calls parallelUnlessAlone too: its subtests then run beside
+// the other tests, not only beside each other.) A test that must run alone says so by calling runsAlone first:
 // a memory bound of slurmctld, anything that installs system-wide, or a
 // latency bound that other clusters' load would blur. Go runs such serial
 // tests first, one at a time and with no parallel test running, then all
