@@ -39,10 +39,23 @@ if [[ $torch == yes ]]; then
   pkgs+=(python3-torch python3-torchvision python3-pil)
 fi
 
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
+find_missing() {
+  missing=()
+  local p
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+}
+find_missing
+if ((${#missing[@]})); then
+  # Parallel cluster tests each run `cluster.sh up`, which runs this script,
+  # and apt refuses to run twice at once: one install at a time, the lock
+  # being this script file (read-only, so nothing in /tmp for root to
+  # follow). Whoever waited finds the packages there.
+  exec 9<"${BASH_SOURCE[0]}"
+  flock 9
+  find_missing
+fi
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -102,6 +102,7 @@ func (e *agentEnv) controllerAlive(pid int) {
 }
 
 func TestDeepFramesLeaveControllerMemoryBounded(t *testing.T) {
+	runsAlone(t, "it bounds slurmctld's memory growth; other clusters' load would delay frees")
 	const budget = 64 << 20
 	for _, tc := range []struct {
 		name string // short: the cluster's socket paths include it
@@ -209,6 +210,7 @@ func sendReal(t *testing.T, e *agentEnv, model string) time.Duration {
 }
 
 func TestSlowlorisDoesNotDelayARealReport(t *testing.T) {
+	runsAlone(t, "it bounds a report's latency under 500 connections; other clusters' load would blur it")
 	e := startAgentCluster(t)
 	pid, err := e.c.ControllerPID()
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge"
 	"github.com/lachesis-sched/lachesis/internal/protocol/munge/mungetest"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -87,34 +87,6 @@ func buildCommands(t *testing.T) string {
 	return binDir
 }
 
-// ensureTestUser creates the unprivileged test user if it is missing.
-func ensureTestUser(t *testing.T) *user.User {
-	t.Helper()
-	if u, err := user.Lookup(testUser); err == nil {
-		return u
-	}
-	out, err := exec.Command("useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-		"--shell", "/usr/sbin/nologin", testUser).CombinedOutput()
-	if err != nil {
-		t.Fatalf("useradd %s: %v: %s", testUser, err, out)
-	}
-	u, err := user.Lookup(testUser)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-func freeTCPAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // mungeSocketOf reads munged's socket from the cluster's slurm.conf
 // AuthInfo line, as slurmctld does.
 func mungeSocketOf(t *testing.T, conf string) string {
@@ -149,8 +121,9 @@ func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 // before the cluster starts).
 func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string, extraConf func(agentSock string) []string) *agentEnv {
 	t.Helper()
+	parallelUnlessAlone(t)
 	bin := buildCommands(t)
-	u := ensureTestUser(t)
+	u := testenv.EnsureUser(t, testUser)
 	listen := freeTCPAddr(t)
 	// Short paths (a unix socket address holds 107 bytes) that the test
 	// user can reach.
@@ -325,7 +298,7 @@ func TestAgentProfileReachesTheControllerDB(t *testing.T) {
 	}
 	// The workload ran as the user who asked, never as root, and each
 	// point on that point's CPUs only.
-	u := ensureTestUser(t)
+	u := testenv.EnsureUser(t, testUser)
 	b, err := os.ReadFile(filepath.Join(e.work, "points"))
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +362,9 @@ func TestAgentProfileWaitsForControllerAndArrivesOnce(t *testing.T) {
 	if res.err != nil || !strings.Contains(out, "waiting in the node agent's spool") {
 		t.Fatalf("CLI output with slurmctld down:\n%s", out)
 	}
-	time.Sleep(2 * time.Second) // a few delivery attempts fail
+	e.eventually(20*time.Second, "a delivery attempt to fail", func() (bool, string) {
+		return strings.Contains(e.agentLogText(), "profile delivery failed; profiles wait in the spool"), ""
+	})
 	status, err := e.profilerCLI("", "status", "--agent-socket", e.agentSock)
 	if err != nil || !strings.Contains(status, "1 waiting in the spool, 0 delivered") {
 		t.Fatalf("agent status: %v\n%s", err, status)

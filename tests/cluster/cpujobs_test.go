@@ -49,6 +49,7 @@ func TestLongCPUOnlyJobIsDemotedBelowANewGPUJob(t *testing.T) {
 // 1-GPU jobs at the share leave room for a CPU-only job; without it, they
 // take every CPU and all the memory and the CPU-only job can only wait.
 func TestCPUJobBesideSizedGPUJobs(t *testing.T) {
+	parallelUnlessAlone(t) // its subtests each start a cluster
 	cases := []struct {
 		name              string // short: the cluster's directory, and munge's socket path in it, is named after it
 		yaml              string

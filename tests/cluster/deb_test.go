@@ -27,6 +27,7 @@ var debPackages = []string{"lachesis-slurmctld", "lachesis-node-agent"}
 const jobendStack = "/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
 
 func TestDebPackages(t *testing.T) {
+	runsAlone(t, "it installs packages system-wide: Slurm's PluginDir and /etc/slurm/plugstack.conf.d, which every cluster reads")
 	debs := builtDebs(t)
 	pluginDir := slurmPluginDir(t)
 	guardInstall(t)

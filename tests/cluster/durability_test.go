@@ -157,7 +157,11 @@ func TestUnwritableLedgerThenKill9KeepsServiceFromSlurmState(t *testing.T) {
 		out, _ := e.c.Run("scontrol", "show", "job", strconv.Itoa(int(a)))
 		return strings.Contains(out, "SystemComment=lachesis:v1 sc=") && !strings.Contains(out, "sc=0 "), out
 	})
-	time.Sleep(8 * time.Second) // slurmctld saves job state a few seconds after a change
+	// slurmctld saves job state a few seconds after a change; a submission
+	// now asks for a save that holds the marker.
+	marked := time.Now()
+	e.submit("-J", "save", "--hold", "--wrap", "true")
+	e.waitJobStateSaved(marked)
 	before := e.prio()[a]
 	if r, ok := e.ledgerRecord(a); ok && r.ServiceClosed > 0 {
 		t.Fatalf("the ledger got a's closed run (%+v): the fault did not hold", r)

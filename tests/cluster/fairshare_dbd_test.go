@@ -152,7 +152,7 @@ func TestFairShareSlurmdbd(t *testing.T) {
 	})
 	// A pass with neither account's jobs: the next jobs log their class
 	// (and shares) again.
-	time.Sleep(2 * time.Second)
+	e.waitPasses(2)
 	e.sacctmgr("modify", "account", "late", "set", "Fairshare=3")
 	e.waitAssocShares(map[string]int{"flood": 1, "late": 3})
 	// Pending until a begin time far away: in every pass, never running.

@@ -16,6 +16,7 @@ import (
 // workload with fair share off shows the test can fail: late's jobs start
 // only after the whole backlog.
 func TestFairShareBeatsFlood(t *testing.T) {
+	parallelUnlessAlone(t) // its subtests each start a cluster
 	for _, tc := range []struct {
 		name    string
 		enabled bool

@@ -9,8 +9,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,29 +56,6 @@ func envOr(k, def string) string {
 	return def
 }
 
-// freePortBase finds a block of free loopback ports for a cluster
-// (slurmctld plus one per node), away from `make demo`'s 16817, so test
-// clusters never collide with a demo or with another test run.
-func freePortBase(t *testing.T, nodes int) int {
-	t.Helper()
-	for base := 20000 + rand.IntN(20000)/16*16; base < 60000; base += 16 {
-		ok := true
-		for p := base; p <= base+nodes && ok; p++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-			if err != nil {
-				ok = false
-				continue
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port block for a test cluster")
-	return 0
-}
-
 // tiresiasYAML is a lachesis.yaml for fast tests: 1 s passes.
 func tiresiasYAML(dir string, extra string) string {
 	return fmt.Sprintf("pass_interval: 1\nlog_level: debug\ndb_path: %s\n%s",
@@ -109,7 +84,9 @@ type shape struct {
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
-// etc/slurm.conf.lachesis fragment and the given lachesis.yaml text.
+// etc/slurm.conf.lachesis fragment and the given lachesis.yaml text. Like
+// every start helper, it marks the test parallel unless it runs alone
+// (parallel_test.go).
 func startCluster(t *testing.T, nodes int, yaml string, extraConf ...string) *env {
 	t.Helper()
 	return startShapedCluster(t, shape{Nodes: nodes, GPUs: 4}, yaml, extraConf...)
@@ -125,6 +102,7 @@ func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string
 // reported them earlier and an admin had published them.
 func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.Record, extraConf ...string) *env {
 	t.Helper()
+	parallelUnlessAlone(t)
 	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
 	os.RemoveAll(dir)
 	if len(profiles) > 0 {
@@ -157,7 +135,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 	}
 	opts := slurmcluster.Options{
 		Dir:          dir,
-		PortBase:     freePortBase(t, hw.Nodes),
+		PortBase:     reservePortBlock(t),
 		Nodes:        hw.Nodes,
 		GPUsPerNode:  hw.GPUs,
 		CPUsPerNode:  hw.CPUs,
@@ -267,4 +245,31 @@ func (e *env) ledgerRecord(id uint32) (ledger.Record, bool) {
 
 func (e *env) logMatches(pattern string) bool {
 	return regexp.MustCompile(pattern).MatchString(e.c.ControllerLog())
+}
+
+// waitPasses waits until slurmctld's log shows n Lachesis passes after the
+// call (priority/tiresias logs each one at SlurmctldDebug=verbose).
+func (e *env) waitPasses(n int) {
+	e.t.Helper()
+	from := len(e.c.ControllerLog())
+	e.eventually(30*time.Second, fmt.Sprintf("%d Lachesis passes", n), func() (bool, string) {
+		log := e.c.ControllerLog()
+		if len(log) < from { // a new log file
+			from = 0
+		}
+		got := len(slurmcluster.PassTimes(log[from:]))
+		return got >= n, fmt.Sprintf("%d passes", got)
+	})
+}
+
+// waitJobStateSaved waits until slurmctld has written its job state after
+// since, so a kill -9 leaves behind what it knew then. Call it after a
+// change that asks for a save (a submission, a requeue, a job's end or
+// start); slurmctld writes within 5 s of one.
+func (e *env) waitJobStateSaved(since time.Time) {
+	e.t.Helper()
+	e.eventually(30*time.Second, "slurmctld to save its job state", func() (bool, string) {
+		saved := e.c.JobStateSaved()
+		return saved.After(since), fmt.Sprintf("last saved %v, want after %v", saved.Format(time.StampMilli), since.Format(time.StampMilli))
+	})
 }

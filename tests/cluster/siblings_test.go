@@ -27,11 +27,15 @@ func TestFinishedSweepMemberRanksItsSiblingFirst(t *testing.T) {
 		r, ok := e.ledgerRecord(first)
 		return ok && r.Finished != 0, fmt.Sprintf("%+v", r)
 	})
-	time.Sleep(8 * time.Second) // slurmctld's own state save
+	// slurmctld's own state save, asked for by the job's end.
+	d, err := e.c.ShowJob(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitJobStateSaved(d.EndTime)
 	if err := e.c.KillController(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
 	if err := e.c.RestartController(); err != nil {
 		t.Fatal(err)
 	}

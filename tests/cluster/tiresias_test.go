@@ -17,6 +17,7 @@ import (
 const queue0Floor = 66_666_666
 
 func TestNewJobStartsBeforeDemotedJobs(t *testing.T) {
+	parallelUnlessAlone(t) // its subtests each start a cluster
 	for _, mode := range []string{"las", "gittins"} {
 		t.Run(mode, func(t *testing.T) { newJobStartsBeforeDemotedJobs(t, mode) })
 	}
@@ -41,7 +42,7 @@ func newJobStartsBeforeDemotedJobs(t *testing.T, mode string) {
 	e.waitState(blocker, "RUNNING", 30*time.Second)
 	// ...while a second new job waits behind it with the demoted one.
 	fresh := e.submit("-J", "fresh", "--gpus=4", "--wrap", "sleep 5")
-	time.Sleep(2 * time.Second) // one pass ranks both waiting jobs
+	e.waitPasses(1) // a pass ranks both waiting jobs
 	j := e.jobs()
 	if j[demoted].State != "PENDING" || j[fresh].State != "PENDING" {
 		t.Fatalf("want demoted and fresh both pending, got %+v and %+v", j[demoted], j[fresh])
@@ -108,7 +109,10 @@ func TestDemotedJobIsRequeuedForNewJobAndKeepsService(t *testing.T) {
 // a waiting job of queue 0 requeues it, and slurmctld's log and the ledger
 // say why.
 func TestYoungDemotedJobKeepsItsGPUsUntilMinRun(t *testing.T) {
-	e := startCluster(t, 1, "tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: 45}\n")
+	// min_run well past the demotion (4 GPUs x 5 s) and the short job's
+	// arrival, short enough to keep the test short.
+	const minRun = 30
+	e := startCluster(t, 1, fmt.Sprintf("tiresias:\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: %d}\n", minRun))
 	long := e.submit("-J", "long", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(long, "RUNNING", 30*time.Second)
 	e.waitQueue(long, 1, 40*time.Second)
@@ -131,7 +135,7 @@ func TestYoungDemotedJobKeepsItsGPUsUntilMinRun(t *testing.T) {
 			t.Fatalf("short job %s while the long job's run is under min_run", s.State)
 		}
 		r, ok := e.ledgerRecord(long)
-		if ok && r.RunOpen && r.RunSeconds >= 25 {
+		if ok && r.RunOpen && r.RunSeconds >= minRun-10 {
 			break // well into the young run, and nothing was preempted
 		}
 		time.Sleep(time.Second)
@@ -148,7 +152,7 @@ func TestYoungDemotedJobKeepsItsGPUsUntilMinRun(t *testing.T) {
 		r, _ := e.ledgerRecord(long)
 		var ran float64
 		_, err := fmt.Sscanf(r.PreemptReason, "preempted by job %d (queue 0) from queue 1 after a %f s run", new(uint32), &ran)
-		return err == nil && ran >= 45, r.PreemptReason
+		return err == nil && ran >= minRun, r.PreemptReason
 	})
 }
 
@@ -159,6 +163,7 @@ func TestYoungDemotedJobKeepsItsGPUsUntilMinRun(t *testing.T) {
 // arrivals requeue it again and again, so the test can fail. Slurm's
 // Restarts and the ledger's Runs count the requeues.
 func TestNearThresholdJobNotRequeuedBackAndForth(t *testing.T) {
+	parallelUnlessAlone(t) // its subtests each start a cluster
 	// Names stay short: the cluster's munge socket path holds them.
 	cases := []struct {
 		name            string
@@ -183,6 +188,7 @@ func TestNearThresholdJobNotRequeuedBackAndForth(t *testing.T) {
 // requeued yet; without it, the lowest-ranked one again (2D-LAS: its queue
 // entry, and so its rank, did not change when it was requeued).
 func TestSpreadVictimsInSlurm(t *testing.T) {
+	parallelUnlessAlone(t) // its subtests each start a cluster
 	cases := []struct {
 		spread    bool
 		sameTwice bool
@@ -288,24 +294,24 @@ func TestKill9OfSlurmctldKeepsServiceAndOrder(t *testing.T) {
 	if _, err := e.c.Run("scontrol", "requeue", strconv.Itoa(int(a))); err != nil {
 		t.Fatal(err)
 	}
+	requeued := time.Now()
 	e.eventually(15*time.Second, "the ledger to hold a's closed run", func() (bool, string) {
 		r, _ := e.ledgerRecord(a)
 		return r.Runs == 1 && r.RunStart == 0 && r.ServiceClosed >= 30, fmt.Sprintf("%+v", r)
 	})
 	// slurmctld saves job state a few seconds after a change; let it, so
 	// what we compare is what a crash would really leave behind.
-	time.Sleep(8 * time.Second)
+	e.waitJobStateSaved(requeued)
 	before, states := e.prio(), e.jobs()
 	order := pendingOrder(states)
 
 	if err := e.c.KillController(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
 	if err := e.c.RestartController(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // a few passes
+	e.waitPasses(3)
 	after := e.prio()
 	for id, p := range before {
 		q := after[id]
@@ -392,8 +398,12 @@ func TestMalformedYAMLOnReconfigureKeepsPreviousConfig(t *testing.T) {
 	}
 	// The previous thresholds still hold: after 16+ GPU-s (> 10) the job
 	// is still in queue 0, and past 100 GPU-s (< 3250) it is in queue 1.
-	time.Sleep(4 * time.Second)
-	if p := e.prio()[job]; p.Queue != 0 || p.Service < 16 {
+	var p slurmcluster.Prio
+	e.eventually(30*time.Second, "16 GPU-s of service", func() (bool, string) {
+		p = e.prio()[job]
+		return p.Service >= 16, fmt.Sprintf("%+v", p)
+	})
+	if p.Queue != 0 {
 		t.Fatalf("after bad reloads: %+v; want queue 0 under the previous threshold 100", p)
 	}
 	e.waitQueue(job, 1, 60*time.Second)
@@ -412,6 +422,7 @@ func regexpQuote(s string) string {
 }
 
 func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
+	parallelUnlessAlone(t) // its subtests each start a cluster
 	tests := []struct {
 		name    string
 		file    func(dir string) string
@@ -425,12 +436,13 @@ func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			parallelUnlessAlone(t)
 			// Short: the munge socket's path under it must fit in sun_path.
 			dir := filepath.Join(testDirRoot, fmt.Sprintf("BadConfigAtStartup%d", i))
 			os.RemoveAll(dir)
 			fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
 			c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
-				Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: freePortBase(t, 1),
+				Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: reservePortBlock(t),
 				PluginDir:    filepath.Join(repoRoot, "build", "plugins"),
 				LachesisYAML: tc.file(dir),
 				ExtraConf:    string(fragment),
@@ -477,7 +489,7 @@ func TestHeldJobsAndAdminPrioritiesAreLeftAlone(t *testing.T) {
 	if _, err := e.c.Run("scontrol", "update", "jobid="+strconv.Itoa(int(pinned)), "priority=4242"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // several passes
+	e.waitPasses(3)
 	j := e.jobs()
 	if j[held].Priority != 0 {
 		t.Fatalf("held job got priority %d", j[held].Priority)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,7 +110,14 @@ func Run(ctx context.Context, o Options, s Setup) (Result, error) {
 		return res, err
 	}
 	res.CPUSeconds = cpu1 - cpu0
-	res.Passes = passTimes(c.ControllerLog()[logSize:])
+	res.Passes = slurmcluster.PassTimes(c.ControllerLog()[logSize:])
+	// A Lachesis setup passes every pass_interval: none in the window means
+	// the plugin is not running, or its log line changed, and a table of
+	// zeros would read as "passes cost nothing".
+	if s.Priority == "priority/tiresias" && len(res.Passes) == 0 {
+		return res, fmt.Errorf("no Lachesis pass in slurmctld's log during the %v window (want the verbose line \"priority/tiresias: pass ranked ... in usec=N\"; see %s)",
+			o.Window, filepath.Join(o.Dir, "log", "slurmctld.log"))
+	}
 	return res, nil
 }
 
@@ -139,17 +145,6 @@ func cpuSeconds(pid int) (float64, error) {
 	}
 	const clockTicks = 100 // USER_HZ on Linux
 	return (ut + st) / clockTicks, nil
-}
-
-var passLine = regexp.MustCompile(`priority/tiresias: pass ranked \d+ jobs, changed \d+ priorities in usec=(\d+)`)
-
-func passTimes(log string) []time.Duration {
-	var out []time.Duration
-	for _, m := range passLine.FindAllStringSubmatch(log, -1) {
-		us, _ := strconv.Atoi(m[1])
-		out = append(out, time.Duration(us)*time.Microsecond)
-	}
-	return out
 }
 
 // Percentile of sorted-in-place durations (p in [0,1]).

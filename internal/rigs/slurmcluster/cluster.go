@@ -203,7 +203,38 @@ func (c *Cluster) KillController() error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("%w: kill %d: %v", ErrCluster, pid, err)
 	}
-	return nil
+	// Dead once it is gone or a zombie (orphans wait for PID 1 to reap
+	// them): its ports and files are free then, so a restart may follow.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !running(pid) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: slurmctld pid %d still runs 10 s after SIGKILL", ErrCluster, pid)
+}
+
+// running reports whether pid is a live process, not a zombie (the state,
+// in /proc/PID/stat, follows the parenthesised command name).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// JobStateSaved is when slurmctld last wrote its job state file (what a
+// restart after a crash recovers jobs from); zero if it has not yet.
+// slurmctld saves at most every 5 s, soon after a change that asks for a
+// save (a submission, a requeue, a completion, jobs started).
+func (c *Cluster) JobStateSaved() time.Time {
+	fi, err := os.Stat(filepath.Join(c.Dir, "state", "job_state"))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 // StopController shuts slurmctld down cleanly (`scontrol shutdown
