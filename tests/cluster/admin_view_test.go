@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
 // lastPassLine is the newest "pass ranked …" line of slurmctld's log.
@@ -204,7 +206,7 @@ func TestSprioColumnsAddUp(t *testing.T) {
 // the screen, and CPU-only jobs (never sized, never counted). Before the
 // fix every unique name was listed and the escapes reached the terminal.
 func TestMissingShowsKeysWorthProfiling(t *testing.T) {
-	ensureTestUser(t)
+	testenv.EnsureUser(t, testUser)
 	bin := buildCommands(t)
 	e := startCluster(t, 1, "")
 	const evil = "\x1b]0;owned\x07\x1b[2Jevil"

@@ -184,7 +184,7 @@ func TestSweepEndsWhenItsJobIsCancelled(t *testing.T) {
 		}
 		return m != nil, e.agentLogText()
 	})
-	u := ensureTestUser(t)
+	u := testenv.EnsureUser(t, testUser)
 	workload := func() string {
 		out, _ := exec.Command("pgrep", "-u", u.Uid, "-f", "lachesis-synth").Output()
 		return strings.TrimSpace(string(out))

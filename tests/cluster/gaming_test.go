@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
 // Issue 20's gaming attacks, each made by an ordinary user (testUser)
@@ -15,7 +17,7 @@ import (
 // submitAs submits a job as the test user, who can write /tmp only.
 func (e *env) submitAs(args ...string) uint32 {
 	e.t.Helper()
-	ensureTestUser(e.t)
+	testenv.EnsureUser(e.t, testUser)
 	id, err := e.c.SubmitAs(testUser, append([]string{"-D", "/tmp", "-o", "/dev/null"}, args...)...)
 	if err != nil {
 		e.t.Fatal(err)
