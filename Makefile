@@ -131,7 +131,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
 
 # Debian packages lachesis-slurmctld and lachesis-node-agent in build/deb
-# (README, "Installing on a real cluster"); the cluster tests install them.
+# (docs/install.md, "Installing on a real cluster"); the cluster tests install them.
 deb: build
 	bash scripts/mkdeb.sh $(BUILD)/deb
 

@@ -199,7 +199,7 @@ install -D -m 0644 etc/node-agent.yaml "$r/etc/lachesis/node-agent.yaml"
 strip_to "$plugins/lachesis_jobend.so" "$r$plugindir/lachesis_jobend.so"
 chmod 0644 "$r$plugindir/lachesis_jobend.so"
 install -d -m 0755 "$r/etc/slurm/plugstack.conf.d"
-printf '# Lachesis: tell the node agent when a batch job really ends (README, set-up step 5).\noptional %s/lachesis_jobend.so socket=/run/lachesis/agent.sock\n' \
+printf '# Lachesis: tell the node agent when a batch job really ends (docs/install.md, set-up step 5).\noptional %s/lachesis_jobend.so socket=/run/lachesis/agent.sock\n' \
   "$plugindir" >"$r/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
 chmod 0644 "$r/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
 stage_doc "$r" lachesis-node-agent

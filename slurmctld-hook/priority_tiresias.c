@@ -523,7 +523,7 @@ static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
  * value next to SITE 0, NICE 0 and the other columns unchanged, a row that
  * does not add up; here SITE carries the difference instead. SITE is a
  * 32-bit column: with more than about 2^31 GPU-seconds of JOBSIZE the sum
- * no longer fits it, and it is clamped (the README says so).
+ * no longer fits it, and it is clamped (docs/configuration.md says so).
  */
 static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
 			  priority_factors_object_t *obj)

@@ -302,6 +302,8 @@ func PathNextTo(slurmConf string) string {
 	return filepath.Join(filepath.Dir(slurmConf), FileName)
 }
 
+// validate converts the file into a Config and checks it, one section at
+// a time; the first error is returned.
 func (f file) validate() (Config, error) {
 	t := f.Tiresias
 	d := Default().Tiresias
@@ -372,43 +374,81 @@ func (f file) validate() (Config, error) {
 	if c.Agent.AllowedUIDs == nil {
 		c.Agent.AllowedUIDs = []uint32{}
 	}
+	// One check per section; each may fill the fields it parses.
+	for _, check := range []func(*Config) error{
+		f.checkTiresias,
+		f.checkFairShare,
+		f.checkGeneral,
+		f.checkAgent,
+		f.checkMetrics,
+		f.checkSynergy,
+		f.checkPlacement,
+		f.checkGPUTypes,
+	} {
+		if err := check(&c); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, nil
+}
+
+// checkTiresias checks the tiresias section and fills what it parses.
+func (f file) checkTiresias(c *Config) error {
+	t := f.Tiresias
 	if err := c.Tiresias.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("tiresias", err))
+		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("tiresias", err))
 	}
-	// Validated whether enabled or not, so that a typo waits for nobody to
-	// switch the feature on before it is reported.
-	if err := c.Tiresias.FairShare.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("fairshare", err))
-	}
-	if t.Queues != 0 && len(t.ThresholdQuantiles) == 0 && t.Queues != len(t.Thresholds)+1 {
-		return Config{}, fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
-			ErrInvalid, t.Queues, len(t.Thresholds)+1)
+	if t.Queues != 0 && len(c.Tiresias.ThresholdQuantiles) == 0 && t.Queues != len(c.Tiresias.Thresholds)+1 {
+		return fmt.Errorf("%w: tiresias.queues is %d but tiresias.thresholds gives %d queues",
+			ErrInvalid, t.Queues, len(c.Tiresias.Thresholds)+1)
 	}
 	if t.CPUJobCPUsPerGPU < 0 || t.CPUJobCPUsPerGPU > MaxCPUJobCPUsPerGPU {
-		return Config{}, fmt.Errorf("%w: tiresias.cpu_job_cpus_per_gpu must be between 0 and %d, got %d",
+		return fmt.Errorf("%w: tiresias.cpu_job_cpus_per_gpu must be between 0 and %d, got %d",
 			ErrInvalid, MaxCPUJobCPUsPerGPU, t.CPUJobCPUsPerGPU)
 	}
 	c.CPUJobCPUsPerGPU = uint32(t.CPUJobCPUsPerGPU)
 	if t.GittinsMinHistory < 0 {
-		return Config{}, fmt.Errorf("%w: tiresias.gittins_min_history must be >= 0, got %d", ErrInvalid, t.GittinsMinHistory)
+		return fmt.Errorf("%w: tiresias.gittins_min_history must be >= 0, got %d", ErrInvalid, t.GittinsMinHistory)
 	}
+	return nil
+}
+
+// checkFairShare checks the fairshare section. It is validated whether
+// enabled or not, so that a typo waits for nobody to switch the feature on
+// before it is reported.
+func (f file) checkFairShare(c *Config) error {
+	if err := c.Tiresias.FairShare.Validate(); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("fairshare", err))
+	}
+	return nil
+}
+
+// checkGeneral checks the top-level keys and fills pass_interval.
+func (f file) checkGeneral(c *Config) error {
 	var err error
 	if c.PassInterval, err = yamlconf.Seconds("pass_interval", f.PassInterval, 1, 3600); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if strings.TrimSpace(f.DBPath) == "" {
-		return Config{}, fmt.Errorf("%w: db_path must not be empty", ErrInvalid)
+		return fmt.Errorf("%w: db_path must not be empty", ErrInvalid)
 	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("%w: log_level must be debug, info, warn or error, got %q", ErrInvalid, f.LogLevel)
+	}
+	return nil
+}
+
+// checkAgent checks the agent section.
+func (f file) checkAgent(c *Config) error {
 	if c.Agent.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Agent.Listen); err != nil {
-			return Config{}, fmt.Errorf("%w: agent.listen must be host:port (e.g. \":6830\"), got %q", ErrInvalid, f.Agent.Listen)
+			return fmt.Errorf("%w: agent.listen must be host:port (e.g. \":6830\"), got %q", ErrInvalid, f.Agent.Listen)
 		}
 	}
-	if err := metricsrv.ValidateAddr("metrics.listen", c.Metrics.Listen); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
 	if c.Agent.MaxFrameBytes < 1024 || c.Agent.MaxFrameBytes > MaxFrameBytesCap {
-		return Config{}, fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, MaxFrameBytesCap, f.Agent.MaxFrameBytes)
+		return fmt.Errorf("%w: agent.max_frame_bytes must be between 1024 and %d, got %d", ErrInvalid, MaxFrameBytesCap, f.Agent.MaxFrameBytes)
 	}
 	for _, q := range []struct {
 		key string
@@ -421,29 +461,46 @@ func (f file) validate() (Config, error) {
 		{"profiles_per_node_per_hour", f.Agent.ProfilesPerNodePerHour},
 	} {
 		if q.v < 1 || q.v > MaxProfileQuota {
-			return Config{}, fmt.Errorf("%w: agent.%s must be between 1 and %d, got %d", ErrInvalid, q.key, MaxProfileQuota, q.v)
+			return fmt.Errorf("%w: agent.%s must be between 1 and %d, got %d", ErrInvalid, q.key, MaxProfileQuota, q.v)
 		}
 	}
+	return nil
+}
+
+// checkMetrics checks the metrics section.
+func (f file) checkMetrics(c *Config) error {
+	if err := metricsrv.ValidateAddr("metrics.listen", c.Metrics.Listen); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// checkSynergy checks the synergy section and fills fallback_after.
+func (f file) checkSynergy(c *Config) error {
+	var err error
 	// Seconds first: a NaN or huge float has no Duration for Validate to see.
 	if c.Synergy.FallbackAfter, err = yamlconf.Seconds("synergy.fallback_after", f.Synergy.FallbackAfter,
 		0, synergy.MaxFallbackAfter.Seconds()); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := c.Synergy.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("synergy", err))
+		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("synergy", err))
 	}
-	if c.Placement, err = f.Placement.validate(); err != nil {
-		return Config{}, err
-	}
-	if c.GPUTypes, err = f.gpuTypes(); err != nil {
-		return Config{}, err
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return Config{}, fmt.Errorf("%w: log_level must be debug, info, warn or error, got %q", ErrInvalid, f.LogLevel)
-	}
-	return c, nil
+	return nil
+}
+
+// checkPlacement converts and checks the placement section.
+func (f file) checkPlacement(c *Config) error {
+	var err error
+	c.Placement, err = f.Placement.validate()
+	return err
+}
+
+// checkGPUTypes converts and checks gpu_types.
+func (f file) checkGPUTypes(c *Config) error {
+	var err error
+	c.GPUTypes, err = f.gpuTypes()
+	return err
 }
 
 // lowerKeys lower-cases account names, as Slurm does with every job's

@@ -115,7 +115,7 @@ func ruleKey(v priority.Verdict) string {
 // once per blockedLogEvery, naming its latest refusal. Called under c.mu
 // once the pass has ranked (results[k] is jobs[k]'s).
 func (c *Core) showBlocked(now int64, out []Decision) {
-	b := &c.blocked
+	b := &c.preemption.blocked
 	rule := c.cfg.Tiresias.Preemption
 	for id, n := range b.byJob {
 		if !c.seen[id] || now-n.at > blockedShownFor {

@@ -70,17 +70,10 @@ type Core struct {
 	jobs       []priority.Job
 	jobIndex   []int // jobs[i] came from snapshot jobIndex[i]
 	results    []priority.Result
-	preempt    preemptView // who may preempt whom (preempt.go)
+	preemption preemptionState // who may preempt whom, and what came of it (preempt.go)
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
-	// preemptNotes: why each job was last let be preempted (preempt.go).
-	preemptNotes map[uint32]preemptNote
-	// preempting: preemptions Slurm carried out since the last pass
-	// (Preempting); blocked: preemptions the rule refused lately
-	// (blocked.go).
-	preempting map[uint32]preemptEvent
-	blocked    blockedPreemptions
 
 	// dist is the Gittins distribution the next pass uses; the writer
 	// goroutine replaces it as history accumulates.
@@ -94,20 +87,12 @@ type Core struct {
 
 	// Synergy sizing (synergy.go): where profiles come from.
 	bestCase synergy.ProfileLookup
-	// candidates of the last pass for the Synergy fallback, and when each
-	// job's shrink was last asked for; under mu
-	candidates  []fallbackCandidate
-	shrinkTried map[uint32]int64
-	// raiseTried: when start-time sizing last raised each job, kept apart
-	// from shrinkTried so a lowering does not delay the raise of the same
-	// job once it is requeued.
-	raiseTried map[uint32]int64
+	// sizing: start-time sizing's state between passes (synergy.go);
+	// under mu.
+	sizing startSizing
 
-	// ends holds the true ends nodes reported for jobs still in memory
-	// (jobend.go); under mu. corrections queues those for finished jobs
-	// for the writer; under pendMu.
-	ends        map[uint32]int64
-	corrections []endReport
+	// ends: the true ends nodes reported (jobend.go).
+	ends jobEnds
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
 	// their records (nil when not known), which continue if the job is
@@ -212,7 +197,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		records:   make(map[uint32]*ledger.Record, len(active)),
 		decisions: make(map[uint32]Decision, len(active)),
 		seen:      make(map[uint32]bool, len(active)),
-		ends:      make(map[uint32]int64),
+		ends:      jobEnds{held: make(map[uint32]int64)},
 		finished:  make(map[uint32]*ledger.Record),
 		pending:   make(map[uint32]ledger.Record),
 		kick:      make(chan struct{}, 1),
@@ -366,7 +351,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.rank(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
-	return len(c.candidates)
+	return len(c.sizing.candidates)
 }
 
 // account is a pass's first stage: every snapshot updates its job's
@@ -374,7 +359,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 // with their snapshot's index in c.jobIndex, and pending jobs that Synergy
 // enlarged are noted as fallback candidates.
 func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
-	c.candidates = c.candidates[:0]
+	c.sizing.candidates = c.sizing.candidates[:0]
 	clear(c.seen)
 	c.jobs, c.jobIndex = c.jobs[:0], c.jobIndex[:0]
 	for i := range snaps {
@@ -430,8 +415,8 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		c.decisions[s.ID] = d
 		out[c.jobIndex[k]] = d
 	}
-	c.preempt.fromPass(c.jobs, c.results, func(k int) *Snapshot { return &snaps[c.jobIndex[k]] })
-	c.preempt.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.preemptions)
+	c.preemption.view.fromPass(c.jobs, c.results, func(k int) *Snapshot { return &snaps[c.jobIndex[k]] })
+	c.preemption.view.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.preemptions)
 	c.showBlocked(now, out)
 }
 
@@ -468,9 +453,9 @@ func (c *Core) forget(now int64) {
 	c.forgetPreemptions()
 	c.siblings.Prune(now)
 	c.heirs.Prune(now)
-	for id := range c.ends {
+	for id := range c.ends.held {
 		if !c.seen[id] {
-			delete(c.ends, id)
+			delete(c.ends.held, id)
 		}
 	}
 }
@@ -499,7 +484,7 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 			// Still in the run a preemption was allowed to end: Slurm
 			// requeues a victim in the scheduling cycle that asked, so
 			// it took another; an admin's requeue later is no preemption.
-			delete(c.preemptNotes, s.ID)
+			delete(c.preemption.notes, s.ID)
 		}
 		if rec.RunOpen && rec.RunStart != s.StartTime { // requeued and restarted since
 			c.closeRequeuedRun(now, s, rec)
@@ -622,7 +607,7 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d, ok := c.decisions[s.ID]; ok && !s.Held {
-		c.preempt.placed(s, d.Queue)
+		c.preemption.view.placed(s, d.Queue)
 		return d
 	}
 	rec, ok := c.records[s.ID]
@@ -639,7 +624,7 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 	res := c.ranker.Place(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
-	c.preempt.placed(s, d.Queue)
+	c.preemption.view.placed(s, d.Queue)
 	return d
 }
 

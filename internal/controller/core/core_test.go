@@ -307,8 +307,8 @@ func TestPendingLoweredJobIsRaisedToItsProfileBestCase(t *testing.T) {
 	other.AdminComment, other.SizingModel = lowered, "unprofiled"
 	out := make([]Decision, 2)
 	// Lowered 10 s ago for its first run: that does not delay the raise.
-	c.shrinkTried = map[uint32]int64{1: 1090}
-	c.raiseTried = map[uint32]int64{}
+	c.sizing.shrinkTried = map[uint32]int64{1: 1090}
+	c.sizing.raiseTried = map[uint32]int64{}
 	if got := c.Pass(1100, []Snapshot{s, other}, out); got != 1 {
 		t.Fatalf("candidates = %d, want 1 (only the job whose profile asks for more)", got)
 	}

@@ -26,6 +26,15 @@ const (
 // guard against a flood.
 const maxHeldEnds = 1 << 16
 
+// jobEnds holds the true ends nodes reported.
+type jobEnds struct {
+	// held: those of jobs still in memory; under mu.
+	held map[uint32]int64
+	// corrections: those of finished jobs, queued for the writer; under
+	// pendMu.
+	corrections []endReport
+}
+
 type endReport struct {
 	job  uint32
 	end  int64
@@ -44,9 +53,9 @@ func (c *Core) ReportEnd(job uint32, end int64, node string) {
 		return
 	}
 	c.mu.Lock()
-	if old, held := c.ends[job]; !held || end < old {
-		if held || len(c.ends) < maxHeldEnds {
-			c.ends[job] = end
+	if old, held := c.ends.held[job]; !held || end < old {
+		if held || len(c.ends.held) < maxHeldEnds {
+			c.ends.held[job] = end
 		}
 	}
 	_, active := c.records[job]
@@ -56,8 +65,8 @@ func (c *Core) ReportEnd(job uint32, end int64, node string) {
 		return
 	}
 	c.pendMu.Lock()
-	if len(c.corrections) < maxHeldEnds {
-		c.corrections = append(c.corrections, endReport{job: job, end: end, node: node})
+	if len(c.ends.corrections) < maxHeldEnds {
+		c.ends.corrections = append(c.ends.corrections, endReport{job: job, end: end, node: node})
 	}
 	c.pendMu.Unlock()
 	c.signalWriter()
@@ -68,7 +77,7 @@ func (c *Core) ReportEnd(job uint32, end int64, node string) {
 // job was still active (a later pass sees it again, quietly). Caller holds
 // mu.
 func (c *Core) trueEnd(s *Snapshot, active bool) *Snapshot {
-	end, ok := c.ends[s.ID]
+	end, ok := c.ends.held[s.ID]
 	if !ok || end < s.StartTime || (s.EndTime != 0 && end >= s.EndTime) {
 		return s
 	}
@@ -87,8 +96,8 @@ func (c *Core) trueEnd(s *Snapshot, active bool) *Snapshot {
 // core held no record for it, so it is a job Lachesis never saw.
 func (c *Core) applyCorrections() {
 	c.pendMu.Lock()
-	todo := c.corrections
-	c.corrections = nil
+	todo := c.ends.corrections
+	c.ends.corrections = nil
 	c.pendMu.Unlock()
 	if len(todo) == 0 {
 		return

@@ -10,6 +10,20 @@ import (
 	"github.com/lachesis-sched/lachesis/priority"
 )
 
+// preemptionState is what the core keeps of preemption between passes;
+// under mu.
+type preemptionState struct {
+	// view: who may preempt whom, as of the last pass.
+	view preemptView
+	// notes: why each job was last let be preempted.
+	notes map[uint32]preemptNote
+	// events: preemptions Slurm carried out since the last pass
+	// (Preempting).
+	events map[uint32]preemptEvent
+	// blocked: preemptions the rule refused lately (blocked.go).
+	blocked blockedPreemptions
+}
+
 // preemptView is what the core knows about preemption between passes, kept
 // so that preempt/tiresias can tell Slurm cheaply that nobody can preempt
 // anybody. With preemption enabled, Slurm's schedulers ask, for every
@@ -134,7 +148,7 @@ func (v *preemptView) possible() bool {
 func (c *Core) PreemptionPossible() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.preempt.possible()
+	return c.preemption.view.possible()
 }
 
 // Preemptable reports whether preemptor may requeue preemptee, by
@@ -161,11 +175,11 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	c.mu.Lock()
 	now := c.clock()
 	defer c.mu.Unlock()
-	pt, ok := c.preempt.gpu[preemptor]
+	pt, ok := c.preemption.view.gpu[preemptor]
 	if !ok {
 		return false
 	}
-	vt, ok := c.preempt.gpu[preemptee]
+	vt, ok := c.preemption.view.gpu[preemptee]
 	if !ok {
 		return false
 	}
@@ -180,13 +194,13 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	verdict := c.cfg.Tiresias.Preemption.Decide(p, v)
 	switch verdict {
 	case priority.Allowed:
-		if c.preemptNotes == nil {
-			c.preemptNotes = make(map[uint32]preemptNote)
+		if c.preemption.notes == nil {
+			c.preemption.notes = make(map[uint32]preemptNote)
 		}
-		c.preemptNotes[preemptee] = preemptNote{by: preemptor, byQueue: p.Queue, queue: v.Queue, ran: v.RunSeconds}
-		c.blocked.allowed(preemptor, now)
+		c.preemption.notes[preemptee] = preemptNote{by: preemptor, byQueue: p.Queue, queue: v.Queue, ran: v.RunSeconds}
+		c.preemption.blocked.allowed(preemptor, now)
 	case priority.DeniedMinRun, priority.DeniedBudget, priority.DeniedQueueGap:
-		c.blocked.note(preemptor, preemptee, verdict, p, v, now)
+		c.preemption.blocked.note(preemptor, preemptee, verdict, p, v, now)
 	}
 	return c.met.preemption(verdict == priority.Allowed)
 }
@@ -201,7 +215,7 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 func (c *Core) VictimOrder(id uint32) uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n, ok := c.preempt.victimOrder[id]; ok {
+	if n, ok := c.preemption.view.victimOrder[id]; ok {
 		return n
 	}
 	return math.MaxUint32
@@ -242,15 +256,15 @@ func (n preemptNote) reason() string {
 func (c *Core) Preempting(id uint32, now int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.preempting == nil {
-		c.preempting = make(map[uint32]preemptEvent)
+	if c.preemption.events == nil {
+		c.preemption.events = make(map[uint32]preemptEvent)
 	}
 	ev := preemptEvent{at: now}
-	if n, ok := c.preemptNotes[id]; ok {
+	if n, ok := c.preemption.notes[id]; ok {
 		ev.note, ev.noted = n, true
-		delete(c.preemptNotes, id)
+		delete(c.preemption.notes, id)
 	}
-	c.preempting[id] = ev
+	c.preemption.events[id] = ev
 }
 
 // preemptEvent is a preemption Slurm carried out (Preempting).
@@ -265,18 +279,18 @@ type preemptEvent struct {
 // carries Slurm's preempt_time (a pass that sees the requeue before it
 // completes). It forgets the event.
 func (c *Core) preemptionOf(s *Snapshot, rec *ledger.Record) (preemptEvent, bool) {
-	ev, ok := c.preempting[s.ID]
-	delete(c.preempting, s.ID)
+	ev, ok := c.preemption.events[s.ID]
+	delete(c.preemption.events, s.ID)
 	if !ok && s.PreemptTime != 0 {
 		ev, ok = preemptEvent{at: s.PreemptTime}, true
-		if n, noted := c.preemptNotes[s.ID]; noted {
+		if n, noted := c.preemption.notes[s.ID]; noted {
 			ev.note, ev.noted = n, true
 		}
 	}
 	if !ok || !rec.RunOpen || ev.at < rec.RunStart {
 		return preemptEvent{}, false
 	}
-	delete(c.preemptNotes, s.ID)
+	delete(c.preemption.notes, s.ID)
 	return ev, true
 }
 
@@ -361,14 +375,14 @@ func (c *Core) noteKilled(s *Snapshot, rec *ledger.Record) {
 // forgetPreemptions drops what the core knows of preemptions of jobs that
 // are gone. Called by the pass's forget stage.
 func (c *Core) forgetPreemptions() {
-	for id := range c.preempting {
+	for id := range c.preemption.events {
 		if !c.seen[id] {
-			delete(c.preempting, id)
+			delete(c.preemption.events, id)
 		}
 	}
-	for id := range c.preemptNotes {
+	for id := range c.preemption.notes {
 		if !c.seen[id] {
-			delete(c.preemptNotes, id)
+			delete(c.preemption.notes, id)
 		}
 	}
 }

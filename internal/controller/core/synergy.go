@@ -49,6 +49,18 @@ type Shrink struct {
 	Raise        bool // raised from the profile (synergy.Restore), not lowered
 }
 
+// startSizing is what start-time sizing keeps between passes.
+type startSizing struct {
+	// candidates of the last pass (Fallback forgets them).
+	candidates []fallbackCandidate
+	// shrinkTried: when each job's shrink was last asked for.
+	shrinkTried map[uint32]int64
+	// raiseTried: when start-time sizing last raised each job, kept apart
+	// from shrinkTried so a lowering does not delay the raise of the same
+	// job once it is requeued.
+	raiseTried map[uint32]int64
+}
+
 // fallbackCandidate is a pending job Lachesis sized that start-time
 // sizing may resize, depending on the nodes (Fallback): lower, when it
 // waits for resources with a request above its share; raise, when its
@@ -80,9 +92,9 @@ func (c *Core) noteCandidate(now int64, s *Snapshot) {
 	}
 	waitedSince := max(s.SubmitTime, s.BeginTime)
 	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, waitedSince: waitedSince, sizing: sz}
-	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.shrinkTried, s.ID, now) &&
+	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.sizing.shrinkTried, s.ID, now) &&
 		time.Duration(now-waitedSince)*time.Second >= c.cfg.Synergy.FallbackAfter
-	if s.SizingModel != "" && !triedLately(c.raiseTried, s.ID, now) {
+	if s.SizingModel != "" && !triedLately(c.sizing.raiseTried, s.ID, now) {
 		if best, ok := c.lookupBestCase(s.SizingModel, s.User); ok && best.Check() == nil &&
 			(best.CPUsPerGPU > sz.CPUs || best.MemMB() > sz.MemMB) {
 			cand.raise, cand.best = true, best
@@ -92,7 +104,7 @@ func (c *Core) noteCandidate(now int64, s *Snapshot) {
 		return
 	}
 	cand.gpusPerNode = int(s.GresRequest.GPUsPerNode(uint64(s.gpuCount())))
-	c.candidates = append(c.candidates, cand)
+	c.sizing.candidates = append(c.sizing.candidates, cand)
 }
 
 // Fallback decides which candidates of the last pass to shrink, given the
@@ -101,26 +113,26 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Shrink
-	if c.shrinkTried == nil {
-		c.shrinkTried, c.raiseTried = map[uint32]int64{}, map[uint32]int64{}
+	if c.sizing.shrinkTried == nil {
+		c.sizing.shrinkTried, c.sizing.raiseTried = map[uint32]int64{}, map[uint32]int64{}
 	}
-	for _, tried := range []map[uint32]int64{c.shrinkTried, c.raiseTried} {
+	for _, tried := range []map[uint32]int64{c.sizing.shrinkTried, c.sizing.raiseTried} {
 		for id, at := range tried { // forget old attempts
 			if now-at > shrinkRetry {
 				delete(tried, id)
 			}
 		}
 	}
-	for _, cand := range c.candidates {
+	for _, cand := range c.sizing.candidates {
 		if len(out) == max {
 			break
 		}
 		var sh synergy.Shrink
 		ok := false
-		if cand.raise && !triedLately(c.raiseTried, cand.id, now) {
+		if cand.raise && !triedLately(c.sizing.raiseTried, cand.id, now) {
 			sh, ok = synergy.Restore(c.cfg.Synergy, cand.comment, cand.best, cand.sizing, cand.gpusPerNode, nodes)
 		}
-		if !ok && cand.lower && !triedLately(c.shrinkTried, cand.id, now) {
+		if !ok && cand.lower && !triedLately(c.sizing.shrinkTried, cand.id, now) {
 			waited := time.Duration(now-cand.waitedSince) * time.Second
 			sh, ok = synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
 		}
@@ -128,9 +140,9 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 			continue
 		}
 		if sh.Raise {
-			c.raiseTried[cand.id] = now
+			c.sizing.raiseTried[cand.id] = now
 		} else {
-			c.shrinkTried[cand.id] = now
+			c.sizing.shrinkTried[cand.id] = now
 		}
 		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment, Raise: sh.Raise})
 		if sh.Raise {
@@ -139,7 +151,7 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 			c.log.Info("lowering a waiting job's request to what lets it start now", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
 		}
 	}
-	c.candidates = c.candidates[:0]
+	c.sizing.candidates = c.sizing.candidates[:0]
 	return out
 }
 
