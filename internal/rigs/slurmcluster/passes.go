@@ -11,7 +11,7 @@ import (
 // the time the pass held slurmctld's job write lock (Slurm's TIME_STR,
 // "usec=N"). TestPassLineMatchesThePluginsFormat renders the format string
 // of slurmctld-hook/priority_tiresias.c and fails if this stops matching.
-var passLine = regexp.MustCompile(`priority/tiresias: pass ranked \d+ jobs, changed \d+ priorities and \d+ service markers in usec=(\d+)`)
+var passLine = regexp.MustCompile(`priority/tiresias: pass ranked \d+ jobs(?: \(and recorded \d+ that finished\))?, changed \d+ priorities and \d+ service markers in usec=(\d+)`)
 
 // PassTimes returns the duration of every Lachesis pass logged in log (a
 // slice of slurmctld's log), in order.
