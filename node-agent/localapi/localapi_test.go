@@ -18,7 +18,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 type fakeHandler struct {
