@@ -22,9 +22,11 @@ const (
 	// HeteroEffective counts service in effective throughput, GPU-seconds
 	// × the job's speed on the type it runs on (reference-type-equivalent
 	// work, Gavel's unit), and places each job on the type where the
-	// placement it can get now runs it fastest relative to its other types
-	// (its comparative advantage; for one job that is its fastest free
-	// type). It never waits for a type while another has room.
+	// placement it can get now runs it fastest: its fastest free type, by
+	// its own speeds. That is not the comparative advantage (speeds relative
+	// to the other models') that job_submit/placement's --prefer uses: at a
+	// start, with the room known, the job's own fastest type serves it best.
+	// It never waits for a type while another has room.
 	HeteroEffective HeteroPolicy = "effective"
 )
 

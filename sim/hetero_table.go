@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
 // Placement is how a multi-GPU job's GPUs are spread over nodes.
@@ -66,24 +68,24 @@ func ReadGavelCSV(r io.Reader) (*GavelTable, error) {
 	t := &GavelTable{thr: map[gavelKey]float64{}}
 	types, models, counts := map[string]bool{}, map[GavelModel]bool{}, map[int]bool{}
 	cols := []string{"gpu_type", "placement", "model", "batch_size", "num_gpus", "throughput"}
-	err := readRows(r, cols, func(row *row) error {
+	err := trace.ReadCSV(r, cols, func(row *trace.Row) error {
 		var p Placement
-		switch pl := row.field("placement"); pl {
+		switch pl := row.Field("placement"); pl {
 		case "consolidated":
 			p = Consolidated
 		case "unconsolidated":
 			p = Spread
 		default:
-			return fmt.Errorf("%w: line %d: placement %q is not consolidated or unconsolidated", ErrBadTrace, row.line, pl)
+			return fmt.Errorf("%w: line %d: placement %q is not consolidated or unconsolidated", ErrBadTrace, row.Line, pl)
 		}
-		m := GavelModel{Model: row.field("model"), Batch: row.int("batch_size")}
-		k := gavelKey{model: m, gpus: row.int("num_gpus"), typ: row.field("gpu_type"), place: p}
-		v := row.float("throughput")
-		if row.err != nil {
-			return row.err
+		m := GavelModel{Model: row.Field("model"), Batch: row.Int("batch_size")}
+		k := gavelKey{model: m, gpus: row.Int("num_gpus"), typ: row.Field("gpu_type"), place: p}
+		v := row.Float("throughput")
+		if row.Err != nil {
+			return row.Err
 		}
 		if k.gpus <= 0 || !(v >= 0) || k.typ == "" || m.Model == "" {
-			return fmt.Errorf("%w: line %d: bad throughput row", ErrBadTrace, row.line)
+			return fmt.Errorf("%w: line %d: bad throughput row", ErrBadTrace, row.Line)
 		}
 		t.thr[k] = v
 		types[k.typ], models[m], counts[k.gpus] = true, true, true

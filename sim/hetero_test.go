@@ -148,7 +148,7 @@ func heteroRun(t *testing.T, shape Shape, h HeteroConfig, jobs []Job) *engine {
 	h.Table = gavelTable(t)
 	cfg.Hetero = &h
 	tr := &Trace{Name: "hetero", Jobs: jobs}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	e, err := newEngine(cfg, tr)
@@ -283,7 +283,7 @@ func TestHeteroRejects(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Shape = Shape{Nodes: 4, GPUsPerNode: 2, CPUsPerNode: 4, MemGBNode: 64}
 	tr := &Trace{Name: "x", Jobs: []Job{{ID: 1, GPUs: 1, Duration: 10}}}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
