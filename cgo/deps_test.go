@@ -15,7 +15,7 @@ func TestCoreLinksNeitherNVMLNorCharts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
-	forbidden := []string{"github.com/NVIDIA/go-nvml", "image/png", "gonum.org/v1/plot", "/internal/chart", "/node-agent/"}
+	forbidden := []string{"github.com/NVIDIA/go-nvml", "image/png", "gonum.org/v1/plot", "/internal/chart", "/node-agent/", "lachesis/profiler"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if strings.Contains(dep, f) {

@@ -91,9 +91,9 @@ func lachesis_pass(now C.int64_t, jobs *C.lachesis_job_t, n C.int32_t, out *C.la
 	return C.int(candidates)
 }
 
-//export lachesis_place
-func lachesis_place(now C.int64_t, job *C.lachesis_job_t, out *C.lachesis_prio_t) (rc C.int) {
-	defer recoverInto(&rc, "lachesis_place")
+//export lachesis_enqueue
+func lachesis_enqueue(now C.int64_t, job *C.lachesis_job_t, out *C.lachesis_prio_t) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_enqueue")
 	h := running()
 	if h == nil {
 		return C.LACHESIS_ENOTINIT
@@ -102,7 +102,7 @@ func lachesis_place(now C.int64_t, job *C.lachesis_job_t, out *C.lachesis_prio_t
 		return C.LACHESIS_EINVAL
 	}
 	s := snapshotFromC(job)
-	d := h.core.Place(int64(now), &s)
+	d := h.core.Enqueue(int64(now), &s)
 	prioToC(&d, out)
 	return C.LACHESIS_OK
 }

@@ -99,7 +99,7 @@ func TestConcurrentPassFallbackAndPlaceShareTheBuffersSafely(t *testing.T) {
 			for range rounds {
 				got, _ := hostPass(h, now, jobs)
 				sh := hostFallback(h, now, nodes, 16)
-				p := h.core.Place(now, &placed)
+				p := h.core.Enqueue(now, &placed)
 				mu.Lock()
 				shrinks = append(shrinks, sh...)
 				for i := range got {

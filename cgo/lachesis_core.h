@@ -32,8 +32,11 @@
  *    lachesis_preempting.
  * 11: start-time sizing: lachesis_shrink_t.raise; lachesis_job_t's
  *    admin_comment, name and comment also for pending jobs that were
- *    requeued (restart_cnt > 0). */
-#define LACHESIS_ABI_VERSION 11
+ *    requeued (restart_cnt > 0).
+ * 12: lachesis_place is lachesis_enqueue ("place" is GPU-type placement,
+ *    lachesis_place_job; the priority of a job between passes is its
+ *    enqueueing). Same arguments and semantics. */
+#define LACHESIS_ABI_VERSION 12
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -137,7 +140,7 @@ typedef struct lachesis_job {
 	uint32_t array_job_id;
 	/* job_ptr->preempt_time: when Slurm preempted the job's current run
 	 * (0 = not preempted). Slurm clears it when a requeue completes, so
-	 * it is seen by lachesis_place at the requeue and by a pass only
+	 * it is seen by lachesis_enqueue at the requeue and by a pass only
 	 * while the requeued job is still completing. */
 	int64_t  preempt_time;
 	uint8_t  requeue_allowed;  /* details->requeue: may be requeued */
@@ -352,8 +355,8 @@ extern int lachesis_pass(int64_t now, lachesis_job_t *jobs, int32_t n,
 extern int lachesis_fallback(int64_t now, lachesis_node_state_t *nodes,
 			     int32_t nn, lachesis_shrink_t *out, int32_t max);
 /* Priority of one job between passes (submit, release, requeue). */
-extern int lachesis_place(int64_t now, lachesis_job_t *job,
-			  lachesis_prio_t *out);
+extern int lachesis_enqueue(int64_t now, lachesis_job_t *job,
+			    lachesis_prio_t *out);
 /* Last decision for a job (sprio); LACHESIS_ENOTFOUND if none. */
 extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
 /* Sizes a job at submit from its model's profile. Memory only. */

@@ -88,9 +88,10 @@
 // Slurm schedules and preempts by a single 32-bit priority, so the order is
 // turned into a Tiresias factor: queue q owns the open band
 // ((K−1−q)/K, (K−q)/K) and a job's place inside the queue fixes where in the
-// band it falls. A job placed at submission, before any pass, gets the
-// band's lower edge, below the jobs already in its queue. That factor is weighted together with Slurm-style age,
-// partition and QOS factors (each in [0, 1]), minus the job's nice value,
+// band it falls. A job enqueued at submission, before any pass, gets the
+// band's lower edge (Ranker.Standing), below the jobs already in its
+// queue. That factor is weighted together with Slurm-style age, partition
+// and QOS factors (each in [0, 1]), minus the job's nice value,
 // and clamped to [1, 0xFFFFFFFE], because 0 means "held" to Slurm.
 //
 // By default only the Tiresias weight is non-zero, so the priority order is

@@ -68,27 +68,27 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	var count [maxQueues]int
 	for i := range jobs {
 		job := &jobs[i]
-		pl := r.classify(now, job)
-		if pl.queue != job.Queue {
+		st := r.classify(now, job)
+		if st.queue != job.Queue {
 			// A job entering a queue joins its back. That includes a job
 			// whose service now maps to a better queue without promotion
 			// (e.g. a corrected ledger): the service is trusted, and the
 			// move is still a fresh entry.
-			pl.entry = now
+			st.entry = now
 		}
 		res := &out[i]
-		*res = Result{ID: job.ID, Queue: pl.queue, QueueEntry: pl.entry, Promoted: pl.promoted}
-		r.fillFactors(now, job, pl, &res.Factors)
+		*res = Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Promoted: st.promoted}
+		r.fillFactors(now, job, st, &res.Factors)
 		keys[i] = sortKey{
-			queue:   int32(pl.queue),
+			queue:   int32(st.queue),
 			over:    r.cfg.FairShare.Enabled && OverShare(job.FairShare),
 			index:   res.Factors.Gittins,
-			entry:   pl.entry,
+			entry:   st.entry,
 			submit:  job.SubmitTime,
 			id:      job.ID,
 			jobSlot: int32(i),
 		}
-		count[pl.queue]++
+		count[st.queue]++
 	}
 
 	slices.SortFunc(keys, compareKeys)
@@ -109,27 +109,29 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	return out
 }
 
-// Place gives the priority of a job at submission, before any pass has ranked
-// it. It goes last in its queue: below every job a pass put in the same queue
-// and above every job in the next one. In LAS mode that is where the next pass
-// puts it too, since its queue entry is the latest; in Gittins mode the next
-// pass may move it up within the queue by its index. No promotion is
+// Standing gives the priority of a job at submission, before any pass has
+// ranked it: its standing in its queue. It goes last in its queue: below
+// every job a pass put in the same queue and above every job in the next
+// one. In LAS mode that is where the next pass puts it too, since its queue
+// entry is the latest; in Gittins mode the next pass may move it up within
+// the queue by its index. No promotion is
 // considered: a job being submitted has not waited. Rank is -1.
-func (r *Ranker) Place(now int64, job Job) Result {
-	pl := placement{queue: QueueOf(r.cfg, job.Service), entry: job.QueueEntry, service: job.Service}
-	if pl.queue != job.Queue || job.QueueEntry == 0 {
-		pl.entry = now
+func (r *Ranker) Standing(now int64, job Job) Result {
+	st := standing{queue: QueueOf(r.cfg, job.Service), entry: job.QueueEntry, service: job.Service}
+	if st.queue != job.Queue || job.QueueEntry == 0 {
+		st.entry = now
 	}
-	res := Result{ID: job.ID, Queue: pl.queue, QueueEntry: pl.entry, Rank: -1}
-	r.fillFactors(now, &job, pl, &res.Factors)
+	res := Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Rank: -1}
+	r.fillFactors(now, &job, st, &res.Factors)
 	k := r.cfg.Queues()
-	res.Factors.Tiresias = float64(k-1-pl.queue) / float64(k)
+	res.Factors.Tiresias = float64(k-1-st.queue) / float64(k)
 	res.Priority = r.priority(&res.Factors)
 	return res
 }
 
-// placement is where one job stands in this pass before ordering.
-type placement struct {
+// standing is where one job stands (queue, queue entry, service) before
+// ordering: in a pass, or between passes for Standing.
+type standing struct {
 	queue    int
 	entry    int64 // queue-entry time if the queue did not change
 	promoted bool
@@ -137,13 +139,13 @@ type placement struct {
 }
 
 // classify applies starvation promotion, then the thresholds.
-func (r *Ranker) classify(now int64, job *Job) placement {
+func (r *Ranker) classify(now int64, job *Job) standing {
 	if r.promotes(now, job) {
 		// Promotion resets the job's service; the caller resets the ledger's
 		// counter when it sees Promoted.
-		return placement{queue: 0, entry: now, promoted: true, service: 0}
+		return standing{queue: 0, entry: now, promoted: true, service: 0}
 	}
-	return placement{
+	return standing{
 		queue:   QueueOf(r.cfg, job.Service),
 		entry:   job.QueueEntry,
 		service: job.Service,
@@ -162,9 +164,9 @@ func (r *Ranker) promotes(now int64, job *Job) bool {
 }
 
 // fillFactors sets every factor except Tiresias, which needs the whole pass.
-func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
+func (r *Ranker) fillFactors(now int64, job *Job, st standing, f *Factors) {
 	if r.cfg.Mode == ModeGittins {
-		delta := r.deltas[pl.queue]
+		delta := r.deltas[st.queue]
 		// A job that has not run yet is ranked by the cluster's history:
 		// else a user could end a one-second job just before a sweep's
 		// other members and have them all jump their queue. Once a job
@@ -174,13 +176,13 @@ func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 		// else every job submitted after a throw-away job's cancel would
 		// qualify without having run.
 		g, sweep := 0.0, false
-		if pl.service > 0 && job.Ran {
-			g, sweep = job.Siblings.index(pl.service, delta)
+		if st.service > 0 && job.Ran {
+			g, sweep = job.Siblings.index(st.service, delta)
 		}
 		if sweep {
 			f.Gittins, f.SiblingSamples = g, job.Siblings.Len()
 		} else {
-			f.Gittins = r.dist.Index(pl.service, delta)
+			f.Gittins = r.dist.Index(st.service, delta)
 		}
 	}
 	if job.EligibleTime != 0 {
@@ -195,7 +197,7 @@ func (r *Ranker) fillFactors(now int64, job *Job, pl placement, f *Factors) {
 // band is the Tiresias factor of the job at 0-based position pos among the n
 // jobs of queue q. Queue q owns the open interval ((K−1−q)/K, (K−q)/K), so
 // with the default weights no position inside a queue can overtake a better
-// queue, and Place's (K−1−q)/K sits between queue q and queue q+1.
+// queue, and Standing's (K−1−q)/K sits between queue q and queue q+1.
 func (r *Ranker) band(q, n, pos int) float64 {
 	k := float64(r.cfg.Queues())
 	within := float64(n-pos) / float64(n+1)

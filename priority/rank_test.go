@@ -327,7 +327,7 @@ func TestPriorityClampingAndNice(t *testing.T) {
 	}
 }
 
-func TestPlace(t *testing.T) {
+func TestStanding(t *testing.T) {
 	r := mustRanker(t, testConfig(), nil)
 	tests := []struct {
 		name      string
@@ -347,10 +347,10 @@ func TestPlace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := r.Place(now, tc.job)
+			got := r.Standing(now, tc.job)
 			if got.Queue != tc.wantQueue || got.QueueEntry != tc.wantEntry || got.Factors.Tiresias != tc.wantTir ||
 				got.Rank != -1 || got.Promoted || got.ID != tc.job.ID {
-				t.Errorf("Place = %+v, want queue %d entry %d tiresias %v rank -1", got, tc.wantQueue, tc.wantEntry, tc.wantTir)
+				t.Errorf("Standing = %+v, want queue %d entry %d tiresias %v rank -1", got, tc.wantQueue, tc.wantEntry, tc.wantTir)
 			}
 			if tc.wantTir == 0 && got.Priority != 1 {
 				t.Errorf("priority %d, want 1", got.Priority)
@@ -359,20 +359,20 @@ func TestPlace(t *testing.T) {
 	}
 }
 
-func TestPlaceDoesNotPromote(t *testing.T) {
+func TestStandingDoesNotPromote(t *testing.T) {
 	cfg := testConfig()
 	cfg.PromoteKnob = 1
 	r := mustRanker(t, cfg, nil)
 	job := Job{ID: 1, Service: 15, Queue: 1, QueueEntry: 10, LastRun: 1, WaitingSince: 1}
-	if got := r.Place(now, job); got.Promoted || got.Queue != 1 {
-		t.Fatalf("Place promoted a starving job: %+v", got)
+	if got := r.Standing(now, job); got.Promoted || got.Queue != 1 {
+		t.Fatalf("Standing promoted a starving job: %+v", got)
 	}
 }
 
-// TestPlaceSitsBetweenBands checks that a placed job lands strictly below
+// TestStandingSitsBetweenBands checks that a placed job lands strictly below
 // every ranked job of its queue and strictly above the next queue, and that
 // the next pass agrees it is last in its queue.
-func TestPlaceSitsBetweenBands(t *testing.T) {
+func TestStandingSitsBetweenBands(t *testing.T) {
 	jobs := []Job{
 		{ID: 1, Queue: 0, QueueEntry: 100},
 		{ID: 2, Queue: 0, QueueEntry: 200},
@@ -389,7 +389,7 @@ func TestPlaceSitsBetweenBands(t *testing.T) {
 			r := mustRanker(t, cfg, SeedDistribution())
 			ranked := r.Rank(now, jobs, nil)
 			newcomer := Job{ID: 8, Service: 10, Queue: 0, QueueEntry: 500}
-			p := r.Place(now, newcomer)
+			p := r.Standing(now, newcomer)
 			if p.Queue != 1 {
 				t.Fatalf("placed in queue %d, want 1", p.Queue)
 			}
@@ -485,19 +485,19 @@ func TestLASModeReportsNoGittinsIndex(t *testing.T) {
 	if got := r.Rank(now, []Job{{ID: 1, Service: 500}}, nil)[0].Factors.Gittins; got != 0 {
 		t.Fatalf("LAS mode Gittins factor = %v, want 0", got)
 	}
-	if got := r.Place(now, Job{ID: 1, Service: 500}).Factors.Gittins; got != 0 {
-		t.Fatalf("LAS mode Place Gittins factor = %v, want 0", got)
+	if got := r.Standing(now, Job{ID: 1, Service: 500}).Factors.Gittins; got != 0 {
+		t.Fatalf("LAS mode Standing Gittins factor = %v, want 0", got)
 	}
 }
 
-func TestPlaceFillsGittinsIndex(t *testing.T) {
+func TestStandingFillsGittinsIndex(t *testing.T) {
 	cfg := testConfig()
 	cfg.Mode = ModeGittins
 	r := mustRanker(t, cfg, SeedDistribution())
 	job := Job{ID: 1, Service: 110, Queue: 2}
 	want := SeedDistribution().Index(110, math.Inf(1))
-	if got := r.Place(now, job).Factors.Gittins; got != want || want == 0 {
-		t.Fatalf("Place Gittins factor = %v, want G(110, +Inf) = %v", got, want)
+	if got := r.Standing(now, job).Factors.Gittins; got != want || want == 0 {
+		t.Fatalf("Standing Gittins factor = %v, want G(110, +Inf) = %v", got, want)
 	}
 }
 

@@ -122,7 +122,7 @@ type Job struct {
 // Factors are the components of a priority, kept so operators can see why a
 // job ranked where it did (sprio shows them).
 type Factors struct {
-	Tiresias float64 // queue band + position in the queue, in (0,1) from Rank, [0,1) from Place
+	Tiresias float64 // queue band + position in the queue, in (0,1) from Rank, [0,1) from Standing
 	Gittins  float64 // 2D-Gittins index (0 in LAS mode)
 	// SiblingSamples is how many completed siblings the Gittins index was
 	// taken against; 0 when the cluster-wide distribution set it.

@@ -4,7 +4,7 @@
 //
 // It is deliberately small and free of I/O: slurmctld's Go core and the
 // wire protocol import it, and neither may link what measuring needs
-// (NVML, cgroups, process control — node-agent/profiler) or what drawing
+// (NVML, cgroups, process control — profiler) or what drawing
 // needs (internal/chart). The sensitivity matrices and the best-case
 // demand rule live in profile/sensitivity, which the simulator shares.
 package profile

@@ -7,12 +7,14 @@
 // # Inputs
 //
 // A Trace is a list of Jobs (ID, submit time, GPUs, duration at the
-// GPU-proportional share, optional model). LoadTrace reads four formats:
-// the Philly job table, the Tiresias simulator's job file, Lachesis's plain
-// job list (ReadJobList) and Slurm accounting (ReadSacct, `sacct
-// --parsable2` with the fields in SacctFormat, requeued runs folded into
-// one job). Trace.Select cuts a time window, virtual clusters or a number
-// of jobs out of a trace, and scales durations.
+// GPU-proportional share, optional model). Package sim/trace defines them
+// and reads them without the engine: trace.Load reads four formats, the
+// Philly job table, the Tiresias simulator's job file, Lachesis's plain
+// job list (trace.ReadJobList) and Slurm accounting (trace.ReadSacct,
+// `sacct --parsable2` with the fields in trace.SacctFormat, requeued runs
+// folded into one job); it also generates Synergy's synthetic job lists.
+// Trace.Select cuts a time window, virtual clusters or a number of jobs out
+// of a trace, and scales durations.
 //
 // # Cluster and placement
 //
@@ -104,4 +106,5 @@
 // GPU utilisation (GPU-seconds held, restart penalties included, over GPUs
 // × makespan), preemptions, promotions and the average speed. Results are
 // a pure function of the trace and the Config: the seed only draws models.
+// Package sim/report writes them (tables, CSV, JSON, Markdown, CDF charts).
 package sim

@@ -20,7 +20,7 @@ func floodAndLate(t *testing.T) *Trace {
 	for i := range 4 {
 		tr.Jobs = append(tr.Jobs, Job{ID: uint32(11 + i), Submit: 10, GPUs: 1, Duration: 100, Cluster: "late"})
 	}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	return tr

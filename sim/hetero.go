@@ -22,9 +22,11 @@ const (
 	// HeteroEffective counts service in effective throughput, GPU-seconds
 	// × the job's speed on the type it runs on (reference-type-equivalent
 	// work, Gavel's unit), and places each job on the type where the
-	// placement it can get now runs it fastest relative to its other types
-	// (its comparative advantage; for one job that is its fastest free
-	// type). It never waits for a type while another has room.
+	// placement it can get now runs it fastest: its fastest free type, by
+	// its own speeds. That is not the comparative advantage (speeds relative
+	// to the other models') that job_submit/placement's --prefer uses: at a
+	// start, with the room known, the job's own fastest type serves it best.
+	// It never waits for a type while another has room.
 	HeteroEffective HeteroPolicy = "effective"
 )
 
@@ -79,9 +81,9 @@ type hetJob struct {
 	// tries them.
 	pref      []int
 	effective bool
-	// typ and place are the current (or last) run's type and placement.
-	typ   int
-	place Placement
+	// typ and cons are the current (or last) run's type and consolidation.
+	typ  int
+	cons Consolidation
 }
 
 // hetCluster is the heterogeneous part of the cluster.
@@ -218,7 +220,7 @@ func (h *hetCluster) loadFree(c *cluster, t int) []int {
 // fit for the rest. That is consolidated. Failing that, where the job may
 // spread, it takes the nodes with the most free GPUs first (fewest nodes);
 // that is spread unless it happens to use no more than ⌈G/per⌉ nodes.
-func (h *hetCluster) plan(j *JobState, t int, free []int, per int, out []pick) ([]pick, Placement, bool) {
+func (h *hetCluster) plan(j *JobState, t int, free []int, per int, out []pick) ([]pick, Consolidation, bool) {
 	g := j.Job.GPUs
 	start := len(out)
 	bestFit := func(need int, used func(int) bool) int {
@@ -296,16 +298,16 @@ func (h *hetCluster) plan(j *JobState, t int, free []int, per int, out []pick) (
 // with room, the effective one the fastest placement found.
 func (h *hetCluster) placeFree(c *cluster, j *JobState) (float64, bool) {
 	per := c.perNode()
-	bestT, bestSpeed, bestPlace := -1, 0.0, Consolidated
+	bestT, bestSpeed, bestCons := -1, 0.0, Consolidated
 	for _, t := range j.het.pref {
 		var ok bool
-		var pl Placement
-		h.picks, pl, ok = h.plan(j, t, h.loadFree(c, t), per, h.picks[:0])
+		var cons Consolidation
+		h.picks, cons, ok = h.plan(j, t, h.loadFree(c, t), per, h.picks[:0])
 		if !ok {
 			continue
 		}
-		if sp := j.het.speed[t][pl]; sp > bestSpeed {
-			bestT, bestSpeed, bestPlace = t, sp, pl
+		if sp := j.het.speed[t][cons]; sp > bestSpeed {
+			bestT, bestSpeed, bestCons = t, sp, cons
 			h.best = append(h.best[:0], h.picks...)
 		}
 		if !h.effective {
@@ -319,9 +321,9 @@ func (h *hetCluster) placeFree(c *cluster, j *JobState) (float64, bool) {
 	for _, p := range h.best {
 		c.plan = append(c.plan, slot{node: int32(h.nodesOf[bestT][p.pos]), gpus: int32(p.gpus)})
 	}
-	j.het.typ, j.het.place = bestT, bestPlace
+	j.het.typ, j.het.cons = bestT, bestCons
 	h.starts[bestT]++
-	if bestPlace == Spread {
+	if bestCons == Spread {
 		h.spreads++
 	}
 	return bestSpeed, true

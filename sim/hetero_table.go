@@ -5,21 +5,24 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
-// Placement is how a multi-GPU job's GPUs are spread over nodes.
-type Placement int
+// Consolidation is whether a multi-GPU job's GPUs lie on the fewest nodes
+// that can hold them or are spread over more (Gavel's "placement").
+type Consolidation int
 
 const (
 	// Consolidated: on the fewest nodes the job's GPUs can occupy,
 	// ⌈GPUs / GPUs-per-node⌉ (one node for a job that fits one).
-	Consolidated Placement = iota
+	Consolidated Consolidation = iota
 	// Spread: on more nodes than that.
 	Spread
 )
 
-func (p Placement) String() string {
-	if p == Consolidated {
+func (c Consolidation) String() string {
+	if c == Consolidated {
 		return "consolidated"
 	}
 	return "spread"
@@ -42,7 +45,7 @@ type gavelKey struct {
 	model GavelModel
 	gpus  int
 	typ   string
-	place Placement
+	cons  Consolidation
 }
 
 // GavelTable is Gavel's measured throughputs (steps/s) of each (model,
@@ -66,24 +69,24 @@ func ReadGavelCSV(r io.Reader) (*GavelTable, error) {
 	t := &GavelTable{thr: map[gavelKey]float64{}}
 	types, models, counts := map[string]bool{}, map[GavelModel]bool{}, map[int]bool{}
 	cols := []string{"gpu_type", "placement", "model", "batch_size", "num_gpus", "throughput"}
-	err := readRows(r, cols, func(row *row) error {
-		var p Placement
-		switch pl := row.field("placement"); pl {
+	err := trace.ReadCSV(r, cols, func(row *trace.Row) error {
+		var p Consolidation
+		switch pl := row.Field("placement"); pl {
 		case "consolidated":
 			p = Consolidated
 		case "unconsolidated":
 			p = Spread
 		default:
-			return fmt.Errorf("%w: line %d: placement %q is not consolidated or unconsolidated", ErrBadTrace, row.line, pl)
+			return fmt.Errorf("%w: line %d: placement %q is not consolidated or unconsolidated", ErrBadTrace, row.Line, pl)
 		}
-		m := GavelModel{Model: row.field("model"), Batch: row.int("batch_size")}
-		k := gavelKey{model: m, gpus: row.int("num_gpus"), typ: row.field("gpu_type"), place: p}
-		v := row.float("throughput")
-		if row.err != nil {
-			return row.err
+		m := GavelModel{Model: row.Field("model"), Batch: row.Int("batch_size")}
+		k := gavelKey{model: m, gpus: row.Int("num_gpus"), typ: row.Field("gpu_type"), cons: p}
+		v := row.Float("throughput")
+		if row.Err != nil {
+			return row.Err
 		}
 		if k.gpus <= 0 || !(v >= 0) || k.typ == "" || m.Model == "" {
-			return fmt.Errorf("%w: line %d: bad throughput row", ErrBadTrace, row.line)
+			return fmt.Errorf("%w: line %d: bad throughput row", ErrBadTrace, row.Line)
 		}
 		t.thr[k] = v
 		types[k.typ], models[m], counts[k.gpus] = true, true, true
@@ -115,11 +118,11 @@ func ReadGavelCSV(r io.Reader) (*GavelTable, error) {
 // Throughput is the measured steps/s, and whether the table has the row.
 // A single-GPU job has no spread placement: its spread figure is its
 // consolidated one.
-func (t *GavelTable) Throughput(m GavelModel, typ string, p Placement, gpus int) (float64, bool) {
+func (t *GavelTable) Throughput(m GavelModel, typ string, p Consolidation, gpus int) (float64, bool) {
 	if gpus == 1 {
 		p = Consolidated
 	}
-	v, ok := t.thr[gavelKey{model: m, gpus: gpus, typ: typ, place: p}]
+	v, ok := t.thr[gavelKey{model: m, gpus: gpus, typ: typ, cons: p}]
 	return v, ok
 }
 
@@ -142,7 +145,7 @@ func (t *GavelTable) TableGPUs(gpus int) int {
 // which it runs faster than its trace duration says. 0 means it cannot run
 // there: the table has 0 (Gavel's "did not run", e.g. out of memory) or no
 // row (a spread placement never measured).
-func (t *GavelTable) Speed(m GavelModel, gpus int, typ string, p Placement, ref string) float64 {
+func (t *GavelTable) Speed(m GavelModel, gpus int, typ string, p Consolidation, ref string) float64 {
 	g := t.TableGPUs(gpus)
 	base, ok := t.Throughput(m, ref, Consolidated, g)
 	if !ok || base <= 0 {

@@ -49,12 +49,12 @@ func TestGavelSpeed(t *testing.T) {
 	lm5 := GavelModel{"LM", 5}
 	r50 := GavelModel{"ResNet-50", 128}
 	cases := []struct {
-		name  string
-		m     GavelModel
-		gpus  int
-		typ   string
-		place Placement
-		want  float64
+		name string
+		m    GavelModel
+		gpus int
+		typ  string
+		cons Consolidation
+		want float64
 	}{
 		{"reference type consolidated is speed 1", lm5, 2, "p100", Consolidated, 1},
 		{"faster type is the throughput ratio", lm5, 8, "v100", Consolidated, 698.773293 / 133.52409},
@@ -68,7 +68,7 @@ func TestGavelSpeed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := tab.Speed(c.m, c.gpus, c.typ, c.place, "p100")
+			got := tab.Speed(c.m, c.gpus, c.typ, c.cons, "p100")
 			if math.Abs(got-c.want) > 1e-12 {
 				t.Fatalf("Speed = %v, want %v", got, c.want)
 			}
@@ -148,7 +148,7 @@ func heteroRun(t *testing.T, shape Shape, h HeteroConfig, jobs []Job) *engine {
 	h.Table = gavelTable(t)
 	cfg.Hetero = &h
 	tr := &Trace{Name: "hetero", Jobs: jobs}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	e, err := newEngine(cfg, tr)
@@ -283,7 +283,7 @@ func TestHeteroRejects(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Shape = Shape{Nodes: 4, GPUsPerNode: 2, CPUsPerNode: 4, MemGBNode: 64}
 	tr := &Trace{Name: "x", Jobs: []Job{{ID: 1, GPUs: 1, Duration: 10}}}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

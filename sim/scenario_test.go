@@ -7,15 +7,15 @@ import (
 	"github.com/lachesis-sched/lachesis/priority"
 )
 
-// trace builds a small trace from (submit, GPUs, duration) triples, IDs
+// handTrace builds a small trace from (submit, GPUs, duration) triples, IDs
 // from 1 in the given order.
-func trace(t *testing.T, jobs ...[3]float64) *Trace {
+func handTrace(t *testing.T, jobs ...[3]float64) *Trace {
 	t.Helper()
 	tr := &Trace{Name: "hand-made"}
 	for i, j := range jobs {
 		tr.Jobs = append(tr.Jobs, Job{ID: uint32(i + 1), Submit: j[0], GPUs: int(j[1]), Duration: j[2]})
 	}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -35,7 +35,7 @@ func jctOf(r *Result, id uint32) float64 {
 // On one GPU with every job present at time zero, shortest first is
 // optimal; durations 5, 1, 3, 2, 4 finish at 1, 3, 6, 10, 15: average 7.
 func TestSRTF_AllJobsAtZeroOnOneGPU_ReproducesTheShortestFirstOptimum(t *testing.T) {
-	tr := trace(t, [3]float64{0, 1, 5}, [3]float64{0, 1, 1}, [3]float64{0, 1, 3}, [3]float64{0, 1, 2}, [3]float64{0, 1, 4})
+	tr := handTrace(t, [3]float64{0, 1, 5}, [3]float64{0, 1, 1}, [3]float64{0, 1, 3}, [3]float64{0, 1, 2}, [3]float64{0, 1, 4})
 	for _, shape := range []Shape{oneGPU(), {Nodes: 1, GPUsPerNode: 1, CPUsPerNode: 3, MemGBNode: 62.5}} {
 		cfg := DefaultConfig()
 		cfg.Shape, cfg.Policy = shape, PolicySRTF
@@ -57,7 +57,7 @@ func TestSRTF_AllJobsAtZeroOnOneGPU_ReproducesTheShortestFirstOptimum(t *testing
 
 // A job that arrives shorter than what runs preempts it under SRTF.
 func TestSRTF_ShorterArrivalPreemptsLongerRunningJob(t *testing.T) {
-	tr := trace(t, [3]float64{0, 1, 100}, [3]float64{10, 1, 5})
+	tr := handTrace(t, [3]float64{0, 1, 100}, [3]float64{10, 1, 5})
 	cfg := DefaultConfig()
 	cfg.NoCosts() // hand-computed without preemption costs
 	cfg.Shape, cfg.Policy = oneGPU(), PolicySRTF
@@ -73,7 +73,7 @@ func TestSRTF_ShorterArrivalPreemptsLongerRunningJob(t *testing.T) {
 // Strict FIFO holds a small job behind a large one that does not fit;
 // fifo-skip lets it through.
 func TestFIFO_HeadOfLineBlocksAndSkipDoesNot(t *testing.T) {
-	tr := trace(t, [3]float64{0, 3, 100}, [3]float64{1, 4, 10}, [3]float64{2, 1, 10})
+	tr := handTrace(t, [3]float64{0, 3, 100}, [3]float64{1, 4, 10}, [3]float64{2, 1, 10})
 	cfg := DefaultConfig()
 	cfg.Shape = Shape{Nodes: 1, GPUsPerNode: 4, GPUCountOnly: true}
 	cases := []struct {
@@ -95,7 +95,7 @@ func TestFIFO_HeadOfLineBlocksAndSkipDoesNot(t *testing.T) {
 // long job is still in queue 0 waits (no preemption inside a queue); when
 // the long job is demoted at t=100 the newcomer preempts it.
 func TestLAS_PreemptsOnlyAcrossQueues(t *testing.T) {
-	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 10})
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 10})
 	cases := []struct {
 		name             string
 		interval         float64
@@ -139,7 +139,7 @@ func TestLAS_PreemptsOnlyAcrossQueues(t *testing.T) {
 //   - Lachesis: B keeps running to 1100, then A runs to 2000.
 //   - reference: A preempts B at 200 and runs to 1100, then B to 2000.
 func TestLAS_ReferencePreemptionAlsoPreemptsInsideAQueue(t *testing.T) {
-	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{1, 1, 1000})
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{1, 1, 1000})
 	cases := []struct {
 		reference       bool
 		wantA, wantB    float64
@@ -173,7 +173,7 @@ func TestLAS_PromotionAlternatesTwoLongJobs(t *testing.T) {
 	// waited 1 × its last run (100 s) and is promoted: they swap every
 	// 100 s. Job 2 finishes at 1000 (JCT 950); job 1 has 500 s left and
 	// runs alone to 1500.
-	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 500})
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 500})
 	cfg := DefaultConfig()
 	cfg.NoCosts()
 	// Promoted jobs may preempt and any run may be: the paper's rule.
@@ -193,7 +193,7 @@ func TestLAS_PromotionAlternatesTwoLongJobs(t *testing.T) {
 // A job larger than a node takes whole nodes; the remainder goes on one
 // more node.
 func TestPlacement_LargeJobsTakeWholeNodes(t *testing.T) {
-	tr := trace(t, [3]float64{0, 4, 100}, [3]float64{1, 16, 100}, [3]float64{2, 12, 10})
+	tr := handTrace(t, [3]float64{0, 4, 100}, [3]float64{1, 16, 100}, [3]float64{2, 12, 10})
 	cfg := DefaultConfig()
 	cfg.Shape = Shape{Nodes: 3, GPUsPerNode: 8, CPUsPerNode: 24, MemGBNode: 500}
 	cfg.Policy, cfg.RecordRuns = PolicyFIFOSkip, true
@@ -226,7 +226,7 @@ func TestSynergy_SensitiveJobUsesWhatAnInsensitiveJobLeaves(t *testing.T) {
 		{ID: 1, GPUs: 1, Duration: 100, Model: "gnmt"},
 		{ID: 2, GPUs: 1, Duration: 153, Model: "res18"},
 	}}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
@@ -256,7 +256,7 @@ func TestSynergy_SensitiveJobUsesWhatAnInsensitiveJobLeaves(t *testing.T) {
 }
 
 func TestRun_RejectsJobsLargerThanTheCluster(t *testing.T) {
-	tr := trace(t, [3]float64{0, 64, 10})
+	tr := handTrace(t, [3]float64{0, 64, 10})
 	cfg := DefaultConfig()
 	cfg.Shape = Shape{Nodes: 2, GPUsPerNode: 8, CPUsPerNode: 24, MemGBNode: 500}
 	if _, err := Run(cfg, tr); err == nil {
@@ -282,7 +282,7 @@ func TestGittins_LearningFromCompletionsStillFinishesEveryJob(t *testing.T) {
 // 100+121 = 221 but the GPU is busy until 250 anyway; with a hold of 200 s
 // it waits until 300, leaving the GPU idle for 50 s.
 func TestRequeueHold_KeepsTheVictimWaitingEvenWithAFreeGPU(t *testing.T) {
-	tr := trace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 150})
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{50, 1, 150})
 	cases := []struct {
 		name  string
 		hold  float64
@@ -317,7 +317,7 @@ func TestRequeueHold_KeepsTheVictimWaitingEvenWithAFreeGPU(t *testing.T) {
 // arrive at 60; the pass at 60 preempts A for B; C fits in A's other GPU
 // at once, or waits for the next pass at 90 when that GPU is frozen.
 func TestPartialNodeIdle_LeftoverGPUWaitsForTheNextPass(t *testing.T) {
-	tr := trace(t, [3]float64{0, 2, 1000}, [3]float64{60, 1, 100}, [3]float64{60, 1, 10})
+	tr := handTrace(t, [3]float64{0, 2, 1000}, [3]float64{60, 1, 100}, [3]float64{60, 1, 10})
 	cases := []struct {
 		name  string
 		idle  bool

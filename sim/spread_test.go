@@ -18,7 +18,7 @@ func TestSpreadVictims_AlternatesBetweenLongJobs(t *testing.T) {
 	for k := range 6 {
 		tr.Jobs = append(tr.Jobs, Job{ID: uint32(3 + k), Submit: float64(2000 * (k + 1)), GPUs: 1, Duration: 500})
 	}
-	if err := tr.normalise(); err != nil {
+	if err := tr.Normalise(); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -1,9 +1,6 @@
 package sim
 
 import (
-	"bytes"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/priority"
@@ -63,24 +60,5 @@ func TestSweep_RunsBothStagesOnEverySetting(t *testing.T) {
 		if r.Regret < 1 {
 			t.Fatalf("%v: regret %v < 1", r.Point, r.Regret)
 		}
-	}
-	var buf bytes.Buffer
-	if err := WriteSweepMarkdown(&buf, settings, rows); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(buf.String(), "| 1 | las | 3 | 3250/7200 | 0 |") || !strings.Contains(buf.String(), "| 1.000 |") {
-		t.Fatalf("sweep table lacks the reference row:\n%s", buf.String())
-	}
-	buf.Reset()
-	if err := WriteSweepCSV(&buf, settings, rows); err != nil || strings.Count(buf.String(), "\n") != 2*len(rows)+1 {
-		t.Fatalf("sweep csv: %v\n%s", err, buf.String())
-	}
-	paths, err := WriteSweepOutputs(t.TempDir(), settings, rows)
-	if err != nil || len(paths) != 2 {
-		t.Fatalf("WriteSweepOutputs: %v, %v", paths, err)
-	}
-	md, err := os.ReadFile(paths[1])
-	if err != nil || !strings.Contains(string(md), "Chosen: ") {
-		t.Fatalf("sweep.md lacks the choice: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"math"
+
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
 // Window is a half-open range of job IDs, [From, To), whose jobs a
@@ -49,17 +51,17 @@ const maxReplayRounds = 4
 // window's last completion cannot change the window's JCTs, so the result
 // equals that of an endless arrival stream. It returns the results and the
 // list they ran on.
-func ReplaySynergy(w SynergyWorkload, window Window, variants []Variant, parallel int) ([]*Result, *Trace, error) {
+func ReplaySynergy(w trace.SynergyWorkload, window Window, variants []Variant, parallel int) ([]*Result, *Trace, error) {
 	if window.To <= window.From {
-		return nil, nil, fmt.Errorf("%w: empty measurement window [%d, %d)", ErrBadWorkload, window.From, window.To)
+		return nil, nil, fmt.Errorf("%w: empty measurement window [%d, %d)", trace.ErrBadWorkload, window.From, window.To)
 	}
 	w.Jobs = max(w.Jobs, int(window.To))
 	for round := 1; ; round++ {
-		trace, err := GenerateSynergyJobs(w)
+		tr, err := trace.GenerateSynergyJobs(w)
 		if err != nil {
 			return nil, nil, err
 		}
-		results, err := RunAll(trace, variants, parallel)
+		results, err := RunAll(tr, variants, parallel)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -71,12 +73,12 @@ func ReplaySynergy(w SynergyWorkload, window Window, variants []Variant, paralle
 				}
 			}
 		}
-		lastArrival := trace.Jobs[len(trace.Jobs)-1].Submit
+		lastArrival := tr.Jobs[len(tr.Jobs)-1].Submit
 		if lastArrival >= lastFinish {
-			return results, trace, nil
+			return results, tr, nil
 		}
 		if round == maxReplayRounds {
-			return nil, nil, fmt.Errorf("%w: the window's jobs still run after %d arrivals: later arrivals keep delaying them", ErrBadWorkload, w.Jobs)
+			return nil, nil, fmt.Errorf("%w: the window's jobs still run after %d arrivals: later arrivals keep delaying them", trace.ErrBadWorkload, w.Jobs)
 		}
 		// Enough jobs to reach the window's last completion at the
 		// observed rate, plus a margin; the completion moves later as

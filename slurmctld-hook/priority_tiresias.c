@@ -430,7 +430,7 @@ extern uint32_t priority_p_set(uint32_t last_prio, job_record_t *job_ptr)
 		return 1;
 	lachesis_hook_fill_job(job_ptr, lachesis_hook_gpu_tres_pos(), &job);
 	job.held = 0; /* Slurm applies holds itself after this call */
-	rc = lachesis_place(time(NULL), &job, &prio);
+	rc = lachesis_enqueue(time(NULL), &job, &prio);
 	if ((rc != LACHESIS_OK) || !prio.priority) {
 		error("%s: no priority for %pJ (code %d); using 1",
 		      plugin_type, job_ptr, rc);

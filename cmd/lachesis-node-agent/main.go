@@ -26,8 +26,8 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/logging"
 	"github.com/lachesis-sched/lachesis/node-agent/agent"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 func main() {

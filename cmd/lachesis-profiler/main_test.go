@@ -14,9 +14,9 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/profilestore"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, error) {

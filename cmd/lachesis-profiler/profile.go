@@ -15,7 +15,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/progress"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 func agentSocketFlag(fs *flag.FlagSet) *string {

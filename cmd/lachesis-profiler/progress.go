@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/util/progress"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // barWidth is the number of cells in a profiling run's bar.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 func TestProgressLineShowsBarPointsReadingAndETA(t *testing.T) {

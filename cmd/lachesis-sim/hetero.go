@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/lachesis-sched/lachesis/sim"
+	"github.com/lachesis-sched/lachesis/sim/report"
 )
 
 // heteroOptions are the flags of heterogeneous-cluster runs.
@@ -71,7 +72,7 @@ func writeHetero(o *options, results []*sim.Result) error {
 		return nil
 	}
 	fmt.Println()
-	if err := sim.WriteHeteroMarkdown(os.Stdout, results); err != nil {
+	if err := report.WriteHeteroMarkdown(os.Stdout, results); err != nil {
 		return err
 	}
 	if o.out == "" {
@@ -80,7 +81,7 @@ func writeHetero(o *options, results []*sim.Result) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	path, err := sim.WriteHeteroOutputs(o.out, results)
+	path, err := report.WriteHeteroOutputs(o.out, results)
 	if err == nil {
 		fmt.Println("wrote", path)
 	}

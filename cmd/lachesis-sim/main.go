@@ -27,6 +27,8 @@ import (
 	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
+	"github.com/lachesis-sched/lachesis/sim/report"
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
 func main() {
@@ -150,7 +152,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	trace, err := loadTrace(o)
+	tr, err := loadTrace(o)
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Printf("trace %s: %d jobs, %.0f GPU-hours, submitted over %s; cluster %s\n",
-		trace.Name, len(trace.Jobs), trace.GPUSeconds()/3600, sim.HumanDuration(trace.Span()), cfg.Shape)
+		tr.Name, len(tr.Jobs), tr.GPUSeconds()/3600, report.HumanDuration(tr.Span()), cfg.Shape)
 
 	var variants []sim.Variant
 	if !o.sweep {
@@ -189,7 +191,7 @@ func run(args []string) error {
 	}
 	var bar *progress.Counter
 	if o.progress || progress.IsTerminal(os.Stderr) {
-		bar = progress.NewCounter(os.Stderr, "simulating", "jobs", runs*len(trace.Jobs))
+		bar = progress.NewCounter(os.Stderr, "simulating", "jobs", runs*len(tr.Jobs))
 		for i := range variants {
 			variants[i].Config.Progress = bar.Add
 		}
@@ -200,9 +202,9 @@ func run(args []string) error {
 
 	start := time.Now()
 	if o.sweep {
-		err = runSweep(o, trace, settings)
+		err = runSweep(o, tr, settings)
 	} else {
-		err = runComparison(o, trace, variants)
+		err = runComparison(o, tr, variants)
 	}
 	if bar != nil {
 		bar.Finish()
@@ -211,25 +213,25 @@ func run(args []string) error {
 		return err
 	}
 	if o.bench {
-		report(time.Since(start), runs, len(trace.Jobs), o.parallel)
+		printBench(time.Since(start), runs, len(tr.Jobs), o.parallel)
 	}
 	return nil
 }
 
-func runComparison(o *options, trace *sim.Trace, variants []sim.Variant) error {
-	results, err := sim.RunAll(trace, variants, o.parallel)
+func runComparison(o *options, tr *sim.Trace, variants []sim.Variant) error {
+	results, err := sim.RunAll(tr, variants, o.parallel)
 	if err != nil {
 		return err
 	}
-	if err := sim.WriteTable(os.Stdout, results); err != nil {
+	if err := report.WriteTable(os.Stdout, results); err != nil {
 		return err
 	}
-	for _, r := range sim.Ratios(results) {
+	for _, r := range report.Ratios(results) {
 		fmt.Printf("%s: %.3f\n", r.Name, r.Value)
 	}
 	if o.accounts || o.fairShare != "off" {
 		fmt.Println("\nper account (virtual cluster): share of all GPU time; per run, share of the GPU time held while jobs waited, and average JCT")
-		if err := sim.WriteAccountTable(os.Stdout, results); err != nil {
+		if err := report.WriteAccountTable(os.Stdout, results); err != nil {
 			return err
 		}
 	}
@@ -241,9 +243,9 @@ func runComparison(o *options, trace *sim.Trace, variants []sim.Variant) error {
 	}
 	title := o.title
 	if title == "" {
-		title = fmt.Sprintf("JCT CDF: %s, %d jobs, %d GPUs", trace.Name, len(trace.Jobs), variants[0].Config.Shape.GPUs())
+		title = fmt.Sprintf("JCT CDF: %s, %d jobs, %d GPUs", tr.Name, len(tr.Jobs), variants[0].Config.Shape.GPUs())
 	}
-	paths, err := sim.WriteOutputs(o.out, results, o.seed, title, o.jobsCSV)
+	paths, err := report.WriteOutputs(o.out, results, o.seed, title, o.jobsCSV)
 	for _, p := range paths {
 		fmt.Println("wrote", p)
 	}
@@ -270,12 +272,12 @@ func sweepSettings(o *options, cfg sim.Config) ([]sim.SweepSetting, error) {
 	return settings, nil
 }
 
-func runSweep(o *options, trace *sim.Trace, settings []sim.SweepSetting) error {
-	rows, err := sim.Sweep(trace, settings, o.parallel)
+func runSweep(o *options, tr *sim.Trace, settings []sim.SweepSetting) error {
+	rows, err := sim.Sweep(tr, settings, o.parallel)
 	if err != nil {
 		return err
 	}
-	if err := sim.WriteSweepMarkdown(os.Stdout, settings, rows); err != nil {
+	if err := report.WriteSweepMarkdown(os.Stdout, settings, rows); err != nil {
 		return err
 	}
 	best, _ := sim.Chosen(rows)
@@ -283,14 +285,14 @@ func runSweep(o *options, trace *sim.Trace, settings []sim.SweepSetting) error {
 	if o.out == "" {
 		return nil
 	}
-	paths, err := sim.WriteSweepOutputs(o.out, settings, rows)
+	paths, err := report.WriteSweepOutputs(o.out, settings, rows)
 	for _, p := range paths {
 		fmt.Println("wrote", p)
 	}
 	return err
 }
 
-func report(elapsed time.Duration, runs, jobs, parallel int) {
+func printBench(elapsed time.Duration, runs, jobs, parallel int) {
 	total := runs * jobs
 	fmt.Printf("bench: %d simulation(s) × %d jobs in %.2f s wall (%d at a time): %.0f jobs simulated per second\n",
 		runs, jobs, elapsed.Seconds(), parallel, float64(total)/elapsed.Seconds())
@@ -302,28 +304,28 @@ func report(elapsed time.Duration, runs, jobs, parallel int) {
 }
 
 func loadTrace(o *options) (*sim.Trace, error) {
-	var trace *sim.Trace
+	var tr *sim.Trace
 	var err error
-	if sim.Format(o.format) == sim.FormatSacct {
+	if trace.Format(o.format) == trace.FormatSacct {
 		f, ferr := os.Open(o.trace)
 		if ferr != nil {
 			return nil, ferr
 		}
 		defer f.Close()
-		var st sim.SacctStats
-		trace, st, err = sim.ReadSacct(f, sim.SacctOptions{Fold: sim.SacctFold(o.sacctFold)})
+		var st trace.SacctStats
+		tr, st, err = trace.ReadSacct(f, trace.SacctOptions{Fold: trace.SacctFold(o.sacctFold)})
 		if err == nil {
-			trace.Name = filepath.Base(o.trace)
+			tr.Name = filepath.Base(o.trace)
 			fmt.Printf("sacct: %d lines, %d jobs (%d requeued, folded), left out: %d steps, %d without GPUs, %d unfinished, %d never ran\n",
 				st.Lines, st.Jobs, st.Requeued, st.Steps, st.NoGPU, st.Unfinished, st.NeverRan)
 		}
 	} else {
-		trace, err = sim.LoadTrace(o.trace, sim.Format(o.format))
+		tr, err = trace.Load(o.trace, trace.Format(o.format))
 	}
 	if err != nil {
 		return nil, err
 	}
-	f := sim.Filter{Skip: o.skip, Limit: o.limit, DurationScale: o.durationScale}
+	f := trace.Filter{Skip: o.skip, Limit: o.limit, DurationScale: o.durationScale}
 	if o.vcs != "" {
 		f.Clusters = splitList(o.vcs)
 	}
@@ -333,7 +335,7 @@ func loadTrace(o *options) (*sim.Trace, error) {
 	if f.To, f.ToSec, err = parseWhen(o.to); err != nil {
 		return nil, fmt.Errorf("-to: %w", err)
 	}
-	return trace.Select(f)
+	return tr.Select(f)
 }
 
 func baseConfig(o *options) (sim.Config, error) {

@@ -13,14 +13,15 @@ import (
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
 // runSynergyJobs is `lachesis-sim synergy-jobs`: writes one Synergy-style
-// job list (sim.GenerateSynergyJobs) in the plain job-list format, for
+// job list (trace.GenerateSynergyJobs) in the plain job-list format, for
 // replaying with -trace FILE -models given.
 func runSynergyJobs(args []string) error {
 	fs := flag.NewFlagSet("lachesis-sim synergy-jobs", flag.ContinueOnError)
-	var w sim.SynergyWorkload
+	var w trace.SynergyWorkload
 	var out, split string
 	fs.Float64Var(&w.JobsPerHour, "rate", 9, "arrival rate, jobs per hour (Poisson)")
 	fs.IntVar(&w.Jobs, "jobs", 6000, "jobs to generate")
@@ -38,7 +39,7 @@ func runSynergyJobs(args []string) error {
 	if w.Split, err = parseSplit(split); err != nil {
 		return err
 	}
-	trace, err := sim.GenerateSynergyJobs(w)
+	tr, err := trace.GenerateSynergyJobs(w)
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func runSynergyJobs(args []string) error {
 		defer f.Close()
 		dst = f
 	}
-	if err := sim.WriteJobList(dst, trace); err != nil {
+	if err := trace.WriteJobList(dst, tr); err != nil {
 		return err
 	}
 	if f, ok := dst.(*os.File); ok && f != os.Stdout {
@@ -91,7 +92,7 @@ func runSynergyReplay(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
-	w := sim.SynergyWorkload{MultiGPU: multiGPU}
+	w := trace.SynergyWorkload{MultiGPU: multiGPU}
 	if w.Split, err = parseSplit(split); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func runSynergyReplay(args []string) error {
 	for _, rate := range rateList {
 		for _, seed := range seedList {
 			w.JobsPerHour, w.Seed = rate, seed
-			results, trace, err := sim.ReplaySynergy(w, sim.SynergyWindow, variants, parallel)
+			results, tr, err := sim.ReplaySynergy(w, sim.SynergyWindow, variants, parallel)
 			if err != nil {
 				return fmt.Errorf("%g jobs/h, seed %d: %w", rate, seed, err)
 			}
@@ -156,11 +157,11 @@ func runSynergyReplay(args []string) error {
 				for _, res := range reserveList {
 					r := byLabel[synergyLabel(p, res)]
 					sized, n := sim.WindowAvgJCT(r, sim.SynergyWindow)
-					rows = append(rows, replayRow{rate: rate, seed: seed, jobs: len(trace.Jobs), load: offeredLoad(trace, shape), policy: p, reserve: res,
+					rows = append(rows, replayRow{rate: rate, seed: seed, jobs: len(tr.Jobs), load: offeredLoad(tr, shape), policy: p, reserve: res,
 						windowJobs: n, propJCT: prop, sizedJCT: sized, speed: r.Summary.AvgSpeed, startJCT: start, startSpeed: startSpeed})
 				}
 			}
-			fmt.Fprintf(os.Stderr, "%g jobs/h, seed %d: %d jobs simulated\n", rate, seed, len(trace.Jobs))
+			fmt.Fprintf(os.Stderr, "%g jobs/h, seed %d: %d jobs simulated\n", rate, seed, len(tr.Jobs))
 		}
 	}
 	if err := writeReplayMarkdown(os.Stdout, shape, rows); err != nil {
@@ -262,7 +263,7 @@ func readProfiles(path string) (sensitivity.Profiles, error) {
 // checkModels refuses a throughput table that lacks a workload model: its
 // jobs would silently run unprofiled.
 func checkModels(table sensitivity.Profiles) error {
-	for _, class := range sim.SynergyTaskModels {
+	for _, class := range trace.SynergyTaskModels {
 		for _, m := range class.Models {
 			if table[m] == nil {
 				return fmt.Errorf("throughput table has no model %q of the Synergy workload", m)

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/node-agent/profiler/synth"
+	"github.com/lachesis-sched/lachesis/profiler/synth"
 )
 
 func main() {

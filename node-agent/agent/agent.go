@@ -15,10 +15,10 @@ import (
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // ProfileFunc runs a profiling sweep (profiler.Profile).

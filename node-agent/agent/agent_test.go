@@ -26,9 +26,9 @@ import (
 	"github.com/lachesis-sched/lachesis/node-agent/agent"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 const alice = 4242

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // ErrNoJob: the caller holds no running Slurm job on this node that the

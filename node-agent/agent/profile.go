@@ -12,9 +12,9 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/profile"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // Sentinel errors of profile requests.

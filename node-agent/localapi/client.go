@@ -10,7 +10,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // dial connects to the agent, telling "not running" apart from other

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 type jobEndHandler struct{ got []JobEndRequest }

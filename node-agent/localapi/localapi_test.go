@@ -18,7 +18,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 type fakeHandler struct {
@@ -225,10 +225,30 @@ func TestOneUsersConnectionsAreCappedWithAClearError(t *testing.T) {
 	if len(held) != 5 {
 		t.FailNow()
 	}
-	held[4].SetReadDeadline(time.Now().Add(5 * time.Second))
-	line, err := bufio.NewReader(held[4]).ReadString('\n')
-	if err != nil || !strings.Contains(line, "too many connections") || !strings.Contains(line, "at most 4") {
-		t.Fatalf("fifth connection: got %q, %v; want a refusal naming the limit", line, err)
+	// The server serves connections concurrently, so the one it counts
+	// fifth need not be the last dialled: exactly one of the five is
+	// refused, at once, naming the limit; the others wait for a request.
+	lines := make(chan string, len(held))
+	for _, c := range held {
+		go func(c net.Conn) {
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			lines <- line
+		}(c)
+	}
+	refused := 0
+	for range held {
+		line := <-lines
+		if line == "" {
+			continue
+		}
+		if !strings.Contains(line, "too many connections") || !strings.Contains(line, "at most 4") {
+			t.Fatalf("a connection got %q; want a refusal naming the limit", line)
+		}
+		refused++
+	}
+	if refused != 1 {
+		t.Fatalf("%d of 5 connections refused; want exactly one", refused)
 	}
 }
 

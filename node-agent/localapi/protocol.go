@@ -3,8 +3,8 @@ package localapi
 import (
 	"errors"
 
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // Ops a request may ask for.

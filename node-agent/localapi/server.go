@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/node-agent/profiler"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // Caller is who is on the other end of the socket, from SO_PEERCRED.

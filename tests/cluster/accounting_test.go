@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/sim"
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
 // With slurmdbd, gres/gpu is an accounted TRES: the plugin counts a job's
@@ -45,10 +46,10 @@ func TestAccountedClusterFeedsTheSimulator(t *testing.T) {
 	var out string
 	e.eventually(30*time.Second, "sacct to list the three jobs", func() (bool, string) {
 		out, err = e.c.Run("sacct", "--allusers", "--duplicates", "--parsable2", "--noheader",
-			"--starttime=now-1hour", "--format="+sim.SacctFormat)
+			"--starttime=now-1hour", "--format="+trace.SacctFormat)
 		return err == nil && strings.Count(out, "|COMPLETED") >= 3, out
 	})
-	trace, st, err := sim.ReadSacct(strings.NewReader(out), sim.SacctOptions{})
+	tr, st, err := trace.ReadSacct(strings.NewReader(out), trace.SacctOptions{})
 	if err != nil {
 		t.Fatalf("ReadSacct: %v\n%s", err, out)
 	}
@@ -56,15 +57,15 @@ func TestAccountedClusterFeedsTheSimulator(t *testing.T) {
 		t.Fatalf("sacct gave %+v; want 3 jobs, 1 requeued and folded\n%s", st, out)
 	}
 	byID := map[uint32]sim.Job{}
-	for _, j := range trace.Jobs {
+	for _, j := range tr.Jobs {
 		byID[j.ID] = j
 	}
 	if byID[two].GPUs != 2 || byID[two].Duration < 7 || byID[short].Model != "res18" {
-		t.Fatalf("trace jobs %+v; want job %d with 2 GPUs and ~8 s, job %d with model res18", trace.Jobs, two, short)
+		t.Fatalf("trace jobs %+v; want job %d with 2 GPUs and ~8 s, job %d with model res18", tr.Jobs, two, short)
 	}
 	cfg := sim.DefaultConfig()
 	cfg.Shape.Nodes, cfg.Shape.GPUsPerNode = 1, 4
-	res, err := sim.Run(cfg, trace)
+	res, err := sim.Run(cfg, tr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func TestCancelAndResubmitKeepsTheQueue(t *testing.T) {
 	e.eventually(15*time.Second, "a pass to log the inheritance", func() (bool, string) {
 		return e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=%d`, again, orig)), ""
 	})
-	// Passes keep it there (Place gave the first decision).
+	// Passes keep it there (Enqueue gave the first decision).
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		if p := e.prio()[again]; p.Queue != 1 {

@@ -430,7 +430,7 @@ func (c *Core) preemptions(id uint32) int {
 }
 
 // forget is a pass's last stage: jobs slurmctld no longer has (purged
-// before a pass saw them end) are finished, and decisions made by Place
+// before a pass saw them end) are finished, and decisions made by Enqueue
 // for jobs that were gone before any pass (cancelled at once), which have
 // no record, are dropped, and so are the SystemComment markers of jobs that
 // are gone.
@@ -600,14 +600,14 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 	return j
 }
 
-// Place decides the priority of a job that slurmctld asks about between
+// Enqueue decides the priority of a job that slurmctld asks about between
 // passes (at submit, release, requeue, update). A job ranked by the last
 // pass keeps that pass's decision; a new one goes last into its queue.
-func (c *Core) Place(now int64, s *Snapshot) Decision {
+func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d, ok := c.decisions[s.ID]; ok && !s.Held {
-		c.preemption.view.placed(s, d.Queue)
+		c.preemption.view.enqueued(s, d.Queue)
 		return d
 	}
 	rec, ok := c.records[s.ID]
@@ -620,11 +620,11 @@ func (c *Core) Place(now int64, s *Snapshot) Decision {
 		}
 	}
 	j := policyJob(rec, s)
-	j.FairShare = c.placeFactor(s.Account, c.cfg.Tiresias.FairShare.SharesOf(s.Account, s.AccountShares))
-	res := c.ranker.Place(now, j)
+	j.FairShare = c.enqueueFactor(s.Account, c.cfg.Tiresias.FairShare.SharesOf(s.Account, s.AccountShares))
+	res := c.ranker.Standing(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
-	c.preemption.view.placed(s, d.Queue)
+	c.preemption.view.enqueued(s, d.Queue)
 	return d
 }
 

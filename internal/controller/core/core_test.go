@@ -130,9 +130,9 @@ func TestPlacedJobGoesLastInQueueZeroUntilTheNextPass(t *testing.T) {
 	defer c.Close()
 	d := pass(c, 1010, pending(1, 1, 1000), running(2, 8, 900, 900))
 	s := pending(3, 1, 1020)
-	p := c.Place(1020, &s)
+	p := c.Enqueue(1020, &s)
 	if p.Queue != 0 || p.Priority >= d[0].Priority || p.Priority <= d[1].Priority {
-		t.Fatalf("placed priority %d (queue %d) not between Q0 job %d and demoted job %d",
+		t.Fatalf("enqueued priority %d (queue %d) not between Q0 job %d and demoted job %d",
 			p.Priority, p.Queue, d[0].Priority, d[1].Priority)
 	}
 	if got, err := c.Decision(3); err != nil || got != p {

@@ -61,12 +61,12 @@ func (n *AccountNames) Intern(b []byte) string {
 
 // fairShareState is the core's fair-share table; under Core.mu. The usage
 // bookkeeping is priority.UsageTable's, the simulator's too; what is the
-// core's own is the log, the factors Place needs between passes and the
+// core's own is the log, the factors Enqueue needs between passes and the
 // hand-off to the ledger writer.
 type fairShareState struct {
 	table   priority.UsageTable
 	jobLoad []int              // scratch: c.jobs[k]'s index into table.Loads()
-	factor  map[string]float64 // each account's factor as of the last pass, for Place
+	factor  map[string]float64 // each account's factor as of the last pass, for Enqueue
 	next    map[string]float64 // scratch: this pass's factors, swapped into factor
 	usage   []priority.AccountUsage
 	saved   []ledger.AccountUsage // scratch handed to the writer
@@ -148,12 +148,12 @@ func countOver(loads []priority.AccountLoad) int {
 	return n
 }
 
-// placeFactor is the factor Place gives a job between passes: its
+// enqueueFactor is the factor Enqueue gives a job between passes: its
 // account's as of the last pass; an account the last pass did not see has
 // had no jobs waiting or running, so it counts as unused if it has shares,
 // and as having none (0, the lowest class) if it has not, as the next pass
 // will find.
-func (c *Core) placeFactor(account string, shares float64) float64 {
+func (c *Core) enqueueFactor(account string, shares float64) float64 {
 	if f, ok := c.fs.factor[account]; ok {
 		return f
 	}

@@ -108,19 +108,19 @@ func TestFairSharePlaceUsesTheAccountsLastFactor(t *testing.T) {
 	pass(c, 1000, withAccount(running(1, 1, 1000, 1000), "a"), withAccount(pending(2, 1, 1000), "b"))
 	pass(c, 1050, withAccount(running(1, 1, 1000, 1000), "a"), withAccount(pending(2, 1, 1000), "b"))
 	s := withAccount(pending(3, 1, 1060), "a")
-	if d := c.Place(1060, &s); !priority.OverShare(d.Factors.FairShare) {
-		t.Errorf("a placed with factor %v, want over share", d.Factors.FairShare)
+	if d := c.Enqueue(1060, &s); !priority.OverShare(d.Factors.FairShare) {
+		t.Errorf("a enqueued with factor %v, want over share", d.Factors.FairShare)
 	}
 	s = withAccount(pending(4, 1, 1060), "newcomer")
-	if d := c.Place(1060, &s); d.Factors.FairShare != 1 {
-		t.Errorf("unseen account placed with factor %v, want 1", d.Factors.FairShare)
+	if d := c.Enqueue(1060, &s); d.Factors.FairShare != 1 {
+		t.Errorf("unseen account enqueued with factor %v, want 1", d.Factors.FairShare)
 	}
 	// Issue 20.6: an account name nobody gave shares to (any user may
-	// type one without AccountingStorageEnforce=associations) is placed in
+	// type one without AccountingStorageEnforce=associations) is enqueued in
 	// the lowest class, as the next pass will put it.
 	s = withAccount(pending(5, 1, 1060), "x31337")
-	if d := c.Place(1060, &s); d.Factors.FairShare != 0 {
-		t.Errorf("unknown account placed with factor %v, want 0", d.Factors.FairShare)
+	if d := c.Enqueue(1060, &s); d.Factors.FairShare != 0 {
+		t.Errorf("unknown account enqueued with factor %v, want 0", d.Factors.FairShare)
 	}
 	d := pass(c, 1070, withAccount(running(1, 1, 1000, 1000), "a"), s)
 	if d[1].Factors.FairShare != 0 || d[1].Factors.FairShare > d[0].Factors.FairShare {

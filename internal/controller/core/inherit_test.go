@@ -35,8 +35,8 @@ func TestResubmissionInheritsTheCancelledJobsService(t *testing.T) {
 			}
 			pass(c, 1500, snaps...)
 			usage, _ := c.AccountUsage("a")
-			if d := c.Place(1510, &repl); d.Queue != 2 {
-				t.Fatalf("replacement placed in queue %d, want 2 (the cancelled job's)", d.Queue)
+			if d := c.Enqueue(1510, &repl); d.Queue != 2 {
+				t.Fatalf("replacement enqueued in queue %d, want 2 (the cancelled job's)", d.Queue)
 			}
 			d := pass(c, 1511, orig, repl)
 			if d[1].Queue != 2 || d[1].Service != 1000 {

@@ -35,7 +35,7 @@ type preemptView struct {
 	// the last pass; -1 when none ran.
 	worstRunning int
 	// bestPending is the lowest (best) queue among pending GPU jobs of
-	// the last pass and those placed since; math.MaxInt when none.
+	// the last pass and those enqueued since; math.MaxInt when none.
 	bestPending int
 	// gpu holds the jobs that use GPUs (last pass, and placements since),
 	// with what the preemption rule needs of them besides their queue.
@@ -118,10 +118,10 @@ func (v *preemptView) fromPass(jobs []priority.Job, results []priority.Result, s
 	}
 }
 
-// placed notes a job placed between passes (submitted, requeued, released):
+// enqueued notes a job enqueued between passes (submitted, requeued, released):
 // it waits in queue, and until the next pass it is the view's only source
 // for the job's GPUs.
-func (v *preemptView) placed(s *Snapshot, queue int) {
+func (v *preemptView) enqueued(s *Snapshot, queue int) {
 	if s.gpuCount() == 0 {
 		return
 	}

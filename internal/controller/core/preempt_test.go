@@ -20,18 +20,18 @@ func TestPreemptableNeedsGPUsOnBothSidesAndALowerQueue(t *testing.T) {
 	// Job 1 ran 8 GPUs for 100 s: demoted. Job 3 ran without GPUs.
 	pass(c, 1100, running(1, 8, 900, 1000), pending(2, 1, 1050), running(3, 0, 900, 1000), pending(4, 0, 1050))
 	cpu := pending(5, 0, 1101)
-	c.Place(1101, &cpu)
+	c.Enqueue(1101, &cpu)
 	gpu := pending(6, 2, 1101)
-	c.Place(1101, &gpu)
+	c.Enqueue(1101, &gpu)
 	cases := []struct {
 		name                 string
 		preemptor, preemptee uint32
 		want                 bool
 	}{
 		{"GPU job of queue 0 preempts the demoted GPU job", 2, 1, true},
-		{"GPU job placed since the pass preempts the demoted GPU job", 6, 1, true},
+		{"GPU job enqueued since the pass preempts the demoted GPU job", 6, 1, true},
 		{"CPU-only job ranked by the pass does not preempt the demoted GPU job", 4, 1, false},
-		{"CPU-only job placed since the pass does not preempt the demoted GPU job", 5, 1, false},
+		{"CPU-only job enqueued since the pass does not preempt the demoted GPU job", 5, 1, false},
 		{"GPU job does not preempt a CPU-only job", 2, 3, false},
 		{"demoted job does not preempt a job of queue 0", 1, 2, false},
 		{"unknown victim is not preempted", 2, 99, false},
@@ -48,10 +48,10 @@ func TestPreemptableNeedsGPUsOnBothSidesAndALowerQueue(t *testing.T) {
 
 func TestPreemptionPossibleOnlyWhenAWaitingGPUJobOutranksARunningOne(t *testing.T) {
 	cases := []struct {
-		name  string
-		snaps []Snapshot
-		place *Snapshot
-		want  bool
+		name    string
+		snaps   []Snapshot
+		enqueue *Snapshot
+		want    bool
 	}{
 		{"no job: impossible", nil, nil, false},
 		{"running GPU job in queue 0, waiting GPU job in queue 0: impossible",
@@ -62,9 +62,9 @@ func TestPreemptionPossibleOnlyWhenAWaitingGPUJobOutranksARunningOne(t *testing.
 			[]Snapshot{running(1, 8, 900, 1000), pending(2, 0, 1050)}, nil, false},
 		{"demoted running CPU-only job, waiting GPU job: impossible",
 			[]Snapshot{running(1, 0, 900, 1000), pending(2, 1, 1050)}, nil, false},
-		{"demoted running GPU job, GPU job placed since the pass: possible",
+		{"demoted running GPU job, GPU job enqueued since the pass: possible",
 			[]Snapshot{running(1, 8, 900, 1000)}, &Snapshot{ID: 3, State: StatePending, GPUs: 1, SubmitTime: 1101}, true},
-		{"demoted running GPU job, CPU-only job placed since the pass: impossible",
+		{"demoted running GPU job, CPU-only job enqueued since the pass: impossible",
 			[]Snapshot{running(1, 8, 900, 1000)}, &Snapshot{ID: 3, State: StatePending, SubmitTime: 1101}, false},
 	}
 	for _, tc := range cases {
@@ -74,8 +74,8 @@ func TestPreemptionPossibleOnlyWhenAWaitingGPUJobOutranksARunningOne(t *testing.
 			if tc.snaps != nil {
 				pass(c, 1100, tc.snaps...)
 			}
-			if tc.place != nil {
-				c.Place(1101, tc.place)
+			if tc.enqueue != nil {
+				c.Enqueue(1101, tc.enqueue)
 			}
 			if got := c.PreemptionPossible(); got != tc.want {
 				t.Fatalf("PreemptionPossible() = %v, want %v", got, tc.want)

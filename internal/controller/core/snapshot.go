@@ -74,7 +74,7 @@ type Snapshot struct {
 	ArrayJobID uint32
 	// PreemptTime is when Slurm preempted the job's current run, 0 when
 	// it was not. Slurm clears it once a requeue completes, so a pass sees
-	// it only while the requeued job is still completing; Place sees it at
+	// it only while the requeued job is still completing; Enqueue sees it at
 	// the requeue itself.
 	PreemptTime int64
 	// RequeueAllowed: Slurm may requeue the job (--requeue, or

@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"bufio"
@@ -32,17 +32,17 @@ const (
 
 // LoadTrace reads a trace file. Its name (without directory) names the
 // trace in reports.
-func LoadTrace(path string, format Format) (*Trace, error) {
+func Load(path string, format Format) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadTrace(bufio.NewReaderSize(f, 1<<16), filepath.Base(path), format)
+	return Read(bufio.NewReaderSize(f, 1<<16), filepath.Base(path), format)
 }
 
 // ReadTrace reads a trace in the given format from r.
-func ReadTrace(r io.Reader, name string, format Format) (*Trace, error) {
+func Read(r io.Reader, name string, format Format) (*Trace, error) {
 	if format == FormatAuto || format == "" {
 		br := bufio.NewReader(r)
 		head, err := br.Peek(4096)
@@ -133,9 +133,10 @@ func newTable(r io.Reader, required []string) (*table, error) {
 	return &table{r: cr, cols: cols}, nil
 }
 
-// readRows reads a trace table whose header has the required columns and
-// calls each with every data row, in order; the first error stops it.
-func readRows(r io.Reader, required []string, each func(row *row) error) error {
+// ReadCSV reads a table (a trace, or another input of the simulator such
+// as Gavel's throughputs) whose header has the required columns and calls
+// each with every data row, in order; the first error stops it.
+func ReadCSV(r io.Reader, required []string, each func(row *Row) error) error {
 	tab, err := newTable(r, required)
 	if err != nil {
 		return err
@@ -149,28 +150,28 @@ func readRows(r io.Reader, required []string, each func(row *row) error) error {
 			return fmt.Errorf("%w: %w", ErrBadTrace, err)
 		}
 		line, _ := tab.r.FieldPos(0)
-		row := &row{tab: tab, rec: rec, line: line}
+		row := &Row{tab: tab, rec: rec, Line: line}
 		if err := each(row); err != nil {
 			return err
 		}
-		if row.err != nil {
-			return row.err
+		if row.Err != nil {
+			return row.Err
 		}
 	}
 }
 
-// row is one data row. Its parsing methods keep the first error, for
-// readRows to return, so a reader fills a Job from several columns without
+// Row is one data row; Line is its line in the file. Its parsing methods
+// keep the first error in Err, for ReadCSV to return, so a reader fills a Job from several columns without
 // checking each; the values after an error are zero and unused.
-type row struct {
+type Row struct {
 	tab  *table
 	rec  []string
-	line int
-	err  error
+	Line int
+	Err  error
 }
 
-// field is the value of a column, "" if the column or the field is absent.
-func (r *row) field(name string) string {
+// Field is the value of a column, "" if the column or the field is absent.
+func (r *Row) Field(name string) string {
 	i, ok := r.tab.cols[name]
 	if !ok || i >= len(r.rec) {
 		return ""
@@ -178,22 +179,23 @@ func (r *row) field(name string) string {
 	return strings.TrimSpace(r.rec[i])
 }
 
-func (r *row) float(col string) float64 {
+// Float, Int and ID parse a column, keeping the first error.
+func (r *Row) Float(col string) float64 {
 	return keepFirst(r, parseFloat, col)
 }
 
-func (r *row) int(col string) int {
+func (r *Row) Int(col string) int {
 	return keepFirst(r, parseInt, col)
 }
 
-func (r *row) id(col string) uint32 {
+func (r *Row) ID(col string) uint32 {
 	return keepFirst(r, parseID, col)
 }
 
-func keepFirst[T any](r *row, parse func(line int, col, s string) (T, error), col string) T {
+func keepFirst[T any](r *Row, parse func(line int, col, s string) (T, error), col string) T {
 	var v T
-	if r.err == nil {
-		v, r.err = parse(r.line, col, r.field(col))
+	if r.Err == nil {
+		v, r.Err = parse(r.Line, col, r.Field(col))
 	}
 	return v
 }

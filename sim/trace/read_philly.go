@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"fmt"
@@ -13,19 +13,19 @@ import (
 func ReadPhilly(r io.Reader) (*Trace, error) {
 	t := &Trace{}
 	var stamps []time.Time
-	err := readRows(r, []string{"timestamp", "duration", "num_gpus", "cluster"}, func(row *row) error {
-		ts, err := time.Parse("2006-01-02 15:04:05", row.field("timestamp"))
+	err := ReadCSV(r, []string{"timestamp", "duration", "num_gpus", "cluster"}, func(row *Row) error {
+		ts, err := time.Parse("2006-01-02 15:04:05", row.Field("timestamp"))
 		if err != nil {
-			return fmt.Errorf("%w: line %d: timestamp: %w", ErrBadTrace, row.line, err)
+			return fmt.Errorf("%w: line %d: timestamp: %w", ErrBadTrace, row.Line, err)
 		}
 		stamps = append(stamps, ts)
-		t.Jobs = append(t.Jobs, Job{ID: uint32(len(t.Jobs) + 1), Duration: row.float("duration"),
-			GPUs: row.int("num_gpus"), Cluster: row.field("cluster")})
+		t.Jobs = append(t.Jobs, Job{ID: uint32(len(t.Jobs) + 1), Duration: row.Float("duration"),
+			GPUs: row.Int("num_gpus"), Cluster: row.Field("cluster")})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	setWallClockSubmits(t, stamps)
-	return t, t.normalise()
+	return t, t.Normalise()
 }

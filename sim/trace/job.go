@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ type Trace struct {
 
 // normalise sorts the jobs, shifts times so the first submission is at 0
 // (keeping Start in step) and checks what every simulation relies on.
-func (t *Trace) normalise() error {
+func (t *Trace) Normalise() error {
 	if len(t.Jobs) == 0 {
 		return fmt.Errorf("%w: %s has no jobs", ErrBadTrace, t.Name)
 	}
@@ -136,7 +136,7 @@ func (t *Trace) Select(f Filter) (*Trace, error) {
 		j.Duration *= scale
 		out.Jobs = append(out.Jobs, j)
 	}
-	if err := out.normalise(); err != nil {
+	if err := out.Normalise(); err != nil {
 		return nil, err
 	}
 	return out, nil

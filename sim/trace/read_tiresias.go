@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"io"
@@ -10,13 +10,13 @@ import (
 // used: duration already says how long the job runs.
 func ReadTiresias(r io.Reader) (*Trace, error) {
 	t := &Trace{}
-	err := readRows(r, []string{"job_id", "num_gpu", "submit_time", "duration"}, func(row *row) error {
-		t.Jobs = append(t.Jobs, Job{ID: row.id("job_id"), GPUs: row.int("num_gpu"),
-			Submit: row.float("submit_time"), Duration: row.float("duration"), Model: row.field("model_name")})
+	err := ReadCSV(r, []string{"job_id", "num_gpu", "submit_time", "duration"}, func(row *Row) error {
+		t.Jobs = append(t.Jobs, Job{ID: row.ID("job_id"), GPUs: row.Int("num_gpu"),
+			Submit: row.Float("submit_time"), Duration: row.Float("duration"), Model: row.Field("model_name")})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return t, t.normalise()
+	return t, t.Normalise()
 }

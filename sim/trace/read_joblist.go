@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"fmt"
@@ -31,24 +31,24 @@ import (
 func ReadJobList(r io.Reader) (*Trace, error) {
 	t := &Trace{}
 	var stamps []time.Time
-	err := readRows(r, []string{"job_id", "submit_time", "gpus", "duration"}, func(row *row) error {
-		job := Job{ID: row.id("job_id"), GPUs: row.int("gpus"), Duration: row.float("duration"), Model: row.field("model")}
-		if row.err != nil {
-			return row.err
+	err := ReadCSV(r, []string{"job_id", "submit_time", "gpus", "duration"}, func(row *Row) error {
+		job := Job{ID: row.ID("job_id"), GPUs: row.Int("gpus"), Duration: row.Float("duration"), Model: row.Field("model")}
+		if row.Err != nil {
+			return row.Err
 		}
-		raw := row.field("submit_time")
+		raw := row.Field("submit_time")
 		if sec, err := strconv.ParseFloat(raw, 64); err == nil {
 			if len(stamps) > 0 {
-				return fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, row.line)
+				return fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, row.Line)
 			}
 			job.Submit = sec
 		} else {
 			ts, err := parseWallClock(raw)
 			if err != nil {
-				return fmt.Errorf("%w: line %d: submit_time %q is neither seconds nor a wall-clock time", ErrBadTrace, row.line, raw)
+				return fmt.Errorf("%w: line %d: submit_time %q is neither seconds nor a wall-clock time", ErrBadTrace, row.Line, raw)
 			}
 			if len(stamps) != len(t.Jobs) {
-				return fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, row.line)
+				return fmt.Errorf("%w: line %d: submit_time mixes seconds and wall-clock times", ErrBadTrace, row.Line)
 			}
 			stamps = append(stamps, ts)
 		}
@@ -59,5 +59,5 @@ func ReadJobList(r io.Reader) (*Trace, error) {
 		return nil, err
 	}
 	setWallClockSubmits(t, stamps)
-	return t, t.normalise()
+	return t, t.Normalise()
 }

@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"errors"
@@ -124,14 +124,4 @@ func TestTresGPUs(t *testing.T) {
 			t.Errorf("tresGPUs(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-}
-
-// The replay of the sample runs and every job finishes.
-func TestReadSacct_SampleReplays(t *testing.T) {
-	tr, _ := readSacctFile(t, "testdata/sacct_sample.txt", FoldLast)
-	tr.Name = "sacct sample"
-	cfg := DefaultConfig()
-	cfg.Shape.Nodes = 2
-	cfg.Profiles, cfg.Alloc, cfg.Models, cfg.RecordRuns = profiles(t), AllocSynergy, ModelsAsGiven, true
-	checkInvariants(t, tr, cfg, runOK(t, cfg, tr))
 }

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bytes"
@@ -10,14 +10,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/sim"
 )
 
-func smallComparison(t *testing.T) []*Result {
+func smallComparison(t *testing.T) []*sim.Result {
 	t.Helper()
 	tr := phillySlice(t, 300)
-	base := DefaultConfig()
+	base := sim.DefaultConfig()
 	base.Shape.Nodes = 4
-	results, err := RunAll(tr, Variants(base, []string{PolicyFIFO, PolicyLAS}, []AllocMode{AllocProportional}), 2)
+	results, err := sim.RunAll(tr, sim.Variants(base, []string{sim.PolicyFIFO, sim.PolicyLAS}, []sim.AllocMode{sim.AllocProportional}), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestWriteOutputs_WritesReadableFiles(t *testing.T) {
 	f, _ := os.Open(filepath.Join(dir, FileSummaryCSV))
 	rows, err := csv.NewReader(f).ReadAll()
 	f.Close()
-	if err != nil || len(rows) != 3 || rows[1][0] != PolicyFIFO || rows[2][0] != PolicyLAS {
+	if err != nil || len(rows) != 3 || rows[1][0] != sim.PolicyFIFO || rows[2][0] != sim.PolicyLAS {
 		t.Fatalf("summary.csv: %v, %v", rows, err)
 	}
 
@@ -83,22 +85,15 @@ func TestHumanDuration(t *testing.T) {
 	}
 }
 
-func TestPercentileAndMedian(t *testing.T) {
-	v := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	if Median(v) != 5.5 || Percentile(v, 95) != 10 || Percentile(v, 50) != 5 || Percentile(v, 10) != 1 {
-		t.Fatalf("median %v, p95 %v, p50 %v, p10 %v", Median(v), Percentile(v, 95), Percentile(v, 50), Percentile(v, 10))
-	}
-}
-
 func TestRatios_NameTheHeadlineComparisons(t *testing.T) {
-	mk := func(policy string, alloc AllocMode, avg float64) *Result {
-		return &Result{Policy: policy, Alloc: alloc, Label: policy + "/" + string(alloc),
-			Summary: Summary{Policy: policy, Alloc: alloc, AvgJCT: avg}}
+	mk := func(policy string, alloc sim.AllocMode, avg float64) *sim.Result {
+		return &sim.Result{Policy: policy, Alloc: alloc, Label: policy + "/" + string(alloc),
+			Summary: sim.Summary{Policy: policy, Alloc: alloc, AvgJCT: avg}}
 	}
-	results := []*Result{
-		mk(PolicyFIFO, AllocProportional, 400), mk(PolicySRTF, AllocProportional, 100),
-		mk(PolicyLAS, AllocProportional, 200), mk(PolicyGittins, AllocProportional, 110),
-		mk(PolicyLAS, AllocSynergy, 150),
+	results := []*sim.Result{
+		mk(sim.PolicyFIFO, sim.AllocProportional, 400), mk(sim.PolicySRTF, sim.AllocProportional, 100),
+		mk(sim.PolicyLAS, sim.AllocProportional, 200), mk(sim.PolicyGittins, sim.AllocProportional, 110),
+		mk(sim.PolicyLAS, sim.AllocSynergy, 150),
 	}
 	want := map[string]float64{
 		"2D-LAS / FIFO (proportional)":            0.5,

@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strconv"
 )
 
 // ErrBadWorkload is wrapped by every error about a workload description.
@@ -171,7 +172,7 @@ func GenerateSynergyJobs(w SynergyWorkload) (*Trace, error) {
 		classJobs[best]++
 		t.Jobs = append(t.Jobs, Job{ID: uint32(i), Submit: submit, GPUs: gpus, Duration: duration, Model: model})
 	}
-	return t, t.normalise()
+	return t, t.Normalise()
 }
 
 // WriteJobList writes a trace as a job list that ReadJobList reads back
@@ -180,7 +181,7 @@ func WriteJobList(w io.Writer, t *Trace) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# %s: %d jobs\njob_id,submit_time,gpus,duration,model\n", t.Name, len(t.Jobs))
 	for _, j := range t.Jobs {
-		fmt.Fprintf(bw, "%d,%s,%d,%s,%s\n", j.ID, ff(j.Submit), j.GPUs, ff(j.Duration), j.Model)
+		fmt.Fprintf(bw, "%d,%s,%d,%s,%s\n", j.ID, strconv.FormatFloat(j.Submit, 'f', -1, 64), j.GPUs, strconv.FormatFloat(j.Duration, 'f', -1, 64), j.Model)
 	}
 	return bw.Flush()
 }

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/chart"
+	"github.com/lachesis-sched/lachesis/sim"
 )
 
 // Output file names in a results directory.
@@ -24,7 +25,7 @@ const (
 // allocation mode, jct_cdf_MODE.png, when there are several), and every
 // job when withJobs is set.
 // It returns the paths written.
-func WriteOutputs(dir string, results []*Result, seed uint64, title string, withJobs bool) ([]string, error) {
+func WriteOutputs(dir string, results []*sim.Result, seed uint64, title string, withJobs bool) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -77,9 +78,9 @@ func WriteOutputs(dir string, results []*Result, seed uint64, title string, with
 }
 
 // byAlloc splits results by allocation mode, keeping their order.
-func byAlloc(results []*Result) [][]*Result {
-	var groups [][]*Result
-	index := map[AllocMode]int{}
+func byAlloc(results []*sim.Result) [][]*sim.Result {
+	var groups [][]*sim.Result
+	index := map[sim.AllocMode]int{}
 	for _, r := range results {
 		i, ok := index[r.Alloc]
 		if !ok {
@@ -93,7 +94,7 @@ func byAlloc(results []*Result) [][]*Result {
 }
 
 // CDFChart is the JCT CDF of each result, one line per policy.
-func CDFChart(results []*Result, title string) chart.CDF {
+func CDFChart(results []*sim.Result, title string) chart.CDF {
 	c := chart.CDF{Title: title, XLabel: "job completion time (log scale)"}
 	labels := summaries(results)
 	for i, r := range results {
@@ -114,7 +115,7 @@ const (
 
 // WriteSweepOutputs writes a sweep as CSV and as Markdown, the latter ending
 // with the chosen default, into dir. It returns the paths written.
-func WriteSweepOutputs(dir string, settings []SweepSetting, rows []SweepRow) ([]string, error) {
+func WriteSweepOutputs(dir string, settings []sim.SweepSetting, rows []sim.SweepRow) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func WriteSweepOutputs(dir string, settings []SweepSetting, rows []SweepRow) ([]
 			if err := WriteSweepMarkdown(f, settings, rows); err != nil {
 				return err
 			}
-			best, _ := Chosen(rows)
+			best, _ := sim.Chosen(rows)
 			_, err := fmt.Fprintf(f, "\nChosen: %s (regret %.3f, %d preemptions).\n", best.Point, best.Regret, best.Preemptions())
 			return err
 		}},

@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"bufio"
@@ -186,7 +186,7 @@ func ReadSacct(r io.Reader, opts SacctOptions) (*Trace, SacctStats, error) {
 	setWallClockSubmits(t, stamps)
 	st.Jobs = len(t.Jobs)
 	st.FirstSubmit = t.Start
-	return t, st, t.normalise()
+	return t, st, t.Normalise()
 }
 
 // sacctRun is one line of a job: one run.

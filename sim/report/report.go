@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"encoding/csv"
@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/sim"
 )
 
 // summaries returns each result's summary with its label filled in.
-func summaries(results []*Result) []Summary {
-	out := make([]Summary, len(results))
+func summaries(results []*sim.Result) []sim.Summary {
+	out := make([]sim.Summary, len(results))
 	for i, r := range results {
 		out[i] = r.Summary
 		out[i].Label = r.Label
@@ -25,7 +27,7 @@ func summaries(results []*Result) []Summary {
 
 // WriteTable prints the comparison table for people: JCTs as durations,
 // utilisation as a percentage.
-func WriteTable(w io.Writer, results []*Result) error {
+func WriteTable(w io.Writer, results []*sim.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tjobs\tavg JCT\tmedian JCT\tp95 JCT\tp99 JCT\tmakespan\tGPU util\tpreemptions\tper job\tp50\tp99\tspeed\t")
 	for _, s := range summaries(results) {
@@ -39,7 +41,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 
 // WriteMarkdown prints the same table as Markdown, times in seconds with one
 // decimal (enough to compare with the reference simulator's figures).
-func WriteMarkdown(w io.Writer, results []*Result) error {
+func WriteMarkdown(w io.Writer, results []*sim.Result) error {
 	fmt.Fprintln(w, "| policy | jobs | avg JCT (s) | median JCT (s) | p95 JCT (s) | p99 JCT (s) | makespan (s) | GPU util | preemptions | per job | p50 per job | p99 per job | avg speed |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range summaries(results) {
@@ -54,7 +56,7 @@ func WriteMarkdown(w io.Writer, results []*Result) error {
 }
 
 // WriteSummaryCSV writes one row per result, times in seconds.
-func WriteSummaryCSV(w io.Writer, results []*Result) error {
+func WriteSummaryCSV(w io.Writer, results []*sim.Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"label", "policy", "alloc", "jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
 		"p99_jct_s", "makespan_s", "gpu_util", "preemptions", "preemptions_per_job", "preemptions_p50",
@@ -71,19 +73,19 @@ func WriteSummaryCSV(w io.Writer, results []*Result) error {
 
 // Report is the JSON document of a comparison.
 type Report struct {
-	Trace          string    `json:"trace"`
-	Jobs           int       `json:"jobs"`
-	Cluster        string    `json:"cluster"`
-	GPUs           int       `json:"gpus"`
-	RestartPenalty float64   `json:"restart_penalty_s"`
-	PassInterval   float64   `json:"pass_interval_s"`
-	Seed           uint64    `json:"seed"`
-	Results        []Summary `json:"results"`
-	Ratios         []Ratio   `json:"ratios,omitempty"`
+	Trace          string        `json:"trace"`
+	Jobs           int           `json:"jobs"`
+	Cluster        string        `json:"cluster"`
+	GPUs           int           `json:"gpus"`
+	RestartPenalty float64       `json:"restart_penalty_s"`
+	PassInterval   float64       `json:"pass_interval_s"`
+	Seed           uint64        `json:"seed"`
+	Results        []sim.Summary `json:"results"`
+	Ratios         []Ratio       `json:"ratios,omitempty"`
 }
 
 // WriteJSON writes the comparison as a Report.
-func WriteJSON(w io.Writer, results []*Result, seed uint64) error {
+func WriteJSON(w io.Writer, results []*sim.Result, seed uint64) error {
 	rep := Report{Seed: seed, Results: summaries(results), Ratios: Ratios(results)}
 	if len(results) > 0 {
 		r := results[0]
@@ -97,7 +99,7 @@ func WriteJSON(w io.Writer, results []*Result, seed uint64) error {
 
 // WriteJobsCSV writes every job of every result, for plots or checks of
 // one's own.
-func WriteJobsCSV(w io.Writer, results []*Result) error {
+func WriteJobsCSV(w io.Writer, results []*sim.Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"label", "job_id", "gpus", "model", "submit_s", "duration_s", "first_start_s",
 		"finish_s", "jct_s", "preemptions", "speed"})

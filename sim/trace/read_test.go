@@ -1,4 +1,4 @@
-package sim
+package trace
 
 import (
 	"errors"
@@ -62,7 +62,7 @@ func TestSelect_WindowClustersSkipAndLimit(t *testing.T) {
 }
 
 func TestReadTiresias_SixtyJobs(t *testing.T) {
-	tr, err := LoadTrace(refData(t, "tiresias/60_job.csv"), FormatAuto)
+	tr, err := Load(refData(t, "tiresias/60_job.csv"), FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestReadTiresias_SixtyJobs(t *testing.T) {
 }
 
 func TestReadJobList_SampleSortsAndKeepsModels(t *testing.T) {
-	tr, err := LoadTrace("testdata/joblist_sample.csv", FormatAuto)
+	tr, err := Load("testdata/joblist_sample.csv", FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestReadJobList_SampleSortsAndKeepsModels(t *testing.T) {
 
 func TestReadJobList_WallClockTimes(t *testing.T) {
 	in := "job_id,submit_time,gpus,duration\n5,2024-05-01T10:00:30Z,1,10\n6,2024-05-01 10:00:00,2,20\n"
-	tr, err := ReadTrace(strings.NewReader(in), "wall", FormatJobList)
+	tr, err := Read(strings.NewReader(in), "wall", FormatJobList)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestReadTrace_RejectsBadInput(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := ReadTrace(strings.NewReader(in), name, FormatJobList); !errors.Is(err, ErrBadTrace) {
+			if _, err := Read(strings.NewReader(in), name, FormatJobList); !errors.Is(err, ErrBadTrace) {
 				t.Fatalf("err = %v, want ErrBadTrace", err)
 			}
 		})
@@ -146,7 +146,7 @@ func TestSniff_RecognisesEveryFormat(t *testing.T) {
 }
 
 func TestLoadTrace_MissingFileIsAnError(t *testing.T) {
-	if _, err := LoadTrace("testdata/no-such-file.csv", FormatAuto); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load("testdata/no-such-file.csv", FormatAuto); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v, want ErrNotExist", err)
 	}
 }
