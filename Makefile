@@ -97,7 +97,7 @@ demo: build
 # The simulator held against the real thing (issue 23): a Philly slice
 # replayed 20x compressed on the loopback cluster (4 nodes x 4 GPUs) under
 # multifactor and 2D-Gittins, and the same jobs through the simulator, side
-# by side (docs/evaluation, "Fidelity"). About 12 minutes; not part of
+# by side (docs/evaluation, section 7). About 13 minutes; not part of
 # `make test`. FIDELITY_FLAGS passes lachesis-replay's flags, e.g.
 # FIDELITY_FLAGS='-policies las -jobs 40'.
 fidelity: build

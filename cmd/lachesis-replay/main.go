@@ -32,7 +32,7 @@ func run() error {
 	trace := flag.String("trace", "data/philly/philly_jobs.csv", "job list: Philly table, Tiresias job file, Lachesis job list or sacct output")
 	format := flag.String("format", "auto", "trace format: auto, philly, tiresias, joblist, sacct")
 	vc := flag.String("vc", "b436b2", "keep jobs of these virtual clusters (comma-separated; empty: all)")
-	skip := flag.Int("skip", 160, "drop the first N selected jobs")
+	skip := flag.Int("skip", 560, "drop the first N selected jobs")
 	limit := flag.Int("jobs", 60, "keep N jobs")
 	compression := flag.Float64("compression", 20, "divide every time (trace and settings) by this")
 	policies := flag.String("policies", "multifactor,gittins", "policies to replay: "+strings.Join(replay.Policies, ", "))

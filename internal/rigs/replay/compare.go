@@ -158,6 +158,12 @@ func WriteTable(w io.Writer, compression float64, cs []Comparison) {
 		fmt.Fprintf(w, "%-12s %5d jobs: median %4.2f max %4.2f %5d jobs: median %4.2f max %4.2f\n", c.Policy,
 			l.StartJobs, l.StartMedian, l.StartMax, l.RunJobs, l.RunOverMedian, l.RunOverMax)
 	}
+	for _, c := range cs {
+		if c.RestartsMismatched > 0 {
+			fmt.Fprintf(w, "%s: %d jobs' requeues in slurmctld's log differ from scontrol's Restarts; the log reader missed lines\n",
+				c.Policy, c.RestartsMismatched)
+		}
+	}
 }
 
 // Latency is what Slurm adds that the simulator has no setting for,
