@@ -19,12 +19,14 @@ import (
 
 // Replayer replays job lists on one loopback cluster shape.
 type Replayer struct {
-	Root     string // repository root
-	Dir      string // cluster directory
-	Nodes    int
-	GPUs     int // per node
-	CPUs     int // per node
-	MemMB    int // per node
+	Root  string // repository root
+	Dir   string // cluster directory
+	Nodes int
+	GPUs  int // per node
+	// CPUs and MemMB per node are required: they are the simulator's
+	// shape too, so the script's defaults are not taken silently.
+	CPUs     int
+	MemMB    int
 	PortBase int // 0: scripts/cluster.sh's default
 	// Compression divides every time of the trace and of the settings.
 	Compression float64
@@ -50,6 +52,10 @@ var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Run replays the compressed trace (ScaleTrace) under policy on the
 // cluster, then the same jobs through the simulator.
 func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trace) (Comparison, error) {
+	if r.Nodes < 1 || r.GPUs < 1 || r.CPUs < r.GPUs || r.MemMB < 1 {
+		return Comparison{}, fmt.Errorf("%w: a cluster of %d nodes x %d GPUs, %d CPUs, %d MB: every field is required, and a CPU per GPU",
+			ErrReplay, r.Nodes, r.GPUs, r.CPUs, r.MemMB)
+	}
 	settings := r.Settings
 	var scenario demo.Scenario
 	switch policy {
