@@ -23,7 +23,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmc
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo demo-profile clean fmt vet
+.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo demo-profile fidelity clean fmt vet
 
 all: build
 
@@ -107,6 +107,15 @@ eval: commands
 
 demo: build
 	$(GO) run ./cmd/lachesis-demo
+
+# The simulator held against the real thing (issue 23): a Philly slice
+# replayed 20x compressed on the loopback cluster (4 nodes x 4 GPUs) under
+# multifactor and 2D-Gittins, and the same jobs through the simulator, side
+# by side (docs/evaluation, section 7). About 13 minutes; not part of
+# `make test`. FIDELITY_FLAGS passes lachesis-replay's flags, e.g.
+# FIDELITY_FLAGS='-policies las -jobs 40'.
+fidelity: build
+	$(BIN)/lachesis-replay -csv $(BUILD)/fidelity.csv $(FIDELITY_FLAGS)
 
 # A real PyTorch training job (etc/demo/train_image.py, CPU) profiled through
 # the node agent, its profile stored by the controller, then a plain sbatch

@@ -58,6 +58,10 @@ type Runner struct {
 	PollEvery time.Duration
 	CPUs      int // per node; 0 = the cluster script's default
 	MemMB     int // per node; 0 = the cluster script's default
+	PortBase  int // 0 = the cluster script's default (make demo's 16817)
+	// Finished, if set, is called with the cluster after every job has
+	// ended and before the cluster stops (e.g. to read slurmctld's log).
+	Finished func(c *slurmcluster.Cluster) error
 }
 
 // Run executes the workload under s and returns each job's outcome.
@@ -70,7 +74,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 	}
 	c, err := slurmcluster.Up(ctx, r.Root, slurmcluster.Options{
 		Dir: r.Dir, Nodes: r.Nodes, GPUsPerNode: r.GPUs, CPUsPerNode: r.CPUs, MemPerNode: r.MemMB,
-		Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
+		PortBase: r.PortBase, Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
 		PluginDir:    filepath.Join(r.Root, "build", "plugins"),
 		LachesisYAML: s.YAML, ExtraConf: s.Extra,
 	})
@@ -166,6 +170,11 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 	for i := range out { // restart counts of jobs still known to Slurm
 		if d, err := c.ShowJob(out[i].ID); err == nil {
 			out[i].Restarts = d.Restarts
+		}
+	}
+	if r.Finished != nil {
+		if err := r.Finished(c); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

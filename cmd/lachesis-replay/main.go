@@ -1,0 +1,130 @@
+// Command lachesis-replay is `make fidelity`: a slice of a job list
+// replayed, time-compressed, on the loopback Slurm cluster and the same
+// jobs through the simulator, side by side (issue 23). The logic lives in
+// internal/rigs/replay; this file only wires flags to it.
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/replay"
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
+	"github.com/lachesis-sched/lachesis/sim"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "lachesis-replay:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	trace := flag.String("trace", "data/philly/philly_jobs.csv", "job list: Philly table, Tiresias job file, Lachesis job list or sacct output")
+	format := flag.String("format", "auto", "trace format: auto, philly, tiresias, joblist, sacct")
+	vc := flag.String("vc", "b436b2", "keep jobs of these virtual clusters (comma-separated; empty: all)")
+	skip := flag.Int("skip", 560, "drop the first N selected jobs")
+	limit := flag.Int("jobs", 60, "keep N jobs")
+	compression := flag.Float64("compression", 20, "divide every time (trace and settings) by this")
+	policies := flag.String("policies", "multifactor,gittins", "policies to replay: "+strings.Join(replay.Policies, ", "))
+	nodes := flag.Int("nodes", 4, "slurmd nodes")
+	gpus := flag.Int("gpus-per-node", 4, "GPUs per node")
+	cpus := flag.Int("cpus-per-node", 8, "CPUs per node")
+	mem := flag.Int("mem-per-node", 16000, "memory per node, MB")
+	dir := flag.String("dir", "/tmp/lachesis-replay", "cluster directory")
+	portBase := flag.Int("port-base", 0, "first loopback port (0: scripts/cluster.sh's default)")
+	penalty := flag.Float64("restart-penalty", 1, "simulator: replay seconds a requeued job loses (the sleeper saves its progress once a second)")
+	csvOut := flag.String("csv", "build/fidelity.csv", "per-job outcomes of both sides (empty: none)")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run it as root: it starts slurmctld, slurmd and munged")
+	}
+	wd, _ := os.Getwd()
+	root, err := slurmcluster.RepoRoot(wd)
+	if err != nil {
+		return err
+	}
+	path := *trace
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	t, err := sim.LoadTrace(path, sim.Format(*format))
+	if err != nil {
+		return err
+	}
+	var clusters []string
+	if *vc != "" {
+		clusters = strings.Split(*vc, ",")
+	}
+	slice, err := replay.Slice(t, clusters, *skip, *limit, *gpus)
+	if err != nil {
+		return err
+	}
+	scaled, _, err := replay.ScaleTrace(slice, *compression, *gpus)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r := &replay.Replayer{Root: root, Dir: *dir, Nodes: *nodes, GPUs: *gpus, CPUs: *cpus, MemMB: *mem,
+		PortBase: *portBase, Compression: *compression, Settings: replay.DefaultTraceSettings(),
+		RestartPenalty: *penalty, Out: os.Stdout}
+	fmt.Printf("%s: %d jobs of %d GPUs or fewer (virtual clusters %q, skip %d), %.1f GPU-hours over %.0f s; replayed at 1/%g\n",
+		t.Name, len(slice.Jobs), *gpus, *vc, *skip, slice.GPUSeconds()/3600, slice.Span(), *compression)
+	var cs []replay.Comparison
+	for _, p := range strings.Split(*policies, ",") {
+		c, err := r.Run(ctx, strings.TrimSpace(p), scaled)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+		replay.WriteTable(os.Stdout, *compression, []replay.Comparison{c})
+	}
+	if len(cs) > 1 {
+		replay.WriteTable(os.Stdout, *compression, cs)
+	}
+	if *csvOut != "" {
+		p := *csvOut
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		if err := writeCSV(p, cs); err != nil {
+			return err
+		}
+		fmt.Println("per-job outcomes:", p)
+	}
+	return nil
+}
+
+func writeCSV(path string, cs []replay.Comparison) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	w.Write([]string{"policy", "side", "job", "gpus", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	for _, c := range cs {
+		for _, s := range []replay.Side{c.Cluster, c.Simulation} {
+			for _, o := range s.Jobs {
+				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), //nolint:errcheck
+					num(o.Duration), num(o.Submit), num(o.FirstStart), num(o.End), num(o.JCT()), strconv.Itoa(o.Preemptions)})
+			}
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
