@@ -22,6 +22,7 @@ import (
 // cluster on the average JCT within a loose bound (the full comparison,
 // docs/evaluation's fidelity section, is a longer run).
 func TestReplayAgreesWithTheSimulatorOnASmallSlice(t *testing.T) {
+	runsAlone(t, "compares the cluster's timings with the simulator's")
 	trace, err := sim.LoadTrace(refdata.Path(t, "philly/philly_jobs.csv"), sim.FormatPhilly)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func TestReplayAgreesWithTheSimulatorOnASmallSlice(t *testing.T) {
 	dir := filepath.Join(testDirRoot, t.Name())
 	out := &testenv.SyncBuffer{}
 	r := &replay.Replayer{Root: repoRoot, Dir: dir, Nodes: nodes, GPUs: gpus, CPUs: 8, MemMB: 16000,
-		PortBase: freePortBase(t, nodes), Compression: compression, Settings: replay.DefaultTraceSettings(),
+		PortBase: reservePortBlock(t), Compression: compression, Settings: replay.DefaultTraceSettings(),
 		RestartPenalty: 1, Out: out}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
