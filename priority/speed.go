@@ -35,6 +35,9 @@ const (
 	SpeedTypeDefault SpeedSource = "type_default"
 	// SpeedUnknownType: a type nothing above knows; speed 1.
 	SpeedUnknownType SpeedSource = "unknown_type"
+	// SpeedTypeFloor: the model's own ratio was below the type's default
+	// speed, which a run's declared model may not lower (RunSpeed).
+	SpeedTypeFloor SpeedSource = "type_default_floor"
 )
 
 // Speeds is the one answer to "how fast is model M on GPU type T". All
@@ -147,12 +150,24 @@ func EffectiveRate(gpus uint32, speed float64) float64 {
 
 // RunSpeed is the speed a run of model on GPUs of type typ accrues
 // service at under c: 0 (plain GPU-seconds, today's rule) unless
-// c.EffectiveService, else speeds.Speed.
+// c.EffectiveService, else speeds.Speed, but never below the type's
+// default speed. A run's model is what its job declares (its comment or
+// name, chosen by its user), so a model-specific ratio may raise the
+// run's speed above its type's default, never lower it: naming a model
+// that is slow on one's own GPUs cannot slow one's own service and keep
+// one's jobs in the first queue.
 func (c Config) RunSpeed(speeds *Speeds, model, typ string) (float64, SpeedSource) {
 	if !c.EffectiveService {
 		return 0, ""
 	}
-	return speeds.Speed(model, typ)
+	v, src := speeds.Speed(model, typ)
+	if src != SpeedProfiled && src != SpeedTable {
+		return v, src
+	}
+	if d, ok := speeds.TypeDefault[strings.ToLower(typ)]; ok && usableSpeed(d) && v < clampSpeed(d) {
+		return clampSpeed(d), SpeedTypeFloor
+	}
+	return v, src
 }
 
 // typeNamePat is what a GPU type may be called: Slurm GRES type names and

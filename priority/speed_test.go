@@ -17,6 +17,7 @@ func testSpeeds() *Speeds {
 			"no_default": {"x": 4, "y": 2},
 			"anchored_v": {"a": 6, "v100": 2},
 			"zero_row":   {"a": 0, "b": 1},
+			"slow_on_a":  {"a": 1, "b": 2},
 		},
 		Profiled: map[string]map[string]float64{
 			"bert":      {"a": 120, "b": 30}, // 4x: beats the table's
@@ -96,6 +97,35 @@ func TestRunSpeedIsZeroWhenEffectiveServiceIsOff(t *testing.T) {
 	c.EffectiveService = true
 	if v, src := c.RunSpeed(testSpeeds(), "bert", "a"); v != 4 || src != SpeedProfiled {
 		t.Fatalf("effective service on gave %v from %s, want 4 from profiled", v, src)
+	}
+}
+
+// A run's model is what its job declares: a model whose own ratio puts it
+// below its GPU type's default speed (slow_on_a: 0.5 on a by its row) runs
+// at the default, so a user cannot slow their service by naming it (issue
+// 20 item 2); a faster one keeps its ratio, and Speed itself is unchanged.
+func TestRunSpeedNeverBelowTheTypesDefault(t *testing.T) {
+	c := DefaultConfig()
+	c.EffectiveService = true
+	sp := testSpeeds()
+	if v, src := sp.Speed("slow_on_a", "a"); v != 0.5 || src != SpeedTable {
+		t.Fatalf("Speed(slow_on_a, a) = %v from %s, want the row's 0.5", v, src)
+	}
+	cases := []struct {
+		model, typ string
+		want       float64
+		src        SpeedSource
+	}{
+		{"slow_on_a", "a", 2, SpeedTypeFloor},
+		{"SLOW_ON_A", "A", 2, SpeedTypeFloor},
+		{"slow_on_a", "b", 1, SpeedTable},
+		{"fast_on_a", "a", 3, SpeedTable},
+		{"no_default", "y", 1, SpeedTable}, // no default for y: nothing to floor at
+	}
+	for _, tc := range cases {
+		if v, src := c.RunSpeed(sp, tc.model, tc.typ); v != tc.want || src != tc.src {
+			t.Errorf("RunSpeed(%s, %s) = %v from %s, want %v from %s", tc.model, tc.typ, v, src, tc.want, tc.src)
+		}
 	}
 }
 

@@ -25,7 +25,10 @@ func openEffectiveCore(t *testing.T, db string, effective bool, log *bytes.Buffe
 	cfg := testConfig(db)
 	cfg.Tiresias.EffectiveService = effective
 	cfg.GPUTypes = map[string]float64{"a": 2, "b": 1}
-	cfg.Placement.Models = map[string]placement.Model{"fast_on_a": {Speed: map[string]float64{"a": 3, "b": 1}}}
+	cfg.Placement.Models = map[string]placement.Model{
+		"fast_on_a": {Speed: map[string]float64{"a": 3, "b": 1}},
+		"slow_on_a": {Speed: map[string]float64{"a": 1, "b": 1}},
+	}
 	store, err := ledger.Open(db)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +53,9 @@ func TestEffectiveServiceWeighsEachJobByItsGPUTypesSpeed(t *testing.T) {
 		{"on: type a's default speed doubles it", true, &fakeRun{typ: "a"}, 160},
 		{"on: type b's default speed leaves it", true, &fakeRun{typ: "b"}, 80},
 		{"on: the model's table speed wins over the type default", true, &fakeRun{typ: "a", model: "fast_on_a"}, 240},
+		// Issue 20 item 2: a job's own model key cannot slow its service
+		// below its GPU type's speed (1 on a, not a's 2, by that model's row).
+		{"on: a declared model slow on the type cannot lower the type's speed", true, &fakeRun{typ: "a", model: "slow_on_a"}, 160},
 		{"on: untyped GPUs count plain GPU-seconds", true, &fakeRun{}, 80},
 	}
 	for _, tc := range cases {
