@@ -294,14 +294,25 @@ func TestKill9OfSlurmctldKeepsServiceAndOrder(t *testing.T) {
 	if _, err := e.c.Run("scontrol", "requeue", strconv.Itoa(int(a))); err != nil {
 		t.Fatal(err)
 	}
-	requeued := time.Now()
 	e.eventually(15*time.Second, "the ledger to hold a's closed run", func() (bool, string) {
 		r, _ := e.ledgerRecord(a)
 		return r.Runs == 1 && r.RunStart == 0 && r.ServiceClosed >= 30, fmt.Sprintf("%+v", r)
 	})
+	// a's GPUs go to the first waiting job: wait for that start, so that
+	// no job starts between the save below and the kill.
+	e.eventually(30*time.Second, "a waiting job to take a's GPUs", func() (bool, string) {
+		running := 0
+		for _, j := range e.jobs() {
+			if j.State == "RUNNING" {
+				running++
+			}
+		}
+		return running == 2, fmt.Sprintf("%d running", running)
+	})
+	settled := time.Now()
 	// slurmctld saves job state a few seconds after a change; let it, so
 	// what we compare is what a crash would really leave behind.
-	e.waitJobStateSaved(requeued)
+	e.waitJobStateSaved(settled)
 	before, states := e.prio(), e.jobs()
 	order := pendingOrder(states)
 
