@@ -391,8 +391,12 @@ wait`
 	delivery := time.Since(rec.Finished)
 	t.Logf("with a local user holding 10 half-open connections: 5 direct reports took at most %v; the agent's profile arrived within %v of its sweep's end",
 		worst, delivery)
-	if margin := 5 * time.Second; worst > margin || delivery > margin {
-		t.Fatalf("reports delayed: direct %v, agent %v; want within %v", worst, delivery, margin)
+	// The bound is the point (the old code refused every attempt for as
+	// long as the user held), not a speed: the agent's retries back off,
+	// and parallel cluster tests share two cores, so its delivery gets a
+	// wider one than a direct report.
+	if worst > 5*time.Second || delivery > 20*time.Second {
+		t.Fatalf("reports delayed: direct %v (want within 5s), agent %v (want within 20s)", worst, delivery)
 	}
 	// The user was still at it: their connections were being evicted.
 	if !e.logMatches(`agent report rejected peer=127\.0\.0\.1:\d+ reason=evicted_unauthenticated`) {

@@ -189,13 +189,34 @@ func TestSweepEndsWhenItsJobIsCancelled(t *testing.T) {
 		out, _ := exec.Command("pgrep", "-u", u.Uid, "-f", "lachesis-synth").Output()
 		return strings.TrimSpace(string(out))
 	}
-	e.eventually(30*time.Second, "the workload running", func() (bool, string) { return workload() != "", "" })
+	// Other tests profile as the same user at the same time: this sweep's
+	// workload is the user's lachesis-synth processes in this job's cgroups.
+	inJob := func() []string {
+		var pids []string
+		for _, pid := range strings.Fields(workload()) {
+			cg, err := os.ReadFile("/proc/" + pid + "/cgroup")
+			if err == nil && strings.Contains(string(cg), "/job_"+job+"/") {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	var pids []string
+	e.eventually(30*time.Second, "the workload running in the job", func() (bool, string) {
+		pids = inJob()
+		return len(pids) > 0, workload()
+	})
 	if out, err := e.asTestUser("scancel", job); err != nil {
 		t.Fatalf("scancel %s: %v\n%s", job, err, out)
 	}
 	e.eventually(30*time.Second, "the workload gone", func() (bool, string) {
-		w := workload()
-		return w == "", "still running: " + w
+		var alive []string
+		for _, pid := range pids {
+			if _, err := os.Stat("/proc/" + pid); err == nil {
+				alive = append(alive, pid)
+			}
+		}
+		return len(alive) == 0, "still running: " + strings.Join(alive, " ")
 	})
 	select {
 	case out := <-done:
