@@ -302,8 +302,12 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 		a, keep = s.handleProfile(peer, body)
 	case wire.TypeJobEnd:
 		a, keep = s.handleJobEnd(peer, body)
-	default:
+	case wire.TypeTelemetry:
 		a, keep = s.handleTelemetry(peer, body)
+	default:
+		// A report type of this protocol that this controller does not
+		// handle (yet): refused, never decoded as another.
+		a, keep = s.refuse(peer, ReasonBadType, fmt.Errorf("no handler for %v reports", h.Type))
 	}
 	return &a, keep
 }

@@ -40,6 +40,7 @@ const (
 	TypeTelemetry Type = 2 // TelemetryReport, agent to controller
 	TypeAck       Type = 3 // Ack, controller to agent
 	TypeJobEnd    Type = 4 // JobEndReport, agent to controller
+	TypeJobUsage  Type = 5 // JobUsageReport, agent to controller
 )
 
 // String names the type for logs.
@@ -53,15 +54,19 @@ func (t Type) String() string {
 		return "ack"
 	case TypeJobEnd:
 		return "job-end"
+	case TypeJobUsage:
+		return "job-usage"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
 // Known reports whether t is a frame type of this version.
-func (t Type) Known() bool { return t >= TypeProfile && t <= TypeJobEnd }
+func (t Type) Known() bool { return t >= TypeProfile && t <= TypeJobUsage }
 
 // IsReport reports whether frames of type t carry a credential.
-func (t Type) IsReport() bool { return t == TypeProfile || t == TypeTelemetry || t == TypeJobEnd }
+func (t Type) IsReport() bool {
+	return t == TypeProfile || t == TypeTelemetry || t == TypeJobEnd || t == TypeJobUsage
+}
 
 // Sentinel errors; every decoding error wraps exactly one of the first
 // seven, and a body rejected by the limits also wraps ErrTooDeep or

@@ -1,0 +1,108 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// JobUsageReport is what the Slurm jobs of one node did with their GPUs
+// over one sampling interval (frame type TypeJobUsage). The node agent
+// measures it: NVML's per-process counters, each process mapped to its job
+// through the job_<id> cgroup Slurm put it in, and the iterations a job's
+// own training loop reported, if it opted in. Usage is never taken from a
+// user: a job's processes can say how far they got (Progress), but only
+// the agent, as root, says which job and GPU they belong to.
+type JobUsageReport struct {
+	Node string    `codec:"node"`
+	At   time.Time `codec:"at"`
+	// IntervalSec is the span the utilisation figures average over.
+	IntervalSec float64    `codec:"interval_s"`
+	Jobs        []JobUsage `codec:"jobs"`
+}
+
+// JobUsage is one job's use of the node's GPUs.
+type JobUsage struct {
+	JobID uint32 `codec:"job"`
+	// UID owns the job's measured processes (from the kernel, not the
+	// job); the controller compares it with Slurm's record of the job.
+	UID  uint32        `codec:"uid"`
+	GPUs []JobGPUUsage `codec:"gpus"`
+	// Progress is nil when the job reported none.
+	Progress *JobProgress `codec:"progress,omitempty"`
+}
+
+// JobGPUUsage is one job's share of one GPU.
+type JobGPUUsage struct {
+	Index int    `codec:"index"`
+	UUID  string `codec:"uuid"`
+	// UtilPct: percent of the GPU's time the job's kernels ran (NVML's
+	// per-process SM utilisation), 0..100.
+	UtilPct float64 `codec:"util_pct"`
+	// MemUsedMB: GPU memory the job's processes hold.
+	MemUsedMB float64 `codec:"mem_used_mb"`
+	// Sharers counts the jobs with processes on this GPU, this one
+	// included (1: the job had it alone).
+	Sharers int `codec:"sharers"`
+}
+
+// JobProgress is what a job's training loop said about itself: a running
+// count of iterations (mini-batches), and the rate the agent derived from
+// successive counts.
+type JobProgress struct {
+	Iterations  uint64    `codec:"iters"`
+	ItersPerSec float64   `codec:"iters_per_s"`
+	At          time.Time `codec:"at"`
+}
+
+// Limits on a usage report.
+const (
+	// MaxUsageJobs bounds the jobs of one report: more jobs than a node
+	// has CPUs is already implausible.
+	MaxUsageJobs = 4096
+	// MaxItersPerSec bounds a reported rate (a million mini-batches a
+	// second is no training loop).
+	MaxItersPerSec = 1e6
+)
+
+// Validate rejects a usage report that names no node, too many jobs or
+// GPUs, or numbers no measurement can give.
+func (r *JobUsageReport) Validate() error {
+	if err := checkName("node", r.Node, MaxNameLen); err != nil {
+		return err
+	}
+	if len(r.Jobs) > MaxUsageJobs {
+		return fmt.Errorf("%w: %d jobs, limit %d", ErrBody, len(r.Jobs), MaxUsageJobs)
+	}
+	if bad(r.IntervalSec) || r.IntervalSec < 0 || r.IntervalSec > 86400 {
+		return fmt.Errorf("%w: interval %v s outside 0..86400", ErrBody, r.IntervalSec)
+	}
+	gpus := 0
+	for i := range r.Jobs {
+		j := &r.Jobs[i]
+		if j.JobID == 0 {
+			return fmt.Errorf("%w: job id 0", ErrBody)
+		}
+		gpus += len(j.GPUs)
+		if gpus > MaxGPUs {
+			return fmt.Errorf("%w: more than %d job GPUs", ErrBody, MaxGPUs)
+		}
+		for _, g := range j.GPUs {
+			if g.Index < 0 || g.Index >= MaxGPUs || len(g.UUID) > MaxNameLen {
+				return fmt.Errorf("%w: job %d: GPU index %d or uuid of %d bytes", ErrBody, j.JobID, g.Index, len(g.UUID))
+			}
+			if bad(g.UtilPct) || g.UtilPct < 0 || g.UtilPct > 100 || bad(g.MemUsedMB) || g.MemUsedMB < 0 {
+				return fmt.Errorf("%w: job %d GPU %d: utilisation %v%% or memory %v MB", ErrBody, j.JobID, g.Index, g.UtilPct, g.MemUsedMB)
+			}
+			if g.Sharers < 1 || g.Sharers > MaxUsageJobs {
+				return fmt.Errorf("%w: job %d GPU %d: %d sharers", ErrBody, j.JobID, g.Index, g.Sharers)
+			}
+		}
+		if p := j.Progress; p != nil && (bad(p.ItersPerSec) || p.ItersPerSec < 0 || p.ItersPerSec > MaxItersPerSec) {
+			return fmt.Errorf("%w: job %d: %v iterations/s", ErrBody, j.JobID, p.ItersPerSec)
+		}
+	}
+	return nil
+}
+
+func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
