@@ -15,6 +15,11 @@
 #                                   lnode3-4 Gres=gpu:b:N Feature=gpu_b (the
 #                                   counts must add up to LACHESIS_NODES);
 #                                   empty: untyped Gres=gpu:N, no features
+#   LACHESIS_SHARDS_PER_GPU 0       >0: GresTypes=gpu,shard and each node
+#                                   gets shard:GPUS*N, N on each fake GPU
+#                                   (Slurm spreads them evenly), so jobs can
+#                                   share a GPU with --gres=shard:K. A GPU is
+#                                   allocated as gpu or as shards, never both
 #   LACHESIS_CPUS_PER_NODE 8
 #   LACHESIS_MEM_PER_NODE  16000    MB
 #   LACHESIS_PORT_BASE     16817    slurmctld port; node K listens on base+K
@@ -64,6 +69,7 @@ dir=${dir%/}
 nodes=${LACHESIS_NODES:-4}
 gpus=${LACHESIS_GPUS_PER_NODE:-4}
 gpu_types=${LACHESIS_GPU_TYPES:-}
+shards=${LACHESIS_SHARDS_PER_GPU:-0}
 cpus=${LACHESIS_CPUS_PER_NODE:-8}
 mem=${LACHESIS_MEM_PER_NODE:-16000}
 port_base=${LACHESIS_PORT_BASE:-16817}
@@ -142,7 +148,7 @@ node_list() {
 
 validate() {
   local v
-  for v in nodes gpus cpus mem port_base; do
+  for v in nodes gpus shards cpus mem port_base; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
   done
   ((nodes >= 1)) || die "LACHESIS_NODES must be >= 1"
@@ -155,6 +161,7 @@ validate() {
     ((sum == nodes)) || die "LACHESIS_GPU_TYPES gives $sum nodes, LACHESIS_NODES is $nodes"
     ((gpus > 0)) || die "LACHESIS_GPU_TYPES needs LACHESIS_GPUS_PER_NODE > 0"
   fi
+  ((shards == 0 || gpus > 0)) || die "LACHESIS_SHARDS_PER_GPU needs LACHESIS_GPUS_PER_NODE > 0"
   ((cpus >= 1)) || die "LACHESIS_CPUS_PER_NODE must be >= 1"
   ((mem >= 1)) || die "LACHESIS_MEM_PER_NODE must be >= 1"
   ((port_base + nodes <= 65535)) || die "ports beyond 65535"
@@ -387,7 +394,11 @@ filter_overridden() {
 }
 
 write_slurm_conf() {
-  local pdir k port tmp
+  local pdir k port tmp gres_types=gpu shard_gres=
+  if ((shards > 0)); then
+    gres_types=gpu,shard
+    shard_gres=",shard:$((gpus * shards))"
+  fi
   pdir=$(slurm_plugin_dir)
   [[ -n $plugin_dir_extra ]] && pdir="$plugin_dir_extra:$pdir"
   tmp="$conf.tmp"
@@ -424,7 +435,7 @@ SelectTypeParameters=CR_Core_Memory
 # Without a default, CR_*_Memory gives a job without --mem a whole node's
 # memory, and jobs could never share a node.
 DefMemPerCPU=$((mem / cpus))
-GresTypes=gpu
+GresTypes=$gres_types
 PriorityType=$priority_type
 PreemptType=$preempt_type
 EOF
@@ -446,7 +457,7 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$dbd_port
 AccountingStoragePass=$auth_info
-AccountingStorageTRES=gres/gpu
+AccountingStorageTRES=gres/gpu$( ((shards > 0)) && echo ,gres/shard)
 JobAcctGatherType=jobacct_gather/linux
 EOF
     else
@@ -487,9 +498,9 @@ EOF
       local typ
       typ=$(node_gpu_type "$k")
       if [[ -n $typ ]]; then
-        printf ' Gres=gpu:%s:%d Feature=gpu_%s' "$typ" "$gpus" "$typ"
+        printf ' Gres=gpu:%s:%d%s Feature=gpu_%s' "$typ" "$gpus" "$shard_gres" "$typ"
       elif ((gpus > 0)); then
-        printf ' Gres=gpu:%d' "$gpus"
+        printf ' Gres=gpu:%d%s' "$gpus" "$shard_gres"
       fi
       printf ' State=UNKNOWN\n'
     done
@@ -526,6 +537,11 @@ write_gres_conf() {
       done
     elif ((gpus > 0)); then
       echo "NodeName=$(node_list) Name=gpu File=$files"
+    fi
+    # Shards: Name and Count only, so Slurm spreads them evenly over each
+    # node's GPUs (gres.shtml, Sharding, case 2).
+    if ((shards > 0)); then
+      echo "NodeName=$(node_list) Name=shard Count=$((gpus * shards))"
     fi
     true
   } >"$etc/gres.conf"

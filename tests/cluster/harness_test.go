@@ -81,6 +81,8 @@ type shape struct {
 	GPUTypes string
 	// Cgroups: jobs get cgroups, as on a production node.
 	Cgroups bool
+	// ShardsPerGPU > 0: gres/shard on every GPU, so jobs can share one.
+	ShardsPerGPU int
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -143,6 +145,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		Accounting:   hw.Accounting,
 		GPUTypes:     hw.GPUTypes,
 		Cgroups:      hw.Cgroups,
+		ShardsPerGPU: hw.ShardsPerGPU,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

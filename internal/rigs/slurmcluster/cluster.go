@@ -41,6 +41,9 @@ type Options struct {
 	// Cgroups: jobs get cgroups (proctrack/cgroup, task/cgroup), see
 	// scripts/cluster.sh's LACHESIS_CGROUPS.
 	Cgroups bool
+	// ShardsPerGPU > 0 adds gres/shard, that many on each fake GPU, so
+	// jobs can share a GPU (scripts/cluster.sh's LACHESIS_SHARDS_PER_GPU).
+	ShardsPerGPU int
 }
 
 // Cluster is a running loopback cluster.
@@ -87,7 +90,7 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 	for k, v := range map[string]int{
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
 		"LACHESIS_CPUS_PER_NODE": o.CPUsPerNode, "LACHESIS_MEM_PER_NODE": o.MemPerNode,
-		"LACHESIS_PORT_BASE": o.PortBase,
+		"LACHESIS_PORT_BASE": o.PortBase, "LACHESIS_SHARDS_PER_GPU": o.ShardsPerGPU,
 	} {
 		if v != 0 {
 			env[k] = strconv.Itoa(v)
