@@ -32,6 +32,9 @@ type NVML struct {
 
 	mu     sync.Mutex
 	closed bool
+	// lastSeen: per GPU ("index/uuid"), the newest per-process
+	// utilisation sample already counted (processes.go).
+	lastSeen map[string]uint64
 }
 
 // Disabled is the Source of a node without GPUs to watch.
