@@ -1,0 +1,334 @@
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+)
+
+// FakeRecord is what a process on a fake GPU writes into the fake device's
+// directory (one JSON file per process, refreshed while it runs; the
+// synthetic training job writes it, profiler/synth/fakegpu.go). It is the
+// process's own word: the fake device believes no more of it than a
+// driver would report (which GPU, how busy, how much memory), and the
+// agent maps the pid to a job from the kernel, as for a real GPU.
+type FakeRecord struct {
+	PID     int     `json:"pid"`
+	GPUs    []int   `json:"gpus"`
+	UtilPct float64 `json:"util_pct"`
+	MemMB   float64 `json:"mem_mb"`
+}
+
+// Bounds on the fake device's directory, which every local user may
+// write.
+const (
+	// MaxFakeRecords: entries read from the directory per sample; the rest
+	// are ignored (counted).
+	MaxFakeRecords = 256
+	// MaxFakeRecordBytes: a larger file is ignored.
+	MaxFakeRecordBytes = 4096
+	// FakeRecordStale: a record not refreshed for this long is ignored
+	// (its process hung or its pid was reused).
+	FakeRecordStale = 30 * time.Second
+	// FakeMemTotalMB is each fake GPU's memory.
+	FakeMemTotalMB = 81920
+	// FakeGPUName is the fake GPUs' device name.
+	FakeGPUName = "Lachesis fake GPU"
+	// MaxFakeGPUs bounds the fake device's GPU count.
+	MaxFakeGPUs = 64
+)
+
+// Reasons a fake record is ignored (label of MetricFakeIgnored).
+const (
+	IgnoredTooMany    = "too_many"
+	IgnoredNotRegular = "not_regular"
+	IgnoredTooLarge   = "too_large"
+	IgnoredMalformed  = "malformed"
+	IgnoredStale      = "stale"
+	IgnoredPIDGone    = "pid_gone"
+	IgnoredNotOwner   = "not_owner"
+	IgnoredDuplicate  = "duplicate"
+)
+
+var ignoredReasons = []string{IgnoredTooMany, IgnoredNotRegular, IgnoredTooLarge, IgnoredMalformed,
+	IgnoredStale, IgnoredPIDGone, IgnoredNotOwner, IgnoredDuplicate}
+
+// MetricFakeIgnored counts the fake device's ignored records.
+const MetricFakeIgnored = "lachesis_agent_fake_gpu_records_ignored_total"
+
+// Fake is a GPU device for machines without one (the loopback cluster, the
+// demo, CI; never a production node): a Source and a ProcessSource whose
+// GPUs are what the processes running "on" them wrote into Dir. It fakes
+// the device, not the path: the agent maps its processes to jobs and
+// reports them exactly as it does NVML's.
+//
+// Dir is hostile input (every user may write it; the agent makes it
+// sticky and world-writable): at most MaxFakeRecords entries are read,
+// each a regular file of at most MaxFakeRecordBytes opened without
+// following links; a record is believed only if its file's owner is the
+// owner of the live process it names, it was refreshed within
+// FakeRecordStale and its numbers are in range. Everything else is
+// ignored and counted by reason.
+type Fake struct {
+	Dir  string
+	GPUs int
+	// Node names the fake GPUs' UUIDs (GPU-fake-<node>-<index>).
+	Node string
+	// PIDOwner returns the real uid of a live process (false if there is
+	// none); nil reads /proc. Tests replace it.
+	PIDOwner func(pid int) (uint32, bool)
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	ignored map[string]uint64
+}
+
+var (
+	_ Source               = (*Fake)(nil)
+	_ ProcessSource        = (*Fake)(nil)
+	_ prometheus.Collector = (*Fake)(nil)
+)
+
+// ErrFake wraps the fake device's failures (its directory unreadable).
+var ErrFake = errors.New("fake GPU device")
+
+// PrepareFakeDir makes dir, if missing, world-writable and sticky (like
+// /tmp: each user's records can be removed only by their owner); an
+// existing dir must be a directory, not a link.
+func PrepareFakeDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("%w: %w", ErrFake, err)
+		}
+		if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+			return fmt.Errorf("%w: %w", ErrFake, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrFake, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrFake, dir)
+	}
+	return nil
+}
+
+// Sample implements Source: each fake GPU's utilisation is the sum of its
+// processes' (at most 100), its memory the sum of theirs (at most
+// FakeMemTotalMB).
+func (f *Fake) Sample() ([]wire.GPU, error) {
+	recs, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	gpus := make([]wire.GPU, f.GPUs)
+	for i := range gpus {
+		gpus[i] = wire.GPU{Index: i, UUID: f.uuid(i), Name: FakeGPUName, MemTotalMB: FakeMemTotalMB}
+	}
+	for _, r := range recs {
+		for _, i := range r.GPUs {
+			gpus[i].UtilPct = min(100, gpus[i].UtilPct+r.UtilPct)
+			gpus[i].MemUsedMB = min(FakeMemTotalMB, gpus[i].MemUsedMB+r.MemMB)
+		}
+	}
+	return gpus, nil
+}
+
+// Processes implements ProcessSource: one entry per believed record and
+// GPU it names.
+func (f *Fake) Processes() ([]GPUProcess, error) {
+	recs, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	var out []GPUProcess
+	for _, r := range recs {
+		for _, i := range r.GPUs {
+			out = append(out, GPUProcess{GPU: i, UUID: f.uuid(i), PID: r.PID,
+				MemUsedMB: r.MemMB, UtilPct: r.UtilPct, UtilKnown: true})
+		}
+	}
+	return out, nil
+}
+
+// Close implements Source.
+func (*Fake) Close() error { return nil }
+
+func (f *Fake) uuid(i int) string { return fmt.Sprintf("GPU-fake-%s-%d", f.Node, i) }
+
+// read returns the records believed now, counting the others.
+func (f *Fake) read() ([]FakeRecord, error) {
+	d, err := os.Open(f.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFake, err)
+	}
+	defer d.Close()
+	// One entry more than the bound tells whether there are more.
+	ents, err := d.ReadDir(MaxFakeRecords + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %w", ErrFake, err)
+	}
+	if len(ents) > MaxFakeRecords {
+		f.count(IgnoredTooMany)
+		ents = ents[:MaxFakeRecords]
+	}
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	seen := map[int]bool{}
+	var out []FakeRecord
+	for _, e := range ents {
+		r, why := f.readRecord(filepath.Join(f.Dir, e.Name()), now())
+		if why == "" && seen[r.PID] {
+			why = IgnoredDuplicate
+		}
+		if why != "" {
+			f.count(why)
+			continue
+		}
+		seen[r.PID] = true
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// readRecord reads and checks one record; why is the reason it is not
+// believed ("" if it is).
+func (f *Fake) readRecord(path string, now time.Time) (r FakeRecord, why string) {
+	// O_NOFOLLOW: a link to a file the user may not read is not followed
+	// by root; O_NONBLOCK: a FIFO does not stall the agent.
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return r, IgnoredNotRegular
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return r, IgnoredNotRegular
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return r, IgnoredNotRegular
+	}
+	if fi.Size() > MaxFakeRecordBytes {
+		return r, IgnoredTooLarge
+	}
+	if now.Sub(fi.ModTime()) > FakeRecordStale {
+		return r, IgnoredStale
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, MaxFakeRecordBytes+1))
+	if err != nil {
+		return r, IgnoredNotRegular
+	}
+	if len(b) > MaxFakeRecordBytes {
+		return r, IgnoredTooLarge
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || !f.valid(r) {
+		return r, IgnoredMalformed
+	}
+	owner := f.PIDOwner
+	if owner == nil {
+		owner = ProcOwner
+	}
+	uid, alive := owner(r.PID)
+	switch {
+	case !alive:
+		return r, IgnoredPIDGone
+	case uid != st.Uid:
+		return r, IgnoredNotOwner
+	}
+	return r, ""
+}
+
+// valid (NaN fails every comparison): a live-looking pid, 1 to GPUs distinct GPUs of this device,
+// utilisation 0..100 and memory within a GPU.
+func (f *Fake) valid(r FakeRecord) bool {
+	if r.PID <= 0 || len(r.GPUs) == 0 || len(r.GPUs) > f.GPUs ||
+		!(r.UtilPct >= 0 && r.UtilPct <= 100) || !(r.MemMB >= 0 && r.MemMB <= FakeMemTotalMB) {
+		return false
+	}
+	for k, i := range r.GPUs {
+		if i < 0 || i >= f.GPUs {
+			return false
+		}
+		for _, j := range r.GPUs[:k] {
+			if i == j {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ProcOwner is the real uid of process pid from /proc (the kernel's word),
+// false if it does not exist.
+func ProcOwner(pid int) (uint32, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				return 0, false
+			}
+			uid, err := strconv.ParseUint(f[0], 10, 32)
+			return uint32(uid), err == nil
+		}
+	}
+	return 0, false
+}
+
+func (f *Fake) count(why string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ignored == nil {
+		f.ignored = map[string]uint64{}
+	}
+	f.ignored[why]++
+}
+
+// Ignored is how many records were ignored so far, by reason.
+func (f *Fake) Ignored() map[string]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]uint64, len(ignoredReasons))
+	for _, r := range ignoredReasons {
+		out[r] = f.ignored[r]
+	}
+	return out
+}
+
+var fakeIgnoredDesc = prometheus.NewDesc(MetricFakeIgnored,
+	"Records in the fake GPU device's directory that were not believed, by reason (test/demo device only).",
+	[]string{"reason"}, nil)
+
+// Describe implements prometheus.Collector.
+func (*Fake) Describe(ch chan<- *prometheus.Desc) { ch <- fakeIgnoredDesc }
+
+// Collect implements prometheus.Collector.
+func (f *Fake) Collect(ch chan<- prometheus.Metric) {
+	for r, n := range f.Ignored() {
+		ch <- prometheus.MustNewConstMetric(fakeIgnoredDesc, prometheus.CounterValue, float64(n), r)
+	}
+}
