@@ -65,14 +65,15 @@ func run(args []string) error {
 	// The profiler logs through the default logger.
 	slog.SetDefault(log)
 
-	gpus, err := telemetry.Open(nvml.New(), log)
+	gpus, procs, err := openGPUs(cfg, log)
 	if err != nil {
-		log.Warn("GPU telemetry off", "err", err)
+		return err
 	}
 	a, err := agent.New(cfg, agent.Deps{
 		Signer:    &munge.Client{Socket: cfg.MungeSocket},
 		Profile:   profiler.Profile,
 		Telemetry: gpus,
+		Processes: procs,
 		NodeGres:  agent.ScontrolGres(cfg.Node),
 	}, log)
 	if err != nil {
@@ -81,4 +82,25 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return a.Run(ctx)
+}
+
+// openGPUs is NVML, or the fake GPU device where fake_gpu.dir is set (test
+// and demo only). NVML without a driver gives a source that says so and no
+// per-process use.
+func openGPUs(cfg config.Config, log *slog.Logger) (telemetry.Source, telemetry.ProcessSource, error) {
+	if cfg.FakeGPU.Dir != "" {
+		if err := telemetry.PrepareFakeDir(cfg.FakeGPU.Dir); err != nil {
+			return nil, nil, err
+		}
+		log.Warn("fake GPU device in place of NVML (fake_gpu.dir: test and demo only)",
+			"dir", cfg.FakeGPU.Dir, "gpus", cfg.FakeGPU.GPUs)
+		f := &telemetry.Fake{Dir: cfg.FakeGPU.Dir, GPUs: cfg.FakeGPU.GPUs, Node: cfg.Node}
+		return f, f, nil
+	}
+	gpus, err := telemetry.Open(nvml.New(), log)
+	if err != nil {
+		log.Warn("GPU telemetry off", "err", err)
+	}
+	procs, _ := gpus.(telemetry.ProcessSource)
+	return gpus, procs, nil
 }

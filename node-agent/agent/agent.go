@@ -32,6 +32,14 @@ type Deps struct {
 	Profile ProfileFunc
 	// Telemetry samples GPUs; nil means no telemetry.
 	Telemetry telemetry.Source
+	// Processes lists the processes on the GPUs, for per-job usage
+	// (usage.go); nil means none is measured.
+	Processes telemetry.ProcessSource
+	// ProcessJob maps a GPU process to its job; nil means
+	// KernelProcessJob.
+	ProcessJob ProcessJobLookup
+	// Progress says how far jobs that opted in got; nil means none.
+	Progress ProgressSource
 	// Users resolves uids; nil means the system's user database.
 	Users UserLookup
 	// CallerJob finds the Slurm job a profile request came from, which the
@@ -101,7 +109,7 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 		Addr: cfg.Controller, Signer: deps.Signer,
 		Timeout: cfg.Delivery.Timeout, MaxFrameBytes: cfg.Delivery.MaxFrameBytes,
 	}
-	met := newAgentMetrics(sp, deps.Telemetry)
+	met := newAgentMetrics(sp, deps.Telemetry, deps.Processes)
 	counted := countingSender{Sender: sender, failures: met.failures.WithLabelValues(kindProfile)}
 	return &Agent{
 		cfg:       cfg,
@@ -139,10 +147,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); a.deliverer.Run(ctx) }()
 	go func() { defer wg.Done(); a.jobEnds.Run(ctx) }()
 	go func() { defer wg.Done(); a.reportTelemetry(ctx) }()
+	go func() { defer wg.Done(); a.reportJobUsage(ctx) }()
 	a.log.Info("node agent running", keyNode, a.cfg.Node, keyCtl, a.cfg.Controller)
 	<-ctx.Done()
 	// Closing the API cancels sweeps in progress; their workloads are

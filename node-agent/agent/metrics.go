@@ -18,6 +18,7 @@ const (
 	MetricDeliveryFailures = "lachesis_agent_delivery_failures_total"
 	MetricProfilingRuns    = "lachesis_agent_profiling_runs_total"
 	kindProfile, kindTelem = "profile", "telemetry"
+	kindUsage              = "job_usage"
 	outcomeCompleted       = "completed"
 	outcomeFailed          = spool.RunFailed
 	outcomeInterrupted     = spool.RunInterrupted
@@ -29,29 +30,35 @@ type agentMetrics struct {
 	reg      *prometheus.Registry
 	failures *prometheus.CounterVec
 	runs     *prometheus.CounterVec
+	usage    *usageCollector // usage.go
 }
 
-func newAgentMetrics(sp *spool.Spool, src telemetry.Source) *agentMetrics {
+func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.ProcessSource) *agentMetrics {
 	m := &agentMetrics{
 		reg: prometheus.NewRegistry(),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricDeliveryFailures,
-			Help: "Reports the controller did not acknowledge, by kind (profile attempts are retried; telemetry is not).",
+			Help: "Reports the controller did not acknowledge, by kind (profile attempts are retried; telemetry and job_usage are not).",
 		}, []string{"kind"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricProfilingRuns,
 			Help: "Profiling sweeps that ran, by outcome (completed, failed, interrupted).",
 		}, []string{"outcome"}),
+		usage: &usageCollector{},
 	}
 	// Every label value exists from the start, so a rate over it is
 	// defined before the first failure.
-	for _, k := range []string{kindProfile, kindTelem} {
+	for _, k := range []string{kindProfile, kindTelem, kindUsage} {
 		m.failures.WithLabelValues(k)
 	}
 	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeInterrupted} {
 		m.runs.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.failures, m.runs, spoolCollector{sp}, telemetry.NewCollector(src))
+	m.reg.MustRegister(m.failures, m.runs, spoolCollector{sp}, telemetry.NewCollector(src), m.usage)
+	// The fake GPU device counts the records it did not believe.
+	if c, ok := procs.(prometheus.Collector); ok {
+		m.reg.MustRegister(c)
+	}
 	return m
 }
 

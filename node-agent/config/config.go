@@ -23,6 +23,10 @@ var ErrInvalid = errors.New("invalid node-agent config")
 // gpu_types) may be.
 var gpuTypePat = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 
+// MaxFakeGPUs bounds fake_gpu.gpus (telemetry.MaxFakeGPUs; config does
+// not import telemetry, which links NVML).
+const MaxFakeGPUs = 64
+
 // DefaultPath is where the systemd unit points -config.
 const DefaultPath = "/etc/lachesis/node-agent.yaml"
 
@@ -67,6 +71,17 @@ type Config struct {
 	// MetricsListen is the TCP address of the agent's Prometheus /metrics
 	// (metrics.listen; "" = off).
 	MetricsListen string
+	// FakeGPU, when its Dir is set, replaces NVML with the fake GPU device
+	// (telemetry.Fake): for the loopback cluster, the demo and CI only.
+	FakeGPU FakeGPU
+}
+
+// FakeGPU configures the fake GPU device (fake_gpu in the YAML).
+type FakeGPU struct {
+	// Dir is where processes on fake GPUs write their records ("": off).
+	Dir string
+	// GPUs is the fake device's GPU count.
+	GPUs int
 }
 
 // Delivery tunes how the agent sends profiles.
@@ -103,6 +118,10 @@ type file struct {
 	Metrics struct {
 		Listen string `mapstructure:"listen"`
 	} `mapstructure:"metrics"`
+	FakeGPU struct {
+		Dir  string `mapstructure:"dir"`
+		GPUs int    `mapstructure:"gpus"`
+	} `mapstructure:"fake_gpu"`
 }
 
 // Default is the configuration of an empty file, except that Controller has
@@ -196,6 +215,7 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 		LogLevel:           strings.ToLower(strings.TrimSpace(f.LogLevel)),
 		Delivery:           Delivery{MaxFrameBytes: f.Delivery.MaxFrameBytes},
 		MetricsListen:      strings.TrimSpace(f.Metrics.Listen),
+		FakeGPU:            FakeGPU{Dir: strings.TrimSpace(f.FakeGPU.Dir), GPUs: f.FakeGPU.GPUs},
 	}
 	if c.Controller == "" {
 		return Config{}, fmt.Errorf("%w: controller must be set to the host:port of agent.listen in lachesis.yaml", ErrInvalid)
@@ -224,6 +244,16 @@ func (f file) validate(hostname func() (string, error)) (Config, error) {
 	}
 	if c.NodeGPUs < 0 {
 		return Config{}, fmt.Errorf("%w: node_gpus must be >= 0, got %d", ErrInvalid, c.NodeGPUs)
+	}
+	if c.FakeGPU.Dir != "" {
+		if !filepath.IsAbs(c.FakeGPU.Dir) {
+			return Config{}, fmt.Errorf("%w: fake_gpu.dir must be an absolute path, got %q", ErrInvalid, c.FakeGPU.Dir)
+		}
+		if c.FakeGPU.GPUs < 1 || c.FakeGPU.GPUs > MaxFakeGPUs {
+			return Config{}, fmt.Errorf("%w: fake_gpu.gpus must be 1 to %d with fake_gpu.dir set, got %d", ErrInvalid, MaxFakeGPUs, c.FakeGPU.GPUs)
+		}
+	} else if c.FakeGPU.GPUs != 0 {
+		return Config{}, fmt.Errorf("%w: fake_gpu.gpus is set without fake_gpu.dir", ErrInvalid)
 	}
 	if c.GPUType != "" && !gpuTypePat.MatchString(c.GPUType) {
 		return Config{}, fmt.Errorf("%w: gpu_type must be 1 to 64 of a-z, 0-9, '_', '.', '-' (the TYPE of Gres=gpu:TYPE:N), got %q", ErrInvalid, f.GPUType)

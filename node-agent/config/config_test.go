@@ -73,6 +73,9 @@ delivery:
   max_frame_bytes: 4096
 metrics:
   listen: ":9831"
+fake_gpu:
+  dir: /run/lachesis/fakegpu
+  gpus: 4
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +86,7 @@ metrics:
 		MaxPointDuration: 30 * time.Second, MinPointDuration: 2 * time.Second, MaxSweepDuration: 15 * time.Minute,
 		Delivery:      config.Delivery{RetryMin: 500 * time.Millisecond, RetryMax: 5 * time.Second, Timeout: 2 * time.Second, MaxFrameBytes: 4096},
 		MetricsListen: ":9831",
+		FakeGPU:       config.FakeGPU{Dir: "/run/lachesis/fakegpu", GPUs: 4},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
@@ -111,6 +115,10 @@ func TestBadFilesAreRejected(t *testing.T) {
 		{"min_point_seconds above max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 10\nmin_point_seconds: 20\n", "min_point_seconds"},
 		{"max_sweep_seconds below max_point_seconds is rejected", "controller: c:1\nmax_point_seconds: 600\nmax_sweep_seconds: 60\n", "max_sweep_seconds"},
 		{"metrics address without a port is rejected", "controller: c:1\nmetrics:\n  listen: localhost\n", "metrics.listen"},
+		{"relative fake_gpu.dir is rejected", "controller: c:1\nfake_gpu:\n  dir: fake\n  gpus: 1\n", "fake_gpu.dir"},
+		{"fake_gpu.dir without GPUs is rejected", "controller: c:1\nfake_gpu:\n  dir: /f\n", "fake_gpu.gpus"},
+		{"fake_gpu.gpus over the bound is rejected", "controller: c:1\nfake_gpu:\n  dir: /f\n  gpus: 65\n", "fake_gpu.gpus"},
+		{"fake_gpu.gpus without a dir is rejected", "controller: c:1\nfake_gpu:\n  gpus: 2\n", "fake_gpu.gpus"},
 		{"not YAML is rejected", "controller: [\n", "YAML"},
 	}
 	for _, tc := range tests {

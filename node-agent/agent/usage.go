@@ -1,0 +1,275 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
+	"github.com/lachesis-sched/lachesis/profiler"
+)
+
+// ProgressSource says how far the jobs that opted in got (iterations and
+// their rate), by job id; the progress package implements it.
+type ProgressSource interface {
+	Progress(now time.Time) map[uint32]wire.JobProgress
+}
+
+// ProcessJobLookup finds the Slurm job of a GPU process and the real uid
+// that owns it, from the kernel (KernelProcessJob in production).
+type ProcessJobLookup func(pid int) (job, uid uint32, why string)
+
+// Why a GPU process is not attributed to a job (label of
+// MetricGPUProcessesOutsideJobs).
+const (
+	// outsideNoJob: the process is in no Slurm job: no root slurmstepd
+	// among its ancestors, or its job_<id> cgroups name another job.
+	outsideNoJob = "no_job"
+	// outsideGone: the process ended between the device's list and the
+	// look-up.
+	outsideGone = "gone"
+	// outsideOtherUID: the process runs under another uid than the job's
+	// other processes on this node.
+	outsideOtherUID = "other_uid"
+)
+
+// KernelProcessJob maps pid to its job the way SlurmCallerJob does,
+// without asking Slurm: its nearest ancestor that is Slurm's slurmstepd
+// running as root names the job, and the process's job_<id> cgroups, where
+// it has any, must agree (a cgroup alone can be forged where cgroup v2 is
+// delegated to users; a root slurmstepd cannot). The uid is the process's
+// real uid. A process that left its step's process tree (daemonised) is
+// outside any job.
+func KernelProcessJob(pid int) (job, uid uint32, why string) {
+	uid, alive := telemetry.ProcOwner(pid)
+	if !alive {
+		return 0, 0, outsideGone
+	}
+	job, _ = stepdOf(pid)
+	if job == 0 {
+		return 0, uid, outsideNoJob
+	}
+	cg, err := profiler.JobsOfProcess(pid)
+	switch {
+	case err != nil:
+		return 0, uid, outsideGone
+	case len(cg) > 0 && (len(cg) > 1 || cg[0] != job):
+		return 0, uid, outsideNoJob
+	}
+	return job, uid, ""
+}
+
+// usageOf aggregates the GPU processes of one sample into per-job usage
+// per GPU: utilisation (summed over the job's processes, at most 100) and
+// memory summed, Sharers the number of jobs on that GPU. Processes not in a
+// job are counted in outside by reason, never attributed. The jobs come
+// sorted by id, their GPUs by index, and within wire's bounds.
+func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
+	outside = map[string]int{outsideNoJob: 0, outsideGone: 0, outsideOtherUID: 0}
+	type key struct {
+		job uint32
+		gpu int
+	}
+	type look struct {
+		job, uid uint32
+		why      string
+	}
+	looked := map[int]look{}
+	owner := map[uint32]uint32{}
+	use := map[key]*wire.JobGPUUsage{}
+	onGPU := map[int]map[uint32]bool{}
+	// In pid order, so that a job's uid is its lowest pid's, whatever
+	// order the device lists them in.
+	procs = slices.Clone(procs)
+	slices.SortStableFunc(procs, func(a, b telemetry.GPUProcess) int { return cmp.Compare(a.PID, b.PID) })
+	for _, p := range procs {
+		l, ok := looked[p.PID]
+		if !ok {
+			l.job, l.uid, l.why = jobOf(p.PID)
+			looked[p.PID] = l
+		}
+		if l.why != "" || l.job == 0 {
+			if l.why == "" {
+				l.why = outsideNoJob
+			}
+			outside[l.why]++
+			continue
+		}
+		if u, ok := owner[l.job]; ok && u != l.uid {
+			outside[outsideOtherUID]++
+			continue
+		}
+		owner[l.job] = l.uid
+		k := key{l.job, p.GPU}
+		g := use[k]
+		if g == nil {
+			g = &wire.JobGPUUsage{Index: p.GPU, UUID: p.UUID}
+			use[k] = g
+		}
+		g.UtilPct = min(100, g.UtilPct+max(0, p.UtilPct))
+		g.MemUsedMB += max(0, p.MemUsedMB)
+		if onGPU[p.GPU] == nil {
+			onGPU[p.GPU] = map[uint32]bool{}
+		}
+		onGPU[p.GPU][l.job] = true
+	}
+	keys := make([]key, 0, len(use))
+	for k := range use {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.job, b.job), cmp.Compare(a.gpu, b.gpu)) })
+	gpus := 0
+	for _, k := range keys {
+		if k.gpu < 0 || k.gpu >= wire.MaxGPUs || gpus == wire.MaxGPUs {
+			continue
+		}
+		if len(jobs) == 0 || jobs[len(jobs)-1].JobID != k.job {
+			if len(jobs) == wire.MaxUsageJobs {
+				break
+			}
+			jobs = append(jobs, wire.JobUsage{JobID: k.job, UID: owner[k.job]})
+		}
+		g := *use[k]
+		g.Sharers = len(onGPU[k.gpu])
+		j := &jobs[len(jobs)-1]
+		j.GPUs = append(j.GPUs, g)
+		gpus++
+	}
+	return jobs, outside
+}
+
+// refusalLogEvery bounds how often an undelivered usage report is logged:
+// a controller without a handler for them refuses every one.
+const refusalLogEvery = time.Minute
+
+// reportJobUsage measures every interval which job uses which GPU and how
+// much, exports it on /metrics and sends it to the controller, best
+// effort like telemetry: a lost sample is superseded by the next.
+func (a *Agent) reportJobUsage(ctx context.Context) {
+	src := a.deps.Processes
+	if a.cfg.TelemetryInterval == 0 || src == nil {
+		return
+	}
+	jobOf := a.deps.ProcessJob
+	if jobOf == nil {
+		jobOf = KernelProcessJob
+	}
+	t := time.NewTicker(a.cfg.TelemetryInterval)
+	defer t.Stop()
+	// When each kind of failure was last logged.
+	lastLog := map[string]time.Time{}
+	sampleFailing := false
+	for {
+		procs, err := src.Processes()
+		switch {
+		case err != nil:
+			a.met.usage.set(nil, nil)
+			if !sampleFailing {
+				a.log.Warn("per-job GPU usage sample failed", keyErr, err)
+			}
+			sampleFailing = true
+		default:
+			sampleFailing = false
+			now := time.Now()
+			jobs, outside := usageOf(procs, jobOf)
+			if a.deps.Progress != nil {
+				prog := a.deps.Progress.Progress(now)
+				for i := range jobs {
+					if p, ok := prog[jobs[i].JobID]; ok {
+						jobs[i].Progress = &p
+					}
+				}
+			}
+			a.met.usage.set(jobs, outside)
+			rep := &wire.JobUsageReport{Node: a.cfg.Node, At: now,
+				IntervalSec: a.cfg.TelemetryInterval.Seconds(), Jobs: jobs}
+			if _, err := a.sender.Send(ctx, wire.TypeJobUsage, rep); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				a.met.failures.WithLabelValues(kindUsage).Inc()
+				msg := "per-job GPU usage not delivered (logged at most once a minute)"
+				if errors.Is(err, deliver.ErrRefused) {
+					msg = "the controller refused per-job GPU usage (logged at most once a minute)"
+				}
+				if time.Since(lastLog[msg]) >= refusalLogEvery {
+					lastLog[msg] = time.Now()
+					a.log.Warn(msg, keyErr, err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Metric names of per-job GPU usage (labels job, gpu, uuid, as
+// dcgm-exporter's HPC job mapping labels its series).
+const (
+	MetricJobGPUUtil    = "lachesis_agent_job_gpu_utilization_percent"
+	MetricJobGPUMemUsed = "lachesis_agent_job_gpu_memory_used_bytes"
+	MetricJobGPUSharers = "lachesis_agent_job_gpu_sharers"
+	// MetricGPUProcessesOutsideJobs counts, at the last sample, the GPU
+	// processes not attributed to any job, by reason.
+	MetricGPUProcessesOutsideJobs = "lachesis_agent_gpu_processes_outside_jobs"
+)
+
+var (
+	jobUsageLabels = []string{"job", "gpu", "uuid"}
+	jobUtilDesc    = prometheus.NewDesc(MetricJobGPUUtil,
+		"A Slurm job's utilisation of one GPU at the last sample (its processes' SM utilisation, summed), percent.", jobUsageLabels, nil)
+	jobMemDesc = prometheus.NewDesc(MetricJobGPUMemUsed,
+		"GPU memory a Slurm job's processes held at the last sample, bytes.", jobUsageLabels, nil)
+	jobSharersDesc = prometheus.NewDesc(MetricJobGPUSharers,
+		"Jobs with processes on this GPU at the last sample, this one included.", jobUsageLabels, nil)
+	outsideDesc = prometheus.NewDesc(MetricGPUProcessesOutsideJobs,
+		"GPU processes at the last sample that belong to no Slurm job, by reason (no_job, gone, other_uid).", []string{"reason"}, nil)
+)
+
+// usageCollector exports the last sample's per-job usage: a job that
+// ended has no series at the next sample.
+type usageCollector struct {
+	mu      sync.Mutex
+	jobs    []wire.JobUsage
+	outside map[string]int
+}
+
+func (u *usageCollector) set(jobs []wire.JobUsage, outside map[string]int) {
+	u.mu.Lock()
+	u.jobs, u.outside = jobs, outside
+	u.mu.Unlock()
+}
+
+func (*usageCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{jobUtilDesc, jobMemDesc, jobSharersDesc, outsideDesc} {
+		ch <- d
+	}
+}
+
+func (u *usageCollector) Collect(ch chan<- prometheus.Metric) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, j := range u.jobs {
+		id := strconv.FormatUint(uint64(j.JobID), 10)
+		for _, g := range j.GPUs {
+			l := []string{id, strconv.Itoa(g.Index), g.UUID}
+			ch <- prometheus.MustNewConstMetric(jobUtilDesc, prometheus.GaugeValue, g.UtilPct, l...)
+			ch <- prometheus.MustNewConstMetric(jobMemDesc, prometheus.GaugeValue, g.MemUsedMB*(1<<20), l...)
+			ch <- prometheus.MustNewConstMetric(jobSharersDesc, prometheus.GaugeValue, float64(g.Sharers), l...)
+		}
+	}
+	for why, n := range u.outside {
+		ch <- prometheus.MustNewConstMetric(outsideDesc, prometheus.GaugeValue, float64(n), why)
+	}
+}
