@@ -5,6 +5,11 @@
 //	lachesis-synth -knee 3 -seconds 20
 //
 // prints "step N R it/s" lines to stdout and exits 0.
+//
+// With -fake-gpu-dir (the node agent's fake_gpu.dir: test and demo only)
+// it runs "on" the fake GPUs of CUDA_VISIBLE_DEVICES, keeping a record
+// there for the agent, and runs at -shared-speed while another process
+// shares one of them.
 package main
 
 import (
@@ -45,6 +50,9 @@ func run(args []string) error {
 	fs.Float64Var(&seconds, "seconds", 30, "stop after this many seconds (0: no limit)")
 	fs.IntVar(&cfg.Steps, "steps", 0, "stop after this many steps (0: no limit)")
 	fs.DurationVar(&cfg.Report, "report", synth.DefaultReport, "interval between throughput lines")
+	fs.StringVar(&cfg.FakeGPU.Dir, "fake-gpu-dir", "", "the node agent's fake GPU directory (test/demo only): run on the fake GPUs of CUDA_VISIBLE_DEVICES")
+	fs.Float64Var(&cfg.FakeGPU.MemMB, "fake-gpu-mem-mb", 1024, "GPU memory the job holds on its fake GPUs, MiB")
+	fs.Float64Var(&cfg.FakeGPU.SharedSpeed, "shared-speed", 1, "speed relative to alone while another process shares a fake GPU (0..1)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +60,13 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.DataBytes = dataMB << 20
+	if cfg.FakeGPU.Dir != "" {
+		gpus, err := synth.ParseVisibleDevices(os.Getenv("CUDA_VISIBLE_DEVICES"))
+		if err != nil {
+			return err
+		}
+		cfg.FakeGPU.GPUs = gpus
+	}
 	cfg.Duration = time.Duration(seconds * float64(time.Second))
 	// SIGTERM is how the profiler ends a sweep point: stop cleanly, exit 0.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

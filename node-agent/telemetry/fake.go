@@ -1,51 +1,24 @@
 package telemetry
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 )
 
-// FakeRecord is what a process on a fake GPU writes into the fake device's
-// directory (one JSON file per process, refreshed while it runs; the
-// synthetic training job writes it, profiler/synth/fakegpu.go). It is the
-// process's own word: the fake device believes no more of it than a
-// driver would report (which GPU, how busy, how much memory), and the
-// agent maps the pid to a job from the kernel, as for a real GPU.
-type FakeRecord struct {
-	PID     int     `json:"pid"`
-	GPUs    []int   `json:"gpus"`
-	UtilPct float64 `json:"util_pct"`
-	MemMB   float64 `json:"mem_mb"`
-}
-
-// Bounds on the fake device's directory, which every local user may
-// write.
+// Bounds of the fake device (internal/protocol/fakegpu has the record's).
 const (
-	// MaxFakeRecords: entries read from the directory per sample; the rest
-	// are ignored (counted).
-	MaxFakeRecords = 256
-	// MaxFakeRecordBytes: a larger file is ignored.
-	MaxFakeRecordBytes = 4096
-	// FakeRecordStale: a record not refreshed for this long is ignored
-	// (its process hung or its pid was reused).
-	FakeRecordStale = 30 * time.Second
-	// FakeMemTotalMB is each fake GPU's memory.
-	FakeMemTotalMB = 81920
 	// FakeGPUName is the fake GPUs' device name.
 	FakeGPUName = "Lachesis fake GPU"
 	// MaxFakeGPUs bounds the fake device's GPU count.
@@ -77,11 +50,11 @@ const MetricFakeIgnored = "lachesis_agent_fake_gpu_records_ignored_total"
 // reports them exactly as it does NVML's.
 //
 // Dir is hostile input (every user may write it; the agent makes it
-// sticky and world-writable): at most MaxFakeRecords entries are read,
-// each a regular file of at most MaxFakeRecordBytes opened without
+// sticky and world-writable): at most fakegpu.MaxRecords entries are read,
+// each a regular file of at most fakegpu.MaxRecordBytes opened without
 // following links; a record is believed only if its file's owner is the
 // owner of the live process it names, it was refreshed within
-// FakeRecordStale and its numbers are in range. Everything else is
+// fakegpu.Stale and its numbers are in range. Everything else is
 // ignored and counted by reason.
 type Fake struct {
 	Dir  string
@@ -131,7 +104,7 @@ func PrepareFakeDir(dir string) error {
 
 // Sample implements Source: each fake GPU's utilisation is the sum of its
 // processes' (at most 100), its memory the sum of theirs (at most
-// FakeMemTotalMB).
+// fakegpu.MemTotalMB).
 func (f *Fake) Sample() ([]wire.GPU, error) {
 	recs, err := f.read()
 	if err != nil {
@@ -139,12 +112,12 @@ func (f *Fake) Sample() ([]wire.GPU, error) {
 	}
 	gpus := make([]wire.GPU, f.GPUs)
 	for i := range gpus {
-		gpus[i] = wire.GPU{Index: i, UUID: f.uuid(i), Name: FakeGPUName, MemTotalMB: FakeMemTotalMB}
+		gpus[i] = wire.GPU{Index: i, UUID: f.uuid(i), Name: FakeGPUName, MemTotalMB: fakegpu.MemTotalMB}
 	}
 	for _, r := range recs {
 		for _, i := range r.GPUs {
 			gpus[i].UtilPct = min(100, gpus[i].UtilPct+r.UtilPct)
-			gpus[i].MemUsedMB = min(FakeMemTotalMB, gpus[i].MemUsedMB+r.MemMB)
+			gpus[i].MemUsedMB = min(fakegpu.MemTotalMB, gpus[i].MemUsedMB+r.MemMB)
 		}
 	}
 	return gpus, nil
@@ -173,29 +146,22 @@ func (*Fake) Close() error { return nil }
 func (f *Fake) uuid(i int) string { return fmt.Sprintf("GPU-fake-%s-%d", f.Node, i) }
 
 // read returns the records believed now, counting the others.
-func (f *Fake) read() ([]FakeRecord, error) {
-	d, err := os.Open(f.Dir)
+func (f *Fake) read() ([]fakegpu.Record, error) {
+	names, more, err := fakegpu.List(f.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFake, err)
 	}
-	defer d.Close()
-	// One entry more than the bound tells whether there are more.
-	ents, err := d.ReadDir(MaxFakeRecords + 1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %w", ErrFake, err)
-	}
-	if len(ents) > MaxFakeRecords {
+	if more {
 		f.count(IgnoredTooMany)
-		ents = ents[:MaxFakeRecords]
 	}
 	now := time.Now
 	if f.Now != nil {
 		now = f.Now
 	}
 	seen := map[int]bool{}
-	var out []FakeRecord
-	for _, e := range ents {
-		r, why := f.readRecord(filepath.Join(f.Dir, e.Name()), now())
+	var out []fakegpu.Record
+	for _, name := range names {
+		r, why := f.believe(filepath.Join(f.Dir, name), now())
 		if why == "" && seen[r.PID] {
 			why = IgnoredDuplicate
 		}
@@ -209,41 +175,21 @@ func (f *Fake) read() ([]FakeRecord, error) {
 	return out, nil
 }
 
-// readRecord reads and checks one record; why is the reason it is not
+// believe reads and judges one record; why is the reason it is not
 // believed ("" if it is).
-func (f *Fake) readRecord(path string, now time.Time) (r FakeRecord, why string) {
-	// O_NOFOLLOW: a link to a file the user may not read is not followed
-	// by root; O_NONBLOCK: a FIFO does not stall the agent.
-	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return r, IgnoredNotRegular
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return r, IgnoredNotRegular
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return r, IgnoredNotRegular
-	}
-	if fi.Size() > MaxFakeRecordBytes {
-		return r, IgnoredTooLarge
-	}
-	if now.Sub(fi.ModTime()) > FakeRecordStale {
-		return r, IgnoredStale
-	}
-	b, err := io.ReadAll(io.LimitReader(fh, MaxFakeRecordBytes+1))
-	if err != nil {
-		return r, IgnoredNotRegular
-	}
-	if len(b) > MaxFakeRecordBytes {
-		return r, IgnoredTooLarge
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil || !f.valid(r) {
-		return r, IgnoredMalformed
+func (f *Fake) believe(path string, now time.Time) (fakegpu.Record, string) {
+	r, err := fakegpu.Read(path)
+	switch {
+	case errors.Is(err, fakegpu.ErrTooLarge):
+		return r.Record, IgnoredTooLarge
+	case errors.Is(err, fakegpu.ErrMalformed):
+		return r.Record, IgnoredMalformed
+	case err != nil:
+		return r.Record, IgnoredNotRegular
+	case now.Sub(r.ModTime) > fakegpu.Stale:
+		return r.Record, IgnoredStale
+	case !f.valid(r.Record):
+		return r.Record, IgnoredMalformed
 	}
 	owner := f.PIDOwner
 	if owner == nil {
@@ -252,18 +198,18 @@ func (f *Fake) readRecord(path string, now time.Time) (r FakeRecord, why string)
 	uid, alive := owner(r.PID)
 	switch {
 	case !alive:
-		return r, IgnoredPIDGone
-	case uid != st.Uid:
-		return r, IgnoredNotOwner
+		return r.Record, IgnoredPIDGone
+	case uid != r.UID:
+		return r.Record, IgnoredNotOwner
 	}
-	return r, ""
+	return r.Record, ""
 }
 
 // valid (NaN fails every comparison): a live-looking pid, 1 to GPUs distinct GPUs of this device,
 // utilisation 0..100 and memory within a GPU.
-func (f *Fake) valid(r FakeRecord) bool {
+func (f *Fake) valid(r fakegpu.Record) bool {
 	if r.PID <= 0 || len(r.GPUs) == 0 || len(r.GPUs) > f.GPUs ||
-		!(r.UtilPct >= 0 && r.UtilPct <= 100) || !(r.MemMB >= 0 && r.MemMB <= FakeMemTotalMB) {
+		!(r.UtilPct >= 0 && r.UtilPct <= 100) || !(r.MemMB >= 0 && r.MemMB <= fakegpu.MemTotalMB) {
 		return false
 	}
 	for k, i := range r.GPUs {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
+	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 )
 
@@ -51,14 +53,14 @@ func write(t *testing.T, f *telemetry.Fake, name string, rec any, uid int) strin
 
 func TestFakeDeviceSumsItsProcesses(t *testing.T) {
 	f := fakeDevice(t, map[int]uint32{10: 1000, 11: 1001})
-	write(t, f, "10", telemetry.FakeRecord{PID: 10, GPUs: []int{0}, UtilPct: 70, MemMB: 1000}, 1000)
-	write(t, f, "11", telemetry.FakeRecord{PID: 11, GPUs: []int{0, 1}, UtilPct: 60, MemMB: 500}, 1001)
+	write(t, f, "10", fakegpu.Record{PID: 10, GPUs: []int{0}, UtilPct: 70, MemMB: 1000}, 1000)
+	write(t, f, "11", fakegpu.Record{PID: 11, GPUs: []int{0, 1}, UtilPct: 60, MemMB: 500}, 1001)
 	gpus, err := f.Sample()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(gpus) != 2 || gpus[0].UtilPct != 100 || gpus[0].MemUsedMB != 1500 || gpus[1].UtilPct != 60 ||
-		gpus[1].UUID != "GPU-fake-n1-1" || gpus[1].MemTotalMB != telemetry.FakeMemTotalMB {
+		gpus[1].UUID != "GPU-fake-n1-1" || gpus[1].MemTotalMB != fakegpu.MemTotalMB {
 		t.Fatalf("got %+v: want GPU 0 capped at 100%% with 1500 MB, GPU 1 at 60%%", gpus)
 	}
 	procs, err := f.Processes()
@@ -74,20 +76,20 @@ func TestFakeDeviceSumsItsProcesses(t *testing.T) {
 
 func TestFakeDeviceIgnoresHostileRecords(t *testing.T) {
 	owners := map[int]uint32{10: 1000, 20: 0}
-	good := telemetry.FakeRecord{PID: 10, GPUs: []int{0}, UtilPct: 50, MemMB: 100}
+	good := fakegpu.Record{PID: 10, GPUs: []int{0}, UtilPct: 50, MemMB: 100}
 	tests := []struct {
 		name, why string
 		make      func(t *testing.T, f *telemetry.Fake)
 	}{
 		{"a record naming another user's process is not believed", telemetry.IgnoredNotOwner, func(t *testing.T, f *telemetry.Fake) {
-			write(t, f, "x", telemetry.FakeRecord{PID: 20, GPUs: []int{0}, UtilPct: 99}, 1000)
+			write(t, f, "x", fakegpu.Record{PID: 20, GPUs: []int{0}, UtilPct: 99}, 1000)
 		}},
 		{"a record of a process that is gone is not believed", telemetry.IgnoredPIDGone, func(t *testing.T, f *telemetry.Fake) {
-			write(t, f, "x", telemetry.FakeRecord{PID: 30, GPUs: []int{0}, UtilPct: 99}, 1000)
+			write(t, f, "x", fakegpu.Record{PID: 30, GPUs: []int{0}, UtilPct: 99}, 1000)
 		}},
 		{"a record not refreshed is stale", telemetry.IgnoredStale, func(t *testing.T, f *telemetry.Fake) {
 			p := write(t, f, "x", good, 1000)
-			old := time.Now().Add(-2 * telemetry.FakeRecordStale)
+			old := time.Now().Add(-2 * fakegpu.Stale)
 			os.Chtimes(p, old, old)
 		}},
 		{"a symlink is not followed", telemetry.IgnoredNotRegular, func(t *testing.T, f *telemetry.Fake) {
@@ -102,13 +104,13 @@ func TestFakeDeviceIgnoresHostileRecords(t *testing.T) {
 			}
 		}},
 		{"an oversized file is not read", telemetry.IgnoredTooLarge, func(t *testing.T, f *telemetry.Fake) {
-			write(t, f, "x", strings.Repeat(" ", telemetry.MaxFakeRecordBytes+1), 1000)
+			write(t, f, "x", strings.Repeat(" ", fakegpu.MaxRecordBytes+1), 1000)
 		}},
 		{"a GPU the device does not have is malformed", telemetry.IgnoredMalformed, func(t *testing.T, f *telemetry.Fake) {
-			write(t, f, "x", telemetry.FakeRecord{PID: 10, GPUs: []int{2}, UtilPct: 10}, 1000)
+			write(t, f, "x", fakegpu.Record{PID: 10, GPUs: []int{2}, UtilPct: 10}, 1000)
 		}},
 		{"utilisation over 100 is malformed", telemetry.IgnoredMalformed, func(t *testing.T, f *telemetry.Fake) {
-			write(t, f, "x", telemetry.FakeRecord{PID: 10, GPUs: []int{0}, UtilPct: 150}, 1000)
+			write(t, f, "x", fakegpu.Record{PID: 10, GPUs: []int{0}, UtilPct: 150}, 1000)
 		}},
 		{"an unknown field is malformed", telemetry.IgnoredMalformed, func(t *testing.T, f *telemetry.Fake) {
 			write(t, f, "x", `{"pid":10,"gpus":[0],"util_pct":1,"job":5}`, 1000)
@@ -140,15 +142,15 @@ func TestFakeDeviceIgnoresHostileRecords(t *testing.T) {
 
 func TestFakeDeviceReadsABoundedDirectory(t *testing.T) {
 	f := fakeDevice(t, map[int]uint32{})
-	for i := range telemetry.MaxFakeRecords + 50 {
+	for i := range fakegpu.MaxRecords + 50 {
 		write(t, f, fmt.Sprint(i), "{}", 0)
 	}
 	if _, err := f.Processes(); err != nil {
 		t.Fatal(err)
 	}
 	ign := f.Ignored()
-	if ign[telemetry.IgnoredTooMany] != 1 || ign[telemetry.IgnoredMalformed] != telemetry.MaxFakeRecords {
-		t.Fatalf("ignored %v: want the first %d entries read, the rest counted once as too many", ign, telemetry.MaxFakeRecords)
+	if ign[telemetry.IgnoredTooMany] != 1 || ign[telemetry.IgnoredMalformed] != fakegpu.MaxRecords {
+		t.Fatalf("ignored %v: want the first %d entries read, the rest counted once as too many", ign, fakegpu.MaxRecords)
 	}
 	if n := testutil.CollectAndCount(f, telemetry.MetricFakeIgnored); n != 8 {
 		t.Fatalf("%d ignored-record series, want one per reason", n)
@@ -168,5 +170,11 @@ func TestPrepareFakeDirRefusesALink(t *testing.T) {
 	}
 	if fi, _ := os.Stat(made); fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
 		t.Fatalf("mode %v, want sticky and world-writable", fi.Mode())
+	}
+}
+
+func TestConfigBoundsTheFakeDeviceAsItDoes(t *testing.T) {
+	if config.MaxFakeGPUs != telemetry.MaxFakeGPUs {
+		t.Fatalf("config allows %d fake GPUs, the device %d", config.MaxFakeGPUs, telemetry.MaxFakeGPUs)
 	}
 }

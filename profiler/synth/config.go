@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
 )
 
 // ErrBadConfig is wrapped by every error about an invalid Config.
@@ -38,6 +40,9 @@ type Config struct {
 	Steps    int
 	// Report is the interval between throughput lines.
 	Report time.Duration
+	// FakeGPU, when its Dir is set, runs the job on the node agent's fake
+	// GPU device (fakegpu.go).
+	FakeGPU FakeGPU
 	// Out receives the throughput lines; Log the start-up banner. nil
 	// means os.Stdout and os.Stderr.
 	Out, Log io.Writer
@@ -84,6 +89,17 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: spin, batch, sample size, data size and report interval must not be negative", ErrBadConfig)
 	case c.Duration < 0 || c.Steps < 0:
 		return c, fmt.Errorf("%w: duration and steps must not be negative", ErrBadConfig)
+	}
+	if c.FakeGPU.Dir != "" {
+		g := c.FakeGPU
+		switch {
+		case len(g.GPUs) == 0:
+			return c, ErrNoFakeGPU
+		case !(g.MemMB >= 0 && g.MemMB <= fakegpu.MemTotalMB):
+			return c, fmt.Errorf("%w: fake GPU memory %v MB outside 0..%d", ErrBadConfig, g.MemMB, fakegpu.MemTotalMB)
+		case !(g.SharedSpeed >= 0 && g.SharedSpeed <= 1):
+			return c, fmt.Errorf("%w: shared speed %v outside 0..1", ErrBadConfig, g.SharedSpeed)
+		}
 	}
 	if c.DataPath == "" {
 		c.DataPath = filepath.Join(os.TempDir(), fmt.Sprintf("lachesis-synth-%d.dat", c.DataBytes))

@@ -70,10 +70,20 @@ func Run(ctx context.Context, cfg Config) error {
 		defer close(reported)
 		report(ctx, cfg, &steps)
 	}()
-	gpu(ctx, cfg, ready, &steps)
+	var busy atomic.Int64
+	var speed atomic.Uint64
+	onGPU := make(chan struct{})
+	go func() {
+		defer close(onGPU)
+		if cfg.FakeGPU.Dir != "" {
+			onFakeGPU(ctx, cfg.FakeGPU, &busy, &speed, func(f string, a ...any) { fmt.Fprintf(cfg.Log, f, a...) })
+		}
+	}()
+	gpu(ctx, cfg, ready, &steps, &busy, &speed)
 	stop()
 	wg.Wait()
 	<-reported
+	<-onGPU
 	fmt.Fprintf(cfg.Log, "lachesis-synth: done, %d steps\n", steps.Load())
 	select {
 	case err := <-loadErr:
@@ -109,10 +119,11 @@ func load(ctx context.Context, data *os.File, size, sampleBytes int64, spin time
 
 // gpu consumes batches and accounts each step on an ideal timeline: a step
 // starts when both its last sample is ready and the previous step is done,
-// and lasts exactly StepCost. Sleeping until the step's end on that
+// and lasts exactly StepCost (divided by the speed while the job shares
+// a fake GPU; busy adds up the steps' durations). Sleeping until the step's end on that
 // timeline, rather than sleeping StepCost after waking, keeps timer
 // overshoot from slowing the GPU below its nominal rate.
-func gpu(ctx context.Context, cfg Config, ready <-chan time.Time, steps *atomic.Int64) {
+func gpu(ctx context.Context, cfg Config, ready <-chan time.Time, steps, busy *atomic.Int64, speed *atomic.Uint64) {
 	cost := cfg.StepCost()
 	free := time.Now()
 	timer := time.NewTimer(0)
@@ -130,7 +141,9 @@ func gpu(ctx context.Context, cfg Config, ready <-chan time.Time, steps *atomic.
 		if last.After(start) {
 			start = last
 		}
-		free = start.Add(cost)
+		step := time.Duration(float64(cost) / currentSpeed(speed))
+		busy.Add(int64(step))
+		free = start.Add(step)
 		timer.Reset(time.Until(free))
 		select {
 		case <-timer.C:

@@ -1,0 +1,138 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
+)
+
+// FakeGPU puts the job "on" fake GPUs (the node agent's fake device,
+// internal/protocol/fakegpu): while it runs it keeps a record of its pid,
+// GPUs, the utilisation its GPU step drives (the fraction of time the step
+// is busy) and the memory it holds in Dir, and it slows down while another
+// process has a record on one of its GPUs.
+type FakeGPU struct {
+	// Dir is the fake device's directory ("": no fake GPU).
+	Dir string
+	// GPUs are the node-wide indexes of the job's GPUs (ParseVisibleDevices
+	// of CUDA_VISIBLE_DEVICES).
+	GPUs []int
+	// MemMB is the GPU memory the job claims to hold.
+	MemMB float64
+	// SharedSpeed is the job's speed, relative to alone, while it shares a
+	// GPU (0 or 1: no slowdown).
+	SharedSpeed float64
+}
+
+// ErrNoFakeGPU: FakeGPU.Dir is set but the job was given no GPU.
+var ErrNoFakeGPU = errors.New("synth: a fake GPU directory but no GPU (CUDA_VISIBLE_DEVICES unset or empty)")
+
+// ParseVisibleDevices reads CUDA_VISIBLE_DEVICES as Slurm sets it for gpu
+// and shard allocations: comma-separated GPU indexes. Without device
+// constraint (the loopback cluster) they are the node's own indexes.
+func ParseVisibleDevices(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		i, err := strconv.Atoi(f)
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("%w: CUDA_VISIBLE_DEVICES %q is not a list of GPU indexes", ErrBadConfig, s)
+		}
+		if !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// sharedSpeed is the job's speed while it shares its GPU with neighbours
+// other processes: the one place a slowdown model plugs in (today the
+// command line's -shared-speed; later a pair table of measured co-located
+// speeds).
+func sharedSpeed(g FakeGPU, neighbours int) float64 {
+	if neighbours == 0 || !(g.SharedSpeed > 0 && g.SharedSpeed < 1) {
+		return 1
+	}
+	return g.SharedSpeed
+}
+
+// neighbours counts the other live processes with a fresh record on one of
+// the job's GPUs (bounded like the agent's read of the directory).
+func neighbours(g FakeGPU, self int, now time.Time) int {
+	names, _, err := fakegpu.List(g.Dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, name := range names {
+		r, err := fakegpu.Read(filepath.Join(g.Dir, name))
+		if err != nil || r.PID == self || now.Sub(r.ModTime) > fakegpu.Stale {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(r.PID)); err != nil {
+			continue
+		}
+		if slices.ContainsFunc(r.GPUs, func(i int) bool { return slices.Contains(g.GPUs, i) }) {
+			n++
+		}
+	}
+	return n
+}
+
+// onFakeGPU keeps the job's record fresh every fakegpu.Refresh and sets
+// speed (a float64's bits) from its neighbours, until ctx ends; then it
+// removes the record. busy is the GPU step's busy time so far.
+func onFakeGPU(ctx context.Context, g FakeGPU, busy *atomic.Int64, speed *atomic.Uint64, log func(string, ...any)) {
+	pid := os.Getpid()
+	path := filepath.Join(g.Dir, fakegpu.FileName(pid))
+	defer os.Remove(path)
+	tick := time.NewTicker(fakegpu.Refresh)
+	defer tick.Stop()
+	lastBusy, lastAt := busy.Load(), time.Now()
+	util, shared := 0.0, -1
+	for {
+		now := time.Now()
+		if d := now.Sub(lastAt); d > 0 {
+			b := busy.Load()
+			util = min(100, 100*float64(b-lastBusy)/float64(d))
+			lastBusy, lastAt = b, now
+		}
+		n := neighbours(g, pid, now)
+		speed.Store(f64bits(sharedSpeed(g, n)))
+		if (n > 0) != (shared > 0) {
+			log("lachesis-synth: %d other process(es) on my fake GPUs %v: speed %.2f\n", n, g.GPUs, sharedSpeed(g, n))
+		}
+		shared = n
+		if err := fakegpu.Write(g.Dir, fakegpu.Record{PID: pid, GPUs: g.GPUs, UtilPct: util, MemMB: g.MemMB}); err != nil {
+			log("lachesis-synth: fake GPU record: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func f64bits(v float64) uint64 { return math.Float64bits(v) }
+
+// currentSpeed reads what onFakeGPU stored (1 before it stored anything).
+func currentSpeed(speed *atomic.Uint64) float64 {
+	if b := speed.Load(); b != 0 {
+		return math.Float64frombits(b)
+	}
+	return 1
+}

@@ -1,0 +1,101 @@
+package synth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
+)
+
+func TestParseVisibleDevices(t *testing.T) {
+	got, err := ParseVisibleDevices("2, 0,2")
+	if err != nil || len(got) != 2 || got[0] != 2 || got[1] != 0 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := ParseVisibleDevices("GPU-1234"); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("a UUID list: %v, want ErrBadConfig", err)
+	}
+	if _, err := (Config{Knee: 1, FakeGPU: FakeGPU{Dir: t.TempDir()}}).withDefaults(); !errors.Is(err, ErrNoFakeGPU) {
+		t.Fatalf("a fake GPU directory without GPUs: %v", err)
+	}
+}
+
+// The job counts as neighbours only other live processes with fresh
+// records on one of its GPUs, and runs at the shared speed while it has
+// any.
+func TestNeighboursOnTheSameFakeGPUSlowTheJob(t *testing.T) {
+	dir := t.TempDir()
+	g := FakeGPU{Dir: dir, GPUs: []int{1}, SharedSpeed: 0.7}
+	self := os.Getpid()
+	fakegpu.Write(dir, fakegpu.Record{PID: self, GPUs: []int{1}})
+	fakegpu.Write(dir, fakegpu.Record{PID: 1 << 30, GPUs: []int{1}}) // no such process
+	fakegpu.Write(dir, fakegpu.Record{PID: 1, GPUs: []int{0}})       // another GPU
+	if n := neighbours(g, self, time.Now()); n != 0 || sharedSpeed(g, n) != 1 {
+		t.Fatalf("%d neighbours, want none", n)
+	}
+	fakegpu.Write(dir, fakegpu.Record{PID: 1, GPUs: []int{0, 1}})
+	if n := neighbours(g, self, time.Now()); n != 1 || sharedSpeed(g, n) != 0.7 {
+		t.Fatalf("%d neighbours at speed %v, want 1 at 0.7", n, sharedSpeed(g, n))
+	}
+	if n := neighbours(g, self, time.Now().Add(2*fakegpu.Stale)); n != 0 {
+		t.Fatalf("a stale record counted as a neighbour")
+	}
+}
+
+// At speed s every step lasts StepCost/s: the busy time the job reports
+// as utilisation is exactly that.
+func TestGPUStepsLastLongerAtAnyLowerSpeed(t *testing.T) {
+	cfg, err := Config{Knee: 1, Batch: 1, Spin: time.Millisecond, Steps: 5}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan time.Time, 5)
+	for range 5 {
+		ready <- time.Now()
+	}
+	var steps, busy atomic.Int64
+	var speed atomic.Uint64
+	speed.Store(f64bits(0.5))
+	gpu(context.Background(), cfg, ready, &steps, &busy, &speed)
+	if want := 5 * 2 * cfg.StepCost(); steps.Load() != 5 || time.Duration(busy.Load()) != want {
+		t.Fatalf("%d steps busy %v, want 5 steps busy %v", steps.Load(), time.Duration(busy.Load()), want)
+	}
+}
+
+// A run on a fake GPU keeps its record while it runs and removes it at
+// the end.
+func TestRunKeepsItsFakeGPURecord(t *testing.T) {
+	dir := t.TempDir()
+	var out, log bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Knee: 1, Spin: 100 * time.Microsecond, DataPath: filepath.Join(t.TempDir(), "d"), DataBytes: 1 << 20,
+			Out: &out, Log: &log, FakeGPU: FakeGPU{Dir: dir, GPUs: []int{3}, MemMB: 2048}})
+	}()
+	path := filepath.Join(dir, fakegpu.FileName(os.Getpid()))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := fakegpu.Read(path)
+		if err == nil && r.PID == os.Getpid() && len(r.GPUs) == 1 && r.GPUs[0] == 3 && r.MemMB == 2048 && r.UtilPct > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record with utilisation: %+v, %v", r, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the record outlived the run: %v", err)
+	}
+}
