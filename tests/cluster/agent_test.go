@@ -121,6 +121,14 @@ func startAgentClusterWith(t *testing.T, agentYAML string) *agentEnv {
 // before the cluster starts).
 func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string, extraConf func(agentSock string) []string) *agentEnv {
 	t.Helper()
+	// Job cgroups, as on a production node: sweeps run in them.
+	return startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 4, Cgroups: true}, agentYAML, coreExtra, nodeExtra, extraConf)
+}
+
+// startAgentClusterShaped is startAgentClusterFull on a cluster of shape
+// hw (one node).
+func startAgentClusterShaped(t *testing.T, hw shape, agentYAML, coreExtra, nodeExtra string, extraConf func(agentSock string) []string) *agentEnv {
+	t.Helper()
 	parallelUnlessAlone(t)
 	bin := buildCommands(t)
 	u := testenv.EnsureUser(t, testUser)
@@ -138,8 +146,7 @@ func startAgentClusterFull(t *testing.T, agentYAML, coreExtra, nodeExtra string,
 		conf = extraConf(filepath.Join(dir, "agent.sock"))
 	}
 	e := &agentEnv{
-		// Job cgroups, as on a production node: sweeps run in them.
-		env:    startShapedCluster(t, shape{Nodes: 1, GPUs: 4, Cgroups: true}, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
+		env:    startShapedCluster(t, hw, "agent:\n  listen: "+listen+"\n"+agentYAML+coreExtra, conf...),
 		listen: listen,
 		bin:    bin,
 	}
