@@ -1,12 +1,17 @@
 package agent
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
+	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // lookups is a ProcessJobLookup from a table: pid → job, uid, why.
@@ -85,5 +90,38 @@ func TestKernelProcessJobPutsAProcessOutsideSlurmInNoJob(t *testing.T) {
 	}
 	if _, _, why := KernelProcessJob(1 << 30); why != outsideGone {
 		t.Fatalf("a pid that does not exist: %q, want gone", why)
+	}
+}
+
+// A job_<id> cgroup is not enough to claim a job: where cgroup v2 is
+// delegated, a user can make one and move into it. A process in such a
+// cgroup with no root slurmstepd above it is in no job.
+func TestKernelProcessJobIgnoresAJobCgroupWithoutItsStep(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a cgroup needs root")
+	}
+	root := "/sys/fs/cgroup/freezer"
+	cg := filepath.Join(root, fmt.Sprintf("job_%d", 900000+os.Getpid()%90000))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("no cgroup v1 freezer hierarchy to test in: %v", err)
+	}
+	defer os.Remove(cg)
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0)
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		t.Skipf("cannot move a process into a cgroup here: %v", err)
+	}
+	if ids, _ := profiler.JobsOfProcess(cmd.Process.Pid); len(ids) != 1 {
+		t.Fatalf("the process's cgroups name jobs %v, want the forged one", ids)
+	}
+	if job, _, why := KernelProcessJob(cmd.Process.Pid); job != 0 || why != outsideNoJob {
+		t.Fatalf("a forged job cgroup gave job %d (%q), want no job", job, why)
 	}
 }
