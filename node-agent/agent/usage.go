@@ -146,6 +146,17 @@ func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.
 	return jobs, outside
 }
 
+// withProgress gives each job the progress its training loop reported, if
+// any. A job with no process on a GPU this interval is not reported, its
+// progress neither: its uid would be unknown.
+func withProgress(jobs []wire.JobUsage, prog map[uint32]wire.JobProgress) {
+	for i := range jobs {
+		if p, ok := prog[jobs[i].JobID]; ok {
+			jobs[i].Progress = &p
+		}
+	}
+}
+
 // refusalLogEvery bounds how often an undelivered usage report is logged:
 // a controller without a handler for them refuses every one.
 const refusalLogEvery = time.Minute
@@ -181,12 +192,7 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 			now := time.Now()
 			jobs, outside := usageOf(procs, jobOf)
 			if a.deps.Progress != nil {
-				prog := a.deps.Progress.Progress(now)
-				for i := range jobs {
-					if p, ok := prog[jobs[i].JobID]; ok {
-						jobs[i].Progress = &p
-					}
-				}
+				withProgress(jobs, a.deps.Progress.Progress(now))
 			}
 			a.met.usage.set(jobs, outside)
 			rep := &wire.JobUsageReport{Node: a.cfg.Node, At: now,

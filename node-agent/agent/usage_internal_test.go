@@ -125,3 +125,20 @@ func TestKernelProcessJobIgnoresAJobCgroupWithoutItsStep(t *testing.T) {
 		t.Fatalf("a forged job cgroup gave job %d (%q), want no job", job, why)
 	}
 }
+
+func TestProgressGoesToItsJobOnly(t *testing.T) {
+	jobs := []wire.JobUsage{{JobID: 7}, {JobID: 9}}
+	withProgress(jobs, map[uint32]wire.JobProgress{9: {Iterations: 120, ItersPerSec: 4}, 11: {Iterations: 1}})
+	if jobs[0].Progress != nil || jobs[1].Progress == nil || jobs[1].Progress.Iterations != 120 || len(jobs) != 2 {
+		t.Fatalf("got %+v", jobs)
+	}
+}
+
+// BenchmarkKernelProcessJob is the look-up the agent makes for every GPU
+// process every interval: /proc reads up its ancestors and its cgroups.
+func BenchmarkKernelProcessJob(b *testing.B) {
+	pid := os.Getpid()
+	for b.Loop() {
+		KernelProcessJob(pid)
+	}
+}
