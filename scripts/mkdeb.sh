@@ -87,7 +87,8 @@ shlibs() {
 }
 
 # stage_doc writes what Debian policy asks of every package: the copyright
-# file and the changelog, in /usr/share/doc/PACKAGE, with the README.
+# file and the changelog, in /usr/share/doc/PACKAGE, with the README and
+# the docs/ pages it links to.
 stage_doc() {
   local root=$1 pkg=$2 doc=$1/usr/share/doc/$2
   install -d -m 0755 "$doc"
@@ -109,6 +110,10 @@ EOF
     "$maintainer" "$date" | gzip -9n >"$doc/changelog.gz"
   install -m 0644 README.md "$doc/"
   gzip -9n "$doc/README.md"
+  # The README is a front page; the manual it links to is docs/*.md.
+  install -d -m 0755 "$doc/docs"
+  install -m 0644 docs/*.md "$doc/docs/"
+  gzip -9n "$doc"/docs/*.md
   chmod 0644 "$doc/copyright" "$doc/changelog.gz"
 }
 
