@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +31,12 @@ func (a *Agent) ReportProgress(ctx context.Context, caller localapi.Caller, rep 
 	if err != nil {
 		t.Refused()
 		a.log.Debug("progress report refused: not from a job of the caller's", keyUID, caller.UID, "pid", caller.PID, keyErr, err)
-		return localapi.ProgressAnswer{}, fmt.Errorf("progress is reported from inside a Slurm job of yours on this node: %w", err)
+		// ErrNoJob's own text is about profiling: keep only its detail.
+		detail := err.Error()
+		if errors.Is(err, ErrNoJob) {
+			detail = strings.TrimSpace(strings.TrimPrefix(detail, ErrNoJob.Error()))
+		}
+		return localapi.ProgressAnswer{}, fmt.Errorf("%w: progress is reported from inside a Slurm job of yours on this node %s", localapi.ErrNotAllowed, detail)
 	}
 	p, err := t.Report(job.ID, rep.Iterations, time.Now())
 	if err != nil {
