@@ -221,3 +221,34 @@ lachesis_agent_job_iterations_per_second{job="42"} 4
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkTrackerReport is the tracker's cost of one accepted report
+// with 1,000 jobs tracked (the agent's lock is held for this long).
+func BenchmarkTrackerReport(b *testing.B) {
+	tr := progress.New(progress.Config{MinInterval: time.Nanosecond})
+	for j := uint32(1); j <= 1000; j++ {
+		tr.Report(j, 0, t0)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := tr.Report(uint32(i%1000)+1, uint64(i), t0.Add(time.Duration(i+1)*time.Millisecond)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTrackerProgress is one usage report's (or scrape's) read of
+// 1,000 jobs' rates.
+func BenchmarkTrackerProgress(b *testing.B) {
+	tr := progress.New(progress.Config{})
+	for j := uint32(1); j <= 1000; j++ {
+		tr.Report(j, 0, t0)
+		tr.Report(j, 100, t0.Add(5*time.Second))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if len(tr.Progress(t0.Add(6*time.Second))) != 1000 {
+			b.Fatal("jobs lost")
+		}
+	}
+}
