@@ -36,7 +36,7 @@ func (a *Agent) ReportProgress(ctx context.Context, caller localapi.Caller, rep 
 		if errors.Is(err, ErrNoJob) {
 			detail = strings.TrimSpace(strings.TrimPrefix(detail, ErrNoJob.Error()))
 		}
-		return localapi.ProgressAnswer{}, fmt.Errorf("%w: progress is reported from inside a Slurm job of yours on this node %s", localapi.ErrNotAllowed, detail)
+		return localapi.ProgressAnswer{}, fmt.Errorf("%w: progress is reported from inside a Slurm job of yours on this node%s", localapi.ErrNotAllowed, strings.TrimRight(" "+detail, " "))
 	}
 	p, err := t.Report(job.ID, rep.Iterations, time.Now())
 	if err != nil {
