@@ -7,6 +7,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/progress"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 )
@@ -31,7 +32,7 @@ type agentMetrics struct {
 	runs     *prometheus.CounterVec
 }
 
-func newAgentMetrics(sp *spool.Spool, src telemetry.Source) *agentMetrics {
+func newAgentMetrics(sp *spool.Spool, src telemetry.Source, tracker *progress.Tracker) *agentMetrics {
 	m := &agentMetrics{
 		reg: prometheus.NewRegistry(),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -52,6 +53,9 @@ func newAgentMetrics(sp *spool.Spool, src telemetry.Source) *agentMetrics {
 		m.runs.WithLabelValues(o)
 	}
 	m.reg.MustRegister(m.failures, m.runs, spoolCollector{sp}, telemetry.NewCollector(src))
+	if tracker != nil {
+		m.reg.MustRegister(tracker.Collector())
+	}
 	return m
 }
 

@@ -74,6 +74,7 @@ func TestDebPackages(t *testing.T) {
 		{"node-agent.yaml is a conffile", "lachesis-node-agent", "/etc/lachesis/node-agent.yaml", "etc/node-agent.yaml", true},
 		{"SPANK plugin lachesis_jobend is in Slurm's PluginDir", "lachesis-node-agent", pluginDir + "/lachesis_jobend.so", "", false},
 		{"SPANK plugin is enabled through plugstack.conf.d as a conffile", "lachesis-node-agent", jobendStack, "", true},
+		{"progress helper for training loops is shipped for PYTHONPATH", "lachesis-node-agent", "/usr/share/lachesis/python/lachesis_progress.py", "etc/lachesis_progress.py", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !slices.Contains(owned[tc.pkg], tc.path) {
