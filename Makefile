@@ -99,6 +99,7 @@ bench: build
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
 	$(GO) test -run '^$$' -bench ProfileFlood -benchtime 5000x ./internal/controller/agentserver/
 	$(GO) test -run '^$$' -bench CacheFlood -benchtime 2000x ./internal/controller/profilestore/
+	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/progress/
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~6 minutes on 2 cores.
@@ -155,6 +156,7 @@ install: build
 	install -D -m 0644 docs/man/lachesis-node-agent.8 $(DESTDIR)/usr/share/man/man8/lachesis-node-agent.8
 	install -D -m 0644 docs/man/lachesis-profiler.1 $(DESTDIR)/usr/share/man/man1/lachesis-profiler.1
 	install -D -m 0644 etc/lachesis-node-agent.service $(DESTDIR)/etc/systemd/system/lachesis-node-agent.service
+	install -D -m 0644 etc/lachesis_progress.py $(DESTDIR)/usr/share/lachesis/python/lachesis_progress.py
 	[ -e $(DESTDIR)/etc/lachesis/node-agent.yaml ] || install -D -m 0644 etc/node-agent.yaml $(DESTDIR)/etc/lachesis/node-agent.yaml
 
 fmt:

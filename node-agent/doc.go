@@ -11,7 +11,9 @@
 //   - localapi: the unix socket the lachesis-profiler CLI talks to, which
 //     learns the caller's uid from SO_PEERCRED;
 //   - agent: ties them together: runs profiling sweeps as the requesting
-//     user, never as root, and reports GPU telemetry (node-agent/telemetry).
+//     user, never as root, and reports GPU telemetry (node-agent/telemetry);
+//   - progress: turns the iteration counts jobs report on the socket into
+//     iterations per second per job.
 //
 // The lachesis-profiler CLI draws a run's progress itself, with the
 // terminal pieces of internal/util/progress.

@@ -16,12 +16,14 @@ cluster_log=build/test-cluster.log
 
 # Lines "--- PASS: TestX/sub (12.34s)" of a `go test -v` log, slowest first.
 # A parent whose subtests ran in parallel reports 0.00s; its subtests count.
+# awk, not head, keeps the first N: head would close the pipe early and,
+# under pipefail, sort's SIGPIPE (exit 141) would fail a green `make test`.
 slowest() {
   local log=$1 n=${2:-10}
   grep -hE -- '^\s*--- (PASS|FAIL|SKIP): \S+ \([0-9.]+s\)' "$log" |
     sed -E 's/^\s*--- (PASS|FAIL|SKIP): (\S+) \(([0-9.]+)s\)/\3 \1 \2/' |
-    sort -k1,1 -rn | head -n "$n" |
-    awk '{printf "  %8.1f s  %-4s %s\n", $1, $2, $3}'
+    sort -k1,1 -rn |
+    awk -v n="$n" 'NR <= n {printf "  %8.1f s  %-4s %s\n", $1, $2, $3}'
 }
 
 if [[ ${1:-} == slowest ]]; then
@@ -55,7 +57,8 @@ summary() {
     slowest "$cluster_log" 10
   fi
 }
-trap summary EXIT
+# The summary never changes the exit status: a green run stays green.
+trap 'rc=$?; summary || true; exit $rc' EXIT
 
 # The accounting packages too: parallel cluster tests must not each find
 # them missing and install them at once.

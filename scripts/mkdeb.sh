@@ -87,7 +87,8 @@ shlibs() {
 }
 
 # stage_doc writes what Debian policy asks of every package: the copyright
-# file and the changelog, in /usr/share/doc/PACKAGE, with the README.
+# file and the changelog, in /usr/share/doc/PACKAGE, with the README and
+# the docs/ pages it links to.
 stage_doc() {
   local root=$1 pkg=$2 doc=$1/usr/share/doc/$2
   install -d -m 0755 "$doc"
@@ -109,6 +110,10 @@ EOF
     "$maintainer" "$date" | gzip -9n >"$doc/changelog.gz"
   install -m 0644 README.md "$doc/"
   gzip -9n "$doc/README.md"
+  # The README is a front page; the manual it links to is docs/*.md.
+  install -d -m 0755 "$doc/docs"
+  install -m 0644 docs/*.md "$doc/docs/"
+  gzip -9n "$doc"/docs/*.md
   chmod 0644 "$doc/copyright" "$doc/changelog.gz"
 }
 
@@ -193,6 +198,10 @@ install -D -m 0644 docs/man/lachesis-node-agent.8 "$r/usr/share/man/man8/lachesi
 install -D -m 0644 docs/man/lachesis-profiler.1 "$r/usr/share/man/man1/lachesis-profiler.1"
 gzip -9n "$r/usr/share/man/man8/lachesis-node-agent.8" "$r/usr/share/man/man1/lachesis-profiler.1"
 install -D -m 0644 etc/node-agent.yaml "$r/etc/lachesis/node-agent.yaml"
+# The training-loop helper jobs import to report progress (the SPANK plugin
+# names the agent's socket in their environment): outside dist-packages, so
+# that any interpreter (a venv, conda) can use it through PYTHONPATH.
+install -D -m 0644 etc/lachesis_progress.py "$r/usr/share/lachesis/python/lachesis_progress.py"
 # slurmstepd's SPANK plugin that reports a batch job's true end to this
 # agent, enabled through Debian's plugstack.conf.d include; "optional", so
 # a node without the agent running still runs its jobs.
@@ -226,7 +235,9 @@ Description: Lachesis node agent: model profiling and GPU telemetry for Slurm
  This package holds the daemon, its systemd unit, its configuration
  /etc/lachesis/node-agent.yaml, the lachesis-profiler command and the
  SPANK plugin lachesis_jobend, which tells the agent when a batch job
- really ended (enabled in /etc/slurm/plugstack.conf.d). The unit
+ really ended (enabled in /etc/slurm/plugstack.conf.d) and names the
+ agent's socket in jobs' environment, where a training loop may report
+ its progress with /usr/share/lachesis/python/lachesis_progress.py. The unit
  is not enabled on installation: set the controller address in the
  configuration first, then run
  systemctl enable --now lachesis-node-agent.

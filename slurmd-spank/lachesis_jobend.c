@@ -16,6 +16,12 @@
  * the report). It never fails the step and gives up after TIMEOUT_S
  * seconds each way: the cost of a missing report is only Slurm's end time.
  *
+ * It also tells every step where that socket is: LACHESIS_PROGRESS=PATH in
+ * the step's environment, where a training loop that opts in reports its
+ * iterations (etc/lachesis_progress.py; docs/profiling.md). Setting the
+ * variable costs nothing and trusts nothing: the agent derives the job of
+ * a report from the reporting process, never from what it says.
+ *
  * plugstack.conf:  optional /usr/lib/.../lachesis_jobend.so [socket=PATH]
  */
 #include <errno.h>
@@ -35,6 +41,7 @@ SPANK_PLUGIN(lachesis_jobend, 1);
 
 #define DEFAULT_SOCKET "/run/lachesis/agent.sock"
 #define TIMEOUT_S 2
+#define PROGRESS_ENV "LACHESIS_PROGRESS"
 
 static const char *socket_arg(int ac, char **av)
 {
@@ -76,6 +83,19 @@ static int report(const char *path, uint32_t job, long long end)
 fail:
 	close(fd);
 	return -1;
+}
+
+/* user_init runs once per step in slurmstepd, before its tasks start, so
+ * the variable reaches every task (and the batch script, whose srun steps
+ * get it again from their own slurmstepd). Overwritten: a value the user
+ * brought from elsewhere names another node's or site's socket. */
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	if (spank_context() != S_CTX_REMOTE)
+		return ESPANK_SUCCESS;
+	if (spank_setenv(sp, PROGRESS_ENV, socket_arg(ac, av), 1) != ESPANK_SUCCESS)
+		slurm_info("lachesis_jobend: could not set %s in the step's environment", PROGRESS_ENV);
+	return ESPANK_SUCCESS;
 }
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)

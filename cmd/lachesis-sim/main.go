@@ -92,7 +92,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.shape.MemGBNode, "mem-per-node", o.shape.MemGBNode, "memory per node, GB")
 	fs.BoolVar(&o.shape.GPUCountOnly, "gpu-count-only", false, "count GPUs only: no nodes, CPUs or memory")
 	fs.StringVar(&o.policies, "policies", "all", "policies to compare: all, or a list of "+strings.Join(sim.PolicyNames, ","))
-	fs.StringVar(&o.allocs, "alloc", "proportional", "CPU/memory allocation: proportional, synergy, or both (comma-separated)")
+	fs.StringVar(&o.allocs, "alloc", "proportional", "CPU/memory allocation, one or several comma-separated: proportional (per GPU), synergy (sized at sbatch) or start (sized at sbatch and again when a job can start)")
 	fs.StringVar(&o.restartPenalty, "restart-penalty", "60s", "time a preempted job loses when it restarts: checkpoint reload (0: the papers' assumption)")
 	fs.StringVar(&o.requeueHold, "requeue-hold", "121s", "time a preempted job is held before it may start again: Slurm's cred_expire+1 (0: the papers')")
 	fs.BoolVar(&o.partialNodeIdle, "partial-node-idle", true, "GPUs a preemption frees that the preemptor does not use stay idle until the next pass, as in Slurm")

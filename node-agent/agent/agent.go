@@ -15,6 +15,7 @@ import (
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
+	"github.com/lachesis-sched/lachesis/node-agent/progress"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 	"github.com/lachesis-sched/lachesis/profile"
@@ -38,7 +39,8 @@ type Deps struct {
 	// ProcessJob maps a GPU process to its job; nil means
 	// KernelProcessJob.
 	ProcessJob ProcessJobLookup
-	// Progress says how far jobs that opted in got; nil means none.
+	// Progress says how far jobs that opted in got, for per-job usage
+	// reports; nil means ProgressTracker's, if there is one.
 	Progress ProgressSource
 	// Users resolves uids; nil means the system's user database.
 	Users UserLookup
@@ -49,6 +51,10 @@ type Deps struct {
 	// (ScontrolGres in production), for the GPU type of profiles
 	// (gputype.go); nil means unknown.
 	NodeGres func() (string, error)
+	// ProgressTracker turns the iteration counts jobs report on the
+	// agent's socket into rates (progress.go); nil means progress
+	// reports are refused.
+	ProgressTracker *progress.Tracker
 }
 
 // Log keys.
@@ -79,6 +85,11 @@ type Agent struct {
 	// queue admits one sweep at a time (two sweeps on one node would
 	// measure each other), fairly across users.
 	queue *sweepQueue
+	// progressJob finds the job a progress report came from: the caller
+	// lookup with Slurm's answers cached (owners; progress.go), or
+	// Deps.CallerJob where a test gave one.
+	progressJob JobLookup
+	owners      *ownerCache
 
 	mu        sync.Mutex
 	telemetry string // telemetry state, for Status
@@ -98,8 +109,11 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 	if deps.Users == nil {
 		deps.Users = SystemUsers
 	}
+	progressJob, owners := deps.CallerJob, (*ownerCache)(nil)
 	if deps.CallerJob == nil {
 		deps.CallerJob = SlurmCallerJob
+		owners = newOwnerCache(runningJobOwner)
+		progressJob = owners.callerJob
 	}
 	sp, err := spool.Open(cfg.Spool)
 	if err != nil {
@@ -109,19 +123,24 @@ func New(cfg config.Config, deps Deps, log *slog.Logger) (*Agent, error) {
 		Addr: cfg.Controller, Signer: deps.Signer,
 		Timeout: cfg.Delivery.Timeout, MaxFrameBytes: cfg.Delivery.MaxFrameBytes,
 	}
-	met := newAgentMetrics(sp, deps.Telemetry, deps.Processes)
+	if deps.Progress == nil && deps.ProgressTracker != nil {
+		deps.Progress = deps.ProgressTracker
+	}
+	met := newAgentMetrics(sp, deps.Telemetry, deps.Processes, deps.ProgressTracker)
 	counted := countingSender{Sender: sender, failures: met.failures.WithLabelValues(kindProfile)}
 	return &Agent{
-		cfg:       cfg,
-		deps:      deps,
-		log:       log,
-		spool:     sp,
-		sender:    sender,
-		deliverer: deliver.New(sp, counted, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
-		jobEnds:   deliver.NewJobEnds(sp, sender, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
-		queue:     newSweepQueue(),
-		met:       met,
-		telemetry: "off",
+		cfg:         cfg,
+		deps:        deps,
+		log:         log,
+		spool:       sp,
+		sender:      sender,
+		deliverer:   deliver.New(sp, counted, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
+		jobEnds:     deliver.NewJobEnds(sp, sender, cfg.Delivery.RetryMin, cfg.Delivery.RetryMax, log),
+		queue:       newSweepQueue(),
+		met:         met,
+		progressJob: progressJob,
+		owners:      owners,
+		telemetry:   "off",
 	}, nil
 }
 

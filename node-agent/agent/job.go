@@ -50,6 +50,14 @@ const maxAncestors = 64
 // enough: where cgroup v2 is delegated to users (systemd user slices), a
 // user can make a cgroup named job_<id> of their own and move into it.
 func SlurmCallerJob(ctx context.Context, caller localapi.Caller, node string) (CallerJob, error) {
+	return slurmCallerJob(ctx, caller, node, runningJobOwner)
+}
+
+// jobOwnerFunc asks who owns job id if it runs on node (runningJobOwner).
+type jobOwnerFunc func(ctx context.Context, id uint32, node string) (uint32, error)
+
+// slurmCallerJob is SlurmCallerJob with Slurm's answer from owner.
+func slurmCallerJob(ctx context.Context, caller localapi.Caller, node string, owner jobOwnerFunc) (CallerJob, error) {
 	pid := int(caller.PID)
 	if pid <= 0 {
 		return CallerJob{}, fmt.Errorf("%w (the caller's pid is unknown)", ErrNoJob)
@@ -63,7 +71,7 @@ func SlurmCallerJob(ctx context.Context, caller localapi.Caller, node string) (C
 	case len(cg) > 0 && !slices.Contains(cg, job.ID):
 		return CallerJob{}, fmt.Errorf("%w (its step says job %d, its cgroups %v)", ErrNoJob, job.ID, cg)
 	}
-	uid, err := runningJobOwner(ctx, job.ID, node)
+	uid, err := owner(ctx, job.ID, node)
 	if err != nil {
 		return CallerJob{}, err
 	}

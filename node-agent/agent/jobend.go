@@ -16,6 +16,7 @@ func (a *Agent) JobEnded(_ localapi.Caller, req localapi.JobEndRequest) error {
 		return err
 	}
 	a.log.Info("job end spooled", "job_id", req.JobID, "end", req.End)
+	a.forgetProgress(req.JobID)
 	a.jobEnds.Kick()
 	return nil
 }

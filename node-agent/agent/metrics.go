@@ -7,6 +7,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/progress"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 )
@@ -33,7 +34,7 @@ type agentMetrics struct {
 	usage    *usageCollector // usage.go
 }
 
-func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.ProcessSource) *agentMetrics {
+func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.ProcessSource, tracker *progress.Tracker) *agentMetrics {
 	m := &agentMetrics{
 		reg: prometheus.NewRegistry(),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -58,6 +59,9 @@ func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.Proc
 	// The fake GPU device counts the records it did not believe.
 	if c, ok := procs.(prometheus.Collector); ok {
 		m.reg.MustRegister(c)
+	}
+	if tracker != nil {
+		m.reg.MustRegister(tracker.Collector())
 	}
 	return m
 }

@@ -13,4 +13,8 @@
 // read and write deadlines, so a status request never waits behind a
 // sweep; one uid may hold at most a few connections at a time (queued
 // profiles included), so one user cannot lock the others out.
+//
+// Besides the CLI's requests, slurmstepd reports job ends here (OpJobEnd,
+// root only) and a job's training loop its iteration count (OpProgress,
+// progress.go), which names no job: the handler derives it from the caller.
 package localapi

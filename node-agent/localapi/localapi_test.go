@@ -45,6 +45,18 @@ func (h *fakeHandler) Profile(ctx context.Context, c localapi.Caller, req locala
 	return localapi.Result{ID: "r1", Model: req.Model, Points: 2}, nil
 }
 
+// ReportProgress answers as if the caller's job were 100 + its pid's last
+// digit: the job comes from the caller, never from the request.
+func (h *fakeHandler) ReportProgress(_ context.Context, c localapi.Caller, rep localapi.ProgressReport) (localapi.ProgressAnswer, error) {
+	if h.caller != nil {
+		h.caller <- c
+	}
+	if rep.Iterations == 13 {
+		return localapi.ProgressAnswer{}, errors.New("not from a job of yours")
+	}
+	return localapi.ProgressAnswer{JobID: 100 + uint32(c.PID%10), Iterations: rep.Iterations}, nil
+}
+
 func (h *fakeHandler) Status(localapi.Caller) (localapi.Status, error) {
 	return localapi.Status{Node: "n1", Pending: 2}, nil
 }
@@ -270,4 +282,82 @@ func asEUID(t *testing.T, uid int, f func()) {
 		}
 	}()
 	f()
+}
+
+// A progress report reaches the handler with the caller the kernel names
+// (this process) and its count; the handler's answer (the job it
+// attributed the count to) comes back, as does its refusal.
+func TestProgressReportCarriesOnlyTheCount(t *testing.T) {
+	h := &fakeHandler{caller: make(chan localapi.Caller, 2)}
+	path := serve(t, h)
+	ans, err := localapi.ReportProgress(context.Background(), path, 1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-h.caller
+	if c.UID != uint32(os.Getuid()) || c.PID != int32(os.Getpid()) {
+		t.Fatalf("caller %+v; want this process", c)
+	}
+	if ans.Iterations != 1234 || ans.JobID != 100+uint32(os.Getpid()%10) {
+		t.Fatalf("answer %+v", ans)
+	}
+	if _, err := localapi.ReportProgress(context.Background(), path, 13); !errors.Is(err, localapi.ErrAgent) ||
+		!strings.Contains(err.Error(), "not from a job of yours") {
+		t.Fatalf("the handler's refusal: %v", err)
+	}
+}
+
+// rawRequest sends req on its own connection and returns the answer line.
+func rawRequest(t *testing.T, path string, req []byte) string {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	go c.Write(req)
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return line
+}
+
+// The attacks on the progress op at the socket: a job id in the message
+// (at the top, in the report, or as a job_end) is not honoured (the answer
+// names the caller's job); an oversized report is refused before the
+// handler sees it; a report without a count is refused.
+func TestProgressRequestAttacks(t *testing.T) {
+	h := &fakeHandler{caller: make(chan localapi.Caller, 10)}
+	path := serve(t, h)
+	own := fmt.Sprintf(`"job_id":%d`, 100+os.Getpid()%10)
+	for _, req := range []string{
+		`{"op":"progress","job_id":7,"report":{"iterations":5,"job_id":7}}`,
+		`{"op":"progress","job_end":{"job_id":7,"end":1},"report":{"iterations":5,"job":7}}`,
+	} {
+		if got := rawRequest(t, path, []byte(req)); !strings.Contains(got, own) || !strings.Contains(got, `"iterations":5`) {
+			t.Fatalf("%s: answer %q, want the caller's own job (%s)", req, got, own)
+		}
+		<-h.caller
+	}
+	big := `{"op":"progress","report":{"iterations":5},"pad":"` + strings.Repeat("x", 2000) + `"}`
+	if got := rawRequest(t, path, []byte(big)); !strings.Contains(got, "bad request: a progress report of") {
+		t.Fatalf("a 2 kB progress report: %q", got)
+	}
+	if got := rawRequest(t, path, []byte(`{"op":"progress"}`)); !strings.Contains(got, "without a report") {
+		t.Fatalf("a report without a count: %q", got)
+	}
+	if got := rawRequest(t, path, []byte(`{"op":"progress","report":{"iterations":-1}}`)); !strings.Contains(got, "bad request") {
+		t.Fatalf("a negative count: %q", got)
+	}
+	if len(h.caller) != 0 {
+		t.Fatalf("%d refused requests reached the handler", len(h.caller))
+	}
+}
+
+// A handler without ProgressHandler refuses the op.
+func TestProgressWithoutATracker(t *testing.T) {
+	path := serve(t, struct{ localapi.Handler }{&fakeHandler{}})
+	if _, err := localapi.ReportProgress(context.Background(), path, 1); err == nil ||
+		!strings.Contains(err.Error(), "does not take progress reports") {
+		t.Fatalf("got %v", err)
+	}
 }

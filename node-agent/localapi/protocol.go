@@ -18,6 +18,7 @@ type Request struct {
 	Op      string          `json:"op"`
 	Profile *ProfileRequest `json:"profile,omitempty"`
 	JobEnd  *JobEndRequest  `json:"job_end,omitempty"`
+	Report  *ProgressReport `json:"report,omitempty"`
 }
 
 // ProfileRequest asks for one model to be profiled with the caller's
@@ -44,6 +45,8 @@ type Event struct {
 	Error    string             `json:"error,omitempty"`
 	// JobEnd answers OpJobEnd: the report as spooled.
 	JobEnd *JobEndRequest `json:"job_end,omitempty"`
+	// Iterations answers OpProgress.
+	Iterations *ProgressAnswer `json:"iterations,omitempty"`
 }
 
 // Result is the outcome of a profile request.

@@ -209,7 +209,8 @@ func (s *Server) serve(conn *net.UnixConn) {
 	}()
 	_ = conn.SetReadDeadline(time.Now().Add(requestTimeout))
 	var req Request
-	if err := json.NewDecoder(io.LimitReader(conn, maxRequestBytes)).Decode(&req); err != nil {
+	dec := json.NewDecoder(io.LimitReader(conn, maxRequestBytes))
+	if err := dec.Decode(&req); err != nil {
 		out.send(Event{Error: fmt.Sprintf("bad request: %v", err)})
 		return
 	}
@@ -219,6 +220,8 @@ func (s *Server) serve(conn *net.UnixConn) {
 	switch req.Op {
 	case OpJobEnd:
 		s.serveJobEnd(out, caller, req.JobEnd)
+	case OpProgress:
+		s.serveProgress(context.Background(), out, caller, req.Report, dec.InputOffset())
 	case OpStatus:
 		st, err := s.handler.Status(caller)
 		if err != nil {

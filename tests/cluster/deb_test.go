@@ -66,12 +66,15 @@ func TestDebPackages(t *testing.T) {
 		{"job_submit/synergy is in Slurm's PluginDir", "lachesis-slurmctld", pluginDir + "/job_submit_synergy.so", "", false},
 		{"lachesis.yaml is a conffile next to slurm.conf", "lachesis-slurmctld", "/etc/slurm/lachesis.yaml", "etc/lachesis.yaml", true},
 		{"slurm.conf fragment is in the docs", "lachesis-slurmctld", "/usr/share/doc/lachesis-slurmctld/slurm.conf.lachesis", "etc/slurm.conf.lachesis", false},
+		{"the manual the README links to ships beside it", "lachesis-slurmctld", "/usr/share/doc/lachesis-slurmctld/docs/install.md.gz", "", false},
+		{"the agent's package ships the manual too", "lachesis-node-agent", "/usr/share/doc/lachesis-node-agent/docs/profiling.md.gz", "", false},
 		{"node agent is in /usr/sbin", "lachesis-node-agent", "/usr/sbin/lachesis-node-agent", "", false},
 		{"profiler is in /usr/bin", "lachesis-node-agent", "/usr/bin/lachesis-profiler", "", false},
 		{"systemd unit is in /lib/systemd/system", "lachesis-node-agent", "/lib/systemd/system/lachesis-node-agent.service", "etc/lachesis-node-agent.service", false},
 		{"node-agent.yaml is a conffile", "lachesis-node-agent", "/etc/lachesis/node-agent.yaml", "etc/node-agent.yaml", true},
 		{"SPANK plugin lachesis_jobend is in Slurm's PluginDir", "lachesis-node-agent", pluginDir + "/lachesis_jobend.so", "", false},
 		{"SPANK plugin is enabled through plugstack.conf.d as a conffile", "lachesis-node-agent", jobendStack, "", true},
+		{"progress helper for training loops is shipped for PYTHONPATH", "lachesis-node-agent", "/usr/share/lachesis/python/lachesis_progress.py", "etc/lachesis_progress.py", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !slices.Contains(owned[tc.pkg], tc.path) {
