@@ -28,14 +28,14 @@ func TestProgressReportsBecomeTheJobsRate(t *testing.T) {
 			t.Fatalf("report %d: %+v, %v", n, ans, err)
 		}
 	}
-	rate, ok := gathered(t, h.agent, progress.MetricJobItersPerSec, `job="77"`)
+	rate, ok := gathered(t, h.agent, progress.MetricJobItersPerSec, `hpc_job="77"`)
 	if !ok || rate <= 0 || rate > 1000 {
 		t.Fatalf("job 77's rate on /metrics: %v (%v), want about 100/0.1 s", rate, ok)
 	}
 	if err := h.agent.JobEnded(localapi.Caller{}, localapi.JobEndRequest{JobID: 77, End: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := gathered(t, h.agent, progress.MetricJobItersPerSec, `job="77"`); ok {
+	if _, ok := gathered(t, h.agent, progress.MetricJobItersPerSec, `hpc_job="77"`); ok {
 		t.Fatal("an ended job's rate is still on /metrics")
 	}
 }

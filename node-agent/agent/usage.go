@@ -232,7 +232,7 @@ const (
 )
 
 var (
-	jobUsageLabels = []string{"job", "gpu", "uuid"}
+	jobUsageLabels = []string{"hpc_job", "gpu", "uuid"}
 	jobUtilDesc    = prometheus.NewDesc(MetricJobGPUUtil,
 		"A Slurm job's utilisation of one GPU at the last sample (its processes' SM utilisation, summed), percent.", jobUsageLabels, nil)
 	jobMemDesc = prometheus.NewDesc(MetricJobGPUMemUsed,

@@ -64,17 +64,17 @@ func TestJobUsageIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
 	})
 	h.startController()
 	waitFor(t, "job 5's usage on /metrics", func() bool {
-		v, ok := gathered(t, h.agent, agent.MetricJobGPUUtil, `job="5"`)
+		v, ok := gathered(t, h.agent, agent.MetricJobGPUUtil, `hpc_job="5"`)
 		return ok && v == 60
 	})
 	tests := []struct {
 		metric, labels string
 		want           float64
 	}{
-		{agent.MetricJobGPUUtil, `gpu="0",job="6",uuid="GPU-a"`, 30},
-		{agent.MetricJobGPUMemUsed, `gpu="0",job="5"`, 1 << 30},
-		{agent.MetricJobGPUSharers, `job="5"`, 2},
-		{agent.MetricJobGPUSharers, `job="6"`, 2},
+		{agent.MetricJobGPUUtil, `gpu="0",hpc_job="6",uuid="GPU-a"`, 30},
+		{agent.MetricJobGPUMemUsed, `gpu="0",hpc_job="5"`, 1 << 30},
+		{agent.MetricJobGPUSharers, `hpc_job="5"`, 2},
+		{agent.MetricJobGPUSharers, `hpc_job="6"`, 2},
 		{agent.MetricGPUProcessesOutsideJobs, `reason="no_job"`, 1},
 	}
 	for _, tt := range tests {
@@ -92,8 +92,8 @@ func TestJobUsageIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
 	// Job 6 ends: its series go, job 5 has the GPU alone.
 	src.set(telemetry.GPUProcess{GPU: 0, UUID: "GPU-a", PID: 100, UtilPct: 60, MemUsedMB: 1024, UtilKnown: true})
 	waitFor(t, "job 6's series to go", func() bool {
-		_, ok := gathered(t, h.agent, agent.MetricJobGPUUtil, `job="6"`)
-		s, _ := gathered(t, h.agent, agent.MetricJobGPUSharers, `job="5"`)
+		_, ok := gathered(t, h.agent, agent.MetricJobGPUUtil, `hpc_job="6"`)
+		s, _ := gathered(t, h.agent, agent.MetricJobGPUSharers, `hpc_job="5"`)
 		return !ok && s == 1
 	})
 }

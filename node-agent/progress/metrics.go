@@ -26,7 +26,7 @@ const (
 var (
 	jobRateDesc = prometheus.NewDesc(MetricJobItersPerSec,
 		"Iterations per second a job's training loop reported on this node (opt-in, etc/lachesis_progress.py), smoothed over about 30 s.",
-		[]string{"job"}, nil)
+		[]string{"hpc_job"}, nil)
 	jobsDesc = prometheus.NewDesc(MetricProgressJobs,
 		"Jobs whose progress the agent tracks.", nil, nil)
 	reportsDesc = prometheus.NewDesc(MetricProgressReports,

@@ -202,8 +202,8 @@ func TestCollectorDropsForgottenJobs(t *testing.T) {
 	want := `
 # HELP lachesis_agent_job_iterations_per_second Iterations per second a job's training loop reported on this node (opt-in, etc/lachesis_progress.py), smoothed over about 30 s.
 # TYPE lachesis_agent_job_iterations_per_second gauge
-lachesis_agent_job_iterations_per_second{job="41"} 10
-lachesis_agent_job_iterations_per_second{job="42"} 4
+lachesis_agent_job_iterations_per_second{hpc_job="41"} 10
+lachesis_agent_job_iterations_per_second{hpc_job="42"} 4
 `
 	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(want), progress.MetricJobItersPerSec); err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ lachesis_agent_job_iterations_per_second{job="42"} 4
 	want = `
 # HELP lachesis_agent_job_iterations_per_second Iterations per second a job's training loop reported on this node (opt-in, etc/lachesis_progress.py), smoothed over about 30 s.
 # TYPE lachesis_agent_job_iterations_per_second gauge
-lachesis_agent_job_iterations_per_second{job="42"} 4
+lachesis_agent_job_iterations_per_second{hpc_job="42"} 4
 `
 	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(want), progress.MetricJobItersPerSec); err != nil {
 		t.Fatal(err)

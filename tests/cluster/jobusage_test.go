@@ -97,7 +97,7 @@ func TestJobUsageOfTwoJobsSharingOneFakeGPU(t *testing.T) {
 	// Cancelled before the cluster stops (an error is no matter then).
 	t.Cleanup(func() { e.c.Run("scancel", strconv.Itoa(int(a)), strconv.Itoa(int(b))) })
 	uuid := "GPU-fake-lnode1-0"
-	labels := func(id uint32) string { return fmt.Sprintf(`gpu="0",job="%d",uuid=%q`, id, uuid) }
+	labels := func(id uint32) string { return fmt.Sprintf(`gpu="0",hpc_job="%d",uuid=%q`, id, uuid) }
 	var text string
 	e.eventually(90*time.Second, "both jobs' usage of fake GPU 0 on /metrics, shared by 2", func() (bool, string) {
 		text = scrape(metrics)

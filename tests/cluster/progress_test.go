@@ -111,7 +111,7 @@ func seriesValue(scrape, series string) (float64, bool) {
 }
 
 func jobRateSeries(id uint32) string {
-	return fmt.Sprintf(`lachesis_agent_job_iterations_per_second{job="%d"}`, id)
+	return fmt.Sprintf(`lachesis_agent_job_iterations_per_second{hpc_job="%d"}`, id)
 }
 
 // sbatchAsTestUser submits a batch job of the test user in its working
