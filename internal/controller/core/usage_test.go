@@ -1,0 +1,208 @@
+package core
+
+import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+)
+
+const (
+	owner   = 1001
+	mallory = 1002
+)
+
+func runningAs(id, uid uint32) Snapshot {
+	s := running(id, 2, 1000, 1000)
+	s.User = uid
+	return s
+}
+
+// usageReport is node n's report at t of one job's GPUs, one utilisation
+// and memory (MB) per GPU.
+func usageReport(node string, t int64, job, uid uint32, util []float64, memMB float64, progress *wire.JobProgress) *wire.JobUsageReport {
+	e := wire.JobUsage{JobID: job, UID: uid, Progress: progress}
+	for i, u := range util {
+		e.GPUs = append(e.GPUs, wire.JobGPUUsage{Index: i, UtilPct: u, MemUsedMB: memMB, Sharers: 1})
+	}
+	return &wire.JobUsageReport{Node: node, At: time.Unix(t, 0), IntervalSec: 10, Jobs: []wire.JobUsage{e}}
+}
+
+func TestUsageSummaryOfARunningJobShowsInItsAdminComment(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	pass(c, 1010, runningAs(1, owner))
+	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{20, 40}, 4096, nil))
+	c.ReportUsage(usageReport("n1", 1030, 1, owner, []float64{80, 80}, 9318, &wire.JobProgress{Iterations: 100, ItersPerSec: 12.5}))
+	d := pass(c, 1040, runningAs(1, owner))
+	want := "[GPU use: mean 55%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 2 samples]"
+	if d[0].Usage != want {
+		t.Fatalf("usage segment %q, want %q", d[0].Usage, want)
+	}
+	// Unchanged since: nothing for the plugin to rewrite.
+	if d := pass(c, 1050, runningAs(1, owner)); d[0].Usage != "" {
+		t.Fatalf("unchanged summary sent again: %q", d[0].Usage)
+	}
+	u, ok := c.JobUsage(1)
+	if !ok || u.Samples != 2 || u.UtilPeak != 80 || u.MemPeakMB != 9318 || u.FirstSeen != 1020 || u.LastSeen != 1030 ||
+		u.ItersPerSecLast != 12.5 || u.ProgressSamples != 1 || u.GPUsMax != 2 {
+		t.Fatalf("summary %+v", u)
+	}
+}
+
+func TestUsageEntriesThatNameNoRunningJobOfTheirUIDAreDropped(t *testing.T) {
+	tests := []struct {
+		name string
+		rep  *wire.JobUsageReport
+	}{
+		{"another user's job with that user's uid wrong", usageReport("n1", 1020, 1, mallory, []float64{99}, 1, nil)},
+		{"a job Slurm does not run", usageReport("n1", 1020, 7, owner, []float64{99}, 1, nil)},
+		{"a pending job", usageReport("n1", 1020, 2, owner, []float64{99}, 1, nil)},
+		{"an entry without GPUs", usageReport("n1", 1020, 1, owner, nil, 0, nil)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			c.log = slog.New(slog.NewTextHandler(&logs, nil))
+			defer c.Close()
+			p := pending(2, 1, 1000)
+			p.User = owner
+			pass(c, 1010, runningAs(1, owner), p)
+			c.ReportUsage(tc.rep)
+			c.ReportUsage(tc.rep) // the second is counted, not logged again
+			d := pass(c, 1030, runningAs(1, owner), p)
+			if d[0].Usage != "" || d[1].Usage != "" {
+				t.Fatalf("a dropped entry changed a comment: %q %q", d[0].Usage, d[1].Usage)
+			}
+			for _, id := range []uint32{1, 2, 7} {
+				if u, ok := c.JobUsage(id); ok {
+					t.Fatalf("job %d has a summary from a dropped entry: %+v", id, u)
+				}
+			}
+			if n := strings.Count(logs.String(), "dropped job-usage entries"); n != 1 {
+				t.Fatalf("%d log lines for two dropped entries within a minute, want 1:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+func TestARetriedUsageReportCountsOnce(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	pass(c, 1010, runningAs(1, owner))
+	rep := usageReport("n1", 1020, 1, owner, []float64{50}, 1, nil)
+	c.ReportUsage(rep)
+	c.ReportUsage(rep)                                                      // its ack was lost
+	c.ReportUsage(usageReport("n2", 1020, 1, owner, []float64{10}, 1, nil)) // another node of the job
+	if u, _ := c.JobUsage(1); u.Samples != 2 || u.MeanUtil() != 30 {
+		t.Fatalf("summary %+v, want 2 samples of mean 30", u)
+	}
+}
+
+func TestIdleJobIsLoggedOnceAndCounted(t *testing.T) {
+	var logs bytes.Buffer
+	db := filepath.Join(t.TempDir(), "l.db")
+	cfg := testConfig(db)
+	cfg.Usage.IdleBelowPct, cfg.Usage.IdleAfter = 10, 60*time.Second
+	c := openCoreWith(t, cfg)
+	c.log = slog.New(slog.NewTextHandler(&logs, nil))
+	defer c.Close()
+	busy, idle := runningAs(1, owner), runningAs(2, owner)
+	pass(c, 1000, busy, idle)
+	for t0 := int64(1010); t0 <= 1090; t0 += 10 {
+		c.ReportUsage(usageReport("n1", t0, 1, owner, []float64{50, 3}, 1, nil)) // mean 26.5: busy
+		util := 2.0
+		if t0 == 1020 {
+			util = 40 // busy once: the idle time starts after it
+		}
+		c.ReportUsage(usageReport("n2", t0, 2, owner, []float64{util}, 1, nil))
+	}
+	pass(c, 1085, busy, idle) // idle since 1030: 55 s
+	if strings.Contains(logs.String(), "idle") {
+		t.Fatalf("idle logged before idle_after:\n%s", logs.String())
+	}
+	pass(c, 1090, busy, idle)
+	pass(c, 1100, busy, idle)
+	if n := strings.Count(logs.String(), "job holds its GPUs idle"); n != 1 || !strings.Contains(logs.String(), "job_id=2") {
+		t.Fatalf("want one idle line, for job 2:\n%s", logs.String())
+	}
+	u, _ := c.JobUsage(2)
+	if !u.Idle(1090, 60) || u.IdleSince != 1030 || u.IdlePeak != 2 {
+		t.Fatalf("job 2 summary %+v", u)
+	}
+	if u, _ := c.JobUsage(1); u.Idle(1100, 60) {
+		t.Fatalf("busy job idle: %+v", u)
+	}
+}
+
+func TestUsageIsSavedClosedWhenTheJobEndsAndContinuedAfterARestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	c := openCore(t, db)
+	pass(c, 1010, runningAs(1, owner), runningAs(2, owner))
+	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{60}, 100, nil))
+	c.ReportUsage(usageReport("n1", 1020, 2, owner, []float64{30}, 100, nil))
+	fin := runningAs(1, owner)
+	fin.State, fin.EndTime = StateFinished, 1025
+	pass(c, 1030, fin, runningAs(2, owner))
+	store := closedLedger(t, c, db)
+	u1, ok1, err1 := store.JobGPUUseOf(1)
+	u2, ok2, err2 := store.JobGPUUseOf(2)
+	if err1 != nil || err2 != nil || !ok1 || !ok2 {
+		t.Fatalf("rows: %v %v %v %v", ok1, err1, ok2, err2)
+	}
+	if u1.Finished != 1030 || u1.Samples != 1 || u2.Finished != 0 {
+		t.Fatalf("finished job %+v, running job %+v", u1, u2)
+	}
+	store.Close()
+
+	c = openCore(t, db) // slurmctld restarted; job 2 still runs
+	defer c.Close()
+	pass(c, 1040, runningAs(2, owner))
+	c.ReportUsage(usageReport("n1", 1050, 2, owner, []float64{50}, 100, nil))
+	if u, _ := c.JobUsage(2); u.Samples != 2 || u.MeanUtil() != 40 {
+		t.Fatalf("after restart %+v, want the stored sample continued", u)
+	}
+}
+
+func TestUsageFoldMath(t *testing.T) {
+	var u ledger.JobGPUUse
+	for i, s := range []ledger.JobGPUSample{
+		{At: 10, UtilPct: 5, MemPeakMB: 100, GPUs: 2, Sharers: 1},
+		{At: 20, UtilPct: 15, MemPeakMB: 300, GPUs: 2, Sharers: 3, HasProgress: true, Iterations: 10, ItersPerSec: 2},
+		{At: 30, UtilPct: 4, MemPeakMB: 200, GPUs: 1, Sharers: 2, HasProgress: true, Iterations: 40, ItersPerSec: 4},
+		{At: 40, UtilPct: 8, MemPeakMB: 200, GPUs: 2, Sharers: 1},
+	} {
+		u.Fold(s, 10)
+		if i == 0 && u.IdleSince != 10 {
+			t.Fatalf("below the threshold from the first sample: idle since %d", u.IdleSince)
+		}
+		if i == 1 && u.IdleSince != 0 {
+			t.Fatalf("a sample at or above the threshold ends idleness: idle since %d", u.IdleSince)
+		}
+	}
+	if u.Samples != 4 || u.MeanUtil() != 8 || u.UtilPeak != 15 || u.MemPeakMB != 300 || u.GPUsMax != 2 || u.SharersMax != 3 ||
+		u.MeanItersPerSec() != 3 || u.ItersPerSecLast != 4 || u.IterationsLast != 40 || u.FirstSeen != 10 || u.LastSeen != 40 ||
+		u.IdleSince != 30 || u.IdlePeak != 8 || u.IdleFor(100) != 70 || !u.Idle(90, 60) || u.Idle(89, 60) {
+		t.Fatalf("summary %+v", u)
+	}
+	u.Fold(ledger.JobGPUSample{At: 50, UtilPct: 8}, 5) // a new threshold restarts the idle time
+	if u.IdleSince != 0 || u.IdleBelowPct != 5 {
+		t.Fatalf("after a new threshold %+v", u)
+	}
+	seg := usageSegment(&u)
+	if len(seg) > UsageMax || !strings.HasPrefix(seg, UsagePrefix) || strings.Count(seg, "]") != 1 || !strings.HasSuffix(seg, "]") ||
+		!strings.Contains(seg, "shared by up to 3 jobs") {
+		t.Fatalf("segment %q", seg)
+	}
+	big := ledger.JobGPUUse{Samples: 1 << 62, UtilSum: 100 * (1 << 62), UtilPeak: 100, MemPeakMB: 1e300, ProgressSamples: 1,
+		ItersPerSecLast: wire.MaxItersPerSec, SharersMax: wire.MaxUsageJobs}
+	if seg := usageSegment(&big); len(seg) > UsageMax || !strings.HasSuffix(seg, "]") {
+		t.Fatalf("segment of the largest numbers: %d bytes %q", len(seg), seg)
+	}
+}
