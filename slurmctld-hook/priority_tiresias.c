@@ -364,8 +364,8 @@ static void _run_pass(void)
 		error("%s: pass over %d jobs failed (code %d); priorities unchanged",
 		      plugin_type, n, rc);
 	else
-		verbose("%s: pass ranked %d jobs (and recorded %d that finished), changed %d priorities, %d service markers and %d GPU-use comments in %s",
-			plugin_type, n - ended, ended, changed, marked, usage_shown, TIME_STR);
+		verbose("%s: pass ranked %d jobs (and recorded %d that finished), changed %d priorities and %d service markers in %s",
+			plugin_type, n - ended, ended, changed, marked, TIME_STR);
 	if (candidates > 0)
 		_run_fallback();
 }
