@@ -2,6 +2,8 @@ package core
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -48,8 +50,16 @@ func TestUsageSummaryOfARunningJobShowsInItsAdminComment(t *testing.T) {
 	if d := pass(c, 1050, runningAs(1, owner)); d[0].Usage != "" {
 		t.Fatalf("unchanged summary sent again: %q", d[0].Usage)
 	}
+	// Changed, but shown less than a minute ago: it waits for the minute.
+	c.ReportUsage(usageReport("n1", 1060, 1, owner, []float64{10, 10}, 100, nil))
+	if d := pass(c, 1070, runningAs(1, owner)); d[0].Usage != "" {
+		t.Fatalf("segment rewritten within a minute: %q", d[0].Usage)
+	}
+	if d := pass(c, 1100, runningAs(1, owner)); !strings.Contains(d[0].Usage, "3 samples]") {
+		t.Fatalf("segment after a minute %q, want 3 samples", d[0].Usage)
+	}
 	u, ok := c.JobUsage(1)
-	if !ok || u.Samples != 2 || u.UtilPeak != 80 || u.MemPeakMB != 9318 || u.FirstSeen != 1020 || u.LastSeen != 1030 ||
+	if !ok || u.Samples != 3 || u.UtilPeak != 80 || u.MemPeakMB != 9318 || u.FirstSeen != 1020 || u.LastSeen != 1060 ||
 		u.ItersPerSecLast != 12.5 || u.ProgressSamples != 1 || u.GPUsMax != 2 {
 		t.Fatalf("summary %+v", u)
 	}
@@ -204,5 +214,104 @@ func TestUsageFoldMath(t *testing.T) {
 		ItersPerSecLast: wire.MaxItersPerSec, SharersMax: wire.MaxUsageJobs}
 	if seg := usageSegment(&big); len(seg) > UsageMax || !strings.HasSuffix(seg, "]") {
 		t.Fatalf("segment of the largest numbers: %d bytes %q", len(seg), seg)
+	}
+}
+
+// BenchmarkReportUsage measures one node's report folded into the core
+// (the listener's goroutine; it takes only the usage mutex): a node of 8
+// jobs, and the most a report may carry (wire.MaxUsageJobs, one GPU each),
+// with 25000 jobs running.
+func BenchmarkReportUsage(b *testing.B) {
+	for _, perReport := range []int{8, wire.MaxUsageJobs} {
+		b.Run(fmt.Sprintf("jobs_per_report=%d", perReport), func(b *testing.B) {
+			c := openCoreB(b)
+			defer c.Close()
+			const running = 25000
+			snaps := make([]Snapshot, running)
+			for i := range snaps {
+				snaps[i] = runningAs(uint32(i+1), owner)
+			}
+			c.Pass(1000, snaps, make([]Decision, running))
+			// The writer saves the pass's 25000 new records first: not
+			// part of what is measured.
+			for {
+				active, err := c.store.Active()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(active) == running {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			rep := &wire.JobUsageReport{Node: "n1", IntervalSec: 10}
+			for i := range perReport {
+				rep.Jobs = append(rep.Jobs, wire.JobUsage{JobID: uint32(i + 1), UID: owner,
+					GPUs: []wire.JobGPUUsage{{UtilPct: 40, MemUsedMB: 1000, Sharers: 1}}})
+			}
+			at := time.Unix(1000, 0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				at = at.Add(time.Second)
+				rep.At = at
+				c.ReportUsage(rep)
+			}
+		})
+	}
+}
+
+func openCoreB(b *testing.B) *Core {
+	db := filepath.Join(b.TempDir(), "l.db")
+	store, err := ledger.Open(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := New(testConfig(db), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkObserveUsage measures what per-job GPU use adds to a pass (the
+// pass's other stages are BenchmarkPass's): n jobs, a quarter running, each
+// running one with a summary that changed since the last pass (agents
+// report more often than passes run), passes 30 s apart: a job's segment
+// is made at most once a minute (usageShowEvery), so every other pass.
+func BenchmarkObserveUsage(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			c := openCoreB(b)
+			defer c.Close()
+			snaps := make([]Snapshot, n)
+			for i := range snaps {
+				snaps[i] = pending(uint32(i+1), 1, 1000)
+				if i%4 == 0 {
+					snaps[i] = runningAs(uint32(i+1), owner)
+				}
+			}
+			out := make([]Decision, n)
+			now := int64(1000)
+			c.mu.Lock()
+			c.observeUsage(now, snaps, out)
+			c.mu.Unlock()
+			for i := 0; i < n; i += 4 {
+				c.ReportUsage(usageReport("n1", 1000, uint32(i+1), owner, []float64{40}, 1000, nil))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for _, j := range c.usage.jobs {
+					j.shown = -1 // a report came since the last pass
+				}
+				now += 30
+				b.StartTimer()
+				c.mu.Lock()
+				c.observeUsage(now, snaps, out)
+				c.mu.Unlock()
+			}
+		})
 	}
 }
