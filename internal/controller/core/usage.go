@@ -272,7 +272,11 @@ func usageSegment(u *ledger.JobGPUUse) string {
 	}
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, u.Samples, 10)
-	b = append(b, " samples]"...)
+	if u.Samples == 1 {
+		b = append(b, " sample]"...)
+	} else {
+		b = append(b, " samples]"...)
+	}
 	if len(b) > UsageMax { // only an absurd memory figure gets here
 		b = append(b[:UsageMax-1], ']')
 	}
