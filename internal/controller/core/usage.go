@@ -17,9 +17,11 @@ import (
 // (ledger.JobGPUUse). Nothing in a report is taken on trust: an entry
 // counts only for a job the last pass saw running, owned by the uid the
 // entry names. The node is not checked against the job's allocation: the
-// pass copies no node list (an agent, root on its node, could describe
-// another node's job; it cannot describe one that is not running, nor
-// give it another owner). Summaries live in memory under usageMu; the
+// pass copies no node list, and the node a report names is its agent's
+// own claim (a munge credential names a uid, not a host), so root on one
+// node could name any node anyway; what no report can do is describe a
+// job that is not running or give it another owner. Summaries live in
+// memory under usage.mu; the
 // writer goroutine saves them (job_gpu_use), and the pass shows each
 // running job's in its AdminComment and applies the idle rule
 // (usage.idle_below_pct, usage.idle_after).

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 )
@@ -313,5 +315,32 @@ func BenchmarkObserveUsage(b *testing.B) {
 				c.mu.Unlock()
 			}
 		})
+	}
+}
+
+// Dropped entries are counted by reason, and idle jobs gauged, on the
+// core's /metrics.
+func TestUsageMetricsCountDropsByReasonAndIdleJobs(t *testing.T) {
+	c := openMetricsCore(t)
+	c.cfg.Usage.IdleBelowPct, c.cfg.Usage.IdleAfter = 10, 10*time.Second
+	pass(c, 1000, runningAs(1, owner))
+	c.ReportUsage(usageReport("n1", 1000, 1, mallory, []float64{1}, 1, nil)) // wrong_user
+	c.ReportUsage(usageReport("n1", 1000, 9, owner, []float64{1}, 1, nil))   // unknown_job
+	c.ReportUsage(usageReport("n1", 1000, 9, owner, []float64{1}, 1, nil))   // unknown_job
+	c.ReportUsage(usageReport("n1", 1001, 1, owner, []float64{1}, 1, nil))   // kept, idle from 1001
+	c.ReportUsage(usageReport("n1", 1001, 1, owner, []float64{1}, 1, nil))   // repeat
+	m := c.met
+	for reason, want := range map[string]float64{DropWrongUser: 1, DropUnknownJob: 2, DropRepeat: 1, DropNoGPUs: 0} {
+		if got := testutil.ToFloat64(m.usageDrops.WithLabelValues(reason)); got != want {
+			t.Errorf("%s drops = %v, want %v", reason, got, want)
+		}
+	}
+	pass(c, 1005, runningAs(1, owner))
+	if got := testutil.ToFloat64(m.usageIdle); got != 0 {
+		t.Fatalf("idle jobs after 4 s = %v, want 0", got)
+	}
+	pass(c, 1011, runningAs(1, owner))
+	if got := testutil.ToFloat64(m.usageIdle); got != 1 {
+		t.Fatalf("idle jobs after 10 s = %v, want 1", got)
 	}
 }
