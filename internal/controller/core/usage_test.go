@@ -344,3 +344,23 @@ func TestUsageMetricsCountDropsByReasonAndIdleJobs(t *testing.T) {
 		t.Fatalf("idle jobs after 10 s = %v, want 1", got)
 	}
 }
+
+// A requeued job keeps its summary for its next run; reports while it
+// waits are dropped (it is not running).
+func TestRequeuedJobKeepsItsUsageSummary(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	pass(c, 1010, runningAs(1, owner))
+	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{60}, 1, nil))
+	waiting := pending(1, 2, 1000)
+	waiting.User = owner
+	pass(c, 1030, waiting)
+	c.ReportUsage(usageReport("n1", 1035, 1, owner, []float64{0}, 1, nil)) // dropped: not running
+	again := running(1, 2, 1000, 1040)
+	again.User = owner
+	pass(c, 1045, again)
+	c.ReportUsage(usageReport("n1", 1050, 1, owner, []float64{20}, 1, nil))
+	if u, ok := c.JobUsage(1); !ok || u.Samples != 2 || u.MeanUtil() != 40 || u.Finished != 0 {
+		t.Fatalf("summary across the requeue %+v, want 2 samples of mean 40", u)
+	}
+}
