@@ -93,6 +93,7 @@ func TestJobGPUUseReachesAdminCommentAndProfiler(t *testing.T) {
 	if strings.Count(got, "[GPU use:") != 1 {
 		t.Fatalf("more than one usage segment: %q", got)
 	}
+	t.Logf("job %d AdminComment: %s", busy, got)
 
 	db := filepath.Join(e.dir, "lachesis", "lachesis.db")
 	e.eventually(30*time.Second, "both jobs in lachesis-profiler jobs", func() (bool, string) {
