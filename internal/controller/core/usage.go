@@ -35,7 +35,8 @@ const UsagePrefix = "[GPU use: "
 // UsageMax bounds the usage segment (the C side's buffer is larger).
 const UsageMax = 150
 
-// Reasons an entry of a usage report is dropped (lachesis_usage_dropped_total).
+// Reasons an entry of a usage report is dropped: the label of
+// lachesis_usage_dropped_total and the keys of the log line.
 const (
 	DropUnknownJob = "unknown_job" // not running, as far as the last pass saw
 	DropWrongUser  = "wrong_user"  // the entry's uid is not the job's owner
@@ -43,7 +44,24 @@ const (
 	DropRepeat     = "repeat"      // not newer than the last report of its node for the job
 )
 
-var dropReasons = [...]string{DropUnknownJob, DropWrongUser, DropNoGPUs, DropRepeat}
+// dropReason indexes dropReasons.
+type dropReason int
+
+const (
+	dropUnknownJob dropReason = iota
+	dropWrongUser
+	dropNoGPUs
+	dropRepeat
+)
+
+var dropReasons = [...]string{dropUnknownJob: DropUnknownJob, dropWrongUser: DropWrongUser, dropNoGPUs: DropNoGPUs, dropRepeat: DropRepeat}
+
+// droppedEntry is the last dropped entry, formatted only when logged.
+type droppedEntry struct {
+	job, uid uint32
+	node     string
+	reason   dropReason
+}
 
 // dropLogEvery: dropped entries are logged at most once a minute.
 const dropLogEvery = 60
@@ -94,7 +112,7 @@ type usageState struct {
 	// dropped entries by reason since the last log line, the last one, and
 	// when the last line was written.
 	drops    [len(dropReasons)]int
-	lastDrop string
+	lastDrop droppedEntry
 	loggedAt int64
 	// idleBelow is usage.idle_below_pct, copied by each pass so that
 	// reports need not take the core's lock.
@@ -126,13 +144,13 @@ func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
 		live, ok := u.live[e.JobID]
 		switch {
 		case !ok:
-			c.dropUsage(now, 0, e, rep.Node)
+			c.dropUsage(now, dropUnknownJob, e, rep.Node)
 			continue
 		case live.uid != e.UID:
-			c.dropUsage(now, 1, e, rep.Node)
+			c.dropUsage(now, dropWrongUser, e, rep.Node)
 			continue
 		case len(e.GPUs) == 0:
-			c.dropUsage(now, 2, e, rep.Node)
+			c.dropUsage(now, dropNoGPUs, e, rep.Node)
 			continue
 		}
 		j := u.jobs[e.JobID]
@@ -141,7 +159,7 @@ func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
 			u.jobs[e.JobID] = j
 		}
 		if last, seen := j.nodeAt[rep.Node]; seen && at <= last {
-			c.dropUsage(now, 3, e, rep.Node)
+			c.dropUsage(now, dropRepeat, e, rep.Node)
 			continue
 		}
 		if _, seen := j.nodeAt[rep.Node]; seen || len(j.nodeAt) < maxNodesPerJob {
@@ -172,15 +190,16 @@ func sampleOf(e *wire.JobUsage, at int64) ledger.JobGPUSample {
 
 // dropUsage counts a dropped entry and logs the drops at most once every
 // dropLogEvery seconds. Caller holds usage.mu.
-func (c *Core) dropUsage(now int64, reason int, e *wire.JobUsage, node string) {
+func (c *Core) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node string) {
 	u := &c.usage
 	u.drops[reason]++
 	c.met.usageDropped(dropReasons[reason])
-	u.lastDrop = fmt.Sprintf("job %d uid %d from node %s: %s", e.JobID, e.UID, strconv.Quote(node), dropReasons[reason])
+	u.lastDrop = droppedEntry{job: e.JobID, uid: e.UID, node: node, reason: reason}
 	if now-u.loggedAt < dropLogEvery {
 		return
 	}
-	args := []any{"last", u.lastDrop}
+	d := u.lastDrop
+	args := []any{"last", fmt.Sprintf("job %d uid %d from node %s: %s", d.job, d.uid, strconv.Quote(d.node), dropReasons[d.reason])}
 	for i, n := range u.drops {
 		if n > 0 {
 			args = append(args, dropReasons[i], n)
