@@ -193,6 +193,10 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 	if d.Blocked != "" {
 		copyCString(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
 	}
+	if d.Usage != "" && len(d.Usage) < len(out.usage) {
+		// Whole or not at all: a cut segment would lose its ']'.
+		copyCString(unsafe.Pointer(&out.usage[0]), len(out.usage), d.Usage)
+	}
 }
 
 // writeErr copies err's message into the caller's buffer, NUL-terminated.
@@ -219,3 +223,13 @@ func recoverInto(rc *C.int, where string) {
 // reasonPrefixC is the header's LACHESIS_REASON_PREFIX, which must be
 // core.ReasonPrefix (convert_test.go).
 func reasonPrefixC() string { return C.LACHESIS_REASON_PREFIX }
+
+// usagePrefixC is LACHESIS_USAGE_PREFIX, for the test that it is
+// core.UsagePrefix.
+func usagePrefixC() string { return C.LACHESIS_USAGE_PREFIX }
+
+// usageBufC is the size of lachesis_prio_t.usage.
+func usageBufC() int {
+	var out C.lachesis_prio_t
+	return len(out.usage)
+}

@@ -15,3 +15,15 @@ func TestReasonPrefixMatchesTheHeader(t *testing.T) {
 		t.Fatalf("LACHESIS_REASON_PREFIX %q, core.ReasonPrefix %q", got, core.ReasonPrefix)
 	}
 }
+
+// The plugin replaces only the AdminComment segment that starts with the
+// header's prefix; the core's segment must start with the same text, and
+// fit the struct's buffer whole.
+func TestUsagePrefixMatchesTheHeader(t *testing.T) {
+	if got := usagePrefixC(); got != core.UsagePrefix {
+		t.Fatalf("LACHESIS_USAGE_PREFIX %q, core.UsagePrefix %q", got, core.UsagePrefix)
+	}
+	if n := usageBufC(); core.UsageMax >= n {
+		t.Fatalf("core.UsageMax %d does not fit lachesis_prio_t.usage[%d]", core.UsageMax, n)
+	}
+}

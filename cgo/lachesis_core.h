@@ -35,8 +35,10 @@
  *    requeued (restart_cnt > 0).
  * 12: lachesis_place is lachesis_enqueue ("place" is GPU-type placement,
  *    lachesis_place_job; the priority of a job between passes is its
- *    enqueueing). Same arguments and semantics. */
-#define LACHESIS_ABI_VERSION 12
+ *    enqueueing). Same arguments and semantics.
+ * 13: lachesis_prio_t.usage: a running job's GPU-use segment for its
+ *    AdminComment (per-job GPU use reported by node agents). */
+#define LACHESIS_ABI_VERSION 13
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -201,7 +203,17 @@ typedef struct lachesis_prio {
 	 * with LACHESIS_REASON_PREFIX). The plugin shows it as the job's
 	 * reason (state_desc) while Slurm says it waits for resources. */
 	char     blocked[128];
+	/* Pass, running jobs: when not empty, the job's GPU use so far as
+	 * node agents measured it (core/usage.go), one segment from
+	 * LACHESIS_USAGE_PREFIX through its closing ']', to replace
+	 * Lachesis's segment of the job's AdminComment. Set only when it
+	 * changed. */
+	char     usage[160];
 } lachesis_prio_t;
+
+/* Lachesis's GPU-use segment of an AdminComment starts with this
+ * (core.UsagePrefix) and ends with the next ']'. */
+#define LACHESIS_USAGE_PREFIX "[GPU use: "
 
 /* Every reason the core gives a job starts with this (core.ReasonPrefix):
  * the plugin replaces or clears only a state_desc that does. */

@@ -267,34 +267,61 @@ uint32_t lachesis_hook_account_shares(job_record_t *job_ptr)
 	return assoc->shares_raw;
 }
 
-/* Longest SystemComment we rewrite: a longer one is an admin's business,
- * and left exactly as it is. */
+/* Longest SystemComment (or AdminComment, for the usage segment) we
+ * rewrite: a longer one is an admin's business, and left exactly as it is. */
 #define LACHESIS_SYSCOMMENT_MAX 4096
 
-bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker)
+/* Replaces the part of *field that starts with prefix by text, keeping the
+ * text around it: the part runs up to stop (which stays, for a separator
+ * such as ';') or through it (stop_in_part, for a closing bracket), or to
+ * the end of the field. Without such a part, text is appended after "; ".
+ * False, and nothing changed, when the field is longer than max. */
+static bool _set_part(char **field, size_t max, const char *prefix,
+		      const char *text, char stop, bool stop_in_part)
 {
-	char *old = job_ptr->system_comment, *out = NULL;
+	char *old = *field, *out = NULL;
 	const char *at, *end;
 
-	if (old && (strlen(old) > LACHESIS_SYSCOMMENT_MAX))
+	if (old && (strlen(old) > max))
 		return false;
-	at = old ? strstr(old, LACHESIS_MARKER_PREFIX) : NULL;
+	at = old ? strstr(old, prefix) : NULL;
 	if (at) {
 		/* Replace our part only; the admin's text around it stays. */
-		end = strchr(at, ';');
+		end = strchr(at + strlen(prefix), stop);
+		if (end && stop_in_part)
+			end++;
 		if (at > old)
 			xstrncat(out, old, at - old);
-		xstrcat(out, marker);
+		xstrcat(out, text);
 		if (end)
 			xstrcat(out, end);
 	} else if (old && old[0]) {
-		xstrfmtcat(out, "%s; %s", old, marker);
+		xstrfmtcat(out, "%s; %s", old, text);
 	} else {
-		out = xstrdup(marker);
+		out = xstrdup(text);
 	}
-	xfree(job_ptr->system_comment);
-	job_ptr->system_comment = out;
+	xfree(*field);
+	*field = out;
 	return true;
+}
+
+bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker)
+{
+	return _set_part(&job_ptr->system_comment, LACHESIS_SYSCOMMENT_MAX,
+			 LACHESIS_MARKER_PREFIX, marker, ';', false);
+}
+
+bool lachesis_hook_set_usage(job_record_t *job_ptr, const char *usage)
+{
+	/* The core's segment never holds ']' before its end, nor anything
+	 * else a user could spell: users' text in an AdminComment has every
+	 * bracket removed (reason_text.h). */
+	if (strncmp(usage, LACHESIS_USAGE_PREFIX,
+		    sizeof(LACHESIS_USAGE_PREFIX) - 1) ||
+	    strchr(usage, ']') != usage + strlen(usage) - 1)
+		return false;
+	return _set_part(&job_ptr->admin_comment, LACHESIS_SYSCOMMENT_MAX,
+			 LACHESIS_USAGE_PREFIX, usage, ']', true);
 }
 
 void lachesis_hook_append_reason(char **comment, const char *reason,

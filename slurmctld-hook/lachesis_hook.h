@@ -29,6 +29,13 @@ extern int lachesis_hook_gpu_tres_pos(void);
  * is too long to touch. */
 extern bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker);
 
+/* Replaces Lachesis's GPU-use segment of the job's AdminComment (from
+ * LACHESIS_USAGE_PREFIX through the next ']') with usage, or appends it;
+ * the rest of the comment (Synergy's sizing reason, an admin's text)
+ * stays. Caller holds the job write lock. False when usage is not one
+ * segment or the comment is too long to touch. */
+extern bool lachesis_hook_set_usage(job_record_t *job_ptr, const char *usage);
+
 extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				   lachesis_job_t *out);
 

@@ -294,7 +294,7 @@ static void _run_pass(void)
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
 	int ended = 0; /* finished jobs sent for the core to record */
-	int changed_desc = 0;
+	int changed_desc = 0, usage_shown = 0;
 	time_t now;
 	DEF_TIMERS;
 
@@ -336,6 +336,12 @@ static void _run_pass(void)
 			if (IS_JOB_PENDING(job_ptr) &&
 			    _show_blocked(job_ptr, pass_prios[i].blocked))
 				changed_desc++;
+			/* What the job did with its GPUs so far, for admins
+			 * (scontrol show job); only when it changed. */
+			if (pass_prios[i].usage[0] &&
+			    lachesis_hook_set_usage(job_ptr,
+						    pass_prios[i].usage))
+				usage_shown++;
 			/* A hold or an admin's priority stays, on a running
 			 * job too (it is ranked, not held: lachesis_hook.c). */
 			if (!pass_prios[i].priority || pass_jobs[i].held ||
@@ -348,7 +354,7 @@ static void _run_pass(void)
 			xfree(job_ptr->priority_array);
 			changed++;
 		}
-		if (changed || marked || changed_desc)
+		if (changed || marked || changed_desc || usage_shown)
 			last_job_update = now;
 	}
 	END_TIMER;

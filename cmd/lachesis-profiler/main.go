@@ -7,11 +7,15 @@
 //	lachesis-profiler missing [--limit N] [--min-jobs N] [--db PATH]
 //	lachesis-profiler status  [--agent-socket PATH]
 //	lachesis-profiler publish MODEL (--user NAME | --id ID) [--db PATH]
+//	lachesis-profiler jobs    [--limit N] [--db PATH]
+//	lachesis-profiler idle    [--below PCT] [--for DURATION] [--db PATH]
 //
 // `profile` asks the node agent on this node to sweep COMMAND over CPU
 // counts, as you and inside a Slurm job of yours (outside one it submits
 // one with srun and runs itself there), and shows a progress bar with an
-// ETA; the agent delivers the profile to slurmctld. `list`, `show` and `missing` read the
+// ETA; the agent delivers the profile to slurmctld. `list`, `show`, `missing`,
+// `jobs` (what each job did with its GPUs, as node agents measured it) and
+// `idle` (running jobs holding GPUs below a utilisation) read the
 // controller's SQLite file read-only (run them on the slurmctld host; --db
 // defaults to db_path of the lachesis.yaml next to $SLURM_CONF or
 // /etc/slurm/slurm.conf). A profile sizes the jobs of the user who made it;
@@ -41,6 +45,8 @@ const usage = `usage:
   lachesis-profiler missing [--limit N] [--min-jobs N] [--db PATH]
   lachesis-profiler status  [--agent-socket PATH]
   lachesis-profiler publish MODEL (--user NAME | --id ID) [--db PATH]   (root or SlurmUser)
+  lachesis-profiler jobs    [--limit N] [--db PATH]
+  lachesis-profiler idle    [--below PCT] [--for DURATION] [--db PATH]
 Run "lachesis-profiler COMMAND -h" for a command's flags.
 `
 
@@ -70,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		"missing": cmdMissing,
 		"status":  cmdStatus,
 		"publish": cmdPublish,
+		"jobs":    cmdJobs,
+		"idle":    cmdIdle,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -44,6 +44,9 @@ type Config struct {
 	// OnJobEnd is called (outside any lock) with each valid job-end report;
 	// false means nobody could take it yet, and the agent is told to retry.
 	OnJobEnd func(wire.JobEndReport) bool
+	// OnJobUsage is called (outside any lock) with each valid per-job GPU
+	// usage report; false means nobody could take it yet (retried).
+	OnJobUsage func(*wire.JobUsageReport) bool
 	// LogsPerSecond caps rejection log lines; the excess is counted and
 	// summarised, so a flood cannot fill slurmctld's log.
 	LogsPerSecond int

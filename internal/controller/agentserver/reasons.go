@@ -146,13 +146,14 @@ type Stats struct {
 	Profiles    uint64 // newly stored
 	Duplicates  uint64 // already stored, acknowledged again
 	Telemetry   uint64
+	JobUsage    uint64 // per-job GPU usage reports taken
 	Rejections  map[Reason]uint64
 }
 
 type stats struct {
-	conns, profiles, duplicates, telemetry atomic.Uint64
-	mu                                     sync.Mutex
-	rejections                             map[Reason]uint64
+	conns, profiles, duplicates, telemetry, jobUsage atomic.Uint64
+	mu                                               sync.Mutex
+	rejections                                       map[Reason]uint64
 }
 
 func (st *stats) add(r Reason) {
@@ -177,6 +178,7 @@ func (s *Server) Stats() Stats {
 		Profiles:    s.stats.profiles.Load(),
 		Duplicates:  s.stats.duplicates.Load(),
 		Telemetry:   s.stats.telemetry.Load(),
+		JobUsage:    s.stats.jobUsage.Load(),
 		Rejections:  map[Reason]uint64{},
 	}
 	for k, v := range s.stats.rejections {

@@ -304,6 +304,8 @@ func (s *Server) frame(conn net.Conn, st *connState, r io.Reader, peer string) (
 		a, keep = s.handleJobEnd(peer, body)
 	case wire.TypeTelemetry:
 		a, keep = s.handleTelemetry(peer, body)
+	case wire.TypeJobUsage:
+		a, keep = s.handleJobUsage(peer, body)
 	default:
 		// A report type of this protocol that this controller does not
 		// handle (yet): refused, never decoded as another.

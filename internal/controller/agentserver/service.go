@@ -47,7 +47,8 @@ type Service struct {
 	srvMu sync.Mutex
 	srv   *Server
 
-	onJobEnd atomic.Pointer[JobEndFunc] // jobend.go
+	onJobEnd   atomic.Pointer[JobEndFunc]   // jobend.go
+	onJobUsage atomic.Pointer[JobUsageFunc] // jobusage.go
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -103,6 +104,7 @@ func NewService(cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 	}
 	s.cfg.Server.OnProfile = func(rec profile.Record) { s.cache.Offer(rec) }
 	s.cfg.Server.OnJobEnd = s.jobEnd
+	s.cfg.Server.OnJobUsage = s.jobUsage
 	log.Info("node-agent profiles loaded", keyModels, s.cache.Len(), keyPath, cfg.DBPath)
 	if cfg.Addr != "" {
 		if err := s.listen(); err != nil {

@@ -50,7 +50,22 @@ type Config struct {
 	// GPU of speed 1 (gpu_types.TYPE.speed), for models without a
 	// profiled or tabled speed there (priority.Speeds).
 	GPUTypes map[string]float64
+	// Usage: what the per-job GPU usage the node agents measure is
+	// compared with (usage.go of the core).
+	Usage Usage
 }
+
+// Usage configures the per-job GPU usage summary.
+type Usage struct {
+	// IdleBelowPct: a job whose GPUs' utilisation stays below this
+	// percentage (each report's mean over the job's GPUs) ...
+	IdleBelowPct float64
+	// IdleAfter: ... for at least this long holds its GPUs idle.
+	IdleAfter time.Duration
+}
+
+// MaxIdleAfter bounds usage.idle_after: a week.
+const MaxIdleAfter = 7 * 24 * time.Hour
 
 // Speeds is the speed lookup of this config: the per-type defaults,
 // placement's per-model table and the given profiled throughputs
@@ -175,6 +190,10 @@ type file struct {
 	GPUTypes  map[string]struct {
 		Speed float64 `mapstructure:"speed"`
 	} `mapstructure:"gpu_types"`
+	Usage struct {
+		IdleBelowPct float64 `mapstructure:"idle_below_pct"`
+		IdleAfter    float64 `mapstructure:"idle_after"`
+	} `mapstructure:"usage"`
 }
 
 // placementFile is the placement section's YAML layout.
@@ -209,6 +228,7 @@ func Default() Config {
 		Synergy:   synergy.DefaultConfig(),
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
+		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
 	}
 }
 
@@ -266,6 +286,8 @@ func defaultFile() file {
 	f.FairShare.Enabled = d.Tiresias.FairShare.Enabled
 	f.FairShare.HalfLife = d.Tiresias.FairShare.HalfLife
 	f.FairShare.DefaultShares = d.Tiresias.FairShare.DefaultShares
+	f.Usage.IdleBelowPct = d.Usage.IdleBelowPct
+	f.Usage.IdleAfter = d.Usage.IdleAfter.Seconds()
 	return f
 }
 
@@ -384,6 +406,7 @@ func (f file) validate() (Config, error) {
 		f.checkSynergy,
 		f.checkPlacement,
 		f.checkGPUTypes,
+		f.checkUsage,
 	} {
 		if err := check(&c); err != nil {
 			return Config{}, err
@@ -501,6 +524,20 @@ func (f file) checkGPUTypes(c *Config) error {
 	var err error
 	c.GPUTypes, err = f.gpuTypes()
 	return err
+}
+
+// checkUsage checks the usage section and fills it.
+func (f file) checkUsage(c *Config) error {
+	u := f.Usage
+	if !(u.IdleBelowPct >= 0 && u.IdleBelowPct <= 100) { // NaN too
+		return fmt.Errorf("%w: usage.idle_below_pct must be between 0 and 100, got %v", ErrInvalid, u.IdleBelowPct)
+	}
+	after, err := yamlconf.Seconds("usage.idle_after", u.IdleAfter, 0, MaxIdleAfter.Seconds())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c.Usage = Usage{IdleBelowPct: u.IdleBelowPct, IdleAfter: after}
+	return nil
 }
 
 // lowerKeys lower-cases account names, as Slurm does with every job's

@@ -47,6 +47,9 @@ db_path: /tmp/x.db
 log_level: debug
 metrics:
   listen: "127.0.0.1:9830"
+usage:
+  idle_below_pct: 25
+  idle_after: 600
 `
 	c, err := Parse(strings.NewReader(yaml))
 	if err != nil {
@@ -67,6 +70,9 @@ metrics:
 	}
 	if c.Metrics.Listen != "127.0.0.1:9830" {
 		t.Errorf("metrics.listen = %q, want 127.0.0.1:9830", c.Metrics.Listen)
+	}
+	if c.Usage.IdleBelowPct != 25 || c.Usage.IdleAfter != 10*time.Minute {
+		t.Errorf("usage keys not read: %+v", c.Usage)
 	}
 }
 
@@ -188,6 +194,11 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"queue_gap 0 is rejected", "tiresias:\n  preemption: {queue_gap: 0}\n", "tiresias.preemption.queue_gap"},
 		{"quantile of 1 is rejected", "tiresias:\n  threshold_quantiles: [0.5, 1]\n", "tiresias.threshold_quantiles"},
 		{"unknown preemption key is rejected", "tiresias:\n  preemption: {min_runs: 5}\n", "min_runs"},
+		{"idle threshold over 100% is rejected", "usage:\n  idle_below_pct: 101\n", "usage.idle_below_pct"},
+		{"negative idle threshold is rejected", "usage:\n  idle_below_pct: -1\n", "usage.idle_below_pct"},
+		{"NaN idle threshold is rejected", "usage:\n  idle_below_pct: .nan\n", "usage.idle_below_pct"},
+		{"negative idle time is rejected", "usage:\n  idle_after: -1\n", "usage.idle_after"},
+		{"idle time over a week is rejected", "usage:\n  idle_after: 604801\n", "usage.idle_after"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -93,6 +93,9 @@ type Core struct {
 
 	// ends: the true ends nodes reported (jobend.go).
 	ends jobEnds
+	// usage: per-job GPU use reported by node agents (usage.go); under
+	// its own mutex.
+	usage usageState
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
 	// their records (nil when not known), which continue if the job is
@@ -163,6 +166,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c.agents.SetJobEndHandler(c.ReportEnd)
+	c.agents.SetJobUsageHandler(c.ReportUsage)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -222,6 +226,9 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c.restoreSweeps(store)
+	if err := c.restoreUsage(store); err != nil {
+		return nil, err
+	}
 	c.loadDistribution()
 	if err := c.rebuildRanker(); err != nil {
 		return nil, err
@@ -349,6 +356,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.account(now, snaps, out)
 	c.fairShare(snaps)
 	c.rank(now, snaps, out)
+	c.observeUsage(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
 	return len(c.sizing.candidates)

@@ -24,6 +24,10 @@ type Decision struct {
 	// so; the plugin shows it as the job's reason (blocked.go). It starts
 	// with ReasonPrefix.
 	Blocked string
+	// Usage, set by a pass for a running job whose GPU-use summary
+	// changed, is its new usage segment (usage.go, starting with
+	// UsagePrefix), to replace Lachesis's segment of its AdminComment.
+	Usage string
 }
 
 func decide(w priority.Weights, r priority.Result, service, queueService float64) Decision {

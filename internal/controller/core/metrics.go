@@ -28,6 +28,8 @@ const (
 	MetricAgentReports  = "lachesis_agent_reports_total"
 	MetricAgentRejected = "lachesis_agent_rejected_total"
 	MetricFairShare     = "lachesis_fairshare_accounts"
+	MetricUsageDropped  = "lachesis_usage_dropped_total"
+	MetricUsageIdle     = "lachesis_usage_idle_jobs"
 )
 
 // metrics is what the core records for Prometheus. A nil *metrics (no
@@ -48,6 +50,9 @@ type metrics struct {
 	// fair share after the last pass: accounts tracked (with usage or
 	// jobs), with jobs under or at their share, with jobs over it
 	fsTracked, fsUnder, fsOver prometheus.Gauge
+	// per-job GPU use (usage.go): entries dropped by reason, idle jobs
+	usageDrops *prometheus.CounterVec
+	usageIdle  prometheus.Gauge
 
 	// Scratch of the pass in progress, under c.mu.
 	counts            []int
@@ -97,7 +102,7 @@ func newMetrics() *metrics {
 		agentConns: prometheus.NewDesc(MetricAgentConns, "Connections the node-agent listener accepted.", nil, nil),
 		agentOpen:  prometheus.NewDesc(MetricAgentOpen, "Node-agent connections open now.", nil, nil),
 		agentReports: prometheus.NewDesc(MetricAgentReports,
-			"Node-agent reports accepted, by kind (profile, duplicate_profile, telemetry).", []string{"kind"}, nil),
+			"Node-agent reports accepted, by kind (profile, duplicate_profile, telemetry, job_usage).", []string{"kind"}, nil),
 		agentRejected: prometheus.NewDesc(MetricAgentRejected,
 			"Node-agent connections or frames rejected, by reason.", []string{"reason"}, nil),
 	}
@@ -112,8 +117,19 @@ func newMetrics() *metrics {
 		Help: "Accounts after the last pass, by class: tracked (with decayed usage or jobs), under (with jobs, at or under their share), over (with jobs, over their share).",
 	}, []string{"class"})
 	m.fsTracked, m.fsUnder, m.fsOver = fs.WithLabelValues("tracked"), fs.WithLabelValues("under"), fs.WithLabelValues("over")
+	m.usageDrops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricUsageDropped,
+		Help: "Entries of node agents' job-usage reports dropped, by reason (unknown_job, wrong_user, no_gpus, repeat).",
+	}, []string{"reason"})
+	for _, r := range dropReasons {
+		m.usageDrops.WithLabelValues(r)
+	}
+	m.usageIdle = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: MetricUsageIdle,
+		Help: "Running jobs holding GPUs below usage.idle_below_pct for usage.idle_after, after the last pass.",
+	})
 	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
-		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+		m.usageDrops, m.usageIdle, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
 }
@@ -138,6 +154,20 @@ func (m *metrics) fairShare(tracked, withJobs, over int) {
 	m.fsTracked.Set(float64(tracked))
 	m.fsUnder.Set(float64(withJobs - over))
 	m.fsOver.Set(float64(over))
+}
+
+// usageDropped counts one dropped entry of a job-usage report.
+func (m *metrics) usageDropped(reason string) {
+	if m != nil {
+		m.usageDrops.WithLabelValues(reason).Inc()
+	}
+}
+
+// idleJobs publishes how many running jobs hold their GPUs idle.
+func (m *metrics) idleJobs(n int) {
+	if m != nil {
+		m.usageIdle.Set(float64(n))
+	}
 }
 
 // queueChange notes one ranked job of the pass: its queue before and after.
@@ -230,6 +260,7 @@ func (a agentCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.Profiles), "profile")
 	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.Duplicates), "duplicate_profile")
 	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.Telemetry), "telemetry")
+	ch <- prometheus.MustNewConstMetric(a.m.agentReports, prometheus.CounterValue, float64(st.JobUsage), "job_usage")
 	for r, n := range st.Rejections {
 		ch <- prometheus.MustNewConstMetric(a.m.agentRejected, prometheus.CounterValue, float64(n), string(r))
 	}

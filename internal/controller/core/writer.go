@@ -127,6 +127,7 @@ func (c *Core) flush() {
 	fileErr := c.checkFile(batch)
 	if fileErr == nil {
 		c.flushUsage()
+		c.flushJobUsage()
 	}
 	if len(batch) == 0 && fileErr == nil {
 		return

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	lconfig "github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+)
+
+// openLedger opens the controller's ledger read-only, found like openStore
+// finds it (they are one SQLite file).
+func openLedger(db string) (*ledger.SQLite, error) {
+	db, err := dbPath(db)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ledger.OpenReadOnly(db)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || (err != nil && strings.Contains(err.Error(), "no such file")):
+		return nil, fmt.Errorf("%w (run this on the slurmctld host, or pass --db)", err)
+	case err != nil && (errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied")):
+		return nil, fmt.Errorf("%w (run as root or SlurmUser on the slurmctld host)", err)
+	}
+	return s, err
+}
+
+// jobGPUUses reads the summaries; a ledger of a controller from before
+// per-job GPU use has none.
+func jobGPUUses(s *ledger.SQLite, limit int) ([]ledger.JobGPUUse, error) {
+	uses, err := s.JobGPUUses(limit)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return nil, nil
+	}
+	return uses, err
+}
+
+// userName is uid's login name, else the number.
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil {
+		return u.Username
+	}
+	return id
+}
+
+func formatTime(unix int64) string {
+	if unix == 0 {
+		return "-"
+	}
+	return time.Unix(unix, 0).Local().Format(time.DateTime)
+}
+
+func formatRate(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// cmdJobs lists what jobs did with their GPUs, as node agents measured it:
+// the summaries the controller keeps in its ledger (job_gpu_use).
+func cmdJobs(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("jobs", stderr)
+	db := dbFlag(fs)
+	limit := fs.Int("limit", 50, "show at most this many jobs, those measured most recently first (0: all)")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	s, err := openLedger(*db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	uses, err := jobGPUUses(s, *limit)
+	if err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(uses))
+	for i := range uses {
+		u := &uses[i]
+		ips := math.NaN()
+		if u.ProgressSamples > 0 {
+			ips = u.ItersPerSecLast
+		}
+		state := "running"
+		if u.Finished != 0 {
+			state = "ended"
+		}
+		rows = append(rows, []string{strconv.FormatUint(uint64(u.JobID), 10), userName(u.User), state,
+			strconv.FormatInt(u.Samples, 10), fmt.Sprintf("%.0f", u.MeanUtil()), fmt.Sprintf("%.0f", u.UtilPeak),
+			fmt.Sprintf("%.1f", u.MemPeakMB/1024), strconv.Itoa(u.GPUsMax), strconv.Itoa(u.SharersMax),
+			formatRate(ips), formatRate(u.MeanItersPerSec()), formatTime(u.FirstSeen), formatTime(u.LastSeen)})
+	}
+	return storeTable(stdout, "JOB\tUSER\tSTATE\tSAMPLES\tMEAN UTIL %\tPEAK UTIL %\tPEAK MEM GiB/GPU\tGPUS\tMAX SHARERS\tIT/S\tMEAN IT/S\tFIRST SEEN\tLAST SEEN",
+		"no job's GPU use reported yet (node agents report it every telemetry interval)", rows)
+}
+
+// cmdIdle lists running jobs that hold GPUs below a utilisation for at
+// least a duration. The controller tracks each job's idle time at
+// usage.idle_below_pct (the row records which); --below other than that is
+// answered from what the row holds: lower, a job counts only if no sample
+// since it fell idle reached --below; higher, only jobs idle at the
+// tracked threshold are known.
+func cmdIdle(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("idle", stderr)
+	db := dbFlag(fs)
+	below := fs.Float64("below", math.NaN(), "utilisation percentage (default: usage.idle_below_pct of lachesis.yaml)")
+	after := fs.Duration("for", -1, "for at least this long, e.g. 30m (default: usage.idle_after of lachesis.yaml)")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if math.IsNaN(*below) || *after < 0 {
+		slurmConf := os.Getenv("SLURM_CONF")
+		if slurmConf == "" {
+			slurmConf = "/etc/slurm/slurm.conf"
+		}
+		cfg, err := lconfig.Load(lconfig.PathNextTo(slurmConf))
+		if err != nil {
+			return fmt.Errorf("reading the idle rule: %w (or pass --below and --for)", err)
+		}
+		if math.IsNaN(*below) {
+			*below = cfg.Usage.IdleBelowPct
+		}
+		if *after < 0 {
+			*after = cfg.Usage.IdleAfter
+		}
+	}
+	if !(*below >= 0 && *below <= 100) {
+		return fmt.Errorf("%w: --below must be a percentage, 0 to 100", errUsage)
+	}
+	s, err := openLedger(*db)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	uses, err := jobGPUUses(s, 0)
+	if err != nil {
+		return err
+	}
+	// The longest idle first.
+	slices.SortStableFunc(uses, func(a, b ledger.JobGPUUse) int { return cmp.Compare(a.IdleSince, b.IdleSince) })
+	now := time.Now().Unix()
+	var rows [][]string
+	tracked := map[float64]bool{}
+	for i := range uses {
+		u := &uses[i]
+		if u.Finished != 0 {
+			continue
+		}
+		tracked[u.IdleBelowPct] = true
+		if !idleAt(u, *below, now, int64(after.Seconds())) {
+			continue
+		}
+		rows = append(rows, []string{strconv.FormatUint(uint64(u.JobID), 10), userName(u.User),
+			(time.Duration(u.IdleFor(now)) * time.Second).String(), fmt.Sprintf("%.1f", u.IdlePeak),
+			fmt.Sprintf("%.0f", u.MeanUtil()), strconv.Itoa(u.GPUsMax), formatTime(u.LastSeen)})
+	}
+	err = storeTable(stdout, "JOB\tUSER\tIDLE FOR\tPEAK UTIL % SINCE\tMEAN UTIL %\tGPUS\tLAST REPORT",
+		fmt.Sprintf("no running job held its GPUs below %g%% for %v", *below, *after), rows)
+	for t := range tracked {
+		if t != *below {
+			fmt.Fprintf(stdout, "note: the controller tracks idle time at %g%% (usage.idle_below_pct); at --below %g%% the list is a lower bound\n", t, *below)
+			break
+		}
+	}
+	return err
+}
+
+// idleAt applies the idle rule at threshold below to a running job's row
+// (tracked at u.IdleBelowPct).
+func idleAt(u *ledger.JobGPUUse, below float64, now, after int64) bool {
+	if !u.Idle(now, after) {
+		return false
+	}
+	return below >= u.IdleBelowPct || u.IdlePeak < below
+}

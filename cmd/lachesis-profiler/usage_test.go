@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+)
+
+func usageDB(t *testing.T, rows ...ledger.JobGPUUse) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lachesis.db")
+	s, err := ledger.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SaveJobGPUUse(rows); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestJobsListsEachJobsGPUUse(t *testing.T) {
+	now := time.Now().Unix()
+	db := usageDB(t,
+		ledger.JobGPUUse{JobID: 41, User: 0, Samples: 4, UtilSum: 148, UtilPeak: 80, MemPeakMB: 9318, GPUsMax: 2, SharersMax: 1,
+			ProgressSamples: 2, ItersPerSecSum: 25, ItersPerSecLast: 12.5, FirstSeen: now - 100, LastSeen: now - 10},
+		ledger.JobGPUUse{JobID: 42, User: 4242424, Samples: 1, UtilSum: 3, UtilPeak: 3, FirstSeen: now - 50, LastSeen: now - 5, Finished: now})
+	out, _, err := runCLI(t, "jobs", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "42 ") || !strings.HasPrefix(lines[2], "41 ") {
+		t.Fatalf("want the header and jobs 42, 41 (most recent first):\n%s", out)
+	}
+	for _, want := range []string{"root", "running", "37", "80", "9.1", "12.5", "4242424", "ended"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runCLI(t, "jobs", "--db", db, "--limit", "1")
+	if err != nil || strings.Count(out, "\n") != 2 {
+		t.Fatalf("--limit 1: %v\n%s", err, out)
+	}
+}
+
+func TestIdleListsRunningJobsBelowTheThresholdForLongEnough(t *testing.T) {
+	now := time.Now().Unix()
+	db := usageDB(t,
+		// idle at 10% for an hour, peak 4% since
+		ledger.JobGPUUse{JobID: 1, Samples: 9, UtilSum: 30, IdleBelowPct: 10, IdleSince: now - 3600, IdlePeak: 4, LastSeen: now},
+		// idle for 10 minutes only
+		ledger.JobGPUUse{JobID: 2, Samples: 9, UtilSum: 30, IdleBelowPct: 10, IdleSince: now - 600, IdlePeak: 4, LastSeen: now},
+		// busy
+		ledger.JobGPUUse{JobID: 3, Samples: 9, UtilSum: 600, IdleBelowPct: 10, LastSeen: now},
+		// idle, but ended
+		ledger.JobGPUUse{JobID: 4, Samples: 9, UtilSum: 30, IdleBelowPct: 10, IdleSince: now - 3600, LastSeen: now, Finished: now})
+	listed := func(out string) []string {
+		var ids []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			if f := strings.Fields(l); len(f) > 0 && f[0] != "note:" && f[0] != "no" {
+				ids = append(ids, f[0])
+			}
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--below", "10", "--for", "30m"}, "1"},
+		{[]string{"--below", "10", "--for", "5m"}, "1 2"},
+		{[]string{"--below", "3", "--for", "5m"}, ""}, // both reached 4% while idle
+		{[]string{"--below", "5", "--for", "5m"}, "1 2"},
+		{[]string{"--below", "10", "--for", "2h"}, ""},
+	} {
+		out, _, err := runCLI(t, append([]string{"idle", "--db", db}, tc.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(listed(out), " "); got != tc.want {
+			t.Fatalf("idle %v listed %q, want %q:\n%s", tc.args, got, tc.want, out)
+		}
+	}
+}
+
+// The idle rule's defaults come from lachesis.yaml next to slurm.conf.
+func TestIdleDefaultsComeFromLachesisYAML(t *testing.T) {
+	now := time.Now().Unix()
+	db := usageDB(t, ledger.JobGPUUse{JobID: 1, Samples: 9, UtilSum: 30, IdleBelowPct: 10, IdleSince: now - 900, IdlePeak: 4, LastSeen: now})
+	dir := t.TempDir()
+	writeConf := func(after int) {
+		t.Helper()
+		yaml := "db_path: " + db + "\nusage:\n  idle_below_pct: 10\n  idle_after: " + strconv.Itoa(after) + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "lachesis.yaml"), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("SLURM_CONF", filepath.Join(dir, "slurm.conf"))
+	t.Setenv("LACHESIS_CONFIG", "")
+	writeConf(600)
+	if out, _, err := runCLI(t, "idle"); err != nil || !strings.Contains(out, "\n1 ") {
+		t.Fatalf("idle_after 600: %v\n%s", err, out)
+	}
+	writeConf(1800)
+	if out, _, err := runCLI(t, "idle"); err != nil || strings.Contains(out, "\n1 ") {
+		t.Fatalf("idle_after 1800: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,373 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+)
+
+// Per-job GPU use. Node agents measure what each Slurm job does with its
+// GPUs (wire.JobUsageReport, frame type 5); the listener authenticates
+// the frame (only root, SlurmUser or agent.allowed_uids may send one) and
+// bounds it, and ReportUsage folds it into a running summary per job
+// (ledger.JobGPUUse). Nothing in a report is taken on trust: an entry
+// counts only for a job the last pass saw running, owned by the uid the
+// entry names. The node is not checked against the job's allocation: the
+// pass copies no node list, and the node a report names is its agent's
+// own claim (a munge credential names a uid, not a host), so root on one
+// node could name any node anyway; what no report can do is describe a
+// job that is not running or give it another owner. Summaries live in
+// memory under usage.mu; the
+// writer goroutine saves them (job_gpu_use), and the pass shows each
+// running job's in its AdminComment and applies the idle rule
+// (usage.idle_below_pct, usage.idle_after).
+
+// UsagePrefix starts Lachesis's usage segment in a job's AdminComment,
+// which runs to the next ']' (cgo/lachesis_core.h LACHESIS_USAGE_PREFIX).
+// Users' text in an AdminComment has every bracket removed
+// (slurmctld-hook/reason_text.h), so no user can spell it.
+const UsagePrefix = "[GPU use: "
+
+// UsageMax bounds the usage segment (the C side's buffer is larger).
+const UsageMax = 150
+
+// Reasons an entry of a usage report is dropped: the label of
+// lachesis_usage_dropped_total and the keys of the log line.
+const (
+	DropUnknownJob = "unknown_job" // not running, as far as the last pass saw
+	DropWrongUser  = "wrong_user"  // the entry's uid is not the job's owner
+	DropNoGPUs     = "no_gpus"     // nothing measured
+	DropRepeat     = "repeat"      // not newer than the last report of its node for the job
+)
+
+// dropReason indexes dropReasons.
+type dropReason int
+
+const (
+	dropUnknownJob dropReason = iota
+	dropWrongUser
+	dropNoGPUs
+	dropRepeat
+)
+
+var dropReasons = [...]string{dropUnknownJob: DropUnknownJob, dropWrongUser: DropWrongUser, dropNoGPUs: DropNoGPUs, dropRepeat: DropRepeat}
+
+// droppedEntry is the last dropped entry, formatted only when logged.
+type droppedEntry struct {
+	job, uid uint32
+	node     string
+	reason   dropReason
+}
+
+// dropLogEvery: dropped entries are logged at most once a minute.
+const dropLogEvery = 60
+
+// usageShowEvery: a job's AdminComment segment is rewritten at most once
+// a minute. Agents report more often than passes run, so without it every
+// running job's comment would be made and rewritten under the job write
+// lock every pass (BenchmarkObserveUsage: 25000 running jobs, 50-80 ms).
+const usageShowEvery = 60
+
+// maxNodesPerJob bounds the per-node report times kept for one job (a
+// retried report is recognised by them); a job on more nodes is not
+// checked for repeats beyond them.
+const maxNodesPerJob = 256
+
+const (
+	keyUID       = "uid"
+	keyMeanUtil  = "mean_util_pct"
+	keyIdleFor   = "idle_s"
+	keyIdleBelow = "below_pct"
+)
+
+// liveJob is a job the last pass saw running or suspended.
+type liveJob struct {
+	uid  uint32
+	pass uint64 // the pass that last saw it
+}
+
+// jobUsage is a running job's summary and what the core last did with it.
+type jobUsage struct {
+	sum     ledger.JobGPUUse
+	nodeAt  map[string]int64 // the newest report time of each node
+	shown   int64            // sum.Samples when the AdminComment was last set
+	shownAt int64            // the pass (its now) that set it
+	idle    bool             // logged as idle (cleared when it is not)
+	seen    uint64           // the pass that last saw the job not finished
+}
+
+// usageState is the core's per-job GPU use; under its own mutex, so a
+// flood of reports never waits for a pass nor a pass for the ledger.
+type usageState struct {
+	mu   sync.Mutex
+	pass uint64
+	live map[uint32]liveJob
+	jobs map[uint32]*jobUsage
+	// dirty: summaries changed since the writer last took them.
+	dirty map[uint32]ledger.JobGPUUse
+	// dropped entries by reason since the last log line, the last one, and
+	// when the last line was written.
+	drops    [len(dropReasons)]int
+	lastDrop droppedEntry
+	loggedAt int64
+	// idleBelow is usage.idle_below_pct, copied by each pass so that
+	// reports need not take the core's lock.
+	idleBelow float64
+}
+
+func (u *usageState) init() {
+	if u.live == nil {
+		u.live = map[uint32]liveJob{}
+		u.jobs = map[uint32]*jobUsage{}
+		u.dirty = map[uint32]ledger.JobGPUUse{}
+	}
+}
+
+// ReportUsage takes a node's per-job GPU usage report (validated by the
+// listener). It touches memory only; safe from any goroutine.
+func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
+	now := time.Now().Unix()
+	at := rep.At.Unix()
+	if rep.At.IsZero() || at > now {
+		at = now // an agent's clock ahead of ours: never in the future
+	}
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.init()
+	for i := range rep.Jobs {
+		e := &rep.Jobs[i]
+		live, ok := u.live[e.JobID]
+		switch {
+		case !ok:
+			c.dropUsage(now, dropUnknownJob, e, rep.Node)
+			continue
+		case live.uid != e.UID:
+			c.dropUsage(now, dropWrongUser, e, rep.Node)
+			continue
+		case len(e.GPUs) == 0:
+			c.dropUsage(now, dropNoGPUs, e, rep.Node)
+			continue
+		}
+		j := u.jobs[e.JobID]
+		if j == nil {
+			j = &jobUsage{sum: ledger.JobGPUUse{JobID: e.JobID, User: e.UID}, nodeAt: map[string]int64{}, seen: live.pass}
+			u.jobs[e.JobID] = j
+		}
+		if last, seen := j.nodeAt[rep.Node]; seen && at <= last {
+			c.dropUsage(now, dropRepeat, e, rep.Node)
+			continue
+		}
+		if _, seen := j.nodeAt[rep.Node]; seen || len(j.nodeAt) < maxNodesPerJob {
+			j.nodeAt[rep.Node] = at
+		}
+		j.sum.Fold(sampleOf(e, at), u.idleBelow)
+		// Saved with the next pass's flush: one transaction per pass,
+		// however many nodes report in between.
+		u.dirty[e.JobID] = j.sum
+	}
+}
+
+// sampleOf sums up one entry: the mean utilisation of the job's GPUs, the
+// most memory on one of them, the most sharers.
+func sampleOf(e *wire.JobUsage, at int64) ledger.JobGPUSample {
+	s := ledger.JobGPUSample{At: at, GPUs: len(e.GPUs)}
+	for _, g := range e.GPUs {
+		s.UtilPct += g.UtilPct
+		s.MemPeakMB = max(s.MemPeakMB, g.MemUsedMB)
+		s.Sharers = max(s.Sharers, g.Sharers)
+	}
+	s.UtilPct /= float64(len(e.GPUs))
+	if p := e.Progress; p != nil {
+		s.HasProgress, s.Iterations, s.ItersPerSec = true, p.Iterations, p.ItersPerSec
+	}
+	return s
+}
+
+// dropUsage counts a dropped entry and logs the drops at most once every
+// dropLogEvery seconds. Caller holds usage.mu.
+func (c *Core) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node string) {
+	u := &c.usage
+	u.drops[reason]++
+	c.met.usageDropped(dropReasons[reason])
+	u.lastDrop = droppedEntry{job: e.JobID, uid: e.UID, node: node, reason: reason}
+	if now-u.loggedAt < dropLogEvery {
+		return
+	}
+	d := u.lastDrop
+	args := []any{"last", fmt.Sprintf("job %d uid %d from node %s: %s", d.job, d.uid, strconv.Quote(d.node), dropReasons[d.reason])}
+	for i, n := range u.drops {
+		if n > 0 {
+			args = append(args, dropReasons[i], n)
+		}
+	}
+	c.log.Warn("dropped job-usage entries (counts by reason since the last line)", args...)
+	u.drops = [len(dropReasons)]int{}
+	u.loggedAt = now
+}
+
+// observeUsage is the pass's part: which jobs run and who owns them (what
+// ReportUsage checks entries against), the usage segment of each running
+// job's AdminComment when its summary changed, and the idle rule. A job
+// that has finished (or is gone) has its summary closed and handed to the
+// writer; a requeued one keeps it for its next run. Caller holds mu (not
+// usage.mu).
+func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.init()
+	u.pass++
+	u.idleBelow = c.cfg.Usage.IdleBelowPct
+	after := int64(c.cfg.Usage.IdleAfter / time.Second)
+	idle := 0
+	for i := range snaps {
+		s := &snaps[i]
+		j := u.jobs[s.ID]
+		if j != nil && s.State != StateFinished {
+			j.seen = u.pass
+		}
+		if s.State != StateRunning && s.State != StateSuspended {
+			continue
+		}
+		u.live[s.ID] = liveJob{uid: s.User, pass: u.pass}
+		if j == nil || j.sum.User != s.User {
+			continue
+		}
+		if j.sum.Samples != j.shown && (j.shownAt == 0 || now-j.shownAt >= usageShowEvery) {
+			out[i].Usage = usageSegment(&j.sum)
+			j.shown, j.shownAt = j.sum.Samples, now
+		}
+		if j.sum.Idle(now, after) {
+			idle++
+			if !j.idle {
+				j.idle = true
+				c.log.Info("job holds its GPUs idle", keyJob, s.ID, keyUID, s.User, keyIdleFor, j.sum.IdleFor(now),
+					keyIdleBelow, j.sum.IdleBelowPct, keyMeanUtil, round1(j.sum.MeanUtil()))
+			}
+		} else {
+			j.idle = false
+		}
+	}
+	for id, l := range u.live {
+		if l.pass != u.pass {
+			delete(u.live, id)
+		}
+	}
+	for id, j := range u.jobs {
+		if j.seen != u.pass {
+			j.sum.Finished = max(now, 1)
+			u.dirty[id] = j.sum
+			delete(u.jobs, id)
+		}
+	}
+	c.met.idleJobs(idle)
+}
+
+// usageSegment is the AdminComment text of a summary, e.g.
+// "[GPU use: mean 37%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 8 samples]".
+// Built with strconv, one allocation: the pass makes one per running job
+// a minute, under slurmctld's job write lock.
+func usageSegment(u *ledger.JobGPUUse) string {
+	var buf [2 * UsageMax]byte
+	b := append(buf[:0], UsagePrefix+"mean "...)
+	b = strconv.AppendFloat(b, u.MeanUtil(), 'f', 0, 64)
+	b = append(b, "%, peak "...)
+	b = strconv.AppendFloat(b, u.UtilPeak, 'f', 0, 64)
+	b = append(b, "%, memory peak "...)
+	b = strconv.AppendFloat(b, u.MemPeakMB/1024, 'f', 1, 64)
+	b = append(b, " GiB"...)
+	if u.ProgressSamples > 0 {
+		b = append(b, ", "...)
+		b = strconv.AppendFloat(b, u.ItersPerSecLast, 'g', 3, 64)
+		b = append(b, " it/s"...)
+	}
+	if u.SharersMax > 1 {
+		b = append(b, ", shared by up to "...)
+		b = strconv.AppendInt(b, int64(u.SharersMax), 10)
+		b = append(b, " jobs"...)
+	}
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, u.Samples, 10)
+	if u.Samples == 1 {
+		b = append(b, " sample]"...)
+	} else {
+		b = append(b, " samples]"...)
+	}
+	if len(b) > UsageMax { // only an absurd memory figure gets here
+		b = append(b[:UsageMax-1], ']')
+	}
+	return string(b)
+}
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+// flushJobUsage saves the summaries changed since the last flush; a failed
+// save keeps them for the next one unless a newer copy came meanwhile.
+// Writer goroutine only.
+func (c *Core) flushJobUsage() {
+	store, ok := c.store.(ledger.JobGPUUseStore)
+	if !ok {
+		return
+	}
+	u := &c.usage
+	u.mu.Lock()
+	if len(u.dirty) == 0 {
+		u.mu.Unlock()
+		return
+	}
+	rows := make([]ledger.JobGPUUse, 0, len(u.dirty))
+	for _, r := range u.dirty {
+		rows = append(rows, r)
+	}
+	clear(u.dirty)
+	u.mu.Unlock()
+	if err := store.SaveJobGPUUse(rows); err != nil {
+		c.log.Error("saving per-job GPU use failed; retrying with the next flush", keyErr, err, keyJobs, len(rows))
+		u.mu.Lock()
+		for _, r := range rows {
+			if _, newer := u.dirty[r.JobID]; !newer {
+				u.dirty[r.JobID] = r
+			}
+		}
+		u.mu.Unlock()
+	}
+}
+
+// restoreUsage takes back the summaries of jobs that were running when
+// slurmctld stopped, so a restart continues them instead of overwriting
+// their rows; a job that ended meanwhile is closed by the first pass.
+func (c *Core) restoreUsage(store ledger.Store) error {
+	l, ok := store.(ledger.JobGPUUseLoader)
+	if !ok {
+		return nil
+	}
+	rows, err := l.ActiveJobGPUUse()
+	if err != nil {
+		return err
+	}
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.init()
+	u.idleBelow = c.cfg.Usage.IdleBelowPct
+	for _, r := range rows {
+		u.jobs[r.JobID] = &jobUsage{sum: r, nodeAt: map[string]int64{}, seen: u.pass}
+	}
+	return nil
+}
+
+// JobUsage returns a job's summary as the core holds it (running jobs).
+func (c *Core) JobUsage(id uint32) (ledger.JobGPUUse, bool) {
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if j := u.jobs[id]; j != nil {
+		return j.sum, true
+	}
+	return ledger.JobGPUUse{}, false
+}
