@@ -50,7 +50,48 @@ type Config struct {
 	// GPU of speed 1 (gpu_types.TYPE.speed), for models without a
 	// profiled or tabled speed there (priority.Speeds).
 	GPUTypes map[string]float64
+	// Sharing: the opportunistic class (its rules are
+	// Tiresias.Opportunistic, which this section fills).
+	Sharing Sharing
 }
+
+// Sharing configures how jobs share GPUs: AntMan's opportunistic class.
+type Sharing struct {
+	// OpportunisticPartition names the Slurm partition whose jobs are
+	// opportunistic ("" = no opportunistic class). A job that lists it
+	// among its partitions is opportunistic, whatever else it lists.
+	OpportunisticPartition string
+}
+
+// Opportunistic reports whether a job whose partition field is partitions
+// (Slurm's job_ptr->partition: one name, or a comma-separated list for a
+// job submitted to several) is in the opportunistic class. Only the
+// partition decides, a field only Slurm's partition access rules let a
+// user set, never the job's name or comment; naming another partition
+// beside the opportunistic one does not make a job guaranteed.
+//
+// The core reads at most priority.MaxAccountName bytes of the list: a
+// list that long may have lost the opportunistic partition off its end,
+// so such a list counts as opportunistic (a user cannot push the name out
+// of sight by listing many partitions before it).
+func (s Sharing) Opportunistic(partitions string) bool {
+	if s.OpportunisticPartition == "" {
+		return false
+	}
+	if len(partitions) >= priority.MaxAccountName && strings.Contains(partitions, ",") {
+		return true
+	}
+	for p := range strings.SplitSeq(partitions, ",") {
+		if p == s.OpportunisticPartition {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxPartitionName bounds sharing.opportunistic_partition; the core reads
+// at most 128 bytes of a job's partition list.
+const MaxPartitionName = 64
 
 // Speeds is the speed lookup of this config: the per-type defaults,
 // placement's per-model table and the given profiled throughputs
@@ -175,6 +216,10 @@ type file struct {
 	GPUTypes  map[string]struct {
 		Speed float64 `mapstructure:"speed"`
 	} `mapstructure:"gpu_types"`
+	Sharing struct {
+		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
+		PromoteAfter           float64 `mapstructure:"promote_after"`
+	} `mapstructure:"sharing"`
 }
 
 // placementFile is the placement section's YAML layout.
@@ -195,6 +240,9 @@ func Default() Config {
 	tiresias := priority.DefaultConfig()
 	tiresias.FairShare = priority.DefaultFairShare()
 	tiresias.FairShare.Shares = map[string]float64{}
+	// An hour of waiting bounds an opportunistic job's starvation; the
+	// class stays off until a partition is named.
+	tiresias.Opportunistic = priority.Opportunistic{PromoteAfter: 3600}
 	return Config{
 		Tiresias:          tiresias,
 		PassInterval:      30 * time.Second,
@@ -266,6 +314,8 @@ func defaultFile() file {
 	f.FairShare.Enabled = d.Tiresias.FairShare.Enabled
 	f.FairShare.HalfLife = d.Tiresias.FairShare.HalfLife
 	f.FairShare.DefaultShares = d.Tiresias.FairShare.DefaultShares
+	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
+	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
 	return f
 }
 
@@ -384,6 +434,7 @@ func (f file) validate() (Config, error) {
 		f.checkSynergy,
 		f.checkPlacement,
 		f.checkGPUTypes,
+		f.checkSharing,
 	} {
 		if err := check(&c); err != nil {
 			return Config{}, err
@@ -494,6 +545,23 @@ func (f file) checkPlacement(c *Config) error {
 	var err error
 	c.Placement, err = f.Placement.validate()
 	return err
+}
+
+// checkSharing converts and checks the sharing section: the opportunistic
+// partition is one Slurm partition name (no list, no spaces), and its
+// rules are priority.Opportunistic's.
+func (f file) checkSharing(c *Config) error {
+	name := f.Sharing.OpportunisticPartition
+	if len(name) > MaxPartitionName || strings.ContainsAny(name, ", \t\n\r") {
+		return fmt.Errorf("%w: sharing.opportunistic_partition must be one partition name of at most %d bytes, without commas or spaces, got %q",
+			ErrInvalid, MaxPartitionName, name)
+	}
+	c.Sharing = Sharing{OpportunisticPartition: name}
+	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: name != "", PromoteAfter: f.Sharing.PromoteAfter}
+	if err := c.Tiresias.Opportunistic.Validate(); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("sharing", err))
+	}
+	return nil
 }
 
 // checkGPUTypes converts and checks gpu_types.

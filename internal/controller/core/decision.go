@@ -24,6 +24,10 @@ type Decision struct {
 	// so; the plugin shows it as the job's reason (blocked.go). It starts
 	// with ReasonPrefix.
 	Blocked string
+	// Opportunistic: the job is ranked in the opportunistic class
+	// (priority/opportunistic.go): it preempts nothing and is the first
+	// victim of every guaranteed job.
+	Opportunistic bool
 }
 
 func decide(w priority.Weights, r priority.Result, service, queueService float64) Decision {
@@ -37,5 +41,6 @@ func decide(w priority.Weights, r priority.Result, service, queueService float64
 		WeightedAge:       w.Age * r.Factors.Age,
 		WeightedPartition: w.Partition * r.Factors.Partition,
 		WeightedQOS:       w.QOS * r.Factors.QOS,
+		Opportunistic:     r.Opportunistic,
 	}
 }
