@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -117,7 +118,7 @@ func TestOpportunisticJobNeverPreemptsAGuaranteedJob(t *testing.T) {
 // queue 0 it preempts the demoted guaranteed job it could not touch
 // before.
 func TestOpportunisticJobIsUpgradedAfterWaiting(t *testing.T) {
-	const promoteAfter = 30
+	const promoteAfter = 45
 	e := startCluster(t, 1, demotedYAML+oppYAML(promoteAfter), oppPartition)
 	running := e.submit("-J", "running", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(running, "RUNNING", 60*time.Second)
@@ -130,6 +131,12 @@ func TestOpportunisticJobIsUpgradedAfterWaiting(t *testing.T) {
 		t.Fatalf("the check before the upgrade took %v, past promote_after", waited)
 	}
 	before := e.prio()[opp].Priority
+	// Slurm's schedulers reset the reason when they try the job; the next
+	// pass sets it again.
+	e.eventually(15*time.Second, "the waiting opportunistic job's reason to say its class and when it is upgraded", func() (bool, string) {
+		j := e.jobs()[opp]
+		return j.State == "PENDING" && strings.HasPrefix(j.Reason, "Lachesis: opportunistic: waits for GPUs no guaranteed job needs; guaranteed from "), fmt.Sprintf("%+v", j)
+	})
 
 	e.waitState(opp, "RUNNING", (promoteAfter+90)*time.Second)
 	if waited := time.Since(submitted); waited < promoteAfter*time.Second {

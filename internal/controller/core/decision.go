@@ -21,8 +21,9 @@ type Decision struct {
 	Marker string
 	// Blocked, set by a pass for a waiting job whose preemption the rule
 	// refused lately for a cost (min_run, max_per_job, queue_gap), says
-	// so; the plugin shows it as the job's reason (blocked.go). It starts
-	// with ReasonPrefix.
+	// so, and for a waiting opportunistic job, that it waits for idle GPUs
+	// and when it is upgraded; the plugin shows it as the job's reason
+	// (blocked.go). It starts with ReasonPrefix.
 	Blocked string
 	// Opportunistic: the job is ranked in the opportunistic class
 	// (priority/opportunistic.go): it preempts nothing and is the first
