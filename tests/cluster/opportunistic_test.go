@@ -183,3 +183,29 @@ func (e *env) triedAndStaysPending(id uint32) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// An opportunistic job starts on the share of a GPU a guaranteed job left
+// (both on gres/shard: Slurm 22.05 gives a GPU out whole or as shards,
+// never both), and is the first victim there too: a guaranteed job asking
+// for that share requeues it at once. Before, a job on shards was a job
+// without GPUs to Lachesis: it neither preempted nor was preempted, and
+// the guaranteed job waited behind the opportunistic one.
+func TestOpportunisticJobRunsOnAShareBesideAGuaranteedJob(t *testing.T) {
+	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4}, oppYAML(0), oppPartition)
+	guaranteed := e.submit("-J", "guaranteed", "--gres=shard:3", "--wrap", "sleep 600")
+	e.waitState(guaranteed, "RUNNING", 60*time.Second)
+	opp := e.submit("-p", "opp", "-J", "opp", "--gres=shard:1", "--wrap", "sleep 600")
+	e.waitState(opp, "RUNNING", 60*time.Second)
+	if d, err := e.c.ShowJob(guaranteed); err != nil || e.jobs()[guaranteed].State != "RUNNING" {
+		t.Fatalf("the guaranteed job beside the opportunistic one: %+v, %v", d.State, err)
+	}
+
+	second := e.submit("-J", "second", "--gres=shard:1", "--wrap", "sleep 600")
+	e.waitState(second, "RUNNING", 90*time.Second)
+	if r := e.restarts(opp); r != 1 {
+		t.Fatalf("opportunistic job restarts %d; want 1 (requeued for the guaranteed job's share)", r)
+	}
+	if r := e.restarts(guaranteed); r != 0 || e.jobs()[guaranteed].State != "RUNNING" {
+		t.Fatalf("the first guaranteed job: %s, %d restarts; want it running, untouched", e.jobs()[guaranteed].State, r)
+	}
+}

@@ -208,3 +208,36 @@ func TestWaitingOpportunisticJobSaysWhyAndWhenItIsUpgraded(t *testing.T) {
 		t.Fatalf("the reason changed from one pass to the next: %q", d2[0].Blocked)
 	}
 }
+
+func TestJobsOnShardsCountAsGPUJobs(t *testing.T) {
+	c := openOppCore(t, filepath.Join(t.TempDir(), "l.db"), &bytes.Buffer{})
+	defer c.Close()
+	now := int64(1100)
+	c.clock = func() int64 { return now }
+	onShards := func(s Snapshot) Snapshot { s.GPUs, s.Shards = 0, true; return s }
+	d := pass(c, now,
+		onShards(inClassPartition(running(1, 0, 1000, 1090), "opp")), // an opportunistic job on a share
+		onShards(inClassPartition(pending(2, 0, 1095), "gpu")),       // a guaranteed job asking for a share
+		inClassPartition(pending(3, 1, 1095), "gpu"),                 // a guaranteed whole-GPU job
+		inClassPartition(running(4, 0, 1000, 1090), "opp"),           // an opportunistic job without GPUs
+	)
+	if d[0].Service != 10 {
+		t.Fatalf("the job on a share was charged %v GPU-s for 10 s; want 10 (one GPU)", d[0].Service)
+	}
+	for _, tc := range []struct {
+		name                 string
+		preemptor, preemptee uint32
+		want                 bool
+	}{
+		{"a guaranteed job asking for a share requeues an opportunistic job on a share", 2, 1, true},
+		{"a guaranteed whole-GPU job requeues an opportunistic job on a share", 3, 1, true},
+		{"a job without GPUs or shards is still no victim", 3, 4, false},
+	} {
+		if got := c.Preemptable(tc.preemptor, tc.preemptee); got != tc.want {
+			t.Errorf("%s: Preemptable(%d, %d) = %v", tc.name, tc.preemptor, tc.preemptee, got)
+		}
+	}
+	if !c.PreemptionPossible() {
+		t.Fatal("preemption impossible while guaranteed jobs wait and an opportunistic job on a share runs")
+	}
+}
