@@ -38,7 +38,7 @@ type Snapshot struct {
 	// GPU per node (gpuCount): it is charged, preempts and is preempted
 	// as a GPU job, and an opportunistic job on a share is a first victim
 	// like one on a whole GPU.
-	Shards bool
+	Shards      bool
 	Nice        int32
 	SubmitTime  int64
 	BeginTime   int64
