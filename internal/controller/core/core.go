@@ -401,6 +401,7 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		rec := c.records[s.ID]
 		before := *rec
 		c.met.queueChange(rec.Queue, res.Queue, res.Promoted)
+		c.met.opportunistic(res.Opportunistic, c.jobs[k].State == priority.Running, res.Upgraded)
 		promoted, moved := rec.Apply(now, *res)
 		switch {
 		case promoted:

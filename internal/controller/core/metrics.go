@@ -28,6 +28,8 @@ const (
 	MetricAgentReports  = "lachesis_agent_reports_total"
 	MetricAgentRejected = "lachesis_agent_rejected_total"
 	MetricFairShare     = "lachesis_fairshare_accounts"
+	MetricOppJobs       = "lachesis_opportunistic_jobs"
+	MetricOppUpgrades   = "lachesis_opportunistic_upgrades_total"
 )
 
 // metrics is what the core records for Prometheus. A nil *metrics (no
@@ -48,10 +50,15 @@ type metrics struct {
 	// fair share after the last pass: accounts tracked (with usage or
 	// jobs), with jobs under or at their share, with jobs over it
 	fsTracked, fsUnder, fsOver prometheus.Gauge
+	// the opportunistic class after the last pass: its jobs waiting and
+	// running; and the upgrades to guaranteed.
+	oppPending, oppRunning prometheus.Gauge
+	upgrades               prometheus.Counter
 
 	// Scratch of the pass in progress, under c.mu.
-	counts            []int
-	demoted, promoted int
+	counts                               []int
+	demoted, promoted                    int
+	oppWaiting, oppRunningNow, upgradedN int
 
 	// The agent listener's counters, read at scrape time (agentCollector).
 	agents                func() *agentserver.Server
@@ -112,8 +119,16 @@ func newMetrics() *metrics {
 		Help: "Accounts after the last pass, by class: tracked (with decayed usage or jobs), under (with jobs, at or under their share), over (with jobs, over their share).",
 	}, []string{"class"})
 	m.fsTracked, m.fsUnder, m.fsOver = fs.WithLabelValues("tracked"), fs.WithLabelValues("under"), fs.WithLabelValues("over")
+	opp := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricOppJobs,
+		Help: "Jobs of the opportunistic class (not upgraded, not held) after the last pass, by state (pending, running).",
+	}, []string{"state"})
+	m.oppPending, m.oppRunning = opp.WithLabelValues("pending"), opp.WithLabelValues("running")
+	m.upgrades = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: MetricOppUpgrades, Help: "Opportunistic jobs upgraded to guaranteed after waiting sharing.promote_after.",
+	})
 	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
-		agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+		opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
 }
@@ -157,6 +172,23 @@ func (m *metrics) queueChange(before, after int, promoted bool) {
 	m.counts[after]++
 }
 
+// opportunistic notes one ranked job of the pass: whether it is in the
+// opportunistic class, runs, and was upgraded by this pass.
+func (m *metrics) opportunistic(opportunistic, running, upgraded bool) {
+	if m == nil {
+		return
+	}
+	switch {
+	case opportunistic && running:
+		m.oppRunningNow++
+	case opportunistic:
+		m.oppWaiting++
+	}
+	if upgraded {
+		m.upgradedN++
+	}
+}
+
 // passDone publishes the pass's counts and its duration since start.
 func (m *metrics) passDone(start time.Time) {
 	if m == nil {
@@ -177,6 +209,10 @@ func (m *metrics) passDone(start time.Time) {
 	m.demotions.Add(float64(m.demoted))
 	m.promotions.Add(float64(m.promoted))
 	m.demoted, m.promoted = 0, 0
+	m.oppPending.Set(float64(m.oppWaiting))
+	m.oppRunning.Set(float64(m.oppRunningNow))
+	m.upgrades.Add(float64(m.upgradedN))
+	m.oppWaiting, m.oppRunningNow, m.upgradedN = 0, 0, 0
 	m.passSeconds.Observe(time.Since(start).Seconds())
 }
 
