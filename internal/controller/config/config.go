@@ -81,12 +81,18 @@ func (s Sharing) Opportunistic(partitions string) bool {
 	if len(partitions) >= priority.MaxAccountName && strings.Contains(partitions, ",") {
 		return true
 	}
-	for p := range strings.SplitSeq(partitions, ",") {
+	// strings.Cut, not Split: the pass asks this of every job, without
+	// allocating.
+	for rest := partitions; ; {
+		p, after, more := strings.Cut(rest, ",")
 		if p == s.OpportunisticPartition {
 			return true
 		}
+		if !more {
+			return false
+		}
+		rest = after
 	}
-	return false
 }
 
 // MaxPartitionName bounds sharing.opportunistic_partition; the core reads

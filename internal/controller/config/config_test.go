@@ -333,3 +333,10 @@ func TestSharingOpportunisticIsDecidedByThePartitionListAlone(t *testing.T) {
 		t.Error("no class configured: no job is opportunistic")
 	}
 }
+
+func TestSharingOpportunisticDoesNotAllocate(t *testing.T) {
+	s := Sharing{OpportunisticPartition: "opp"}
+	if n := testing.AllocsPerRun(100, func() { s.Opportunistic("gpu,big,opp") }); n != 0 {
+		t.Fatalf("Opportunistic allocates %v times per call", n)
+	}
+}

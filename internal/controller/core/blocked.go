@@ -157,16 +157,39 @@ func (c *Core) showBlocked(now int64, out []Decision) {
 // and when it is upgraded to guaranteed if it still waits then. The text
 // changes only with the job's wait, so the plugin rewrites no state_desc
 // from one pass to the next. Called under c.mu from showBlocked.
+// Each job's text is kept while its wait lasts (oppReasons), so a pass
+// formats only the reasons of jobs that began waiting since the last.
 func (c *Core) showOpportunistic(out []Decision) {
 	after := c.cfg.Tiresias.Opportunistic.PromoteAfter
+	for id, r := range c.oppReasons {
+		if !c.seen[id] || r.after != after {
+			delete(c.oppReasons, id)
+		}
+	}
 	for k := range c.jobs {
 		j := &c.jobs[k]
 		d := &out[c.jobIndex[k]]
 		if j.State != priority.Pending || !c.results[k].Opportunistic || d.Blocked != "" {
 			continue
 		}
-		d.Blocked = opportunisticReason(j.WaitingSince, after)
+		r, ok := c.oppReasons[j.ID]
+		if !ok || r.since != j.WaitingSince {
+			if c.oppReasons == nil {
+				c.oppReasons = make(map[uint32]oppReason)
+			}
+			r = oppReason{since: j.WaitingSince, after: after, text: opportunisticReason(j.WaitingSince, after)}
+			c.oppReasons[j.ID] = r
+		}
+		d.Blocked = r.text
 	}
+}
+
+// oppReason is a waiting opportunistic job's reason, made for its wait
+// since since under promote_after after.
+type oppReason struct {
+	since int64
+	after float64
+	text  string
 }
 
 // opportunisticReason is a waiting opportunistic job's reason: it waits

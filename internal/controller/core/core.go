@@ -92,6 +92,10 @@ type Core struct {
 	// under mu.
 	sizing startSizing
 
+	// oppReasons: the reason shown for each waiting opportunistic job
+	// (blocked.go); under mu.
+	oppReasons map[uint32]oppReason
+
 	// ends: the true ends nodes reported (jobend.go).
 	ends jobEnds
 
