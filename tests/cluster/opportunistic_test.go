@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
 // AntMan's opportunistic class in slurmctld (issue 22 items 3 and 6): the
@@ -59,11 +61,15 @@ func TestOpportunisticJobYieldsToAGuaranteedJobOfAnyQueue(t *testing.T) {
 	if r := e.restarts(opp); r != 1 {
 		t.Fatalf("opportunistic job restarts %d; want 1 (requeued for the guaranteed job)", r)
 	}
-	rec, ok := e.ledgerRecord(opp)
+	// The pass that sees the requeue records it; the ledger writer saves it
+	// after.
 	want := regexp.MustCompile(fmt.Sprintf(`^preempted by job %d \(queue 1\) from queue 0 after a \d+ s run$`, guaranteed))
-	if !ok || !want.MatchString(rec.PreemptReason) {
-		t.Fatalf("opportunistic job's preemption reason %q; want it preempted from queue 0 by job %d of queue 1", rec.PreemptReason, guaranteed)
-	}
+	var rec ledger.Record
+	e.eventually(30*time.Second, "the opportunistic job's preemption, by the guaranteed job of queue 1, in the ledger", func() (bool, string) {
+		r, ok := e.ledgerRecord(opp)
+		rec = r
+		return ok && want.MatchString(r.PreemptReason), fmt.Sprintf("%q", r.PreemptReason)
+	})
 	if rec.LastRun >= 600 {
 		t.Fatalf("opportunistic job ran %v s before it yielded", rec.LastRun)
 	}
@@ -159,10 +165,10 @@ func TestOpportunisticJobIsUpgradedAfterWaiting(t *testing.T) {
 	if after := e.prio()[opp].Priority; !(after > before) {
 		t.Fatalf("priority %d after the upgrade, %d before; want it raised", after, before)
 	}
-	rec, _ := e.ledgerRecord(opp)
-	if rec.Upgraded == 0 {
-		t.Fatalf("ledger record without the upgrade: %+v", rec)
-	}
+	e.eventually(30*time.Second, "the upgrade in the ledger", func() (bool, string) {
+		rec, _ := e.ledgerRecord(opp)
+		return rec.Upgraded != 0, fmt.Sprintf("%+v", rec)
+	})
 }
 
 // triedAndStaysPending is triedAndWaits for a job of several partitions,
