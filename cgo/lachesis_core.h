@@ -199,8 +199,10 @@ typedef struct lachesis_prio {
 	 * account is over its share (priority/fairshare.go). */
 	double   fairshare;
 	/* Pass, waiting jobs: when not empty, why a preemption the job asked
-	 * for lately was refused (min_run, max_per_job, queue_gap; starts
-	 * with LACHESIS_REASON_PREFIX). The plugin shows it as the job's
+	 * for lately was refused (min_run, max_per_job, queue_gap), or, for
+	 * an opportunistic job, that it waits for GPUs no guaranteed job
+	 * needs and when it is upgraded (starts with
+	 * LACHESIS_REASON_PREFIX). The plugin shows it as the job's
 	 * reason (state_desc) while Slurm says it waits for resources. */
 	char     blocked[128];
 	/* Pass, running jobs: when not empty, the job's GPU use so far as

@@ -44,6 +44,9 @@ type Account struct {
 	Queue      int
 	QueueEntry int64
 	Promotions int
+	// Upgraded is when the job, submitted opportunistic, was upgraded to
+	// guaranteed for good after waiting (opportunistic.go); 0: never.
+	Upgraded int64
 }
 
 // NewAccount is the account of a job submitted at submit: queue 0, entered
@@ -135,13 +138,17 @@ func (a *Account) Preempted(end int64) {
 // Apply folds a pass's Result into the account. A promotion resets the
 // queue service (the job counts from zero again, as the paper's δ rule
 // says) and restarts its wait, so it cannot be promoted again before it
-// has waited once more. It reports whether the job was promoted and
-// whether its queue changed.
+// has waited once more. An upgrade (Result.Upgraded) is kept for good
+// in Upgraded. It reports whether the job was promoted and whether its
+// queue changed.
 func (a *Account) Apply(now int64, r Result) (promoted, queueChanged bool) {
 	if r.Promoted {
 		a.ServiceBase = a.Total()
 		a.Promotions++
 		a.WaitingSince = now
+	}
+	if r.Upgraded && a.Upgraded == 0 {
+		a.Upgraded = now
 	}
 	queueChanged = r.Queue != a.Queue
 	a.Queue, a.QueueEntry = r.Queue, r.QueueEntry
@@ -156,6 +163,11 @@ func (a *Account) Describe(j *Job) {
 	j.LastRun, j.WaitingSince = a.LastRun, a.WaitingSince
 	j.Ran = a.Runs > 0
 }
+
+// Opportunistic says whether a job of an opportunistic class still is one:
+// it was not upgraded. The caller says whether the job was submitted to
+// the class.
+func (a *Account) Opportunistic(submitted bool) bool { return submitted && a.Upgraded == 0 }
 
 // The Gittins distribution is learned from the cluster's own completions:
 // the bundled seed until LearnMinHistory jobs have finished, then the most

@@ -74,3 +74,33 @@ func BenchmarkRank(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRankOpportunistic is BenchmarkRank's Gittins case with the
+// opportunistic class on and one job in four opportunistic (some of them
+// waiting long enough to be upgraded): the cost of the second band of
+// queues.
+func BenchmarkRankOpportunistic(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		for _, on := range []bool{false, true} {
+			b.Run("jobs="+strconv.Itoa(n)+"/class="+strconv.FormatBool(on), func(b *testing.B) {
+				cfg := DefaultConfig()
+				cfg.PromoteKnob = 2
+				cfg.Opportunistic = Opportunistic{Enabled: on, PromoteAfter: 2 * 3600}
+				r, err := NewRanker(cfg, SeedDistribution())
+				if err != nil {
+					b.Fatal(err)
+				}
+				jobs := benchJobs(n, cfg)
+				for i := range jobs {
+					jobs[i].Opportunistic = i%4 == 0
+				}
+				out := r.Rank(benchNow, jobs, nil)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					out = r.Rank(benchNow, jobs, out)
+				}
+			})
+		}
+	}
+}

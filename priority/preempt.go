@@ -81,6 +81,10 @@ type Candidate struct {
 	// Array is the job array the job is a task of (0: none): tasks of one
 	// array never preempt each other.
 	Array uint32
+	// Opportunistic: the job is in the opportunistic class
+	// (opportunistic.go): it preempts nothing, and is the first victim of
+	// every guaranteed job.
+	Opportunistic bool
 }
 
 // Candidate describes the account's job for the preemption rule, its
@@ -119,6 +123,9 @@ const (
 	DeniedTier
 	// DeniedSameArray: both are tasks of one job array.
 	DeniedSameArray
+	// DeniedOpportunistic: the preemptor is opportunistic, and an
+	// opportunistic job preempts nothing.
+	DeniedOpportunistic
 )
 
 func (v Verdict) String() string {
@@ -139,6 +146,8 @@ func (v Verdict) String() string {
 		return "victim's partition has a higher PriorityTier"
 	case DeniedSameArray:
 		return "both are tasks of one job array"
+	case DeniedOpportunistic:
+		return "preemptor is opportunistic"
 	}
 	return fmt.Sprintf("verdict(%d)", uint8(v))
 }
@@ -164,8 +173,26 @@ func (p Preemption) QueuePreempts(preemptorQueue, victimQueue int) bool {
 // to that user). The checks that hold for almost every pair come first,
 // so a refusal names the rule that matters: a victim in the preemptor's
 // own queue is DeniedQueue, not DeniedMinRun.
+//
+// The opportunistic class (opportunistic.go) comes before queues: an
+// opportunistic preemptor is refused whatever the victim; an
+// opportunistic victim of a guaranteed preemptor is allowed whatever
+// either's queue, the victim's run, its preemptions, and the preemptor's
+// promotion, since its GPUs were lent, not given. Only the two decisions
+// about who owns what still hold for it: a higher PriorityTier and the
+// preemptor's own job array.
 func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 	switch {
+	case preemptor.Opportunistic:
+		return DeniedOpportunistic
+	case victim.Opportunistic:
+		switch {
+		case victim.Tier > preemptor.Tier:
+			return DeniedTier
+		case preemptor.Array != 0 && preemptor.Array == victim.Array:
+			return DeniedSameArray
+		}
+		return Allowed
 	case victim.Queue <= preemptor.Queue:
 		return DeniedQueue
 	case victim.Tier > preemptor.Tier:
@@ -195,6 +222,10 @@ type Victim struct {
 	// NoRequeue: Slurm may not requeue the job (--no-requeue), so
 	// preempting it kills it and loses its work.
 	NoRequeue bool
+	// Opportunistic: the job is in the opportunistic class; such jobs go
+	// before every guaranteed one. Do not Add them to the
+	// PreemptionFloor: it is the guaranteed jobs' reference.
+	Opportunistic bool
 }
 
 // PreemptionFloor is the fewest preemptions among the running jobs of
@@ -225,7 +256,8 @@ func (f *PreemptionFloor) above(v Victim) bool {
 }
 
 // CompareVictims orders running jobs for preemption: negative when a goes
-// before b. Lower queues (larger numbers) first; in a queue, jobs Slurm
+// before b. Opportunistic jobs first, whatever their queue
+// (opportunistic.go); then lower queues (larger numbers); in a queue, jobs Slurm
 // may requeue before jobs it would have to kill (NoRequeue): a kill loses
 // the run's work, so it is taken only when no requeueable job of that
 // queue would do; then, with SpreadVictims, the jobs not preempted more
@@ -234,6 +266,12 @@ func (f *PreemptionFloor) above(v Victim) bool {
 // running jobs by it for Slurm, which takes victims in that order until
 // the preemptor fits.
 func (p Preemption) CompareVictims(floor *PreemptionFloor, a, b Victim) int {
+	if a.Opportunistic != b.Opportunistic {
+		if a.Opportunistic {
+			return -1
+		}
+		return 1
+	}
 	if a.Queue != b.Queue {
 		return cmp.Compare(b.Queue, a.Queue)
 	}
@@ -243,7 +281,7 @@ func (p Preemption) CompareVictims(floor *PreemptionFloor, a, b Victim) int {
 		}
 		return -1
 	}
-	if p.SpreadVictims && floor != nil {
+	if p.SpreadVictims && floor != nil && !a.Opportunistic {
 		if oa, ob := floor.above(a), floor.above(b); oa != ob {
 			if oa {
 				return 1

@@ -36,6 +36,11 @@ func NewRanker(cfg Config, dist *Distribution) (*Ranker, error) {
 			return nil, err
 		}
 	}
+	if cfg.Opportunistic.Enabled {
+		if err := cfg.Opportunistic.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Mode == ModeGittins && dist == nil {
 		return nil, fmt.Errorf("%w: mode: %q needs a GPU-time distribution", ErrInvalidConfig, ModeGittins)
 	}
@@ -65,10 +70,11 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	r.keys = slices.Grow(r.keys[:0], n)[:n]
 	keys := r.keys
 
-	var count [maxQueues]int
+	var count [2 * maxQueues]int
 	for i := range jobs {
 		job := &jobs[i]
 		st := r.classify(now, job)
+		band := r.bandOf(st.queue, st.opportunistic)
 		if st.queue != job.Queue {
 			// A job entering a queue joins its back. That includes a job
 			// whose service now maps to a better queue without promotion
@@ -77,10 +83,11 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 			st.entry = now
 		}
 		res := &out[i]
-		*res = Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Promoted: st.promoted}
+		*res = Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Promoted: st.promoted,
+			Opportunistic: st.opportunistic, Upgraded: st.upgraded}
 		r.fillFactors(now, job, st, &res.Factors)
 		keys[i] = sortKey{
-			queue:   int32(st.queue),
+			queue:   int32(band),
 			over:    r.cfg.FairShare.Enabled && OverShare(job.FairShare),
 			index:   res.Factors.Gittins,
 			entry:   st.entry,
@@ -88,15 +95,16 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 			id:      job.ID,
 			jobSlot: int32(i),
 		}
-		count[st.queue]++
+		count[band]++
 	}
 
 	slices.SortFunc(keys, compareKeys)
 
-	// Keys are queue-major, so a job's position inside its queue is its
-	// rank minus the number of jobs in better queues.
-	var start [maxQueues]int
-	for q := 1; q < r.cfg.Queues(); q++ {
+	// Keys are band-major (a band is a queue, of the guaranteed or the
+	// opportunistic class), so a job's position inside its band is its
+	// rank minus the number of jobs in better bands.
+	var start [2 * maxQueues]int
+	for q := 1; q < r.bands(); q++ {
 		start[q] = start[q-1] + count[q-1]
 	}
 	for rank, k := range keys {
@@ -117,14 +125,15 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 // the queue by its index. No promotion is
 // considered: a job being submitted has not waited. Rank is -1.
 func (r *Ranker) Standing(now int64, job Job) Result {
-	st := standing{queue: QueueOf(r.cfg, job.Service), entry: job.QueueEntry, service: job.Service}
+	st := standing{queue: QueueOf(r.cfg, job.Service), entry: job.QueueEntry, service: job.Service,
+		opportunistic: r.cfg.Opportunistic.Enabled && job.Opportunistic}
 	if st.queue != job.Queue || job.QueueEntry == 0 {
 		st.entry = now
 	}
-	res := Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Rank: -1}
+	res := Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Rank: -1, Opportunistic: st.opportunistic}
 	r.fillFactors(now, &job, st, &res.Factors)
-	k := r.cfg.Queues()
-	res.Factors.Tiresias = float64(k-1-st.queue) / float64(k)
+	k := r.bands()
+	res.Factors.Tiresias = float64(k-1-r.bandOf(st.queue, st.opportunistic)) / float64(k)
 	res.Priority = r.priority(&res.Factors)
 	return res
 }
@@ -136,20 +145,34 @@ type standing struct {
 	entry    int64 // queue-entry time if the queue did not change
 	promoted bool
 	service  float64 // the service the job is judged by in this pass
+	// opportunistic: ranked in the opportunistic class; upgraded: moved
+	// out of it in this pass (opportunistic.go).
+	opportunistic, upgraded bool
 }
 
-// classify applies starvation promotion, then the thresholds.
+// classify applies the opportunistic upgrade, starvation promotion, then
+// the thresholds. An upgrade keeps the job's queue: it changes the job's
+// class, not its Tiresias standing.
 func (r *Ranker) classify(now int64, job *Job) standing {
+	upgraded := r.cfg.Opportunistic.upgrades(now, job)
+	opportunistic := r.cfg.Opportunistic.Enabled && job.Opportunistic && !upgraded
 	if r.promotes(now, job) {
 		// Promotion resets the job's service; the caller resets the ledger's
 		// counter when it sees Promoted.
-		return standing{queue: 0, entry: now, promoted: true, service: 0}
+		return standing{queue: 0, entry: now, promoted: true, service: 0, opportunistic: opportunistic, upgraded: upgraded}
 	}
-	return standing{
-		queue:   QueueOf(r.cfg, job.Service),
-		entry:   job.QueueEntry,
-		service: job.Service,
+	st := standing{
+		queue:         QueueOf(r.cfg, job.Service),
+		entry:         job.QueueEntry,
+		service:       job.Service,
+		opportunistic: opportunistic,
+		upgraded:      upgraded,
 	}
+	if upgraded {
+		// It enters the guaranteed class's queue at its back.
+		st.entry = now
+	}
+	return st
 }
 
 // promotes is the paper's starvation rule δ ≥ PROMOTEKNOB·t: a pending job
@@ -198,8 +221,11 @@ func (r *Ranker) fillFactors(now int64, job *Job, st standing, f *Factors) {
 // jobs of queue q. Queue q owns the open interval ((K−1−q)/K, (K−q)/K), so
 // with the default weights no position inside a queue can overtake a better
 // queue, and Standing's (K−1−q)/K sits between queue q and queue q+1.
+//
+// With the opportunistic class the same holds of bands: K guaranteed
+// queues then K opportunistic ones, 2K bands in all (opportunistic.go).
 func (r *Ranker) band(q, n, pos int) float64 {
-	k := float64(r.cfg.Queues())
+	k := float64(r.bands())
 	within := float64(n-pos) / float64(n+1)
 	return (k - 1 - float64(q) + within) / k
 }

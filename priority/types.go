@@ -68,6 +68,9 @@ type Config struct {
 	// count starts with that job's queue service (inherit.go), so cancel
 	// and resubmit does not reset it. Off with SiblingWindow 0 too.
 	InheritService bool
+	// Opportunistic is AntMan's opportunistic class (opportunistic.go).
+	// The zero value is off.
+	Opportunistic Opportunistic
 }
 
 // State is a job's state as the policy sees it.
@@ -117,6 +120,10 @@ type Job struct {
 	// taken against it while the job's service is below the longest
 	// (siblings.go).
 	Siblings *SweepHistory
+	// Opportunistic: the job is in the opportunistic class and has not
+	// been upgraded (opportunistic.go). Ignored unless
+	// Config.Opportunistic.Enabled.
+	Opportunistic bool
 }
 
 // Factors are the components of a priority, kept so operators can see why a
@@ -142,7 +149,13 @@ type Result struct {
 	// Promoted is set when starvation promotion moved the job to queue 0
 	// in this pass; the caller resets the job's queue-service counter.
 	Promoted bool
-	Rank     int // position in the total order, 0 first
-	Factors  Factors
-	Priority uint32
+	// Opportunistic: the job was ranked in the opportunistic class (it is
+	// opportunistic and was not upgraded in this pass). Upgraded: it was
+	// upgraded to guaranteed in this pass (AntMan's upgrade); the caller
+	// keeps that for good (Account.Apply).
+	Opportunistic bool
+	Upgraded      bool
+	Rank          int // position in the total order, 0 first
+	Factors       Factors
+	Priority      uint32
 }

@@ -53,6 +53,9 @@ type Config struct {
 	// Usage: what the per-job GPU usage the node agents measure is
 	// compared with (usage.go of the core).
 	Usage Usage
+	// Sharing: the opportunistic class (its rules are
+	// Tiresias.Opportunistic, which this section fills).
+	Sharing Sharing
 }
 
 // Usage configures the per-job GPU usage summary.
@@ -66,6 +69,50 @@ type Usage struct {
 
 // MaxIdleAfter bounds usage.idle_after: a week.
 const MaxIdleAfter = 7 * 24 * time.Hour
+
+// Sharing configures how jobs share GPUs: AntMan's opportunistic class.
+type Sharing struct {
+	// OpportunisticPartition names the Slurm partition whose jobs are
+	// opportunistic ("" = no opportunistic class). A job that lists it
+	// among its partitions is opportunistic, whatever else it lists.
+	OpportunisticPartition string
+}
+
+// Opportunistic reports whether a job whose partition field is partitions
+// (Slurm's job_ptr->partition: one name, or a comma-separated list for a
+// job submitted to several) is in the opportunistic class. Only the
+// partition decides, a field only Slurm's partition access rules let a
+// user set, never the job's name or comment; naming another partition
+// beside the opportunistic one does not make a job guaranteed.
+//
+// The core reads at most priority.MaxAccountName bytes of the list: a
+// list that long may have lost the opportunistic partition off its end,
+// so such a list counts as opportunistic (a user cannot push the name out
+// of sight by listing many partitions before it).
+func (s Sharing) Opportunistic(partitions string) bool {
+	if s.OpportunisticPartition == "" {
+		return false
+	}
+	if len(partitions) >= priority.MaxAccountName && strings.Contains(partitions, ",") {
+		return true
+	}
+	// strings.Cut, not Split: the pass asks this of every job, without
+	// allocating.
+	for rest := partitions; ; {
+		p, after, more := strings.Cut(rest, ",")
+		if p == s.OpportunisticPartition {
+			return true
+		}
+		if !more {
+			return false
+		}
+		rest = after
+	}
+}
+
+// MaxPartitionName bounds sharing.opportunistic_partition; the core reads
+// at most 128 bytes of a job's partition list.
+const MaxPartitionName = 64
 
 // Speeds is the speed lookup of this config: the per-type defaults,
 // placement's per-model table and the given profiled throughputs
@@ -194,6 +241,10 @@ type file struct {
 		IdleBelowPct float64 `mapstructure:"idle_below_pct"`
 		IdleAfter    float64 `mapstructure:"idle_after"`
 	} `mapstructure:"usage"`
+	Sharing struct {
+		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
+		PromoteAfter           float64 `mapstructure:"promote_after"`
+	} `mapstructure:"sharing"`
 }
 
 // placementFile is the placement section's YAML layout.
@@ -214,6 +265,9 @@ func Default() Config {
 	tiresias := priority.DefaultConfig()
 	tiresias.FairShare = priority.DefaultFairShare()
 	tiresias.FairShare.Shares = map[string]float64{}
+	// An hour of waiting bounds an opportunistic job's starvation; the
+	// class stays off until a partition is named.
+	tiresias.Opportunistic = priority.Opportunistic{PromoteAfter: 3600}
 	return Config{
 		Tiresias:          tiresias,
 		PassInterval:      30 * time.Second,
@@ -288,6 +342,8 @@ func defaultFile() file {
 	f.FairShare.DefaultShares = d.Tiresias.FairShare.DefaultShares
 	f.Usage.IdleBelowPct = d.Usage.IdleBelowPct
 	f.Usage.IdleAfter = d.Usage.IdleAfter.Seconds()
+	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
+	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
 	return f
 }
 
@@ -407,6 +463,7 @@ func (f file) validate() (Config, error) {
 		f.checkPlacement,
 		f.checkGPUTypes,
 		f.checkUsage,
+		f.checkSharing,
 	} {
 		if err := check(&c); err != nil {
 			return Config{}, err
@@ -517,6 +574,23 @@ func (f file) checkPlacement(c *Config) error {
 	var err error
 	c.Placement, err = f.Placement.validate()
 	return err
+}
+
+// checkSharing converts and checks the sharing section: the opportunistic
+// partition is one Slurm partition name (no list, no spaces), and its
+// rules are priority.Opportunistic's.
+func (f file) checkSharing(c *Config) error {
+	name := f.Sharing.OpportunisticPartition
+	if len(name) > MaxPartitionName || strings.ContainsAny(name, ", \t\n\r") {
+		return fmt.Errorf("%w: sharing.opportunistic_partition must be one partition name of at most %d bytes, without commas or spaces, got %q",
+			ErrInvalid, MaxPartitionName, name)
+	}
+	c.Sharing = Sharing{OpportunisticPartition: name}
+	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: name != "", PromoteAfter: f.Sharing.PromoteAfter}
+	if err := c.Tiresias.Opportunistic.Validate(); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("sharing", err))
+	}
+	return nil
 }
 
 // checkGPUTypes converts and checks gpu_types.

@@ -178,6 +178,10 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"metrics address without a port is rejected", "metrics:\n  listen: localhost\n", "metrics.listen"},
 		{"negative CPU-job rate is rejected", "tiresias:\n  cpu_job_cpus_per_gpu: -1\n", "tiresias.cpu_job_cpus_per_gpu"},
 		{"CPU-job rate above the cap is rejected", "tiresias:\n  cpu_job_cpus_per_gpu: 4097\n", "tiresias.cpu_job_cpus_per_gpu"},
+		{"a list as the opportunistic partition is rejected", "sharing:\n  opportunistic_partition: gpu,opp\n", "sharing.opportunistic_partition"},
+		{"a name with a space as the opportunistic partition is rejected", "sharing:\n  opportunistic_partition: \"op p\"\n", "sharing.opportunistic_partition"},
+		{"negative promote_after is rejected", "sharing:\n  promote_after: -1\n", "sharing.promote_after"},
+		{"promote_after over a year is rejected", "sharing:\n  promote_after: 31536001\n", "sharing.promote_after"},
 		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
 		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
@@ -297,5 +301,53 @@ func TestPathNextToHonoursOverride(t *testing.T) {
 	t.Setenv("LACHESIS_CONFIG", "/opt/l.yaml")
 	if got := PathNextTo("/etc/slurm/slurm.conf"); got != "/opt/l.yaml" {
 		t.Errorf("got %s", got)
+	}
+}
+
+func TestParseReadsSharing(t *testing.T) {
+	c, err := Parse(strings.NewReader("sharing:\n  opportunistic_partition: opp\n  promote_after: 120\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := priority.Opportunistic{Enabled: true, PromoteAfter: 120}
+	if c.Sharing.OpportunisticPartition != "opp" || c.Tiresias.Opportunistic != want {
+		t.Fatalf("sharing %+v, opportunistic %+v", c.Sharing, c.Tiresias.Opportunistic)
+	}
+	if d := Default(); d.Tiresias.Opportunistic.Enabled || d.Sharing.OpportunisticPartition != "" {
+		t.Fatalf("the class must be off by default: %+v %+v", d.Sharing, d.Tiresias.Opportunistic)
+	}
+}
+
+func TestSharingOpportunisticIsDecidedByThePartitionListAlone(t *testing.T) {
+	s := Sharing{OpportunisticPartition: "opp"}
+	cases := []struct {
+		partitions string
+		want       bool
+	}{
+		{"opp", true},
+		{"gpu,opp", true}, // naming a guaranteed partition too does not make a job guaranteed
+		{"opp,gpu", true},
+		{"gpu", false},
+		{"opportunistic", false}, // a name that merely starts the same
+		{"xopp", false},
+		{"", false},
+		// A list as long as the core reads may have lost "opp" off its end.
+		{strings.Repeat("g", priority.MaxAccountName-2) + ",o", true},
+		{strings.Repeat("g", priority.MaxAccountName), false},
+	}
+	for _, c := range cases {
+		if got := s.Opportunistic(c.partitions); got != c.want {
+			t.Errorf("Opportunistic(%q) = %v, want %v", c.partitions, got, c.want)
+		}
+	}
+	if (Sharing{}).Opportunistic("opp") {
+		t.Error("no class configured: no job is opportunistic")
+	}
+}
+
+func TestSharingOpportunisticDoesNotAllocate(t *testing.T) {
+	s := Sharing{OpportunisticPartition: "opp"}
+	if n := testing.AllocsPerRun(100, func() { s.Opportunistic("gpu,big,opp") }); n != 0 {
+		t.Fatalf("Opportunistic allocates %v times per call", n)
 	}
 }

@@ -136,3 +136,54 @@ func BenchmarkPassFinishedListed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPassOpportunistic is a pass over 10,000 jobs with the
+// opportunistic class off and on: with it on, a quarter of the jobs are in
+// the opportunistic partition (some of them listing a guaranteed one too)
+// and every job's partition list is read each pass.
+func BenchmarkPassOpportunistic(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("jobs=10000/class=%v", on), func(b *testing.B) {
+			db := filepath.Join(b.TempDir(), "l.db")
+			store, err := ledger.Open(db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := oppConfig(db)
+			// No upgrade during the run: the steady state, not the
+			// one-time cost of upgrading thousands of jobs at once.
+			cfg.Tiresias.Opportunistic.PromoteAfter = 1e6
+			if !on {
+				cfg = testConfig(db)
+			}
+			c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(1, 10000))
+			partitions := []string{"gpu", "gpu", "opp", "gpu,opp"}
+			snaps := make([]Snapshot, 10000)
+			for i := range snaps {
+				s := &snaps[i]
+				s.ID = uint32(i + 1)
+				s.GPUs = uint32(1 << rng.IntN(4))
+				s.SubmitTime = int64(rng.IntN(100000))
+				s.Partition = partitions[i%len(partitions)]
+				if rng.IntN(4) == 0 {
+					s.State = StateRunning
+					s.StartTime = s.SubmitTime + int64(rng.IntN(1000))
+				}
+			}
+			out := make([]Decision, len(snaps))
+			now := int64(200000)
+			c.Pass(now, snaps, out)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now += 30
+				c.Pass(now, snaps, out)
+			}
+		})
+	}
+}

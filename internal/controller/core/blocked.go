@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/priority"
 )
@@ -138,6 +139,7 @@ func (c *Core) showBlocked(now int64, out []Decision) {
 			}
 		}
 	}
+	c.showOpportunistic(out)
 	for v := range b.count {
 		if b.count[v] == 0 || now-b.logged[v] < blockedLogEvery {
 			continue
@@ -148,4 +150,57 @@ func (c *Core) showBlocked(now int64, out []Decision) {
 			keyPreemptorQueue, e.queue, keyRefusals, b.count[v], keyReason, e.reason(rule))
 		b.count[v], b.logged[v] = 0, now
 	}
+}
+
+// showOpportunistic gives every waiting opportunistic job ranked by the
+// pass, unless a refusal is shown already, the reason it waits: its class,
+// and when it is upgraded to guaranteed if it still waits then. The text
+// changes only with the job's wait, so the plugin rewrites no state_desc
+// from one pass to the next. Called under c.mu from showBlocked.
+// Each job's text is kept while its wait lasts (oppReasons), so a pass
+// formats only the reasons of jobs that began waiting since the last.
+func (c *Core) showOpportunistic(out []Decision) {
+	after := c.cfg.Tiresias.Opportunistic.PromoteAfter
+	for id, r := range c.oppReasons {
+		if !c.seen[id] || r.after != after {
+			delete(c.oppReasons, id)
+		}
+	}
+	for k := range c.jobs {
+		j := &c.jobs[k]
+		d := &out[c.jobIndex[k]]
+		if j.State != priority.Pending || !c.results[k].Opportunistic || d.Blocked != "" {
+			continue
+		}
+		r, ok := c.oppReasons[j.ID]
+		if !ok || r.since != j.WaitingSince {
+			if c.oppReasons == nil {
+				c.oppReasons = make(map[uint32]oppReason)
+			}
+			r = oppReason{since: j.WaitingSince, after: after, text: opportunisticReason(j.WaitingSince, after)}
+			c.oppReasons[j.ID] = r
+		}
+		d.Blocked = r.text
+	}
+}
+
+// oppReason is a waiting opportunistic job's reason, made for its wait
+// since since under promote_after after.
+type oppReason struct {
+	since int64
+	after float64
+	text  string
+}
+
+// opportunisticReason is a waiting opportunistic job's reason: it waits
+// for GPUs no guaranteed job wants, and, with promoteAfter > 0, becomes
+// guaranteed at waitingSince + promoteAfter (slurmctld's local time, as
+// Slurm prints times).
+func opportunisticReason(waitingSince int64, promoteAfter float64) string {
+	r := ReasonPrefix + "opportunistic: waits for GPUs no guaranteed job needs"
+	if promoteAfter > 0 {
+		at := time.Unix(waitingSince+int64(promoteAfter), 0).Format("2006-01-02T15:04:05")
+		r += "; guaranteed from " + at
+	}
+	return r
 }

@@ -47,6 +47,7 @@ const (
 	keyOutcome        = "outcome"
 	keyRule           = "rule"
 	keyRefusals       = "refusals"
+	keyWaited         = "waited_s"
 )
 
 // ErrNotFound is returned for jobs the core has never seen.
@@ -90,6 +91,10 @@ type Core struct {
 	// sizing: start-time sizing's state between passes (synergy.go);
 	// under mu.
 	sizing startSizing
+
+	// oppReasons: the reason shown for each waiting opportunistic job
+	// (blocked.go); under mu.
+	oppReasons map[uint32]oppReason
 
 	// ends: the true ends nodes reported (jobend.go).
 	ends jobEnds
@@ -390,6 +395,7 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 			c.noteCandidate(now, s)
 		}
 		j := policyJob(rec, s)
+		j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))
 		c.joinSweep(s, rec, &j)
 		c.jobs = append(c.jobs, j)
 		c.jobIndex = append(c.jobIndex, i)
@@ -407,12 +413,17 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		rec := c.records[s.ID]
 		before := *rec
 		c.met.queueChange(rec.Queue, res.Queue, res.Promoted)
+		c.met.opportunistic(res.Opportunistic, c.jobs[k].State == priority.Running, res.Upgraded)
 		promoted, moved := rec.Apply(now, *res)
 		switch {
 		case promoted:
 			c.log.Info("job promoted to queue 0 (starvation)", keyJob, s.ID, keyService, rec.Total())
 		case moved:
 			c.log.Info("job changed queue", keyJob, s.ID, keyQueue, res.Queue, keyService, rec.Total())
+		}
+		if before.Upgraded == 0 && rec.Upgraded != 0 {
+			c.log.Info("opportunistic job upgraded to guaranteed after waiting (sharing.promote_after)", keyJob, s.ID,
+				keyWaited, now-rec.WaitingSince, keyQueue, res.Queue)
 		}
 		if *rec != before {
 			c.markDirty(rec)
@@ -615,7 +626,7 @@ func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d, ok := c.decisions[s.ID]; ok && !s.Held {
-		c.preemption.view.enqueued(s, d.Queue)
+		c.preemption.view.enqueued(s, d)
 		return d
 	}
 	rec, ok := c.records[s.ID]
@@ -628,11 +639,12 @@ func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 		}
 	}
 	j := policyJob(rec, s)
+	j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))
 	j.FairShare = c.enqueueFactor(s.Account, c.cfg.Tiresias.FairShare.SharesOf(s.Account, s.AccountShares))
 	res := c.ranker.Standing(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
-	c.preemption.view.enqueued(s, d.Queue)
+	c.preemption.view.enqueued(s, d)
 	return d
 }
 

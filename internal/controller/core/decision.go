@@ -21,13 +21,18 @@ type Decision struct {
 	Marker string
 	// Blocked, set by a pass for a waiting job whose preemption the rule
 	// refused lately for a cost (min_run, max_per_job, queue_gap), says
-	// so; the plugin shows it as the job's reason (blocked.go). It starts
-	// with ReasonPrefix.
+	// so, and for a waiting opportunistic job, that it waits for idle GPUs
+	// and when it is upgraded; the plugin shows it as the job's reason
+	// (blocked.go). It starts with ReasonPrefix.
 	Blocked string
 	// Usage, set by a pass for a running job whose GPU-use summary
 	// changed, is its new usage segment (usage.go, starting with
 	// UsagePrefix), to replace Lachesis's segment of its AdminComment.
 	Usage string
+	// Opportunistic: the job is ranked in the opportunistic class
+	// (priority/opportunistic.go): it preempts nothing and is the first
+	// victim of every guaranteed job.
+	Opportunistic bool
 }
 
 func decide(w priority.Weights, r priority.Result, service, queueService float64) Decision {
@@ -41,5 +46,6 @@ func decide(w priority.Weights, r priority.Result, service, queueService float64
 		WeightedAge:       w.Age * r.Factors.Age,
 		WeightedPartition: w.Partition * r.Factors.Partition,
 		WeightedQOS:       w.QOS * r.Factors.QOS,
+		Opportunistic:     r.Opportunistic,
 	}
 }

@@ -30,6 +30,8 @@ const (
 	MetricFairShare     = "lachesis_fairshare_accounts"
 	MetricUsageDropped  = "lachesis_usage_dropped_total"
 	MetricUsageIdle     = "lachesis_usage_idle_jobs"
+	MetricOppJobs       = "lachesis_opportunistic_jobs"
+	MetricOppUpgrades   = "lachesis_opportunistic_upgrades_total"
 )
 
 // metrics is what the core records for Prometheus. A nil *metrics (no
@@ -53,10 +55,15 @@ type metrics struct {
 	// per-job GPU use (usage.go): entries dropped by reason, idle jobs
 	usageDrops *prometheus.CounterVec
 	usageIdle  prometheus.Gauge
+	// the opportunistic class after the last pass: its jobs waiting and
+	// running; and the upgrades to guaranteed.
+	oppPending, oppRunning prometheus.Gauge
+	upgrades               prometheus.Counter
 
 	// Scratch of the pass in progress, under c.mu.
-	counts            []int
-	demoted, promoted int
+	counts                               []int
+	demoted, promoted                    int
+	oppWaiting, oppRunningNow, upgradedN int
 
 	// The agent listener's counters, read at scrape time (agentCollector).
 	agents                func() *agentserver.Server
@@ -128,8 +135,16 @@ func newMetrics() *metrics {
 		Name: MetricUsageIdle,
 		Help: "Running jobs holding GPUs below usage.idle_below_pct for usage.idle_after, after the last pass.",
 	})
+	opp := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricOppJobs,
+		Help: "Jobs of the opportunistic class (not upgraded, not held) after the last pass, by state (pending, running).",
+	}, []string{"state"})
+	m.oppPending, m.oppRunning = opp.WithLabelValues("pending"), opp.WithLabelValues("running")
+	m.upgrades = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: MetricOppUpgrades, Help: "Opportunistic jobs upgraded to guaranteed after waiting sharing.promote_after.",
+	})
 	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
-		m.usageDrops, m.usageIdle, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+		m.usageDrops, m.usageIdle, opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
 }
@@ -187,6 +202,23 @@ func (m *metrics) queueChange(before, after int, promoted bool) {
 	m.counts[after]++
 }
 
+// opportunistic notes one ranked job of the pass: whether it is in the
+// opportunistic class, runs, and was upgraded by this pass.
+func (m *metrics) opportunistic(opportunistic, running, upgraded bool) {
+	if m == nil {
+		return
+	}
+	switch {
+	case opportunistic && running:
+		m.oppRunningNow++
+	case opportunistic:
+		m.oppWaiting++
+	}
+	if upgraded {
+		m.upgradedN++
+	}
+}
+
 // passDone publishes the pass's counts and its duration since start.
 func (m *metrics) passDone(start time.Time) {
 	if m == nil {
@@ -207,6 +239,10 @@ func (m *metrics) passDone(start time.Time) {
 	m.demotions.Add(float64(m.demoted))
 	m.promotions.Add(float64(m.promoted))
 	m.demoted, m.promoted = 0, 0
+	m.oppPending.Set(float64(m.oppWaiting))
+	m.oppRunning.Set(float64(m.oppRunningNow))
+	m.upgrades.Add(float64(m.upgradedN))
+	m.oppWaiting, m.oppRunningNow, m.upgradedN = 0, 0, 0
 	m.passSeconds.Observe(time.Since(start).Seconds())
 }
 

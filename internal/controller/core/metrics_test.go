@@ -14,6 +14,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/priority"
 )
 
 // openMetricsCore is openCore with metrics.listen set (New records; only
@@ -164,6 +165,7 @@ func TestPassRecordingDoesNotAllocate(t *testing.T) {
 	allocs := leastAllocs(20, func() {
 		c.met.queueChange(0, 1, false)
 		c.met.queueChange(1, 0, true)
+		c.met.opportunistic(true, false, true)
 		c.met.passDone(start)
 	})
 	if allocs != 0 {
@@ -202,5 +204,29 @@ func TestOpenServesMetricsAndTheAgentListener(t *testing.T) {
 	}
 	if t.Failed() {
 		os.Stderr.Write(body)
+	}
+}
+
+func TestOpportunisticJobsAndUpgradesAreCounted(t *testing.T) {
+	c := openMetricsCore(t)
+	c.cfg.Sharing.OpportunisticPartition = "opp"
+	c.cfg.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, PromoteAfter: 300}
+	if err := c.rebuildRanker(); err != nil {
+		t.Fatal(err)
+	}
+	part := func(s Snapshot, p string) Snapshot { s.Partition = p; return s }
+	pass(c, 1000, part(pending(1, 1, 900), "opp"), part(pending(2, 1, 600), "opp"), part(running(3, 1, 900, 950), "opp"),
+		part(pending(4, 1, 900), "gpu"))
+	want := `
+# HELP lachesis_opportunistic_jobs Jobs of the opportunistic class (not upgraded, not held) after the last pass, by state (pending, running).
+# TYPE lachesis_opportunistic_jobs gauge
+lachesis_opportunistic_jobs{state="pending"} 1
+lachesis_opportunistic_jobs{state="running"} 1
+# HELP lachesis_opportunistic_upgrades_total Opportunistic jobs upgraded to guaranteed after waiting sharing.promote_after.
+# TYPE lachesis_opportunistic_upgrades_total counter
+lachesis_opportunistic_upgrades_total 1
+`
+	if err := testutil.GatherAndCompare(c.met.reg, strings.NewReader(want), MetricOppJobs, MetricOppUpgrades); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,12 +31,16 @@ type preemptionState struct {
 // plugin then tests the job again with those jobs removed: that work is
 // wasted for a job that can preempt nobody. Guarded by Core.mu.
 type preemptView struct {
-	// worstRunning is the highest (worst) queue among GPU jobs running at
-	// the last pass; -1 when none ran.
+	// worstRunning is the highest (worst) queue among guaranteed GPU jobs
+	// running at the last pass; -1 when none ran.
 	worstRunning int
-	// bestPending is the lowest (best) queue among pending GPU jobs of
-	// the last pass and those enqueued since; math.MaxInt when none.
+	// bestPending is the lowest (best) queue among pending guaranteed GPU
+	// jobs of the last pass and those enqueued since; math.MaxInt when
+	// none. Opportunistic jobs preempt nothing, so they count in neither.
 	bestPending int
+	// opportunisticRunning: some opportunistic GPU job ran at the last
+	// pass, so any pending guaranteed GPU job may preempt.
+	opportunisticRunning bool
 	// gpu holds the jobs that use GPUs (last pass, and placements since),
 	// with what the preemption rule needs of them besides their queue.
 	gpu map[uint32]preemptTraits
@@ -51,14 +55,15 @@ type preemptView struct {
 
 // preemptTraits is what the preemption rule needs of a job's Slurm record:
 // its partition's PriorityTier, its job array and whether Slurm may
-// requeue it.
+// requeue it; and of its last decision, whether it is opportunistic.
 type preemptTraits struct {
-	tier, array uint32
-	noRequeue   bool
+	tier, array   uint32
+	noRequeue     bool
+	opportunistic bool
 }
 
-func traitsOf(s *Snapshot) preemptTraits {
-	return preemptTraits{tier: s.PartitionTier, array: s.ArrayJobID, noRequeue: !s.RequeueAllowed}
+func traitsOf(s *Snapshot, opportunistic bool) preemptTraits {
+	return preemptTraits{tier: s.PartitionTier, array: s.ArrayJobID, noRequeue: !s.RequeueAllowed, opportunistic: opportunistic}
 }
 
 // victimEntry is one running GPU job while the victim order is built.
@@ -83,8 +88,10 @@ func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job
 			continue
 		}
 		e := victimEntry{id: j.ID, Victim: priority.Victim{Queue: results[k].Queue, Preemptions: preemptions(j.ID),
-			Rank: results[k].Rank, NoRequeue: v.gpu[j.ID].noRequeue}}
-		v.floor.Add(e.Queue, e.Preemptions)
+			Rank: results[k].Rank, NoRequeue: v.gpu[j.ID].noRequeue, Opportunistic: results[k].Opportunistic}}
+		if !e.Opportunistic {
+			v.floor.Add(e.Queue, e.Preemptions)
+		}
 		v.running = append(v.running, e)
 	}
 	slices.SortFunc(v.running, func(a, b victimEntry) int {
@@ -102,41 +109,49 @@ func (v *preemptView) fromPass(jobs []priority.Job, results []priority.Result, s
 		v.gpu = make(map[uint32]preemptTraits, len(jobs))
 	}
 	clear(v.gpu)
-	v.worstRunning, v.bestPending = -1, math.MaxInt
+	v.worstRunning, v.bestPending, v.opportunisticRunning = -1, math.MaxInt, false
 	for k := range results {
 		j := &jobs[k]
 		if j.GPUs == 0 {
 			continue
 		}
-		v.gpu[j.ID] = traitsOf(snapshot(k))
+		opp := results[k].Opportunistic
+		v.gpu[j.ID] = traitsOf(snapshot(k), opp)
 		q := results[k].Queue
-		if j.State == priority.Running {
+		switch {
+		case opp && j.State == priority.Running:
+			v.opportunisticRunning = true
+		case opp: // waits, and preempts nothing
+		case j.State == priority.Running:
 			v.worstRunning = max(v.worstRunning, q)
-		} else {
+		default:
 			v.bestPending = min(v.bestPending, q)
 		}
 	}
 }
 
 // enqueued notes a job enqueued between passes (submitted, requeued, released):
-// it waits in queue, and until the next pass it is the view's only source
-// for the job's GPUs.
-func (v *preemptView) enqueued(s *Snapshot, queue int) {
+// it waits in queue d.Queue, and until the next pass it is the view's only
+// source for the job's GPUs.
+func (v *preemptView) enqueued(s *Snapshot, d Decision) {
 	if s.gpuCount() == 0 {
 		return
 	}
 	if v.gpu == nil {
 		v.gpu = make(map[uint32]preemptTraits)
-		v.worstRunning = -1
+		v.worstRunning, v.bestPending = -1, math.MaxInt
 	}
-	v.gpu[s.ID] = traitsOf(s)
-	v.bestPending = min(v.bestPending, queue)
+	v.gpu[s.ID] = traitsOf(s, d.Opportunistic)
+	if !d.Opportunistic {
+		v.bestPending = min(v.bestPending, d.Queue)
+	}
 }
 
-// possible reports whether some waiting GPU job sits in a better queue than
-// some running GPU job: otherwise no job can preempt any other.
+// possible reports whether some waiting guaranteed GPU job sits in a
+// better queue than some running guaranteed GPU job, or waits while an
+// opportunistic GPU job runs: otherwise no job can preempt any other.
 func (v *preemptView) possible() bool {
-	return v.gpu != nil && v.bestPending < v.worstRunning
+	return v.gpu != nil && (v.bestPending < v.worstRunning || (v.bestPending != math.MaxInt && v.opportunisticRunning))
 }
 
 // PreemptionPossible reports whether any job may preempt any other, as of
@@ -152,7 +167,9 @@ func (c *Core) PreemptionPossible() bool {
 }
 
 // Preemptable reports whether preemptor may requeue preemptee, by
-// priority.Preemption.Decide, the rule the simulator measures: the victim
+// priority.Preemption.Decide, the rule the simulator measures: an
+// opportunistic job preempts nothing and is the first victim of any
+// guaranteed one (priority/opportunistic.go); between guaranteed jobs, the victim
 // must sit Preemption.QueueGap queues below the preemptor, in a partition
 // of no higher PriorityTier, not be a task of the preemptor's own job
 // array, have run at least min_run seconds in its current run, not have
@@ -188,9 +205,9 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 		return false
 	}
 	p := c.candidate(preemptor, c.decisions[preemptor].Queue, now)
-	p.Tier, p.Array = pt.tier, pt.array
+	p.Tier, p.Array, p.Opportunistic = pt.tier, pt.array, pt.opportunistic
 	v := c.candidate(preemptee, victim.Queue, now)
-	v.Tier, v.Array = vt.tier, vt.array
+	v.Tier, v.Array, v.Opportunistic = vt.tier, vt.array, vt.opportunistic
 	verdict := c.cfg.Tiresias.Preemption.Decide(p, v)
 	switch verdict {
 	case priority.Allowed:

@@ -32,8 +32,9 @@ const keyLedger = "ledger_service_gpu_s"
 // MarkerPrefix starts Lachesis's part of a job's SystemComment.
 const MarkerPrefix = "lachesis:v1 "
 
-// MarkerMax bounds the marker's length (the C side's buffer is larger).
-const MarkerMax = 160
+// MarkerMax bounds the marker's length (the C side's buffer, 192 bytes
+// with its NUL, is larger).
+const MarkerMax = 184
 
 // markerState is the pass's bookkeeping for markers; under mu.
 type markerState struct {
@@ -48,6 +49,10 @@ type marker struct {
 	queue, runs, promos   int
 	firstSubmit, runStart int64
 	runGPUs               uint32
+	// upgraded: when the job was upgraded from opportunistic to
+	// guaranteed (priority.Account.Upgraded); written only when set, as
+	// "up=", so markers of other jobs keep their old form.
+	upgraded int64
 }
 
 func (m *markerState) init() {
@@ -59,15 +64,19 @@ func (m *markerState) init() {
 func markerOf(r *ledger.Record) marker {
 	return marker{closed: r.ServiceClosed, base: r.ServiceBase, lastRun: r.LastRun,
 		queue: r.Queue, runs: r.Runs, promos: r.Promotions,
-		firstSubmit: r.FirstSubmit, runStart: r.RunStart, runGPUs: r.RunGPUs}
+		firstSubmit: r.FirstSubmit, runStart: r.RunStart, runGPUs: r.RunGPUs, upgraded: r.Upgraded}
 }
 
 func (m marker) String() string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return MarkerPrefix + "sc=" + f(m.closed) + " sb=" + f(m.base) + " lr=" + f(m.lastRun) +
+	s := MarkerPrefix + "sc=" + f(m.closed) + " sb=" + f(m.base) + " lr=" + f(m.lastRun) +
 		" q=" + strconv.Itoa(m.queue) + " r=" + strconv.Itoa(m.runs) + " p=" + strconv.Itoa(m.promos) +
 		" fs=" + strconv.FormatInt(m.firstSubmit, 10) + " rs=" + strconv.FormatInt(m.runStart, 10) +
 		" rg=" + strconv.FormatUint(uint64(m.runGPUs), 10)
+	if m.upgraded != 0 {
+		s += " up=" + strconv.FormatInt(m.upgraded, 10)
+	}
+	return s
 }
 
 // parseMarker reads a marker written by String; anything else is an error
@@ -106,6 +115,12 @@ func parseMarker(s string) (marker, error) {
 			var g uint64
 			g, err = strconv.ParseUint(v, 10, 32)
 			m.runGPUs = uint32(g)
+		case "up":
+			m.upgraded, err = strconv.ParseInt(v, 10, 64)
+			if err == nil && m.upgraded < 0 {
+				err = errors.New("negative")
+			}
+			seen-- // optional: not one of the nine every marker has
 		default:
 			continue // a later version's field
 		}
@@ -139,6 +154,12 @@ func (c *Core) restoreFromMarker(s *Snapshot) {
 		return
 	}
 	rec := c.records[s.ID]
+	if rec != nil && rec.Upgraded == 0 && m.upgraded != 0 {
+		// The ledger lost the upgrade: the job stays guaranteed.
+		rec.Upgraded = m.upgraded
+		c.markDirty(rec)
+		c.log.Warn("restored the job's upgrade to guaranteed from its saved SystemComment; the ledger had lost it", keyJob, s.ID)
+	}
 	if rec != nil && rec.ServiceClosed >= m.closed {
 		return
 	}
@@ -151,6 +172,7 @@ func (c *Core) restoreFromMarker(s *Snapshot) {
 	}
 	rec.ServiceClosed, rec.ServiceBase, rec.LastRun = m.closed, m.base, m.lastRun
 	rec.Queue, rec.Runs, rec.Promotions = m.queue, m.runs, m.promos
+	rec.Upgraded = max(rec.Upgraded, m.upgraded)
 	if m.firstSubmit != 0 {
 		rec.FirstSubmit = m.firstSubmit
 	}

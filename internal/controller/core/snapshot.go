@@ -32,6 +32,13 @@ type Snapshot struct {
 	Held        bool
 	GPUs        uint32
 	GresRequest gres.Request // read only when GPUs == UnknownGPUs
+	// Shards: the job asks for gres/shard, a share of one GPU on each of
+	// its nodes, and for no whole GPU. Slurm 22.05 gives none of a GPU
+	// whole while any of its shards is held, so such a job counts as one
+	// GPU per node (gpuCount): it is charged, preempts and is preempted
+	// as a GPU job, and an opportunistic job on a share is a first victim
+	// like one on a whole GPU.
+	Shards      bool
 	Nice        int32
 	SubmitTime  int64
 	BeginTime   int64
@@ -113,14 +120,18 @@ type RunInfo interface {
 	ModelKey() string
 }
 
-// gpuCount resolves the job's GPU count, falling back to its request strings.
+// gpuCount resolves the job's GPU count, falling back to its request
+// strings; a job on shards counts one GPU per node (Shards).
 func (s *Snapshot) gpuCount() uint32 {
-	if s.GPUs != UnknownGPUs {
-		return s.GPUs
+	n := uint64(s.GPUs)
+	if s.GPUs == UnknownGPUs {
+		var err error
+		if n, err = s.GresRequest.Total(); err != nil || n > uint64(gres.MaxCount) {
+			n = 0
+		}
 	}
-	n, err := s.GresRequest.Total()
-	if err != nil || n > uint64(gres.MaxCount) {
-		return 0
+	if n == 0 && s.Shards {
+		return min(max(s.GresRequest.Nodes, 1), gres.MaxCount)
 	}
 	return uint32(n)
 }

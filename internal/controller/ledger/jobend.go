@@ -40,6 +40,9 @@ var jobsColumns = []string{
 	`ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0`,
 	// Later: the queue service a job inherited (0: none, as before).
 	`ALTER TABLE jobs ADD COLUMN inherited REAL NOT NULL DEFAULT 0`,
+	// Later: when an opportunistic job was upgraded to guaranteed
+	// (priority.Account.Upgraded; 0: never, as before).
+	`ALTER TABLE jobs ADD COLUMN upgraded INTEGER NOT NULL DEFAULT 0`,
 }
 
 // LastRun is what the correction rule needs of a finished job's last run.

@@ -90,7 +90,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 	preempt_reason TEXT   NOT NULL DEFAULT '',
 	run_speed     REAL    NOT NULL DEFAULT 0,
 	preemptions   INTEGER NOT NULL DEFAULT 0,
-	inherited     REAL    NOT NULL DEFAULT 0
+	inherited     REAL    NOT NULL DEFAULT 0,
+	upgraded      INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS jobs_active ON jobs(finished);
 CREATE TABLE IF NOT EXISTS completed (
@@ -175,7 +176,7 @@ func OpenReadOnly(path string) (*SQLite, error) {
 
 const columns = `job_id, first_submit, service_closed, service_base, run_start, run_gpus,
 	run_seconds, last_run, runs, waiting_since, queue, queue_entry, promotions, finished, preempt_reason, run_speed,
-	preemptions, inherited`
+	preemptions, inherited, upgraded`
 
 // Active implements Store.
 func (s *SQLite) Active() ([]Record, error) {
@@ -203,7 +204,7 @@ func scanRecord(row interface{ Scan(...any) error }) (Record, error) {
 	var r Record
 	if err := row.Scan(&r.JobID, &r.FirstSubmit, &r.ServiceClosed, &r.ServiceBase,
 		&r.RunStart, &r.RunGPUs, &r.RunSeconds, &r.LastRun, &r.Runs, &r.WaitingSince,
-		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions, &r.Inherited); err != nil {
+		&r.Queue, &r.QueueEntry, &r.Promotions, &r.Finished, &r.PreemptReason, &r.RunSpeed, &r.Preemptions, &r.Inherited, &r.Upgraded); err != nil {
 		return Record{}, err
 	}
 	r.RunOpen = r.RunStart != 0
@@ -312,7 +313,7 @@ func (s *SQLite) Save(records []Record) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	upsert, err := tx.Prepare(`INSERT OR REPLACE INTO jobs (` + columns + `)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	if err != nil {
 		return fmt.Errorf("%w: prepare: %v", ErrStore, err)
 	}
@@ -329,7 +330,7 @@ func (s *SQLite) Save(records []Record) error {
 		r := &records[i]
 		if _, err := upsert.Exec(r.JobID, r.FirstSubmit, r.ServiceClosed, r.ServiceBase,
 			r.RunStart, r.RunGPUs, r.RunSeconds, r.LastRun, r.Runs, r.WaitingSince,
-			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason, r.RunSpeed, r.Preemptions, r.Inherited); err != nil {
+			r.Queue, r.QueueEntry, r.Promotions, r.Finished, r.PreemptReason, r.RunSpeed, r.Preemptions, r.Inherited, r.Upgraded); err != nil {
 			return fmt.Errorf("%w: save job %d: %v", ErrStore, r.JobID, err)
 		}
 		if r.Finished != 0 {

@@ -16,7 +16,7 @@ func TestSaveThenReadBackActiveAndCompleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	running := Record{JobID: 1, FirstSubmit: 10, Account: priority.Account{ServiceClosed: 100, RunOpen: true, RunStart: 50, RunGPUs: 2, RunSeconds: 30, Runs: 3, Preemptions: 1, Queue: 1}}
+	running := Record{JobID: 1, FirstSubmit: 10, Account: priority.Account{ServiceClosed: 100, RunOpen: true, RunStart: 50, RunGPUs: 2, RunSeconds: 30, Runs: 3, Preemptions: 1, Queue: 1, Upgraded: 77}}
 	done := Record{JobID: 2, FirstSubmit: 5, Account: priority.Account{ServiceClosed: 40}, Finished: 99}
 	if err := s.Save([]Record{running, done}); err != nil {
 		t.Fatal(err)

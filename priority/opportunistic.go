@@ -1,0 +1,83 @@
+package priority
+
+import (
+	"errors"
+	"math"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
+)
+
+// AntMan's two job classes (Xiao et al., OSDI'20). A guaranteed job is
+// what every job was before: ranked by Tiresias, preempted only by the
+// rule in preempt.go. An opportunistic job runs on GPU capacity that
+// guaranteed jobs leave, and in exchange:
+//
+//   - it waits behind every guaranteed job: the opportunistic class is a
+//     second set of Tiresias queues, all below the guaranteed ones (its
+//     jobs are still ordered among themselves by Tiresias);
+//   - it never preempts anything (DeniedOpportunistic);
+//   - it is the first victim of every guaranteed job, whatever either's
+//     queue, before any guaranteed victim (CompareVictims), and neither
+//     min_run, max_per_job nor queue_gap shields it: its GPUs were only
+//     lent;
+//   - after waiting Opportunistic.PromoteAfter seconds it is upgraded to
+//     guaranteed for good (Result.Upgraded, Account.Upgraded): starvation
+//     is bounded, as AntMan's upgrade bounds it.
+//
+// Which jobs are opportunistic is the caller's to say (Job.Opportunistic:
+// the core, from the job's Slurm partition; the simulator, from its job
+// list); the rules here are the same for both.
+
+// Opportunistic configures the opportunistic class. The zero value is off:
+// no job is opportunistic, and ranking is what it was without the class.
+type Opportunistic struct {
+	// Enabled says some jobs may be opportunistic: the ranker then keeps
+	// a band of queues below the guaranteed ones for them.
+	Enabled bool
+	// PromoteAfter is how long, in seconds, an opportunistic job may wait
+	// (since it last became pending) before it is upgraded to
+	// guaranteed. 0 never upgrades.
+	PromoteAfter float64
+}
+
+// MaxPromoteAfter bounds sharing.promote_after: a year of waiting is no
+// bound on starvation, so more is a typo.
+const MaxPromoteAfter = 365 * 24 * 3600
+
+// Validate reports the class's problems; each error wraps
+// ErrInvalidConfig and names its key relative to lachesis.yaml's sharing
+// section (like FairShare.Validate).
+func (o Opportunistic) Validate() error {
+	var errs []error
+	if !(o.PromoteAfter >= 0) || o.PromoteAfter > MaxPromoteAfter || math.IsInf(o.PromoteAfter, 0) {
+		errs = append(errs, configerr.New(ErrInvalidConfig, "promote_after",
+			"%v must be between 0 (never) and %d seconds", o.PromoteAfter, MaxPromoteAfter))
+	}
+	return errors.Join(errs...)
+}
+
+// upgrades is AntMan's upgrade: an opportunistic job that has waited
+// PromoteAfter since it last became pending becomes guaranteed.
+func (o Opportunistic) upgrades(now int64, job *Job) bool {
+	return o.Enabled && job.Opportunistic && job.State == Pending && o.PromoteAfter > 0 &&
+		float64(now-job.WaitingSince) >= o.PromoteAfter
+}
+
+// bands is how many priority bands the ranker lays out: one per Tiresias
+// queue, twice that with the opportunistic class (its queues below all of
+// the guaranteed ones).
+func (r *Ranker) bands() int {
+	if r.cfg.Opportunistic.Enabled {
+		return 2 * r.cfg.Queues()
+	}
+	return r.cfg.Queues()
+}
+
+// bandOf is the band of a job in Tiresias queue q: q for a guaranteed job,
+// K+q for an opportunistic one.
+func (r *Ranker) bandOf(q int, opportunistic bool) int {
+	if opportunistic && r.cfg.Opportunistic.Enabled {
+		return r.cfg.Queues() + q
+	}
+	return q
+}

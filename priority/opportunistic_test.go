@@ -1,0 +1,151 @@
+package priority
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/util/configerr"
+)
+
+func TestOpportunisticPreemption(t *testing.T) {
+	rule := Preemption{MinRun: 600, MaxPerJob: 3, QueueGap: 2}
+	guaranteed := func(q int) Candidate { return Candidate{Queue: q, RunSeconds: 3600} }
+	opp := func(q int) Candidate { return Candidate{Queue: q, RunSeconds: 3600, Opportunistic: true} }
+	cases := []struct {
+		name              string
+		preemptor, victim Candidate
+		want              Verdict
+	}{
+		{"opportunistic job does not preempt a guaranteed job in a lower queue", opp(0), guaranteed(3), DeniedOpportunistic},
+		{"opportunistic job does not preempt an opportunistic job in a lower queue", opp(0), opp(3), DeniedOpportunistic},
+		{"guaranteed job in the last queue preempts an opportunistic job in queue 0", guaranteed(3), opp(0), Allowed},
+		{"guaranteed job preempts an opportunistic job of its own queue", guaranteed(1), opp(1), Allowed},
+		{"opportunistic victim is preempted one second into its run", guaranteed(0), Candidate{Queue: 2, RunSeconds: 1, Opportunistic: true}, Allowed},
+		{"opportunistic victim is preempted past the preemption budget", guaranteed(0), Candidate{Queue: 2, RunSeconds: 3600, Preemptions: 50, Opportunistic: true}, Allowed},
+		{"promoted guaranteed job preempts an opportunistic job", Candidate{Promoted: true}, opp(2), Allowed},
+		{"opportunistic victim of a higher partition tier is kept", Candidate{Tier: 1}, Candidate{Tier: 5, Opportunistic: true}, DeniedTier},
+		{"opportunistic task of the preemptor's own array is kept", Candidate{Array: 9}, Candidate{Array: 9, Opportunistic: true}, DeniedSameArray},
+		{"guaranteed jobs between themselves keep the queue rule", guaranteed(0), guaranteed(1), DeniedQueueGap},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := rule.Decide(c.preemptor, c.victim); got != c.want {
+				t.Fatalf("Decide = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestOpportunisticVictimsGoFirst(t *testing.T) {
+	rule := DefaultPreemption()
+	var floor PreemptionFloor
+	// Guaranteed jobs in the last queue, requeued never, and opportunistic
+	// ones in queue 0, requeued often: the opportunistic ones go first.
+	victims := []Victim{
+		{Queue: 3, Rank: 9},
+		{Queue: 0, Rank: 1, Preemptions: 7, Opportunistic: true},
+		{Queue: 2, Rank: 5, NoRequeue: false},
+		{Queue: 1, Rank: 2, Opportunistic: true},
+	}
+	for _, v := range victims {
+		if !v.Opportunistic {
+			floor.Add(v.Queue, v.Preemptions)
+		}
+	}
+	slices.SortFunc(victims, func(a, b Victim) int { return rule.CompareVictims(&floor, a, b) })
+	got := make([]int, len(victims))
+	for i, v := range victims {
+		got[i] = v.Rank
+	}
+	// Opportunistic: lower queue first (rank 2 in queue 1, then rank 1 in
+	// queue 0); then guaranteed by queue.
+	if want := []int{2, 1, 9, 5}; !slices.Equal(got, want) {
+		t.Fatalf("victim order by rank = %v, want %v", got, want)
+	}
+}
+
+func TestOpportunisticRanking(t *testing.T) {
+	cfg := testConfig()
+	cfg.Opportunistic = Opportunistic{Enabled: true, PromoteAfter: 300}
+	r := mustRanker(t, cfg, nil)
+	jobs := []Job{
+		// Guaranteed, last queue (service 25 ≥ 20), waiting since long.
+		{ID: 1, State: Pending, SubmitTime: 1, Service: 25, Queue: 2, QueueEntry: 1, WaitingSince: now - 100},
+		// Opportunistic, queue 0, fresh: still below job 1.
+		{ID: 2, State: Pending, SubmitTime: 2, Service: 0, QueueEntry: 2, WaitingSince: now - 100, Opportunistic: true},
+		// Opportunistic that waited promote_after: upgraded, ranked with
+		// the guaranteed jobs of queue 0.
+		{ID: 3, State: Pending, SubmitTime: 3, Service: 0, QueueEntry: 3, WaitingSince: now - 300, Opportunistic: true},
+		// Opportunistic that runs: never upgraded, however long ago it waited.
+		{ID: 4, State: Running, SubmitTime: 4, Service: 5, QueueEntry: 4, WaitingSince: 0, Opportunistic: true, GPUs: 1},
+		// Opportunistic one second short of promote_after.
+		{ID: 5, State: Pending, SubmitTime: 5, Service: 0, QueueEntry: 5, WaitingSince: now - 299, Opportunistic: true},
+	}
+	res := byID(r.Rank(now, jobs, nil))
+	t.Run("an opportunistic job in queue 0 ranks below a guaranteed job in the last queue", func(t *testing.T) {
+		if !(res[2].Priority < res[1].Priority) || !(res[2].Rank > res[1].Rank) {
+			t.Fatalf("opportunistic %+v not below guaranteed %+v", res[2], res[1])
+		}
+		if !res[2].Opportunistic || res[1].Opportunistic {
+			t.Fatalf("classes: job 2 %v, job 1 %v", res[2].Opportunistic, res[1].Opportunistic)
+		}
+	})
+	t.Run("an opportunistic job that waited promote_after is upgraded and ranks as guaranteed", func(t *testing.T) {
+		if !res[3].Upgraded || res[3].Opportunistic || res[3].Rank != 0 || res[3].QueueEntry != now {
+			t.Fatalf("job 3: %+v", res[3])
+		}
+	})
+	t.Run("a running opportunistic job is not upgraded", func(t *testing.T) {
+		if res[4].Upgraded || !res[4].Opportunistic {
+			t.Fatalf("job 4: %+v", res[4])
+		}
+	})
+	t.Run("an opportunistic job one second short of promote_after is not upgraded", func(t *testing.T) {
+		if res[5].Upgraded || !res[5].Opportunistic {
+			t.Fatalf("job 5: %+v", res[5])
+		}
+	})
+	t.Run("the upgrade is kept for good by the account", func(t *testing.T) {
+		a := NewAccount(0)
+		a.Apply(now, res[3])
+		a.Apply(now+10, Result{ID: 3}) // a later pass no longer reports it
+		if a.Upgraded != now || a.Opportunistic(true) {
+			t.Fatalf("Upgraded = %d, Opportunistic = %v", a.Upgraded, a.Opportunistic(true))
+		}
+	})
+	t.Run("promote_after 0 never upgrades", func(t *testing.T) {
+		c := cfg
+		c.Opportunistic.PromoteAfter = 0
+		got := byID(mustRanker(t, c, nil).Rank(now, jobs, nil))
+		if got[3].Upgraded || !got[3].Opportunistic {
+			t.Fatalf("job 3: %+v", got[3])
+		}
+	})
+	t.Run("standing puts a new opportunistic job below every guaranteed queue", func(t *testing.T) {
+		opp := r.Standing(now, Job{ID: 9, Opportunistic: true})
+		last := r.Standing(now, Job{ID: 10, Service: 25})
+		if !(opp.Priority < last.Priority) || !opp.Opportunistic {
+			t.Fatalf("opportunistic standing %+v, guaranteed last queue %+v", opp, last)
+		}
+	})
+	t.Run("without the class an opportunistic flag changes nothing", func(t *testing.T) {
+		plain := byID(mustRanker(t, testConfig(), nil).Rank(now, jobs, nil))
+		if plain[2].Opportunistic || !(plain[2].Priority > plain[1].Priority) {
+			t.Fatalf("job 2 %+v vs job 1 %+v", plain[2], plain[1])
+		}
+	})
+}
+
+func TestOpportunisticValidate(t *testing.T) {
+	for _, v := range []float64{-1, MaxPromoteAfter + 1} {
+		err := Opportunistic{Enabled: true, PromoteAfter: v}.Validate()
+		var ke *configerr.KeyError
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != "promote_after" {
+			t.Errorf("promote_after %v: err %v", v, err)
+		}
+	}
+	if err := (Opportunistic{Enabled: true, PromoteAfter: 3600}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
