@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -198,4 +199,28 @@ func (t *Table) Usage(model string) (u float64, ok bool) {
 		return 1, true
 	}
 	return min(1, max(0.5, 1/(2*s.Of))), true
+}
+
+// Clone is an independent copy (limits, entries, bad marks): a simulation
+// starts from the seeds without changing the caller's table.
+func (t *Table) Clone() *Table {
+	c := &Table{limits: t.limits, entries: make(map[pairKey]*entry, len(t.entries))}
+	for k, e := range t.entries {
+		v := *e
+		c.entries[k] = &v
+	}
+	return c
+}
+
+// Models are the models that have a pair with themselves (so a Usage),
+// sorted by name.
+func (t *Table) Models() []string {
+	var out []string
+	for k := range t.entries {
+		if k.lo == k.hi {
+			out = append(out, k.lo)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
