@@ -166,7 +166,11 @@ func (c Config) Revert(solo, shared float64) bool {
 const lossEpsilon = 1e-9
 
 // Promote says whether an opportunistic job that has waited (seconds
-// pending, in total since its submission) is promoted to guaranteed.
+// pending, in total since its submission) is promoted to guaranteed. A
+// promoted job joins the guaranteed class as a job submitted at its
+// promotion: behind the guaranteed jobs already waiting in its queue
+// (Tiresias's queue entry and starvation wait start then), with the
+// service it attained while opportunistic kept.
 func (c Config) Promote(waited float64) bool { return waited >= c.PromoteAfter }
 
 // MayPreempt says whether a job of class c may preempt others: an

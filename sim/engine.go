@@ -181,6 +181,9 @@ func (e *engine) loop() error {
 	if e.cfg.Progress != nil && e.unreported > 0 {
 		e.cfg.Progress(e.unreported)
 	}
+	if e.sh != nil && e.sh.oppGPUs != 0 {
+		panic(fmt.Sprintf("sim: %d GPUs still counted as held by opportunistic jobs after the last job; this is a bug in the simulator", e.sh.oppGPUs))
+	}
 	return nil
 }
 
@@ -296,10 +299,11 @@ func (e *engine) closeRun(j *JobState, now float64) {
 
 func (e *engine) preempt(j *JobState, now float64) {
 	if g := j.guest; g != nil {
-		// The guest leaves with the GPU its host is preempted from.
-		j.guest, g.host = nil, nil
+		// The guest leaves with the GPU its host is preempted from; it is
+		// still a guest while its run closes (it held no GPU of its own).
 		e.sh.sum.HostPreempted++
 		e.preempt(g, now)
+		j.guest, g.host = nil, nil
 	}
 	j.Remaining = j.RemainingAt(now)
 	e.closeRun(j, now)

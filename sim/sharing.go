@@ -85,7 +85,8 @@ type SharingSummary struct {
 	WorkGPUHours float64 `json:"work_gpu_hours"`
 	WorkPerHour  float64 `json:"work_per_hour"`
 	// Per class as submitted (a promoted job stays opportunistic here).
-	Guaranteed, Opportunistic ClassSummary
+	Guaranteed    ClassSummary `json:"guaranteed"`
+	Opportunistic ClassSummary `json:"opportunistic"`
 	// Requeues of opportunistic jobs: taken back by a guaranteed job
 	// (Evicted), by the revert rule (Reverted), with their preempted host
 	// (HostPreempted).
@@ -263,6 +264,12 @@ func (e *engine) sharePrePass(now float64) {
 		case j.Status == Done:
 			continue
 		case j.Status == Pending && sh.cfg.Rules.Promote(j.waitedAt(now)):
+			// It joins the guaranteed class as an arrival of now: behind the
+			// guaranteed jobs already waiting in its queue, its waiting for
+			// Tiresias's starvation promotion counted from now
+			// (sharing.Config.Promote). Its service so far stays.
+			j.Account.QueueEntry = int64(math.Floor(now))
+			j.Account.WaitingSince = j.Account.QueueEntry
 			j.opp = false
 			sh.sum.Promoted++
 			e.active = append(e.active, j)
@@ -398,16 +405,17 @@ func (e *engine) requeueOpp(j *JobState, now float64) {
 // or requeues it where the node cannot give it the GPU.
 func (e *engine) hostEnded(h *JobState, node int32, now float64) {
 	g := h.guest
-	e.segment(g, now) // still a guest up to now: nothing allocated to it
-	h.guest = nil
-	g.host = nil
 	c := e.cluster
 	s, speed, ok := c.grant(g, int(node), c.free[node], 1)
 	if !ok {
+		// Requeued as a guest: it held no GPU of its own.
 		e.sh.sum.HostPreempted++
 		e.preempt(g, now)
+		h.guest, g.host = nil, nil
 		return
 	}
+	e.segment(g, now) // a guest up to now: nothing allocated to it
+	h.guest, g.host = nil, nil
 	// The guest's run goes on: its GPU becomes its own allocation.
 	c.plan = append(c.plan[:0], s)
 	c.take(g)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"os"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/sharing"
@@ -210,5 +211,52 @@ func TestSharingOffRunsAsWithoutSharing(t *testing.T) {
 	}
 	if r.Sharing == nil || r.Sharing.On || r.Sharing.UsefulUtil <= 0 {
 		t.Errorf("sharing-off report: %+v", r.Sharing)
+	}
+}
+
+// A busy slice with sharing on under 2D-Gittins (hosts preempted with
+// their guests, guests taking over their host's GPU, opportunistic jobs
+// evicted and promoted) keeps its books: the engine panics if GPUs are
+// still counted as opportunistic after the last job, every job finishes,
+// and every path was taken at least once.
+func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
+	tr := phillySlice(t, 600)
+	MarkOpportunistic(tr, 0.3, 1)
+	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer solo.Close()
+	col, err := os.Open(refData(t, "gavel/colocated.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.Shape = Shape{Nodes: 40, GPUsPerNode: 1, GPUCountOnly: true}
+	c.Policy = PolicyGittins
+	c.Sharing = &SharingConfig{On: true, Rules: sharing.DefaultConfig(), Pairs: tab}
+	r, err := Run(c, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Sharing
+	for name, n := range map[string]int{"pairs": s.Pairs, "evicted": s.Evicted, "host preempted": s.HostPreempted,
+		"taken over": s.TakenOver, "promoted": s.Promoted} {
+		if n == 0 {
+			t.Errorf("no %s: the slice does not exercise that path", name)
+		}
+	}
+	for _, j := range r.Jobs {
+		if !(j.Finish >= j.Submit) {
+			t.Fatalf("job %d did not finish: %+v", j.ID, j)
+		}
+	}
+	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
+		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
 	}
 }

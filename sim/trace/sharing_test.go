@@ -48,3 +48,34 @@ func TestJobListSharesAndClasses(t *testing.T) {
 		})
 	}
 }
+
+func TestPAIRequestMixFollowsThePublishedShares(t *testing.T) {
+	tr := &Trace{Name: "pai"}
+	for i := range 20000 {
+		tr.Jobs = append(tr.Jobs, Job{ID: uint32(i + 1), Submit: float64(i), GPUs: 1 + i%3, Duration: 60})
+	}
+	ApplyPAIRequestMix(tr, 1)
+	var n [5]int
+	for _, j := range tr.Jobs {
+		switch {
+		case j.Share > 0 && j.Share < 0.25:
+			n[0]++
+		case j.Share >= 0.25 && j.Share < 0.5:
+			n[1]++
+		case j.Share >= 0.5:
+			n[2]++
+		case j.GPUs == 1:
+			n[3]++
+		default:
+			n[4]++
+		}
+	}
+	for k, b := range PAIRequestMix {
+		if got := float64(n[k]) / 20000; got < b.Share-0.015 || got > b.Share+0.015 {
+			t.Errorf("bucket %d: share %.3f, want %.3f", k, got, b.Share)
+		}
+	}
+	if err := tr.Normalise(); err != nil {
+		t.Fatalf("the mixed list is not a valid trace: %v", err)
+	}
+}
