@@ -8,11 +8,13 @@ import (
 	"github.com/lachesis-sched/lachesis/sharing"
 	"github.com/lachesis-sched/lachesis/sim"
 	"github.com/lachesis-sched/lachesis/sim/report"
+	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
 // shareOptions are the flags of GPU sharing runs (-sharing off,on).
 type shareOptions struct {
 	modes, pairs, gpu, promoteAfter string
+	gpuMix                          string
 	maxSlowdown, opportunistic      float64
 	learn                           bool
 }
@@ -24,6 +26,7 @@ func (s *shareOptions) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.maxSlowdown, "max-slowdown", sharing.DefaultConfig().MaxSlowdown, "with -sharing: largest loss of a guaranteed job's solo rate its opportunistic neighbour may cause")
 	fs.StringVar(&s.promoteAfter, "promote-after", "4h", "with -sharing: waiting after which an opportunistic job is promoted to guaranteed")
 	fs.Float64Var(&s.opportunistic, "opportunistic", 0, "with -sharing: mark this share of the jobs opportunistic by a seeded draw on their ids (for traces without a class column)")
+	fs.StringVar(&s.gpuMix, "gpu-mix", "", "with -sharing: redraw every job's GPU request from a published mix, keeping arrivals and durations: pai2020 (Alibaba PAI's tasks, trace.PAIRequestMix)")
 	fs.BoolVar(&s.learn, "sharing-learn", false, "with -sharing: the scheduler starts with an empty pair table and measures every pair it tries")
 }
 
@@ -55,6 +58,14 @@ func (s *shareOptions) variants(variants []sim.Variant, soloPath string, tr *sim
 	table, err := sharing.ReadGavel(solo, col, s.gpu, sharing.DefaultLimits())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.pairs, err)
+	}
+	switch s.gpuMix {
+	case "":
+	case "pai2020":
+		trace.ApplyPAIRequestMix(tr, seed)
+		fmt.Printf("sharing: GPU requests redrawn from Alibaba PAI 2020's mix (seed %d): %.0f GPU-hours at whole GPUs\n", seed, tr.GPUSeconds()/3600)
+	default:
+		return nil, fmt.Errorf("-gpu-mix: %q is not pai2020", s.gpuMix)
 	}
 	if s.opportunistic > 0 {
 		n := sim.MarkOpportunistic(tr, s.opportunistic, seed)
