@@ -35,6 +35,8 @@
 //     packed again.
 //   - Promote: an opportunistic job that has waited PromoteAfter becomes
 //     guaranteed.
+//   - Move: a guest that has shared a GPU for MoveAfter is requeued to run
+//     alone when a whole GPU stays idle (a shard allocation cannot grow).
 //   - MayPreempt and VictimFirst: opportunistic jobs never preempt, and go
 //     before any guaranteed job in a victim order.
 //

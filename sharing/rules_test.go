@@ -115,3 +115,18 @@ func TestPromoteAndVictims(t *testing.T) {
 		t.Errorf("unknown class: %v", err)
 	}
 }
+
+func TestMove(t *testing.T) {
+	c := DefaultConfig()
+	if c.Move(DefaultMoveAfter-1) || !c.Move(DefaultMoveAfter) {
+		t.Error("a guest does not move at move_after")
+	}
+	c.MoveAfter = 0
+	if c.Move(1e9) {
+		t.Error("move_after 0 moves a guest")
+	}
+	c.MoveAfter = -1
+	if err := c.Validate(); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("negative move_after: %v", err)
+	}
+}

@@ -89,10 +89,11 @@ type SharingSummary struct {
 	Opportunistic ClassSummary `json:"opportunistic"`
 	// Requeues of opportunistic jobs: taken back by a guaranteed job
 	// (Evicted), by the revert rule (Reverted), with their preempted host
-	// (HostPreempted).
+	// (HostPreempted), guests moved to run alone (Moved).
 	Evicted       int `json:"evicted"`
 	Reverted      int `json:"reverted"`
 	HostPreempted int `json:"host_preempted"`
+	Moved         int `json:"moved"`
 	// Promoted opportunistic jobs; Pairs started beside a guaranteed job,
 	// Trials of them on unmeasured pairs; TakenOver: guests that kept the
 	// GPU when their host ended.
@@ -296,6 +297,7 @@ func (j *JobState) waitedAt(now float64) float64 {
 func (e *engine) sharePostPass(now float64) float64 {
 	sh, c := e.sh, e.cluster
 	next := math.Inf(1)
+	moved := 0
 	// Idle whole GPUs first, in arrival order.
 	for _, j := range sh.opps {
 		if j.Status != Pending || j.eligibleAt > now || !c.couldFit(j.Job.GPUs) {
@@ -304,6 +306,25 @@ func (e *engine) sharePostPass(now float64) float64 {
 		if speed, ok := c.placeFree(j); ok {
 			e.start(j, speed, now)
 			sh.oppGPUs += j.Job.GPUs
+		}
+	}
+	// Guests that have shared for MoveAfter are requeued while GPUs stay
+	// idle, one per idle GPU, to start alone once their hold ends.
+	for _, g := range sh.opps {
+		if c.freeGPUs-moved <= 0 {
+			break
+		}
+		if g.host != nil && g.Status == Running && sh.cfg.Rules.Move(now-g.pairedAt) {
+			sh.sum.Moved++
+			moved++
+			e.requeueOpp(g, now)
+			if g.eligibleAt <= now && c.couldFit(g.Job.GPUs) {
+				// No requeue hold: it takes the idle GPU in this pass.
+				if speed, ok := c.placeFree(g); ok {
+					e.start(g, speed, now)
+					sh.oppGPUs += g.Job.GPUs
+				}
+			}
 		}
 	}
 	// Then shares beside one-GPU guaranteed jobs: for each host, the

@@ -246,7 +246,7 @@ func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
 	}
 	s := r.Sharing
 	for name, n := range map[string]int{"pairs": s.Pairs, "evicted": s.Evicted, "host preempted": s.HostPreempted,
-		"taken over": s.TakenOver, "promoted": s.Promoted} {
+		"taken over": s.TakenOver, "promoted": s.Promoted, "moved": s.Moved} {
 		if n == 0 {
 			t.Errorf("no %s: the slice does not exercise that path", name)
 		}
@@ -258,5 +258,38 @@ func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
 	}
 	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
 		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
+	}
+}
+
+// A guest that has shared for move_after moves to a GPU that frees up
+// (requeued, it restarts alone at full speed); with moves off it stays a
+// guest to the end, slower.
+func TestSharingMovesALongGuestToAnIdleGPU(t *testing.T) {
+	tr := &Trace{Name: "move", Jobs: []Job{
+		sjob(1, 0, 100000, "host", sharing.Guaranteed),
+		sjob(2, 0, 1000, "host", sharing.Guaranteed),
+		sjob(3, 1, 9000, "guest", sharing.Opportunistic),
+	}}
+	run := func(moveAfter float64) *Result {
+		c := sharedGPU(pairs(t, 0.02), false, 1e6)
+		c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
+		c.Sharing.Rules.MoveAfter = moveAfter
+		r, err := Run(c, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	moved, stayed := run(600), run(0)
+	if moved.Sharing.Moved != 1 || stayed.Sharing.Moved != 0 {
+		t.Fatalf("moved %d with moves on, %d off; want 1 and 0", moved.Sharing.Moved, stayed.Sharing.Moved)
+	}
+	// 999 s beside the host at 0.9, the rest alone from 1000 s: 1000 +
+	// (9000 − 899.1) = 9100.9; staying a guest: 1 + 9000/0.9 = 10001.
+	if g := byID(moved, 3); g.Finish < 9100 || g.Finish > 9102 {
+		t.Errorf("moved guest finished at %v, want 9100.9", g.Finish)
+	}
+	if g := byID(stayed, 3); g.Finish < 10000 || g.Finish > 10002 {
+		t.Errorf("guest that stayed finished at %v, want 10001", g.Finish)
 	}
 }

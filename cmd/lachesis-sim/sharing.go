@@ -14,7 +14,7 @@ import (
 // shareOptions are the flags of GPU sharing runs (-sharing off,on).
 type shareOptions struct {
 	modes, pairs, gpu, promoteAfter string
-	gpuMix                          string
+	gpuMix, moveAfter               string
 	maxSlowdown, opportunistic      float64
 	learn                           bool
 }
@@ -27,6 +27,7 @@ func (s *shareOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.promoteAfter, "promote-after", "4h", "with -sharing: waiting after which an opportunistic job is promoted to guaranteed")
 	fs.Float64Var(&s.opportunistic, "opportunistic", 0, "with -sharing: mark this share of the jobs opportunistic by a seeded draw on their ids (for traces without a class column)")
 	fs.StringVar(&s.gpuMix, "gpu-mix", "", "with -sharing: redraw every job's GPU request from a published mix, keeping arrivals and durations: pai2020 (Alibaba PAI's tasks, trace.PAIRequestMix)")
+	fs.StringVar(&s.moveAfter, "move-after", "10m", "with -sharing: a guest that has shared this long is requeued to run alone when a GPU stays idle (0: never)")
 	fs.BoolVar(&s.learn, "sharing-learn", false, "with -sharing: the scheduler starts with an empty pair table and measures every pair it tries")
 }
 
@@ -41,6 +42,9 @@ func (s *shareOptions) variants(variants []sim.Variant, soloPath string, tr *sim
 	var err error
 	if rules.PromoteAfter, err = parseSeconds(s.promoteAfter); err != nil {
 		return nil, fmt.Errorf("-promote-after: %w", err)
+	}
+	if rules.MoveAfter, err = parseSeconds(s.moveAfter); err != nil {
+		return nil, fmt.Errorf("-move-after: %w", err)
 	}
 	if err := rules.Validate(); err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func writeSharing(results []*sim.Result) error {
 	if len(results) == 0 || results[0].Sharing == nil {
 		return nil
 	}
-	fmt.Println("\nsharing: in the window of submissions, GPU time allocated and spent on useful work, work done per hour (GPU-hours), each class's JCT and time to first start, opportunistic requeues by cause")
+	fmt.Println("\nsharing: in the window of submissions, GPU time allocated and spent on useful work, work done per hour (GPU-hours), each class's JCT and time to first start, opportunistic requeues by cause (guests moved to an idle GPU among them)")
 	if err := report.WriteSharingTable(os.Stdout, results); err != nil {
 		return err
 	}

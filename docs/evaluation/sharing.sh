@@ -23,7 +23,7 @@ mkdir -p "$OUT/sharing"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rows=$OUT/sharing/rows.csv
-echo "slice,load,gpus,mix,seed,promote_after,policy,guaranteed_jct_ratio,useful_util_off,useful_util_on,alloc_util_off,alloc_util_on,work_ratio,guaranteed_jct_off_s,guaranteed_jct_on_s,guaranteed_first_start_off_s,guaranteed_first_start_on_s,opp_jct_off_s,opp_jct_on_s,opp_first_start_off_s,opp_first_start_on_s,opp_done_in_window_off,opp_done_in_window_on,evicted,reverted,host_preempted,promoted,pairs" > "$rows"
+echo "slice,load,gpus,mix,seed,promote_after,policy,guaranteed_jct_ratio,useful_util_off,useful_util_on,alloc_util_off,alloc_util_on,work_ratio,guaranteed_jct_off_s,guaranteed_jct_on_s,guaranteed_first_start_off_s,guaranteed_first_start_on_s,opp_jct_off_s,opp_jct_on_s,opp_first_start_off_s,opp_first_start_on_s,opp_done_in_window_off,opp_done_in_window_on,evicted,reverted,host_preempted,moved,promoted,pairs" > "$rows"
 
 # row SLICE LOAD GPUS MIX SEED PROMOTE: appends the on/off pairs of $tmp/summary.json.
 row() {
@@ -42,7 +42,7 @@ for label,off in runs.items():
         on['work_gpu_hours']/off['work_gpu_hours'], g0['avg_jct_s'], g1['avg_jct_s'],
         g0['avg_first_start_s'], g1['avg_first_start_s'], o0['avg_jct_s'], o1['avg_jct_s'],
         o0['avg_first_start_s'], o1['avg_first_start_s'], o0['finished_in_window'], o1['finished_in_window'],
-        on['evicted'], on['reverted'], on['host_preempted'], on['promoted'], on['pairs']]]))
+        on['evicted'], on['reverted'], on['host_preempted'], on['moved'], on['promoted'], on['pairs']]]))
 PY
 }
 

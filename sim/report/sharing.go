@@ -14,17 +14,17 @@ import (
 // opportunistic jobs' requeues by cause. Runs without it are left out.
 func WriteSharingTable(w io.Writer, results []*sim.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tGPU alloc\tuseful\twork/h\tguar. jobs\tavg JCT\tfirst start\topp. jobs\tavg JCT\tfirst start\tdone in window\tevicted\treverted\twith host\tpromoted\tpairs\t")
+	fmt.Fprintln(tw, "run\tGPU alloc\tuseful\twork/h\tguar. jobs\tavg JCT\tfirst start\topp. jobs\tavg JCT\tfirst start\tdone in window\tevicted\treverted\twith host\tmoved\tpromoted\tpairs\t")
 	for _, r := range results {
 		s := r.Sharing
 		if s == nil {
 			continue
 		}
 		g, o := s.Guaranteed, s.Opportunistic
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%.1f%%\t%.1f\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Label,
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%.1f%%\t%.1f\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Label,
 			100*s.AllocUtil, 100*s.UsefulUtil, s.WorkPerHour, g.Jobs, HumanDuration(g.AvgJCT), HumanDuration(g.AvgFirstStart),
 			o.Jobs, HumanDuration(o.AvgJCT), HumanDuration(o.AvgFirstStart), o.FinishedInWindow,
-			s.Evicted, s.Reverted, s.HostPreempted, s.Promoted, s.Pairs)
+			s.Evicted, s.Reverted, s.HostPreempted, s.Moved, s.Promoted, s.Pairs)
 	}
 	return tw.Flush()
 }
