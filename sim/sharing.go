@@ -26,7 +26,9 @@ import (
 // opportunistic job pending for Rules.PromoteAfter in total is promoted to
 // guaranteed and joins the policy's order. When a guest's host ends, the
 // guest keeps the GPU alone (Slurm's shards stay allocated); when the host
-// is preempted, the guest is requeued with it.
+// is preempted, the guest is requeued with it. A guest that has shared for
+// Rules.MoveAfter is requeued while a GPU stays idle after the waiting
+// opportunistic jobs were placed, to restart alone (sharing.Config.Move).
 //
 // Both jobs of a pair run at their pair-table fractions of their speed
 // alone (Pairs, the truth: Gavel's measurements). A guest that asked for a
