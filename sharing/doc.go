@@ -40,6 +40,28 @@
 //   - MayPreempt and VictimFirst: opportunistic jobs never preempt, and go
 //     before any guaranteed job in a victim order.
 //
+// # Wiring it into a scheduler
+//
+// Load once: Config.Validate, and a Table from ReadGavel (the seeds) kept
+// under the caller's lock. At each pass, in this order:
+//
+//  1. For each pair that ran since the last pass, the guaranteed job's
+//     measured rate beside its guest and alone (iterations/s from its
+//     progress reports, else GPU utilisation): Config.Revert; if true,
+//     requeue the guest and Table.MarkBad the pair, else Table.Measure
+//     both fractions (introspection replaces the seed).
+//  2. Config.Promote each waiting opportunistic job on its total pending
+//     time; a promoted job is guaranteed from then on.
+//  3. Place guaranteed jobs; an opportunistic job on whole GPUs is the
+//     first victim (VictimFirst), and never a preemptor (MayPreempt).
+//  4. Place opportunistic jobs: idle whole GPUs first, then for each
+//     one-GPU guaranteed job whose model's Table.Usage leaves room,
+//     Config.Choose among the waiting models; Config.Move a guest that
+//     has shared long enough when a whole GPU stays idle.
+//
+// The simulator (sim/sharing.go) is this loop; docs/evaluation section 8
+// measures it.
+//
 // The package is pure Go without I/O (it parses from an io.Reader), like
 // priority/, and builds with CGO_ENABLED=0.
 package sharing

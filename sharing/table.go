@@ -60,10 +60,18 @@ type Table struct {
 	entries map[pairKey]*entry
 }
 
-// NewTable is an empty table with the given limits (DefaultLimits if zero).
+// NewTable is an empty table with the given limits; a zero field takes
+// DefaultLimits' value.
 func NewTable(l Limits) *Table {
-	if l == (Limits{}) {
-		l = DefaultLimits()
+	d := DefaultLimits()
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = d.MaxEntries
+	}
+	if l.MaxName <= 0 {
+		l.MaxName = d.MaxName
+	}
+	if !(l.MaxFraction > 0) {
+		l.MaxFraction = d.MaxFraction
 	}
 	return &Table{limits: l, entries: map[pairKey]*entry{}}
 }

@@ -98,6 +98,13 @@ func TestPairTableEntries(t *testing.T) {
 			t.Errorf("marking a new pair bad in a full table: err = %v", err)
 		}
 	})
+	t.Run("a limit left zero takes the default instead of refusing every name", func(t *testing.T) {
+		tab := NewTable(Limits{MaxEntries: 1})
+		must(t, tab.Measure("resnet50", "bert", 0.9, 0.8))
+		if err := tab.Measure("a", "c", 1, 1); !errors.Is(err, ErrTableFull) {
+			t.Errorf("second pair: err = %v, want ErrTableFull", err)
+		}
+	})
 	t.Run("a bad mark outlives a new measurement", func(t *testing.T) {
 		tab := NewTable(Limits{})
 		must(t, tab.MarkBad("a", "b"))
