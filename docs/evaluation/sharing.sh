@@ -8,13 +8,14 @@
 # pair table. Two GPU-request mixes: Philly's own (whole GPUs) and Alibaba
 # PAI 2020's (-gpu-mix pai2020: a share of one GPU for 54% of jobs), and
 # three promote_after values (1h, 4h, 16h). Then the week of 2017-10-02
-# on 16 x 8 GPUs at the default, and one run where the scheduler starts
+# on 16 x 8 GPUs and the four weeks of sections 1-3 on 64 x 8 GPUs (with
+# CPUs and memory) at the default, and one run where the scheduler starts
 # with an empty pair table (-sharing-learn).
 #
 # Writes OUT/sharing/rows.csv (one row per slice, seed, mix, promote_after
 # and policy: on/off ratios and both runs' figures) and
 # OUT/sharing/summary.md. Called by run.sh with bin/lachesis-sim built;
-# about 10 minutes on 2 shared cores.
+# about 15 minutes on 2 shared cores.
 set -euo pipefail
 B=bin/lachesis-sim
 P=${PHILLY:?}
@@ -89,6 +90,17 @@ for mix in philly pai2020; do
 		row week-2017-10-02 - 128 $mix $seed 4h
 	done
 done
+# The evaluation slice of sections 1-3 (2017-10-02 to 10-30, 45,065 jobs)
+# on 64 nodes x 8 GPUs with CPUs and memory, proportional allocation.
+for mix in philly pai2020; do
+	m=()
+	[ $mix = philly ] || m=(-gpu-mix $mix)
+	for seed in 1 2 3; do
+		nice $B -trace "$P" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node 8 -cpus-per-node 24 -mem-per-node 500 \
+			-policies fifo-skip,gittins -sharing off,on -opportunistic 0.2 -seed $seed "${m[@]}" -out "$tmp" >/dev/null
+		row month-2017-10 - 512 $mix $seed 4h
+	done
+done
 # Introspection alone: the scheduler starts with an empty pair table.
 nice $B -trace "$P" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 32 -gpus-per-node 1 -policies fifo-skip,gittins \
 	-sharing off,on -opportunistic 0.2 -sharing-learn -out "$tmp" | tee "$OUT/sharing/learn.txt" >/dev/null
@@ -99,7 +111,8 @@ import csv,sys,collections
 rows=list(csv.DictReader(open(sys.argv[1])))
 by=collections.defaultdict(list)
 for r in rows:
-    key=(r['mix'],r['promote_after'],r['policy'],'week' if r['slice'].startswith('week') else ('learn' if 'learn' in r['slice'] else 'VCs'))
+    sl=r['slice']
+    key=(r['mix'],r['promote_after'],r['policy'],'week' if sl.startswith('week') else 'month' if sl.startswith('month') else 'learn' if 'learn' in sl else 'VCs')
     by[key].append(r)
 print('| requests | promote_after | policy | slices | runs | guaranteed JCT on/off: mean | worst (slice, load, seed) | runs above 1.05 | useful util off → on (mean) | runs where it rose | work on/off (mean) | guar. first start off → on (mean, h) | opp. JCT off → on (mean, h) | opp. first start off → on (mean, h) | reverted | promoted (mean) |')
 print('|---|---|---|---|---:|---:|---|---:|---|---:|---:|---|---|---|---:|---:|')
