@@ -55,6 +55,9 @@ type Config struct {
 	Progress func(completed int)
 	// Hetero, if set, makes the cluster heterogeneous (see HeteroConfig).
 	Hetero *HeteroConfig
+	// Sharing, if set, is GPU sharing between job classes (see
+	// SharingConfig); nil runs exactly as before sharing existed.
+	Sharing *SharingConfig
 }
 
 // DefaultConfig is a 2D-LAS run on DefaultShape with proportional

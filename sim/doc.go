@@ -99,6 +99,20 @@
 // the Ranker with the jobs. Result.Accounts has each account's jobs, GPU
 // time, share of the GPU time held while jobs waited, and average JCT.
 //
+// # GPU sharing
+//
+// With Config.Sharing (SharingConfig), jobs are guaranteed or
+// opportunistic (package sharing's rules, the ones slurmctld applies):
+// opportunistic jobs stay out of the policy's order, run on idle whole
+// GPUs and as guests on the GPU of a one-GPU guaranteed job whose model
+// leaves room, at the pair table's fractions of their solo speeds (Gavel's
+// co-location measurements), are taken back first and never preempt, are
+// requeued when their host is measured to lose more than max_slowdown, and
+// are promoted after promote_after of waiting. Off, every job runs as
+// without sharing and only the report (Result.Sharing: utilisation in the
+// window of submissions, each class's JCT and time to first start,
+// requeues by cause) is added.
+//
 // # Results
 //
 // JCT is finish − submit. Summary has the average, median, p95 and p99

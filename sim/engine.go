@@ -7,6 +7,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // ErrStalled means jobs remain but nothing can ever run them; it indicates
@@ -46,6 +47,8 @@ type engine struct {
 	// accts is the per-account (virtual cluster) bookkeeping for the
 	// report (accounts.go).
 	accts accountMeter
+	// sh is the sharing state, nil without Config.Sharing (sharing.go).
+	sh *shareState
 }
 
 // Run simulates trace under cfg.
@@ -107,6 +110,11 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 	}
 	if cfg.Hetero != nil {
 		if err := e.initHetero(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Sharing != nil {
+		if err := e.initSharing(trace); err != nil {
 			return nil, err
 		}
 	}
@@ -173,6 +181,9 @@ func (e *engine) loop() error {
 	if e.cfg.Progress != nil && e.unreported > 0 {
 		e.cfg.Progress(e.unreported)
 	}
+	if e.sh != nil && e.sh.oppGPUs != 0 {
+		panic(fmt.Sprintf("sim: %d GPUs still counted as held by opportunistic jobs after the last job; this is a bug in the simulator", e.sh.oppGPUs))
+	}
 	return nil
 }
 
@@ -217,15 +228,29 @@ func (e *engine) arrive(j *JobState) {
 	j.Status = Pending
 	j.Remaining = j.Job.Duration
 	j.Account = priority.NewAccount(int64(math.Floor(j.Job.Submit)))
+	j.pendingSince = j.Job.Submit
+	if e.sharingOn() && j.Job.Class == sharing.Opportunistic {
+		// Outside the policy's order until promoted (sharing.go).
+		j.opp = true
+		e.sh.opps = append(e.sh.opps, j)
+		return
+	}
 	e.active = append(e.active, j)
 	e.pending++
 }
 
 func (e *engine) start(j *JobState, speed, now float64) {
-	e.cluster.take(j)
+	if j.host == nil {
+		// A guest shares its host's GPU and takes nothing of the node.
+		e.cluster.take(j)
+	}
 	e.accts.gpus[j.acct] += j.Job.GPUs
 	j.Status = Running
-	e.pending--
+	if !j.opp {
+		e.pending--
+	}
+	j.waited += now - j.pendingSince
+	j.segFrom, j.allocFrom = now, now
 	j.seq++
 	j.RunStart, j.ProgressFrom = now, now
 	j.Account.StartRun(int64(math.Floor(now)), uint32(j.Job.GPUs))
@@ -246,11 +271,17 @@ func (e *engine) start(j *JobState, speed, now float64) {
 
 // closeRun ends j's current run at now and accounts for it.
 func (e *engine) closeRun(j *JobState, now float64) {
+	e.segment(j, now)
 	run := now - j.RunStart
 	j.progressTime += max(0, now-j.ProgressFrom)
 	gpuSeconds := float64(j.Job.GPUs) * run
 	j.Account.RunSeconds = j.accountSeconds(now)
-	e.busyGPUSeconds += gpuSeconds
+	if j.host == nil {
+		e.busyGPUSeconds += gpuSeconds
+		if j.opp {
+			e.sh.oppGPUs -= j.Job.GPUs
+		}
+	}
 	j.heldGPUSeconds += gpuSeconds
 	e.accts.gpus[j.acct] -= j.Job.GPUs
 	if j.het != nil {
@@ -267,6 +298,13 @@ func (e *engine) closeRun(j *JobState, now float64) {
 }
 
 func (e *engine) preempt(j *JobState, now float64) {
+	if g := j.guest; g != nil {
+		// The guest leaves with the GPU its host is preempted from; it is
+		// still a guest while its run closes (it held no GPU of its own).
+		e.sh.sum.HostPreempted++
+		e.preempt(g, now)
+		j.guest, g.host = nil, nil
+	}
 	j.Remaining = j.RemainingAt(now)
 	e.closeRun(j, now)
 	j.Account.Preempted(int64(math.Floor(now)))
@@ -275,12 +313,29 @@ func (e *engine) preempt(j *JobState, now float64) {
 	j.Preemptions++
 	j.preemptedIn = e.passes
 	j.eligibleAt = now + e.cfg.RequeueHold
+	j.pendingSince = now
+	if j.opp {
+		// An opportunistic job's requeue is not the policy's preemption
+		// (SharingSummary counts it by cause).
+		return
+	}
 	e.preemptions++
 	e.pending++
 }
 
 func (e *engine) complete(j *JobState, now float64) error {
+	var node int32
+	if len(j.slots) > 0 {
+		node = j.slots[0].node
+	}
+	host := j.host
 	e.closeRun(j, now)
+	switch {
+	case j.guest != nil:
+		e.hostEnded(j, node, now)
+	case host != nil:
+		e.unpair(host, j, now)
+	}
 	j.Account.CloseRun()
 	j.Remaining = 0
 	j.Status = Done

@@ -25,6 +25,8 @@ type Result struct {
 	// Accounts are the per-account (virtual cluster) figures, most GPU
 	// time first.
 	Accounts []AccountSummary
+	// Sharing is the sharing report of a run with Config.Sharing.
+	Sharing *SharingSummary
 }
 
 // JobResult is one job's outcome.
@@ -126,6 +128,7 @@ func (e *engine) result(trace *Trace) *Result {
 	r.Summary = summarise(r, e.busyGPUSeconds, e.preemptions)
 	r.Accounts = e.accts.summaries(r.Jobs)
 	r.Hetero = e.heteroSummary()
+	r.Sharing = e.sharingSummary(r)
 	return r
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -11,9 +12,17 @@ import (
 func (e *engine) pass(now float64) float64 {
 	e.passes++
 	e.cluster.thaw()
+	if e.sharingOn() {
+		e.sharePrePass(now)
+	}
 	e.active = slices.DeleteFunc(e.active, func(j *JobState) bool { return j.Status == Done })
 	if len(e.active) == 0 {
-		return e.policy.Order.NextChange(now, nil)
+		next := e.policy.Order.NextChange(now, nil)
+		if e.sharingOn() {
+			e.order = e.order[:0]
+			next = min(next, e.sharePostPass(now))
+		}
+		return next
 	}
 	n := len(e.active)
 	e.order = append(e.order[:0], e.active...)
@@ -31,6 +40,9 @@ func (e *engine) pass(now float64) float64 {
 		if j.Status == Pending && j.eligibleAt > now {
 			next = min(next, j.eligibleAt)
 		}
+	}
+	if e.sharingOn() {
+		next = min(next, e.sharePostPass(now))
 	}
 	if e.cluster.frozenGPUs > 0 {
 		// GPUs left idle by a preemption are Slurm's again at its next pass.
@@ -70,7 +82,7 @@ func (e *engine) place(now float64) {
 	}
 	var preemptor *JobState
 	eligible := func(v *JobState) bool {
-		return v.Status == Running && int(v.pos) >= k &&
+		return v.Status == Running && !v.opp && int(v.pos) >= k &&
 			(pol.Victim == nil || pol.Victim(preemptor, v, now))
 	}
 	for i, j := range order {
@@ -83,6 +95,9 @@ func (e *engine) place(now float64) {
 				e.start(j, speed, now)
 				continue
 			}
+		}
+		if e.oppHeld() > 0 && c.freeGPUs+e.oppHeld() >= j.Job.GPUs && e.evictFor(j, now) {
+			continue
 		}
 		if pol.Preemptive {
 			for k < n && (k <= i || (!pol.PreemptRankedBelow && !pol.preempts(levels[i], levels[k]))) {
@@ -98,11 +113,11 @@ func (e *engine) place(now float64) {
 				}
 				continue
 			}
-			if c.freeGPUs == 0 && reachable == 0 {
+			if c.freeGPUs+e.oppHeld() == 0 && reachable == 0 {
 				return
 			}
 		}
-		if pol.HeadOfLine || (!pol.Preemptive && c.freeGPUs == 0) {
+		if pol.HeadOfLine || (!pol.Preemptive && c.freeGPUs+e.oppHeld() == 0) {
 			return
 		}
 	}
@@ -133,4 +148,23 @@ func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now floa
 		c.freezeLeftover()
 	}
 	return true
+}
+
+// evictFor takes back GPUs that opportunistic jobs hold alone for the
+// guaranteed job j, in any policy (they are every job's first victims),
+// before the policy's own preemption is considered; it returns whether j
+// started.
+func (e *engine) evictFor(j *JobState, now float64) bool {
+	c := e.cluster
+	// planPreemption remembers within a pass where the policy's victims
+	// cannot make room; this search has other victims, so it must neither
+	// use nor change that memory.
+	noRoom, noWhole := c.noRoom, c.noWhole
+	c.noRoom, c.noWhole = math.MaxInt, math.MaxInt
+	ok := e.preemptFor(j, func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }, now)
+	c.noRoom, c.noWhole = noRoom, noWhole
+	if ok {
+		e.sh.sum.Evicted += len(e.victims)
+	}
+	return ok
 }

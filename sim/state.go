@@ -81,6 +81,27 @@ type JobState struct {
 	heldGPUSeconds float64
 	// acct is the job's account's index in the engine's accountMeter.
 	acct int32
+
+	// Sharing (sharing.go), with a SharingConfig: opp is set while the job
+	// is opportunistic (not promoted); a guest runs on its host's GPU.
+	opp         bool
+	host, guest *JobState
+	// pairModel is the model its interference is looked up by, usage its
+	// share of a GPU alone; shareFactor its speed relative to alone now,
+	// soloSpeed a host's speed without its guest.
+	pairModel   string
+	usage       float64
+	shareFactor float64
+	soloSpeed   float64
+	// waited is the time spent pending before pendingSince, the start of
+	// the current wait; pairedAt when a guest's pair started, pairChecked
+	// once the revert rule has measured it.
+	waited, pendingSince float64
+	pairedAt             float64
+	pairChecked          bool
+	// segFrom and allocFrom: where the report's accounting of the run
+	// stopped last.
+	segFrom, allocFrom float64
 }
 
 // slot is a job's share of one node.

@@ -72,6 +72,7 @@ type options struct {
 	fairShare, fairShareHalfLife            string
 	fairShareShares                         string
 	accounts                                bool
+	share                                   shareOptions
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -130,6 +131,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.fairShareShares, "fairshare-shares", "", "fair share: shares per account, e.g. 6c71a0=3,11cb48=1 (accounts not named get 1, as lachesis.yaml's default_shares)")
 	fs.BoolVar(&o.accounts, "accounts", false, "also print each account's share of GPU time and average JCT (on with -fairshare on or both)")
 	o.hetero.flags(fs)
+	o.share.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -178,6 +180,9 @@ func run(args []string) error {
 			variants = sim.FairShareVariants(variants)
 		}
 		if variants, err = o.hetero.variants(variants); err != nil {
+			return err
+		}
+		if variants, err = o.share.variants(variants, o.hetero.table, tr, o.seed); err != nil {
 			return err
 		}
 	}
@@ -236,6 +241,9 @@ func runComparison(o *options, tr *sim.Trace, variants []sim.Variant) error {
 		}
 	}
 	if err := writeHetero(o, results); err != nil {
+		return err
+	}
+	if err := writeSharing(results); err != nil {
 		return err
 	}
 	if o.out == "" {

@@ -6,7 +6,7 @@
 #
 # DATA (default: data, the repository's own copy) and OUT
 # (default: docs/evaluation/results) may be overridden. About 6 minutes on
-# 2 cores. Everything but bench.txt (wall time, memory) is deterministic.
+# 2 cores, plus about 10 for section 8 (GPU sharing). Everything but bench.txt (wall time, memory) is deterministic.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -174,6 +174,12 @@ sim fairshare-week "${FSWEEK[@]}" "${PREV[@]}" -out "$OUT/fairshare-week" \
 	-title "Philly 2017-10-02 to 10-09, 16 x 8 GPUs, fair share between VCs"
 sim fairshare-week-defaults "${FSWEEK[@]}" -out "$OUT/fairshare-week-defaults" \
 	-title "Philly 2017-10-02 to 10-09, 16 x 8 GPUs, fair share between VCs, today's defaults"
+
+# 8. GPU sharing between guaranteed and opportunistic jobs (issue 22):
+#    sharing off vs on on four VCs' slices at two loads, Philly's and
+#    Alibaba PAI 2020's GPU requests, three seeds, three promote_after
+#    values, and the week of 2017-10-02.
+PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/sharing.sh
 
 # 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.

@@ -82,11 +82,25 @@ type Report struct {
 	Seed           uint64        `json:"seed"`
 	Results        []sim.Summary `json:"results"`
 	Ratios         []Ratio       `json:"ratios,omitempty"`
+	// Sharing is the sharing report of runs with -sharing, in run order.
+	Sharing []SharingRow `json:"sharing,omitempty"`
+}
+
+// SharingRow is one run's sharing report.
+type SharingRow struct {
+	Label string `json:"label"`
+	*sim.SharingSummary
 }
 
 // WriteJSON writes the comparison as a Report.
 func WriteJSON(w io.Writer, results []*sim.Result, seed uint64) error {
 	rep := Report{Seed: seed, Results: summaries(results), Ratios: Ratios(results)}
+	labels := summaries(results)
+	for i, r := range results {
+		if r.Sharing != nil {
+			rep.Sharing = append(rep.Sharing, SharingRow{Label: labels[i].Label, SharingSummary: r.Sharing})
+		}
+	}
 	if len(results) > 0 {
 		r := results[0]
 		rep.Trace, rep.Jobs, rep.Cluster, rep.GPUs = r.Trace, len(r.Jobs), r.Shape.String(), r.Shape.GPUs()

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // ErrBadTrace is wrapped by every error about a trace's content or format.
@@ -26,6 +28,13 @@ type Job struct {
 	Model string
 	// Cluster is the virtual cluster (tenant group), where a trace has one.
 	Cluster string
+	// Share is the part of one GPU a job of a fraction asks for, in (0, 1)
+	// (GPUs is then 1); 0 for a job of whole GPUs. Only a run with sharing
+	// on gives a job less than a whole GPU.
+	Share float64
+	// Class is the job's sharing class: guaranteed (the default) or
+	// opportunistic (sim's sharing runs; ignored with sharing off).
+	Class sharing.Class
 }
 
 // Trace is a list of jobs sorted by submit time, then ID.
@@ -69,6 +78,9 @@ func (t *Trace) Normalise() error {
 		seen[j.ID] = struct{}{}
 		if j.GPUs <= 0 {
 			return fmt.Errorf("%w: %s: job %d asks for %d GPUs", ErrBadTrace, t.Name, j.ID, j.GPUs)
+		}
+		if j.Share != 0 && (!(j.Share > 0 && j.Share < 1) || j.GPUs != 1) {
+			return fmt.Errorf("%w: %s: job %d asks for a share %v of %d GPUs; a share is of one GPU, in (0, 1)", ErrBadTrace, t.Name, j.ID, j.Share, j.GPUs)
 		}
 		if !(j.Duration > 0) || math.IsInf(j.Duration, 0) {
 			return fmt.Errorf("%w: %s: job %d has duration %v, want > 0", ErrBadTrace, t.Name, j.ID, j.Duration)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // ReadJobList reads Lachesis's plain job list, the format for feeding any
@@ -20,11 +22,15 @@ import (
 //	    is at 0), or a wall-clock time (RFC 3339, "2006-01-02T15:04:05" or
 //	    "2006-01-02 15:04:05", UTC when no zone is given). All rows use the
 //	    same kind.
-//	  - gpus: GPUs the job needs, ≥ 1.
+//	  - gpus: GPUs the job needs, ≥ 1, or a share of one GPU below 1
+//	    (0.25: a quarter of a GPU); a job of a share takes a whole GPU
+//	    unless the simulation shares GPUs (sim.SharingConfig).
 //	  - duration: run time in seconds at the GPU-proportional share of CPUs
 //	    and memory, without queueing.
 //	  - model (optional column, optional value): the model name, matched
 //	    against the Synergy throughput table; empty means unknown.
+//	  - class (optional column, optional value): guaranteed (the default)
+//	    or opportunistic, the job's sharing class.
 //
 // Columns are found by name, so their order is free and extra columns are
 // ignored.
@@ -32,9 +38,16 @@ func ReadJobList(r io.Reader) (*Trace, error) {
 	t := &Trace{}
 	var stamps []time.Time
 	err := ReadCSV(r, []string{"job_id", "submit_time", "gpus", "duration"}, func(row *Row) error {
-		job := Job{ID: row.ID("job_id"), GPUs: row.Int("gpus"), Duration: row.Float("duration"), Model: row.Field("model")}
+		job := Job{ID: row.ID("job_id"), Duration: row.Float("duration"), Model: row.Field("model")}
 		if row.Err != nil {
 			return row.Err
+		}
+		if job.GPUs, job.Share, row.Err = parseGPUs(row.Line, row.Field("gpus")); row.Err != nil {
+			return row.Err
+		}
+		var err error
+		if job.Class, err = sharing.ParseClass(row.Field("class")); err != nil {
+			return fmt.Errorf("%w: line %d: %w", ErrBadTrace, row.Line, err)
 		}
 		raw := row.Field("submit_time")
 		if sec, err := strconv.ParseFloat(raw, 64); err == nil {
@@ -60,4 +73,17 @@ func ReadJobList(r io.Reader) (*Trace, error) {
 	}
 	setWallClockSubmits(t, stamps)
 	return t, t.Normalise()
+}
+
+// parseGPUs reads the gpus column: a whole count (as before shares
+// existed, so old lists read the same) or a share of one GPU in (0, 1).
+func parseGPUs(line int, s string) (gpus int, share float64, err error) {
+	if n, ierr := parseInt(line, "gpus", s); ierr == nil {
+		return n, 0, nil
+	}
+	f, ferr := strconv.ParseFloat(s, 64)
+	if ferr != nil || !(f > 0 && f < 1) {
+		return 0, 0, fmt.Errorf("%w: line %d: gpus %q is neither a whole count nor a share of one GPU in (0, 1)", ErrBadTrace, line, s)
+	}
+	return 1, f, nil
 }

@@ -1,0 +1,67 @@
+// Package sharing is Lachesis's GPU sharing between two classes of jobs,
+// after AntMan (OSDI'20) and Gandiva's introspection (OSDI'18): its pair
+// table and the rules that both the simulator (sim/) and slurmctld's core
+// apply, so what the evaluation measures is what the cluster runs.
+//
+// Jobs are guaranteed (the default) or opportunistic. An opportunistic job
+// runs only on capacity guaranteed jobs leave: an idle whole GPU, or a share
+// of a GPU beside a guaranteed job whose measured speed it does not hurt.
+// It never preempts anything, is the first victim of any guaranteed job,
+// and is promoted to guaranteed after Config.PromoteAfter of waiting, so it
+// cannot starve for ever (AntMan's upgrade).
+//
+// # The pair table
+//
+// Table maps an unordered pair of models to each one's speed when the two
+// share one GPU, as a fraction of its speed alone. It is seeded from
+// Gavel's measured co-location throughputs (ReadGavel) and overridden by
+// what the node agent measures (Table.Measure): a measured entry is never
+// replaced by a seed. Every entry is bounded (Limits): a model name's
+// length, the number of entries, fractions in [0, MaxFraction]; NaN and
+// infinities are refused. A fraction of 0 means the two did not run
+// together at all (Gavel's out-of-memory pairs): such a pair is never
+// packed.
+//
+// # The rules
+//
+//   - Choose: which opportunistic job goes beside a guaranteed one: the one
+//     with the least predicted loss for the guaranteed job, never one
+//     predicted above Config.MaxSlowdown, never a pair remembered as bad.
+//     An unmeasured pair is tried only when no measured one qualifies and
+//     Config.TryUnmeasured allows it (Gandiva: try, measure, keep or revert).
+//   - Revert: the guaranteed job's measured rate beside its neighbour
+//     against its solo rate; a loss above MaxSlowdown requeues the
+//     opportunistic job, and Table.MarkBad remembers the pair so it is not
+//     packed again.
+//   - Promote: an opportunistic job that has waited PromoteAfter becomes
+//     guaranteed.
+//   - Move: a guest that has shared a GPU for MoveAfter is requeued to run
+//     alone when a whole GPU stays idle (a shard allocation cannot grow).
+//   - MayPreempt and VictimFirst: opportunistic jobs never preempt, and go
+//     before any guaranteed job in a victim order.
+//
+// # Wiring it into a scheduler
+//
+// Load once: Config.Validate, and a Table from ReadGavel (the seeds) kept
+// under the caller's lock. At each pass, in this order:
+//
+//  1. For each pair that ran since the last pass, the guaranteed job's
+//     measured rate beside its guest and alone (iterations/s from its
+//     progress reports, else GPU utilisation): Config.Revert; if true,
+//     requeue the guest and Table.MarkBad the pair, else Table.Measure
+//     both fractions (introspection replaces the seed).
+//  2. Config.Promote each waiting opportunistic job on its total pending
+//     time; a promoted job is guaranteed from then on.
+//  3. Place guaranteed jobs; an opportunistic job on whole GPUs is the
+//     first victim (VictimFirst), and never a preemptor (MayPreempt).
+//  4. Place opportunistic jobs: idle whole GPUs first, then for each
+//     one-GPU guaranteed job whose model's Table.Usage leaves room,
+//     Config.Choose among the waiting models; Config.Move a guest that
+//     has shared long enough when a whole GPU stays idle.
+//
+// The simulator (sim/sharing.go) is this loop; docs/evaluation section 8
+// measures it.
+//
+// The package is pure Go without I/O (it parses from an io.Reader), like
+// priority/, and builds with CGO_ENABLED=0.
+package sharing

@@ -1,0 +1,132 @@
+package sharing
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"negative max_slowdown is refused", func(c *Config) { c.MaxSlowdown = -0.01 }},
+		{"max_slowdown of 1 is refused", func(c *Config) { c.MaxSlowdown = 1 }},
+		{"NaN max_slowdown is refused", func(c *Config) { c.MaxSlowdown = math.NaN() }},
+		{"promote_after 0 is refused (unbounded starvation otherwise unchecked)", func(c *Config) { c.PromoteAfter = 0 }},
+		{"infinite promote_after is refused", func(c *Config) { c.PromoteAfter = math.Inf(1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			if err := c.Validate(); !errors.Is(err, ErrBadConfig) {
+				t.Errorf("err = %v, want ErrBadConfig", err)
+			}
+		})
+	}
+}
+
+func TestChoose(t *testing.T) {
+	tab := NewTable(Limits{})
+	must(t, tab.Seed("host", "gentle", 0.98, 0.6))
+	must(t, tab.Seed("host", "gentler", 0.99, 0.3))
+	must(t, tab.Seed("host", "heavy", 0.80, 0.9))
+	must(t, tab.Seed("host", "oom", 0, 0))
+	must(t, tab.Seed("host", "bad", 1, 1))
+	must(t, tab.MarkBad("host", "bad"))
+	c := DefaultConfig()
+	t.Run("the guest with the least predicted loss for the host wins", func(t *testing.T) {
+		ch, ok := c.Choose(tab, "host", []string{"gentle", "heavy", "gentler"})
+		if !ok || ch.Index != 2 || ch.Unmeasured {
+			t.Errorf("choice = %+v %v, want gentler (index 2)", ch, ok)
+		}
+	})
+	t.Run("a guest predicted above max_slowdown is never chosen", func(t *testing.T) {
+		if ch, ok := c.Choose(tab, "host", []string{"heavy"}); ok {
+			t.Errorf("heavy (20%% loss) chosen: %+v", ch)
+		}
+	})
+	t.Run("a pair marked bad or one that did not run together is never chosen", func(t *testing.T) {
+		if ch, ok := c.Choose(tab, "host", []string{"bad", "oom"}); ok {
+			t.Errorf("chosen: %+v", ch)
+		}
+	})
+	t.Run("an unmeasured pair is tried only when no held pair qualifies", func(t *testing.T) {
+		ch, ok := c.Choose(tab, "host", []string{"new", "gentle"})
+		if !ok || ch.Index != 1 {
+			t.Errorf("choice = %+v, want the held pair gentle", ch)
+		}
+		ch, ok = c.Choose(tab, "host", []string{"heavy", "new"})
+		if !ok || ch.Index != 1 || !ch.Unmeasured {
+			t.Errorf("choice = %+v, want the unmeasured trial", ch)
+		}
+		off := c
+		off.TryUnmeasured = false
+		if ch, ok := off.Choose(tab, "host", []string{"new"}); ok {
+			t.Errorf("unmeasured pair chosen with TryUnmeasured off: %+v", ch)
+		}
+	})
+}
+
+func TestRevert(t *testing.T) {
+	c := DefaultConfig()
+	for _, tc := range []struct {
+		name         string
+		solo, shared float64
+		want         bool
+	}{
+		{"a loss of 4% keeps the pair", 100, 96, false},
+		{"a loss of exactly max_slowdown keeps the pair", 100, 95, false},
+		{"a loss of 6% reverts it", 100, 94, true},
+		{"a faster shared rate keeps it", 100, 101, false},
+		{"an unusable solo rate decides nothing", 0, 50, false},
+		{"a NaN measurement decides nothing", 100, math.NaN(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.Revert(tc.solo, tc.shared); got != tc.want {
+				t.Errorf("Revert(%v, %v) = %v", tc.solo, tc.shared, got)
+			}
+		})
+	}
+}
+
+func TestPromoteAndVictims(t *testing.T) {
+	c := DefaultConfig()
+	c.PromoteAfter = 3600
+	if c.Promote(3599) || !c.Promote(3600) {
+		t.Error("promotion is not at promote_after")
+	}
+	if MayPreempt(Opportunistic) || !MayPreempt(Guaranteed) {
+		t.Error("an opportunistic job may preempt, or a guaranteed one may not")
+	}
+	if VictimFirst(Opportunistic, Guaranteed) >= 0 || VictimFirst(Guaranteed, Opportunistic) <= 0 || VictimFirst(Guaranteed, Guaranteed) != 0 {
+		t.Error("opportunistic jobs are not the first victims")
+	}
+	for _, s := range []string{"", "guaranteed"} {
+		if c, err := ParseClass(s); err != nil || c != Guaranteed {
+			t.Errorf("ParseClass(%q) = %v %v", s, c, err)
+		}
+	}
+	if _, err := ParseClass("root"); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("unknown class: %v", err)
+	}
+}
+
+func TestMove(t *testing.T) {
+	c := DefaultConfig()
+	if c.Move(DefaultMoveAfter-1) || !c.Move(DefaultMoveAfter) {
+		t.Error("a guest does not move at move_after")
+	}
+	c.MoveAfter = 0
+	if c.Move(1e9) {
+		t.Error("move_after 0 moves a guest")
+	}
+	c.MoveAfter = -1
+	if err := c.Validate(); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("negative move_after: %v", err)
+	}
+}

@@ -1,0 +1,521 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/lachesis-sched/lachesis/sharing"
+)
+
+// SharingConfig is GPU sharing between guaranteed and opportunistic jobs
+// (package sharing: AntMan's classes, Gandiva's introspection).
+//
+// With On, a job of class opportunistic runs only on what guaranteed jobs
+// leave: idle whole GPUs (taken back the moment a guaranteed job needs
+// them: an opportunistic job is always the first victim, never counted as
+// a policy preemption, and never preempts), and, for a one-GPU job, a share
+// of the GPU of a running one-GPU guaranteed job whose usage leaves room
+// (sharing.Table.Usage below 1, and the job's own share, if it asked for
+// one, within that room) and whom it is predicted not to slow down by more
+// than Rules.MaxSlowdown (sharing.Config.Choose). At the pass after a pair
+// starts, the guaranteed job's measured rate beside its guest is compared
+// with its solo rate (sharing.Config.Revert): the guest is requeued and the
+// pair marked bad, or the measurement is kept in the scheduler's table. An
+// opportunistic job pending for Rules.PromoteAfter in total is promoted to
+// guaranteed and joins the policy's order. When a guest's host ends, the
+// guest keeps the GPU alone (Slurm's shards stay allocated); when the host
+// is preempted, the guest is requeued with it. A guest that has shared for
+// Rules.MoveAfter is requeued while a GPU stays idle after the waiting
+// opportunistic jobs were placed, to restart alone (sharing.Config.Move).
+//
+// Both jobs of a pair run at their pair-table fractions of their speed
+// alone (Pairs, the truth: Gavel's measurements). A guest that asked for a
+// share s of the GPU is limited to it (CUDA MPS's active thread
+// percentage): it runs at most at s/u of its solo speed, u its model's
+// usage. A guest holds no CPUs or memory of the node in the simulation,
+// and a GPU holds at most one guest (the pair table knows pairs).
+//
+// Off, jobs run exactly as without a SharingConfig (class and share are
+// ignored: every job takes whole GPUs); only the models are drawn and the
+// sharing report (Result.Sharing) computed, so an off and an on run of the
+// same trace compare.
+type SharingConfig struct {
+	On    bool
+	Rules sharing.Config
+	// Pairs is how pairs really run; the scheduler starts from a copy of
+	// it, or from an empty table with Learn (every pair is then a trial,
+	// measured and kept or reverted).
+	Pairs *sharing.Table
+	Learn bool
+}
+
+// shareState is a run's sharing bookkeeping.
+type shareState struct {
+	cfg     SharingConfig
+	known   *sharing.Table
+	usage   map[string]float64
+	opps    []*JobState // opportunistic, arrived, not done, not promoted
+	oppGPUs int         // GPUs opportunistic jobs hold alone
+	horizon float64     // the last submission: the window of the report
+	sum     SharingSummary
+	// scratch for placing guests
+	models []string
+	queues map[string][]*JobState
+}
+
+// SharingSummary is a run's sharing report. The window is from the first
+// to the last submission, while jobs keep arriving: utilisation over the
+// whole makespan would hide what sharing changes, since every job does its
+// work in the end.
+type SharingSummary struct {
+	On bool `json:"on"`
+	// WindowSeconds is the report's window.
+	WindowSeconds float64 `json:"window_s"`
+	// AllocUtil is the GPU-time jobs held alone (whole GPUs) in the
+	// window over the cluster's; a guest adds nothing to it.
+	AllocUtil float64 `json:"alloc_util"`
+	// UsefulUtil is the GPU-time spent on useful work in the window: each
+	// running job's usage (its model's share of a GPU alone, from the pair
+	// table) × its speed relative to alone (the pair fraction while it
+	// shares), × its GPUs; restart penalties count as allocated, not useful.
+	UsefulUtil float64 `json:"useful_util"`
+	// WorkGPUHours is the work done in the window (GPU-hours at the
+	// proportional share's speed), and WorkPerHour that per hour: the
+	// cluster's throughput.
+	WorkGPUHours float64 `json:"work_gpu_hours"`
+	WorkPerHour  float64 `json:"work_per_hour"`
+	// Per class as submitted (a promoted job stays opportunistic here).
+	Guaranteed    ClassSummary `json:"guaranteed"`
+	Opportunistic ClassSummary `json:"opportunistic"`
+	// Requeues of opportunistic jobs: taken back by a guaranteed job
+	// (Evicted), by the revert rule (Reverted), with their preempted host
+	// (HostPreempted), guests moved to run alone (Moved).
+	Evicted       int `json:"evicted"`
+	Reverted      int `json:"reverted"`
+	HostPreempted int `json:"host_preempted"`
+	Moved         int `json:"moved"`
+	// Promoted opportunistic jobs; Pairs started beside a guaranteed job,
+	// Trials of them on unmeasured pairs; TakenOver: guests that kept the
+	// GPU when their host ended.
+	Promoted  int `json:"promoted"`
+	Pairs     int `json:"pairs"`
+	Trials    int `json:"trials"`
+	TakenOver int `json:"taken_over"`
+}
+
+// ClassSummary is one class's outcome.
+type ClassSummary struct {
+	Jobs      int     `json:"jobs"`
+	AvgJCT    float64 `json:"avg_jct_s"`
+	MedianJCT float64 `json:"median_jct_s"`
+	// AvgFirstStart is the mean time from submission to a job's first
+	// start (Gandiva's early feedback).
+	AvgFirstStart float64 `json:"avg_first_start_s"`
+	// FinishedInWindow counts jobs done by the window's end; PerHour is
+	// that over the window.
+	FinishedInWindow int     `json:"finished_in_window"`
+	PerHour          float64 `json:"finished_per_hour"`
+}
+
+// MarkOpportunistic marks a share of a trace's jobs opportunistic, for
+// traces without classes: job i is marked when splitmix64(seed ⊕ ID ⊕
+// "oppo") / 2⁶⁴ < share, so the draw depends only on the seed and the
+// job's ID, and a larger share marks a superset.
+func MarkOpportunistic(t *Trace, share float64, seed uint64) int {
+	n := 0
+	for i := range t.Jobs {
+		x := splitmix64(seed ^ uint64(t.Jobs[i].ID) ^ 0x6f70706f)
+		if float64(x>>11)/(1<<53) < share {
+			t.Jobs[i].Class = sharing.Opportunistic
+			n++
+		}
+	}
+	return n
+}
+
+// pairModel is the model a job's interference is looked up by: its own
+// when the table knows it, else drawn like GavelAssign draws (a model
+// name, then one of its batch sizes) by splitmix64(seed ⊕ ID ⊕ "shar").
+func pairModel(job *Job, byName map[string][]string, names []string, usage map[string]float64, seed uint64) string {
+	if _, ok := usage[job.Model]; ok {
+		return job.Model
+	}
+	x := splitmix64(seed ^ uint64(job.ID) ^ 0x73686172)
+	variants := byName[names[x%uint64(len(names))]]
+	return variants[splitmix64(x)%uint64(len(variants))]
+}
+
+func (e *engine) initSharing(trace *Trace) error {
+	sc := *e.cfg.Sharing
+	if sc.Pairs == nil {
+		return fmt.Errorf("%w: sharing needs a pair table", ErrBadConfig)
+	}
+	if err := sc.Rules.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if e.cfg.Hetero != nil {
+		return fmt.Errorf("%w: sharing on a heterogeneous cluster is not simulated", ErrBadConfig)
+	}
+	sh := &shareState{cfg: sc, usage: map[string]float64{}, queues: map[string][]*JobState{}}
+	byName := map[string][]string{}
+	for _, m := range sc.Pairs.Models() {
+		u, _ := sc.Pairs.Usage(m)
+		sh.usage[m] = u
+		base, _, _ := strings.Cut(m, "/bs")
+		byName[base] = append(byName[base], m)
+	}
+	if len(byName) == 0 {
+		return fmt.Errorf("%w: the pair table has no model paired with itself", ErrBadConfig)
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		j.pairModel = pairModel(&j.Job, byName, names, sh.usage, e.cfg.Seed)
+		j.usage = sh.usage[j.pairModel]
+		j.shareFactor = 1
+	}
+	if sc.Learn {
+		sh.known = sharing.NewTable(sharing.DefaultLimits())
+	} else {
+		sh.known = sc.Pairs.Clone()
+	}
+	sh.horizon = trace.Jobs[len(trace.Jobs)-1].Submit
+	sh.sum.On = sc.On
+	e.sh = sh
+	return nil
+}
+
+// sharingOn says whether classes and shares take effect in this run.
+func (e *engine) sharingOn() bool { return e.sh != nil && e.sh.cfg.On }
+
+// oppHeld is the GPUs opportunistic jobs hold alone: free for any
+// guaranteed job that needs them.
+func (e *engine) oppHeld() int {
+	if e.sh == nil {
+		return 0
+	}
+	return e.sh.oppGPUs
+}
+
+// segment accounts j's run from its last speed change to now (clipped to
+// the window) in the sharing report.
+func (e *engine) segment(j *JobState, now float64) {
+	if e.sh == nil {
+		return
+	}
+	h := e.sh.horizon
+	from := max(j.segFrom, j.ProgressFrom)
+	j.segFrom = now
+	if j.host == nil {
+		// Allocated from the run's start or the last change, penalty included.
+		if a, b := max(j.allocFrom, 0), min(now, h); b > a {
+			e.sh.sum.AllocUtil += float64(j.Job.GPUs) * (b - a)
+		}
+	}
+	j.allocFrom = now
+	if a, b := from, min(now, h); b > a {
+		g := float64(j.Job.GPUs)
+		e.sh.sum.UsefulUtil += g * j.usage * j.shareFactor * (b - a)
+		e.sh.sum.WorkGPUHours += g * j.Speed * (b - a) / 3600
+	}
+}
+
+// setSpeed changes a running job's speed at now, keeping its progress;
+// factor is its speed relative to alone (the pair fraction while it shares).
+func (e *engine) setSpeed(j *JobState, speed, factor, now float64) {
+	e.segment(j, now)
+	j.shareFactor = factor
+	j.Remaining = j.RemainingAt(now)
+	if now > j.ProgressFrom {
+		j.progressTime += now - j.ProgressFrom
+		j.ProgressFrom = now
+	}
+	j.Speed = speed
+	j.maxSpeed = max(j.maxSpeed, speed)
+	j.seq++
+	e.heap.push(completion{at: j.ProgressFrom + j.Remaining/speed, job: j, seq: j.seq})
+}
+
+// sharePrePass runs before the policy's order: the revert rule on pairs
+// that ran since the last pass, and promotions.
+func (e *engine) sharePrePass(now float64) {
+	sh := e.sh
+	for _, g := range sh.opps {
+		h := g.host
+		if h == nil || g.pairChecked || g.pairedAt >= now {
+			continue
+		}
+		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
+		if sh.cfg.Rules.Revert(1, truth.Of) {
+			_ = sh.known.MarkBad(h.pairModel, g.pairModel)
+			sh.sum.Reverted++
+			e.requeueOpp(g, now)
+			continue
+		}
+		_ = sh.known.Measure(h.pairModel, g.pairModel, truth.Of, truth.Beside)
+		g.pairChecked = true
+	}
+	kept := sh.opps[:0]
+	for _, j := range sh.opps {
+		switch {
+		case j.Status == Done:
+			continue
+		case j.Status == Pending && sh.cfg.Rules.Promote(j.waitedAt(now)):
+			// It joins the guaranteed class as an arrival of now: behind the
+			// guaranteed jobs already waiting in its queue, its waiting for
+			// Tiresias's starvation promotion counted from now
+			// (sharing.Config.Promote). Its service so far stays.
+			j.Account.QueueEntry = int64(math.Floor(now))
+			j.Account.WaitingSince = j.Account.QueueEntry
+			j.opp = false
+			sh.sum.Promoted++
+			e.active = append(e.active, j)
+			e.pending++
+			continue
+		}
+		kept = append(kept, j)
+	}
+	clear(sh.opps[len(kept):])
+	sh.opps = kept
+}
+
+// waitedAt is the time j has spent pending since its submission.
+func (j *JobState) waitedAt(now float64) float64 {
+	if j.Status == Pending {
+		return j.waited + now - j.pendingSince
+	}
+	return j.waited
+}
+
+// sharePostPass places opportunistic jobs after the guaranteed ones, and
+// returns when the next pass must act for them: a promotion falling due
+// or a new pair to measure.
+func (e *engine) sharePostPass(now float64) float64 {
+	sh, c := e.sh, e.cluster
+	next := math.Inf(1)
+	moved := 0
+	// Idle whole GPUs first, in arrival order.
+	for _, j := range sh.opps {
+		if j.Status != Pending || j.eligibleAt > now || !c.couldFit(j.Job.GPUs) {
+			continue
+		}
+		if speed, ok := c.placeFree(j); ok {
+			e.start(j, speed, now)
+			sh.oppGPUs += j.Job.GPUs
+		}
+	}
+	// Guests that have shared for MoveAfter are requeued while GPUs stay
+	// idle, one per idle GPU, to start alone once their hold ends.
+	for _, g := range sh.opps {
+		if c.freeGPUs-moved <= 0 {
+			break
+		}
+		if g.host != nil && g.Status == Running && sh.cfg.Rules.Move(now-g.pairedAt) {
+			sh.sum.Moved++
+			moved++
+			e.requeueOpp(g, now)
+			if g.eligibleAt <= now && c.couldFit(g.Job.GPUs) {
+				// No requeue hold: it takes the idle GPU in this pass.
+				if speed, ok := c.placeFree(g); ok {
+					e.start(g, speed, now)
+					sh.oppGPUs += g.Job.GPUs
+				}
+			}
+		}
+	}
+	// Then shares beside one-GPU guaranteed jobs: for each host, the
+	// waiting model (oldest job of each) that the rules choose.
+	sh.models = sh.models[:0]
+	for _, j := range sh.opps {
+		if j.Status != Pending || j.eligibleAt > now || j.Job.GPUs != 1 {
+			continue
+		}
+		if len(sh.queues[j.pairModel]) == 0 {
+			sh.models = append(sh.models, j.pairModel)
+		}
+		sh.queues[j.pairModel] = append(sh.queues[j.pairModel], j)
+	}
+	if len(sh.models) > 0 {
+		for _, h := range e.order {
+			if len(sh.models) == 0 {
+				break
+			}
+			if h.Status != Running || h.Job.GPUs != 1 || h.guest != nil || h.usage >= 1 {
+				continue
+			}
+			room := 1 - h.usage
+			var fits []string
+			for _, m := range sh.models {
+				if head := sh.queues[m][0]; head.Job.Share == 0 || head.Job.Share <= room+1e-9 {
+					fits = append(fits, m)
+				}
+			}
+			ch, ok := sh.cfg.Rules.Choose(sh.known, h.pairModel, fits)
+			if !ok {
+				continue
+			}
+			m := fits[ch.Index]
+			g := sh.queues[m][0]
+			sh.queues[m] = sh.queues[m][1:]
+			if len(sh.queues[m]) == 0 {
+				sh.models = slices.DeleteFunc(sh.models, func(x string) bool { return x == m })
+			}
+			e.startGuest(g, h, now)
+			if ch.Unmeasured {
+				sh.sum.Trials++
+			}
+			next = min(next, now+max(e.cfg.PassInterval, 1))
+		}
+		for _, m := range sh.models {
+			clear(sh.queues[m])
+			sh.queues[m] = sh.queues[m][:0]
+		}
+		clear(sh.queues)
+	}
+	for _, j := range sh.opps {
+		if j.Status == Pending {
+			next = min(next, now+max(sh.cfg.Rules.PromoteAfter-j.waitedAt(now), 0))
+			if j.eligibleAt > now {
+				next = min(next, j.eligibleAt)
+			}
+		}
+	}
+	return next
+}
+
+// startGuest starts opportunistic job g beside guaranteed job h on h's GPU.
+func (e *engine) startGuest(g, h *JobState, now float64) {
+	sh := e.sh
+	truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
+	g.host, h.guest = h, g
+	g.pairedAt, g.pairChecked = now, false
+	sh.sum.Pairs++
+	limit := 1.0
+	if s := g.Job.Share; s > 0 && g.usage > s {
+		limit = s / g.usage
+	}
+	e.start(g, truth.Beside*limit, now)
+	g.shareFactor = truth.Beside * limit
+	h.soloSpeed = h.Speed
+	e.setSpeed(h, h.soloSpeed*truth.Of, truth.Of, now)
+}
+
+// unpair ends h's sharing with its guest g at now: h runs alone again.
+func (e *engine) unpair(h, g *JobState, now float64) {
+	h.guest, g.host = nil, nil
+	if h.Status == Running {
+		e.setSpeed(h, h.soloSpeed, 1, now)
+	}
+}
+
+// requeueOpp requeues an opportunistic job (a guest or one on idle GPUs).
+func (e *engine) requeueOpp(j *JobState, now float64) {
+	if h := j.host; h != nil {
+		e.preempt(j, now)
+		e.unpair(h, j, now)
+		return
+	}
+	e.preempt(j, now)
+}
+
+// hostEnded lets the guest of a host that completed keep its GPU alone,
+// or requeues it where the node cannot give it the GPU.
+func (e *engine) hostEnded(h *JobState, node int32, now float64) {
+	g := h.guest
+	c := e.cluster
+	s, speed, ok := c.grant(g, int(node), c.free[node], 1)
+	if !ok {
+		// Requeued as a guest: it held no GPU of its own.
+		e.sh.sum.HostPreempted++
+		e.preempt(g, now)
+		h.guest, g.host = nil, nil
+		return
+	}
+	e.segment(g, now) // a guest up to now: nothing allocated to it
+	h.guest, g.host = nil, nil
+	// The guest's run goes on: its GPU becomes its own allocation.
+	c.plan = append(c.plan[:0], s)
+	c.take(g)
+	e.sh.oppGPUs++
+	e.sh.sum.TakenOver++
+	g.allocFrom = now
+	e.setSpeed(g, speed, 1, now)
+}
+
+func (e *engine) sharingSummary(r *Result) *SharingSummary {
+	if e.sh == nil {
+		return nil
+	}
+	s := e.sh.sum
+	h := e.sh.horizon
+	gpus := float64(e.cfg.Shape.GPUs())
+	s.WindowSeconds = h
+	if h > 0 {
+		s.AllocUtil /= gpus * h
+		s.UsefulUtil /= gpus * h
+		s.WorkPerHour = s.WorkGPUHours / (h / 3600)
+	}
+	var jct [2][]float64
+	var first [2]float64
+	var cs [2]*ClassSummary = [2]*ClassSummary{&s.Guaranteed, &s.Opportunistic}
+	for i, jr := range r.Jobs {
+		k := 0
+		if e.jobs[i].Job.Class == sharing.Opportunistic {
+			k = 1
+		}
+		jct[k] = append(jct[k], jr.JCT)
+		first[k] += jr.FirstStart - jr.Submit
+		if jr.Finish <= h {
+			cs[k].FinishedInWindow++
+		}
+	}
+	for k := range cs {
+		n := len(jct[k])
+		cs[k].Jobs = n
+		if n == 0 {
+			continue
+		}
+		var sum float64
+		for _, v := range jct[k] {
+			sum += v
+		}
+		slices.Sort(jct[k])
+		cs[k].AvgJCT = sum / float64(n)
+		cs[k].MedianJCT = Median(jct[k])
+		cs[k].AvgFirstStart = first[k] / float64(n)
+		if h > 0 {
+			cs[k].PerHour = float64(cs[k].FinishedInWindow) / (h / 3600)
+		}
+	}
+	return &s
+}
+
+// SharingVariants replaces each variant by one per mode ("off", "on"), all
+// with base's tables and rules, labelled LABEL/sharing-MODE.
+func SharingVariants(variants []Variant, base SharingConfig, modes []string) ([]Variant, error) {
+	var out []Variant
+	for _, v := range variants {
+		for _, m := range modes {
+			sc := base
+			switch m {
+			case "off":
+				sc.On = false
+			case "on":
+				sc.On = true
+			default:
+				return nil, fmt.Errorf("%w: sharing mode %q is not off or on", ErrBadConfig, m)
+			}
+			w := v
+			w.Label += "/sharing-" + m
+			w.Config.Sharing = &sc
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,295 @@
+package sim
+
+import (
+	"os"
+	"testing"
+
+	"github.com/lachesis-sched/lachesis/sharing"
+)
+
+// pairs is a pair table of two models that each leave half a GPU: host
+// loses lossHost of its speed beside guest.
+func pairs(t *testing.T, lossHost float64) *sharing.Table {
+	t.Helper()
+	tab := sharing.NewTable(sharing.Limits{})
+	for _, err := range []error{
+		tab.Seed("host", "host", 1, 1),
+		tab.Seed("guest", "guest", 1, 1),
+		tab.Seed("host", "guest", 1-lossHost, 0.9),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tab
+}
+
+// sharedGPU is a one-GPU cluster counted as a pool, FIFO, no preemption costs,
+// passes at every second (interval 0), sharing on.
+func sharedGPU(tab *sharing.Table, learn bool, promoteAfter float64) Config {
+	c := DefaultConfig()
+	c.Shape = Shape{Nodes: 1, GPUsPerNode: 1, GPUCountOnly: true}
+	c.Policy = PolicyFIFO
+	c.Models = ModelsAsGiven
+	c.NoCosts()
+	rules := sharing.DefaultConfig()
+	rules.PromoteAfter = promoteAfter
+	c.Sharing = &SharingConfig{On: true, Rules: rules, Pairs: tab, Learn: learn}
+	return c
+}
+
+func sjob(id uint32, submit float64, duration float64, model string, class sharing.Class) Job {
+	return Job{ID: id, Submit: submit, GPUs: 1, Duration: duration, Model: model, Class: class}
+}
+
+func byID(r *Result, id uint32) JobResult {
+	for _, j := range r.Jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	panic("no such job")
+}
+
+// A pair the scheduler has not measured is tried (introspection), hurts
+// the guaranteed job by 20% > max_slowdown, is reverted at the next pass
+// and never packed again: the guest waits for the GPU alone.
+func TestSharingRevertsABadPairAndDoesNotPackItAgain(t *testing.T) {
+	tr := &Trace{Name: "pair", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		sjob(2, 0, 100, "guest", sharing.Opportunistic),
+	}}
+	r, err := Run(sharedGPU(pairs(t, 0.2), true, 1e6), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Sharing
+	if s.Pairs != 1 || s.Trials != 1 || s.Reverted != 1 {
+		t.Fatalf("pairs %d, trials %d, reverted %d; want one trial, reverted", s.Pairs, s.Trials, s.Reverted)
+	}
+	g, h := byID(r, 2), byID(r, 1)
+	if g.FirstStart != 0 {
+		t.Errorf("guest first started at %v, want 0 (beside the host)", g.FirstStart)
+	}
+	// The host ran 1 s at 80% before the revert: 0.2 s late.
+	if h.Finish < 1000.19 || h.Finish > 1000.21 {
+		t.Errorf("host finished at %v, want 1000.2", h.Finish)
+	}
+	if g.Finish < h.Finish {
+		t.Errorf("guest finished at %v before its host at %v: packed again after the revert", g.Finish, h.Finish)
+	}
+}
+
+// A pair within max_slowdown is kept: both share the GPU to the end.
+func TestSharingKeepsAPairWithinMaxSlowdown(t *testing.T) {
+	tr := &Trace{Name: "pair", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		sjob(2, 0, 90, "guest", sharing.Opportunistic),
+	}}
+	r, err := Run(sharedGPU(pairs(t, 0.04), true, 1e6), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Sharing; s.Pairs != 1 || s.Reverted != 0 {
+		t.Fatalf("pairs %d reverted %d, want one pair kept", s.Pairs, s.Reverted)
+	}
+	// 90 s of work at 0.9 beside the host.
+	if g := byID(r, 2); g.Finish < 99.9 || g.Finish > 100.1 {
+		t.Errorf("guest finished at %v, want 100", g.Finish)
+	}
+}
+
+// Promotion makes a waiting opportunistic job guaranteed at promote_after:
+// then FIFO puts it (submitted first) before a guaranteed job submitted
+// later; without promotion by then, the guaranteed job goes first.
+func TestSharingPromotesAtPromoteAfter(t *testing.T) {
+	tr := &Trace{Name: "promote", Jobs: []Job{
+		sjob(1, 0, 10000, "host", sharing.Guaranteed),
+		sjob(2, 0, 100, "guest", sharing.Opportunistic),
+		sjob(3, 1000, 100, "host", sharing.Guaranteed),
+	}}
+	for _, tc := range []struct {
+		name         string
+		promoteAfter float64
+		first        uint32
+		promoted     int
+	}{
+		{"promoted before the GPU frees, it goes first", 3600, 2, 1},
+		{"not promoted yet, the guaranteed job goes first", 20000, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Seeded pair far above max_slowdown: never packed.
+			r, err := Run(sharedGPU(pairs(t, 0.5), false, tc.promoteAfter), tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Sharing.Promoted != tc.promoted {
+				t.Errorf("promoted %d, want %d", r.Sharing.Promoted, tc.promoted)
+			}
+			if got := byID(r, tc.first).FirstStart; got != 10000 {
+				t.Errorf("job %d first started at %v, want 10000 when the GPU freed", tc.first, got)
+			}
+		})
+	}
+}
+
+// An opportunistic job on an idle GPU is taken back the moment a
+// guaranteed job needs it, and never preempts a guaranteed job itself,
+// even under 2D-LAS where a guaranteed job in its place would.
+func TestSharingOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
+	t.Run("taken back at once for a guaranteed job", func(t *testing.T) {
+		tr := &Trace{Name: "yield", Jobs: []Job{
+			sjob(1, 0, 1000, "guest", sharing.Opportunistic),
+			sjob(2, 100, 50, "host", sharing.Guaranteed),
+		}}
+		r, err := Run(sharedGPU(pairs(t, 0.5), false, 1e6), tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := byID(r, 2).FirstStart; got != 100 {
+			t.Errorf("guaranteed job started at %v, want 100", got)
+		}
+		if r.Sharing.Evicted != 1 || r.Summary.Preemptions != 0 {
+			t.Errorf("evicted %d, policy preemptions %d; want 1 and 0", r.Sharing.Evicted, r.Summary.Preemptions)
+		}
+		if byID(r, 1).FirstStart != 0 || byID(r, 1).Finish < 1050 {
+			t.Errorf("opportunistic job: %+v", byID(r, 1))
+		}
+	})
+	t.Run("never preempts", func(t *testing.T) {
+		tr := &Trace{Name: "nopreempt", Jobs: []Job{
+			sjob(1, 0, 5000, "host", sharing.Guaranteed),
+			sjob(2, 2000, 50, "guest", sharing.Opportunistic),
+		}}
+		c := sharedGPU(pairs(t, 0.5), false, 1e6)
+		c.Policy = PolicyLAS
+		// Job 1 leaves the first queue after 1000 GPU-seconds: a
+		// guaranteed newcomer would preempt it.
+		c.PolicyOptions.Tiresias.FixThresholds([]float64{1000})
+		c.PolicyOptions.Tiresias.PromoteKnob = 0
+		r, err := Run(c, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Summary.Preemptions != 0 || byID(r, 2).FirstStart < 5000 {
+			t.Errorf("preemptions %d, opportunistic job first started at %v; want 0 and after 5000",
+				r.Summary.Preemptions, byID(r, 2).FirstStart)
+		}
+		// The same job guaranteed does preempt: the test can tell.
+		tr.Jobs[1].Class = sharing.Guaranteed
+		r, err = Run(c, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Summary.Preemptions == 0 {
+			t.Error("a guaranteed newcomer did not preempt the demoted job; the setting does not test anything")
+		}
+	})
+}
+
+// With sharing off, classes and shares are ignored: the run is the run
+// without a SharingConfig, job for job.
+func TestSharingOffRunsAsWithoutSharing(t *testing.T) {
+	tr := phillySlice(t, 300)
+	MarkOpportunistic(tr, 0.3, 7)
+	base := DefaultConfig()
+	base.Profiles = profiles(t)
+	plain, err := Run(base, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := base
+	off.Sharing = &SharingConfig{Rules: sharing.DefaultConfig(), Pairs: pairs(t, 0)}
+	r, err := Run(off, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range plain.Jobs {
+		if plain.Jobs[i] != r.Jobs[i] {
+			t.Fatalf("job %d: %+v without sharing, %+v with sharing off", i, plain.Jobs[i], r.Jobs[i])
+		}
+	}
+	if r.Sharing == nil || r.Sharing.On || r.Sharing.UsefulUtil <= 0 {
+		t.Errorf("sharing-off report: %+v", r.Sharing)
+	}
+}
+
+// A busy slice with sharing on under 2D-Gittins (hosts preempted with
+// their guests, guests taking over their host's GPU, opportunistic jobs
+// evicted and promoted) keeps its books: the engine panics if GPUs are
+// still counted as opportunistic after the last job, every job finishes,
+// and every path was taken at least once.
+func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
+	tr := phillySlice(t, 600)
+	MarkOpportunistic(tr, 0.3, 1)
+	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer solo.Close()
+	col, err := os.Open(refData(t, "gavel/colocated.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.Shape = Shape{Nodes: 40, GPUsPerNode: 1, GPUCountOnly: true}
+	c.Policy = PolicyGittins
+	c.Sharing = &SharingConfig{On: true, Rules: sharing.DefaultConfig(), Pairs: tab}
+	r, err := Run(c, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Sharing
+	for name, n := range map[string]int{"pairs": s.Pairs, "evicted": s.Evicted, "host preempted": s.HostPreempted,
+		"taken over": s.TakenOver, "promoted": s.Promoted, "moved": s.Moved} {
+		if n == 0 {
+			t.Errorf("no %s: the slice does not exercise that path", name)
+		}
+	}
+	for _, j := range r.Jobs {
+		if !(j.Finish >= j.Submit) {
+			t.Fatalf("job %d did not finish: %+v", j.ID, j)
+		}
+	}
+	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
+		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
+	}
+}
+
+// A guest that has shared for move_after moves to a GPU that frees up
+// (requeued, it restarts alone at full speed); with moves off it stays a
+// guest to the end, slower.
+func TestSharingMovesALongGuestToAnIdleGPU(t *testing.T) {
+	tr := &Trace{Name: "move", Jobs: []Job{
+		sjob(1, 0, 100000, "host", sharing.Guaranteed),
+		sjob(2, 0, 1000, "host", sharing.Guaranteed),
+		sjob(3, 1, 9000, "guest", sharing.Opportunistic),
+	}}
+	run := func(moveAfter float64) *Result {
+		c := sharedGPU(pairs(t, 0.02), false, 1e6)
+		c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
+		c.Sharing.Rules.MoveAfter = moveAfter
+		r, err := Run(c, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	moved, stayed := run(600), run(0)
+	if moved.Sharing.Moved != 1 || stayed.Sharing.Moved != 0 {
+		t.Fatalf("moved %d with moves on, %d off; want 1 and 0", moved.Sharing.Moved, stayed.Sharing.Moved)
+	}
+	// 999 s beside the host at 0.9, the rest alone from 1000 s: 1000 +
+	// (9000 − 899.1) = 9100.9; staying a guest: 1 + 9000/0.9 = 10001.
+	if g := byID(moved, 3); g.Finish < 9100 || g.Finish > 9102 {
+		t.Errorf("moved guest finished at %v, want 9100.9", g.Finish)
+	}
+	if g := byID(stayed, 3); g.Finish < 10000 || g.Finish > 10002 {
+		t.Errorf("guest that stayed finished at %v, want 10001", g.Finish)
+	}
+}
