@@ -37,8 +37,12 @@
 //     guaranteed.
 //   - Move: a guest that has shared a GPU for MoveAfter is requeued to run
 //     alone when a whole GPU stays idle (a shard allocation cannot grow).
-//   - MayPreempt and VictimFirst: opportunistic jobs never preempt, and go
-//     before any guaranteed job in a victim order.
+//
+// Who may preempt whom is not here: priority.Preemption.Decide and
+// priority.CompareVictims hold it for slurmctld (priority/opportunistic.go:
+// opportunistic jobs never preempt and are every guaranteed job's first
+// victims), and the simulator's sharing mode takes opportunistic jobs back
+// before its policy preempts anything.
 //
 // # Wiring it into a scheduler
 //
@@ -53,7 +57,7 @@
 //  2. Config.Promote each waiting opportunistic job on its total pending
 //     time; a promoted job is guaranteed from then on.
 //  3. Place guaranteed jobs; an opportunistic job on whole GPUs is the
-//     first victim (VictimFirst), and never a preemptor (MayPreempt).
+//     first victim, and never a preemptor (priority/opportunistic.go).
 //  4. Place opportunistic jobs: idle whole GPUs first, then for each
 //     one-GPU guaranteed job whose model's Table.Usage leaves room,
 //     Config.Choose among the waiting models; Config.Move a guest that

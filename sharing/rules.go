@@ -197,20 +197,3 @@ func (c Config) Promote(waited float64) bool { return waited >= c.PromoteAfter }
 // waiting opportunistic job was placed (Gandiva's migration, done the
 // Slurm way).
 func (c Config) Move(sharedFor float64) bool { return c.MoveAfter > 0 && sharedFor >= c.MoveAfter }
-
-// MayPreempt says whether a job of class c may preempt others: an
-// opportunistic job never does.
-func MayPreempt(c Class) bool { return c == Guaranteed }
-
-// VictimFirst orders preemption candidates by class only: opportunistic
-// jobs before guaranteed ones (negative when a goes first), 0 within a
-// class, where the policy's own victim order decides.
-func VictimFirst(a, b Class) int {
-	switch {
-	case a == b:
-		return 0
-	case a == Opportunistic:
-		return -1
-	}
-	return 1
-}

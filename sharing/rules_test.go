@@ -100,12 +100,6 @@ func TestPromoteAndVictims(t *testing.T) {
 	if c.Promote(3599) || !c.Promote(3600) {
 		t.Error("promotion is not at promote_after")
 	}
-	if MayPreempt(Opportunistic) || !MayPreempt(Guaranteed) {
-		t.Error("an opportunistic job may preempt, or a guaranteed one may not")
-	}
-	if VictimFirst(Opportunistic, Guaranteed) >= 0 || VictimFirst(Guaranteed, Opportunistic) <= 0 || VictimFirst(Guaranteed, Guaranteed) != 0 {
-		t.Error("opportunistic jobs are not the first victims")
-	}
 	for _, s := range []string{"", "guaranteed"} {
 		if c, err := ParseClass(s); err != nil || c != Guaranteed {
 			t.Errorf("ParseClass(%q) = %v %v", s, c, err)

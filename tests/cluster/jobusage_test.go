@@ -169,12 +169,19 @@ func TestJobUsageOfTwoJobsSharingOneFakeGPU(t *testing.T) {
 		strings.Count(text, "\nlachesis_agent_job_gpu_utilization_percent{") != 2 {
 		t.Fatalf("want exactly the two jobs' utilisation series:\n%s", text)
 	}
-	// The controller has no handler for usage reports yet: each is
-	// refused, counted, and logged at most once a minute.
-	if n, _ := series(text, "lachesis_agent_delivery_failures_total", `kind="job_usage"`); n < 1 {
-		t.Fatalf("no refused usage report counted:\n%s", text)
+	// The agent's reports reach the controller (nothing refused), which
+	// folds each job's use into its AdminComment: both jobs sharing the
+	// GPU show their own summary, 1 GiB of GPU memory each.
+	if n, _ := series(text, "lachesis_agent_delivery_failures_total", `kind="job_usage"`); n != 0 {
+		t.Fatalf("%v usage reports failed to reach the controller:\n%s\nagent log:\n%s", n, text, e.agentLogText())
 	}
-	if n := strings.Count(e.agentLogText(), "the controller refused per-job GPU usage"); n > 2 {
-		t.Fatalf("the refusal was logged %d times", n)
+	for _, id := range []uint32{a, b} {
+		e.eventually(120*time.Second, fmt.Sprintf("job %d's GPU use in its AdminComment", id), func() (bool, string) {
+			c := e.show(id)["AdminComment"]
+			return strings.Contains(c, "[GPU use: mean ") && strings.Contains(c, "memory peak 1.0 GiB"), c
+		})
+	}
+	if c := e.show(victim)["AdminComment"]; strings.Contains(c, "[GPU use:") {
+		t.Fatalf("the victim job, whose only GPU record was forged, shows GPU use: %s", c)
 	}
 }

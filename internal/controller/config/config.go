@@ -16,6 +16,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // ErrInvalid is wrapped by every validation or parse error.
@@ -267,7 +268,7 @@ func Default() Config {
 	tiresias.FairShare.Shares = map[string]float64{}
 	// An hour of waiting bounds an opportunistic job's starvation; the
 	// class stays off until a partition is named.
-	tiresias.Opportunistic = priority.Opportunistic{PromoteAfter: 3600}
+	tiresias.Opportunistic = priority.Opportunistic{PromoteAfter: sharing.DefaultPromoteAfter}
 	return Config{
 		Tiresias:          tiresias,
 		PassInterval:      30 * time.Second,
