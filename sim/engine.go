@@ -73,7 +73,7 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 	e := &engine{
 		cfg:      cfg,
 		policy:   pol,
-		cluster:  newCluster(cfg.Shape, cfg.Alloc, cfg.Reserve),
+		cluster:  newCluster(cfg.Shape, cfg.Alloc, cfg.Reserve, cfg.FallbackAfter),
 		jobs:     make([]JobState, len(trace.Jobs)),
 		nextPass: math.Inf(1),
 	}
@@ -225,6 +225,7 @@ func (e *engine) start(j *JobState, speed, now float64) {
 	e.cluster.take(j)
 	e.accts.gpus[j.acct] += j.Job.GPUs
 	j.Status = Running
+	j.held = false
 	e.pending--
 	j.seq++
 	j.RunStart, j.ProgressFrom = now, now
