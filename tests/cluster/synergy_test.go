@@ -238,9 +238,7 @@ func TestHeldBackJobStartsWithItsBestCaseWhenANodeFreesIt(t *testing.T) {
 	if out, err := e.c.Run("scancel", fmt.Sprint(narrow)); err != nil {
 		t.Fatalf("scancel: %v: %s", err, out)
 	}
-	e.eventually(30*time.Second, "the pass to hold the hungry job back", func() (bool, string) {
-		return e.logMatches(fmt.Sprintf(`holding a waiting job back for its request.*job_id=%d`, hungry)), "no such log line"
-	})
+	e.waitState(narrow, "CANCELLED", 30*time.Second)
 	e.waitPasses(3)
 	d, err := e.c.ShowJob(hungry)
 	if err != nil {
@@ -249,6 +247,9 @@ func TestHeldBackJobStartsWithItsBestCaseWhenANodeFreesIt(t *testing.T) {
 	if d.Fields["JobState"] != "PENDING" || d.Fields["CpusPerTres"] != "gres:gpu:6" || strings.Contains(d.Fields["AdminComment"], "resized") {
 		t.Fatalf("held-back job: JobState=%s CpusPerTres=%s AdminComment=%q; want it pending at its best case",
 			d.Fields["JobState"], d.Fields["CpusPerTres"], d.Fields["AdminComment"])
+	}
+	if !e.logMatches(fmt.Sprintf(`holding a waiting job back for its request.*job_id=%d`, hungry)) {
+		t.Fatal("slurmctld's log does not say the job is held back")
 	}
 	// A node frees its best case within fallback_after: it starts with it.
 	if out, err := e.c.Run("scancel", fmt.Sprint(wide)); err != nil {
