@@ -218,10 +218,10 @@ func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sen
 	if fit == synergy.NoFit {
 		return sensitivity.Allocation{}, false
 	}
-	// An empty node never holds a job back: a request it cannot hold is
-	// more than half of it (synergy.Config.Waits). So the preemption
-	// planner's whole nodes, which it empties without asking grant, always
-	// take their job.
+	// An empty node never holds a job back: a request it cannot hold
+	// never waits (synergy.Config.Waits). So the preemption planner's
+	// whole nodes, which it empties without asking grant, always take
+	// their job.
 	if fit == synergy.FitsLowered {
 		held := 0.0
 		if j.held {

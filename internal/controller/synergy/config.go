@@ -61,7 +61,7 @@ func DefaultConfig() Config {
 // its request by default (Config.Waits). On Synergy's job lists
 // (docs/evaluation, section 1b) waiting half an hour instead of lowering
 // at once raises the average speed near capacity (9 and 12 jobs/h) from
-// 1.26 to 1.30, all of it from CPU-hungry jobs that no longer start
+// 1.26 to 1.31, all of it from CPU-hungry jobs that no longer start
 // lowered on a node crowded by others; the GPU a job leaves idle while it
 // waits costs far less than running for hours below its best case. Below
 // capacity nothing changes: a node with room is free at once.
@@ -74,14 +74,14 @@ const DefaultFallbackAfter = 30 * time.Minute
 // holds its request rather than being lowered now to what a node spares
 // (FitNow). Slurm never resizes a running job, so a job lowered now runs
 // below its request for its whole run, while waiting costs a free GPU some
-// minutes. It waits up to c.FallbackAfter, and only for a request of at
-// most half of node n's CPUs and memory (n as Slurm configures it, empty):
-// a node where a GPU frees often has that much free, while a larger
-// request needs a node most of whose jobs have ended, and its wait would
-// hold back the jobs queued behind it for longer than it is worth.
+// minutes. It waits up to c.FallbackAfter, and only for a request that node
+// n (as Slurm configures it, empty) holds while leaving a CPU for each of
+// its other GPUs: a larger request would strand those GPUs even once it
+// starts, needs a node most of whose jobs have ended, and under FIFO holds
+// back every job queued behind it meanwhile, so it is lowered at once.
 func (c Config) Waits(sz Sizing, g int, n NodeState, held time.Duration) bool {
 	return held < c.FallbackAfter && n.Usable && g > 0 && n.GPUs >= g &&
-		2*g*sz.CPUs <= n.CPUs && 2*uint64(g)*sz.MemMB <= n.MemMB
+		g*sz.CPUs+(n.GPUs-g) <= n.CPUs && uint64(g)*sz.MemMB <= n.MemMB
 }
 
 // ErrInvalidConfig is wrapped by every error Validate returns.

@@ -116,8 +116,8 @@ func TestRestoreRaisesOnlyFromTheProfileAndTheNodes(t *testing.T) {
 }
 
 // Start-time sizing's patience: a job held back by its request waits for
-// it up to fallback_after, and only when it asks for at most half of a
-// node; past either it is lowered now.
+// it up to fallback_after, and only for a request that leaves a CPU for each
+// of the node's other GPUs; past either it is lowered now.
 func TestWaits(t *testing.T) {
 	node := NodeState{CPUs: 24, GPUs: 8, MemMB: 512000, Usable: true}
 	sz := func(cpus int, mem uint64) Sizing {
@@ -132,12 +132,13 @@ func TestWaits(t *testing.T) {
 		held time.Duration
 		want bool
 	}{
-		{"a request of half a node waits", sz(12, 256000), 1, node, 0, true},
-		{"it waits until fallback_after", sz(12, 256000), 1, node, DefaultFallbackAfter - time.Second, true},
-		{"then it is lowered", sz(12, 256000), 1, node, DefaultFallbackAfter, false},
-		{"more than half the CPUs is lowered at once", sz(13, 64000), 1, node, 0, false},
-		{"more than half the memory is lowered at once", sz(3, 256001), 1, node, 0, false},
-		{"half a node counts all the job's GPUs there", sz(9, 64000), 2, node, 0, false},
+		{"a request leaving a CPU per other GPU waits", sz(17, 512000), 1, node, 0, true},
+		{"it waits until fallback_after", sz(17, 512000), 1, node, DefaultFallbackAfter - time.Second, true},
+		{"then it is lowered", sz(17, 512000), 1, node, DefaultFallbackAfter, false},
+		{"a request that would strand another GPU is lowered at once", sz(18, 64000), 1, node, 0, false},
+		{"more memory than the node has is lowered at once", sz(3, 512001), 1, node, 0, false},
+		{"the rule counts all the job's GPUs there", sz(9, 64000), 2, node, 0, true},
+		{"two GPUs that would strand the others are lowered at once", sz(10, 64000), 2, node, 0, false},
 		{"a node without the job's GPUs does not count", sz(3, 64000), 1, NodeState{CPUs: 24, MemMB: 512000, Usable: true}, 0, false},
 		{"a node Slurm cannot use does not count", sz(3, 64000), 1, NodeState{CPUs: 24, GPUs: 8, MemMB: 512000}, 0, false},
 	}
