@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -21,11 +22,12 @@ const (
 	// AllocStart is what slurmctld does with job_submit/synergy and the
 	// pass's start-time sizing: a profiled job asks for its best case; it
 	// starts with it wherever that is free, and if it is free nowhere while
-	// a node has the job's GPUs, it is lowered to what that node can spare
-	// (synergy.FitOnNode, the rule the core applies). A requeued job starts
-	// again from its best case (synergy.Restore). Unlike slurmctld, which
-	// lowers a job at its next pass after synergy.fallback_after, the
-	// simulator lowers it at once.
+	// a node has the job's GPUs, it is held back while start-time sizing
+	// waits for its request (synergy.Config.Waits), then lowered to what a
+	// node can spare (synergy.FitOnNode): the rules the core applies. A
+	// requeued job starts again from its best case (synergy.Restore).
+	// slurmctld acts at its next pass, the simulator at the moment the
+	// wait ends.
 	AllocStart AllocMode = "start"
 )
 
@@ -64,6 +66,13 @@ type cluster struct {
 	// victimOrder sorts preemption candidates, first preempted first
 	// (Policy.VictimOrder, or lowestRankedFirst).
 	victimOrder func(a, b *JobState) int
+	// AllocStart's start-time sizing: its patience (sizing.FallbackAfter),
+	// a node as Slurm configures it (nodeCap), the current pass's time, and
+	// whether the last placement held a job back (heldBack).
+	sizing   synergy.Config
+	nodeCap  synergy.NodeState
+	now      float64
+	heldBack bool
 }
 
 type nodeGPUs struct{ node, gpus int32 }
@@ -102,7 +111,7 @@ func (c *cluster) thaw() {
 	c.frozenGPUs = 0
 }
 
-func newCluster(shape Shape, mode AllocMode, reserve float64) *cluster {
+func newCluster(shape Shape, mode AllocMode, reserve, fallbackAfter float64) *cluster {
 	nodes, per := shape.Nodes, shape.GPUsPerNode
 	if shape.GPUCountOnly {
 		nodes, per = 1, shape.GPUs()
@@ -117,6 +126,9 @@ func newCluster(shape Shape, mode AllocMode, reserve float64) *cluster {
 		freeGPUs:    nodes * per,
 		victimOrder: lowestRankedFirst,
 	}
+	c.sizing.FallbackAfter = time.Duration(fallbackAfter * float64(time.Second))
+	n := shape.node()
+	c.nodeCap = synergy.NodeState{CPUs: n.CPUs, GPUs: n.GPUs, MemMB: mbOf(n.MemGB), Usable: true}
 	for i := range c.free {
 		c.free[i] = shape.node()
 	}
@@ -196,13 +208,29 @@ func (c *cluster) grant(j *JobState, n int, f sensitivity.Resources, gpus int) (
 
 // fitOnNode is AllocStart's allocation of gpus GPUs of j on a node with
 // free resources f: synergy.FitOnNode on the node in MB (as slurmctld sees
-// it), with the job sized to its best case and the node's share per GPU.
+// it), with the job sized to its best case and the node's share per GPU. A
+// job that fits only lowered is refused (c.heldBack) while start-time
+// sizing waits for its request.
 func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sensitivity.Allocation, bool) {
 	sz := c.startSizing(j)
 	node := synergy.NodeState{CPUs: f.CPUs, GPUs: f.GPUs, MemMB: mbOf(f.MemGB), Usable: true}
 	cpus, mem, fit := synergy.FitOnNode(sz, gpus, node)
 	if fit == synergy.NoFit {
 		return sensitivity.Allocation{}, false
+	}
+	// An empty node never holds a job back: a request it cannot hold
+	// never waits (synergy.Config.Waits). So the preemption planner's
+	// whole nodes, which it empties without asking grant, always take
+	// their job.
+	if fit == synergy.FitsLowered {
+		held := 0.0
+		if j.held {
+			held = c.now - j.heldSince
+		}
+		if c.sizing.Waits(sz, gpus, c.nodeCap, time.Duration(held*float64(time.Second))) {
+			c.heldBack = true
+			return sensitivity.Allocation{}, false
+		}
 	}
 	a := sensitivity.Allocation{GPUs: gpus, CPUs: gpus * cpus, MemGB: float64(uint64(gpus)*mem) / 1024}
 	if fit == synergy.FitsLowered {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/priority"
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -23,7 +24,12 @@ type Config struct {
 	Tolerance float64
 	// Reserve is sensitivity.Allocator.Reserve.
 	Reserve float64
-	Models  ModelRule
+	// FallbackAfter is start-time sizing's patience under AllocStart, in
+	// seconds: how long a job its request holds back may wait for it
+	// before it is lowered (synergy.Config.Waits, with the core's
+	// fallback_after; synergy.DefaultFallbackAfter by default).
+	FallbackAfter float64
+	Models        ModelRule
 	// Seed drives the model rule, the only random choice in a simulation.
 	Seed uint64
 	// RestartPenalty is the time (seconds) a preempted job spends after it
@@ -72,6 +78,7 @@ func DefaultConfig() Config {
 		Alloc:         AllocProportional,
 		Tolerance:     sensitivity.DefaultTolerance,
 		Reserve:       sensitivity.DefaultReserve,
+		FallbackAfter: synergy.DefaultFallbackAfter.Seconds(),
 		Models:        ModelsAssign,
 	}
 	c.RealCosts()
@@ -119,7 +126,7 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("%w: model rule %q is not %q or %q", ErrBadConfig, c.Models, ModelsAssign, ModelsAsGiven)
 	}
-	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval} {
+	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval, "fallback after": c.FallbackAfter} {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: %s %v must be a finite number of seconds >= 0", ErrBadConfig, name, v)
 		}

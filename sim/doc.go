@@ -37,8 +37,10 @@
 // models by a seeded rule (ModelRule); unprofiled jobs run at speed 1.
 // Allocations are fixed for a run, as in Slurm: a running job is never
 // resized. AllocStart is what slurmctld runs: each job asks for its best
-// case and starts with it where that is free, else is lowered to what a
-// node with its GPUs free spares (synergy.FitOnNode, the core's rule).
+// case and starts with it where that is free, else waits for it up to
+// Config.FallbackAfter and is then lowered to what a node with its GPUs
+// free spares (synergy.Config.Waits and synergy.FitOnNode, the core's
+// rules).
 //
 // # Heterogeneous clusters
 //

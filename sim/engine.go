@@ -76,7 +76,7 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 	e := &engine{
 		cfg:      cfg,
 		policy:   pol,
-		cluster:  newCluster(cfg.Shape, cfg.Alloc, cfg.Reserve),
+		cluster:  newCluster(cfg.Shape, cfg.Alloc, cfg.Reserve, cfg.FallbackAfter),
 		jobs:     make([]JobState, len(trace.Jobs)),
 		nextPass: math.Inf(1),
 	}
@@ -246,6 +246,7 @@ func (e *engine) start(j *JobState, speed, now float64) {
 	}
 	e.accts.gpus[j.acct] += j.Job.GPUs
 	j.Status = Running
+	j.held = false
 	if !j.opp {
 		e.pending--
 	}

@@ -344,3 +344,49 @@ func TestPartialNodeIdle_LeftoverGPUWaitsForTheNextPass(t *testing.T) {
 		})
 	}
 }
+
+// Start-time sizing's patience (synergy.Config.Waits): on a node of 4 GPUs
+// and 24 CPUs (share 6 per GPU), alexnet takes its 12 CPUs and mobilenet
+// its 6, leaving 2 GPUs and 6 CPUs. res18 (best case 9) fits there only
+// lowered to 6 CPUs: it waits for its best case up to fallback_after and
+// starts with it if a node frees it meanwhile, else it is lowered then.
+func TestStart_HeldJobWaitsForItsBestCaseUpToFallbackAfter(t *testing.T) {
+	cases := []struct {
+		name          string
+		fallbackAfter float64
+		mobilenet     float64 // duration at the share; it runs at 1.55
+		wantCPUs      int
+		wantJCT       float64
+	}{
+		{"best case freed within the wait", 1800, 155, 9, 99 + 240/2.4},
+		{"lowered when the wait ends", 1800, 1e6, 6, 1800 + 240/1.75},
+		{"fallback_after 0 lowers at once", 0, 155, 6, 240 / 1.75},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &Trace{Name: "held", Jobs: []Job{
+				{ID: 1, Submit: 0, GPUs: 1, Duration: 1e6, Model: "alexnet"},
+				{ID: 2, Submit: 1, GPUs: 1, Duration: c.mobilenet, Model: "mobilenet"},
+				{ID: 3, Submit: 2, GPUs: 1, Duration: 240, Model: "res18"},
+			}}
+			if err := tr.Normalise(); err != nil {
+				t.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.NoCosts()
+			cfg.Shape = Shape{Nodes: 1, GPUsPerNode: 4, CPUsPerNode: 24, MemGBNode: 500}
+			cfg.Profiles, cfg.Models, cfg.RecordRuns = profiles(t), ModelsAsGiven, true
+			cfg.Policy, cfg.Alloc, cfg.FallbackAfter = PolicyFIFO, AllocStart, c.fallbackAfter
+			r := runOK(t, cfg, tr)
+			checkInvariants(t, tr, cfg, r)
+			for _, run := range r.Runs {
+				if run.JobID == 3 && run.Slots[0].CPUs != c.wantCPUs {
+					t.Errorf("res18 got %d CPUs, want %d", run.Slots[0].CPUs, c.wantCPUs)
+				}
+			}
+			if got := jctOf(r, 3); math.Abs(got-c.wantJCT) > 1e-6 {
+				t.Errorf("res18 JCT = %v, want %v", got, c.wantJCT)
+			}
+		})
+	}
+}

@@ -40,6 +40,13 @@ func (e *engine) pass(now float64) float64 {
 		if j.Status == Pending && j.eligibleAt > now {
 			next = min(next, j.eligibleAt)
 		}
+		// A job start-time sizing holds back may be lowered once its wait
+		// ends (synergy.Config.Waits).
+		if j.Status == Pending && j.held {
+			if end := j.heldSince + e.cfg.FallbackAfter; end > now {
+				next = min(next, end)
+			}
+		}
 	}
 	if e.sharingOn() {
 		next = min(next, e.sharePostPass(now))
@@ -67,6 +74,7 @@ func (e *engine) place(now float64) {
 	n := len(order)
 	k, preemptedBeyond := 0, 0
 	c.newPass()
+	c.now = now
 	if pol.Preemptive {
 		e.suffix = slices.Grow(e.suffix[:0], n+1)[:n+1]
 		e.suffix[n] = 0
@@ -91,9 +99,13 @@ func (e *engine) place(now float64) {
 		}
 		preemptor = j
 		if c.couldFit(j.Job.GPUs) {
+			c.heldBack = false
 			if speed, ok := c.placeFree(j); ok {
 				e.start(j, speed, now)
 				continue
+			}
+			if c.heldBack && !j.held { // the pass's clock starts (core.Fallback)
+				j.held, j.heldSince = true, now
 			}
 		}
 		if e.oppHeld() > 0 && c.freeGPUs+e.oppHeld() >= j.Job.GPUs && e.evictFor(j, now) {

@@ -69,7 +69,11 @@ type JobState struct {
 	// hold); listPos is its place in its queue's list under reference
 	// preemption.
 	eligibleAt float64
-	listPos    int64
+	// held: start-time sizing holds the job back, waiting for a node that
+	// holds its request, since heldSince (AllocStart).
+	held      bool
+	heldSince float64
+	listPos   int64
 	// maxSpeed is the fastest run's speed; progressTime the time spent
 	// making progress (running, past the restart penalty).
 	maxSpeed     float64

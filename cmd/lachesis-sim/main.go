@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/progress"
 	"github.com/lachesis-sched/lachesis/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -49,6 +50,7 @@ type options struct {
 	shape                                   sim.Shape
 	policies, allocs                        string
 	restartPenalty, passInterval            string
+	fallbackAfter                           string
 	requeueHold, minRun                     string
 	partialNodeIdle, promotedPreempts       bool
 	spreadVictims                           bool
@@ -94,6 +96,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.shape.GPUCountOnly, "gpu-count-only", false, "count GPUs only: no nodes, CPUs or memory")
 	fs.StringVar(&o.policies, "policies", "all", "policies to compare: all, or a list of "+strings.Join(sim.PolicyNames, ","))
 	fs.StringVar(&o.allocs, "alloc", "proportional", "CPU/memory allocation, one or several comma-separated: proportional (per GPU), synergy (sized at sbatch) or start (sized at sbatch and again when a job can start)")
+	fs.StringVar(&o.fallbackAfter, "fallback-after", synergy.DefaultFallbackAfter.String(),
+		"start allocation: how long a job held back by its request waits for it before it is lowered (synergy.fallback_after)")
 	fs.StringVar(&o.restartPenalty, "restart-penalty", "60s", "time a preempted job loses when it restarts: checkpoint reload (0: the papers' assumption)")
 	fs.StringVar(&o.requeueHold, "requeue-hold", "121s", "time a preempted job is held before it may start again: Slurm's cred_expire+1 (0: the papers')")
 	fs.BoolVar(&o.partialNodeIdle, "partial-node-idle", true, "GPUs a preemption frees that the preemptor does not use stay idle until the next pass, as in Slurm")
@@ -353,6 +357,9 @@ func baseConfig(o *options) (sim.Config, error) {
 	cfg.Tolerance, cfg.Reserve, cfg.Seed = o.tolerance, o.reserve, o.seed
 	cfg.TickPassesOnly = o.tickPassesOnly
 	var err error
+	if cfg.FallbackAfter, err = parseSeconds(o.fallbackAfter); err != nil {
+		return cfg, fmt.Errorf("-fallback-after: %w", err)
+	}
 	if cfg.RestartPenalty, err = parseSeconds(o.restartPenalty); err != nil {
 		return cfg, fmt.Errorf("-restart-penalty: %w", err)
 	}

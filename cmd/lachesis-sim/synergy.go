@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 	"github.com/lachesis-sched/lachesis/sim/trace"
@@ -69,7 +70,7 @@ func runSynergyJobs(args []string) error {
 func runSynergyReplay(args []string) error {
 	fs := flag.NewFlagSet("lachesis-sim synergy-replay", flag.ContinueOnError)
 	shape := sim.Shape{Nodes: 16, GPUsPerNode: 8, CPUsPerNode: 24, MemGBNode: 500}
-	var rates, seeds, policies, reserves, profiles, split, out string
+	var rates, seeds, policies, reserves, profiles, split, out, fallbackAfter string
 	var parallel int
 	var multiGPU bool
 	fs.BoolVar(&multiGPU, "multi-gpu", false, "draw GPU demands from the 1/2/4/8 mix instead of one GPU per job")
@@ -78,6 +79,8 @@ func runSynergyReplay(args []string) error {
 	fs.StringVar(&split, "split", "20,70,10", "percent of image, language and speech jobs")
 	fs.StringVar(&policies, "policies", "fifo,fifo-skip", "policies")
 	fs.StringVar(&reserves, "reserves", "1", "Synergy allocation reserves to compare (1: the default)")
+	fs.StringVar(&fallbackAfter, "fallback-after", synergy.DefaultFallbackAfter.String(),
+		"start-time sizing: how long a job held back by its request waits for it before it is lowered (synergy.fallback_after)")
 	fs.IntVar(&shape.Nodes, "nodes", shape.Nodes, "nodes")
 	fs.IntVar(&shape.GPUsPerNode, "gpus-per-node", shape.GPUsPerNode, "GPUs per node")
 	fs.IntVar(&shape.CPUsPerNode, "cpus-per-node", shape.CPUsPerNode, "CPUs per node")
@@ -122,6 +125,9 @@ func runSynergyReplay(args []string) error {
 
 	base := sim.DefaultConfig()
 	base.Shape = shape
+	if base.FallbackAfter, err = parseSeconds(fallbackAfter); err != nil {
+		return fmt.Errorf("-fallback-after: %w", err)
+	}
 	base.Profiles = table
 	base.Models = sim.ModelsAsGiven
 	var variants []sim.Variant

@@ -205,6 +205,66 @@ func TestWaitingJobIsResizedToWhatTheNodeSparesNow(t *testing.T) {
 	}
 }
 
+// Start-time sizing waits for a job's request: a job sized to its best
+// case (6 CPUs per GPU, at most half of the node's 16) that queued longer
+// than fallback_after, and then finds a GPU free with only 4 CPUs beside
+// it, is held back rather than lowered at once (the wait counts from the
+// first pass that holds it back, not from submission). When a node frees
+// its best case meanwhile, it starts with it.
+func TestHeldBackJobStartsWithItsBestCaseWhenANodeFreesIt(t *testing.T) {
+	// 4 GPUs, 16 CPUs, 16000 MB: the share is 4 CPUs, 4000 MB per GPU.
+	hw := shape{Nodes: 1, GPUs: 4, CPUs: 16, MemMB: 16000}
+	const fallbackAfter = 20 * time.Second
+	e := startSeededCluster(t, hw, fmt.Sprintf("synergy:\n  fallback_after: %d\n", int(fallbackAfter.Seconds())),
+		[]profile.Record{profileOf("hungry", 6, 1)}, "JobSubmitPlugins=synergy")
+	// Explicit requests are kept: 3 GPUs with 4 CPUs each and 1 GPU with
+	// 1 CPU leave no GPU and 3 CPUs free.
+	wide := e.submit("-J", "wide", "--gpus=3", "--cpus-per-gpu=4", "--mem-per-gpu=500", "--wrap", "sleep 600")
+	narrow := e.submit("-J", "narrow", "--gpus=1", "--cpus-per-gpu=1", "--mem-per-gpu=500", "--wrap", "sleep 600")
+	e.waitState(wide, "RUNNING", 30*time.Second)
+	e.waitState(narrow, "RUNNING", 30*time.Second)
+	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
+	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != "gres:gpu:6" {
+		t.Fatalf("hungry job sized %s (%v); want its best case gres:gpu:6", d.Fields["CpusPerTres"], err)
+	}
+	// Let it queue past fallback_after with no GPU free: the rule before
+	// counted from submission and would lower it at the first pass that
+	// finds a GPU free. (Waiting for time to pass is the condition here.)
+	time.Sleep(fallbackAfter + 2*time.Second)
+	if j := e.jobs()[hungry]; j.State != "PENDING" {
+		t.Fatalf("hungry job %s before any GPU is free", j.State)
+	}
+	// A GPU frees with 4 CPUs beside it: the share, not the best case.
+	if out, err := e.c.Run("scancel", fmt.Sprint(narrow)); err != nil {
+		t.Fatalf("scancel: %v: %s", err, out)
+	}
+	e.waitState(narrow, "CANCELLED", 30*time.Second)
+	e.waitPasses(3)
+	d, err := e.c.ShowJob(hungry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Fields["JobState"] != "PENDING" || d.Fields["CpusPerTres"] != "gres:gpu:6" || strings.Contains(d.Fields["AdminComment"], "resized") {
+		t.Fatalf("held-back job: JobState=%s CpusPerTres=%s AdminComment=%q; want it pending at its best case",
+			d.Fields["JobState"], d.Fields["CpusPerTres"], d.Fields["AdminComment"])
+	}
+	if !e.logMatches(fmt.Sprintf(`holding a waiting job back for its request.*job_id=%d`, hungry)) {
+		t.Fatal("slurmctld's log does not say the job is held back")
+	}
+	// A node frees its best case within fallback_after: it starts with it.
+	if out, err := e.c.Run("scancel", fmt.Sprint(wide)); err != nil {
+		t.Fatalf("scancel: %v: %s", err, out)
+	}
+	e.waitState(hungry, "RUNNING", 60*time.Second)
+	if d, err = e.c.ShowJob(hungry); err != nil {
+		t.Fatal(err)
+	}
+	if d.Fields["CpusPerTres"] != "gres:gpu:6" || d.Fields["NumCPUs"] != "6" || strings.Contains(d.Fields["AdminComment"], "resized") {
+		t.Fatalf("started: CpusPerTres=%s NumCPUs=%s AdminComment=%q; want its best case of 6 CPUs, never lowered",
+			d.Fields["CpusPerTres"], d.Fields["NumCPUs"], d.Fields["AdminComment"])
+	}
+}
+
 // A job lowered for its first run (as in the test above) and then requeued
 // is raised back to its profile's best case before it starts again, once
 // a node holds it: the raise takes its numbers from the profile, and the

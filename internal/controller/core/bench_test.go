@@ -187,3 +187,52 @@ func BenchmarkPassOpportunistic(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFallbackHeld is the start-time sizing after a pass (Fallback)
+// while jobs are held back for their request: every pass decides again,
+// for each, that a node has its GPUs free and none its request
+// (synergy.FitNow over the nodes) and keeps its clock. The plugin calls it
+// only when the pass found candidates, after releasing the job lock.
+func BenchmarkFallbackHeld(b *testing.B) {
+	for _, held := range []int{10, 100} {
+		b.Run(fmt.Sprintf("held=%d/nodes=512", held), func(b *testing.B) {
+			db := filepath.Join(b.TempDir(), "l.db")
+			store, err := ledger.Open(db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := testConfig(db)
+			cfg.Synergy.FallbackAfter = 7 * 24 * time.Hour // held throughout
+			c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			snaps := make([]Snapshot, held)
+			for i := range snaps {
+				s := &snaps[i]
+				s.ID, s.GPUs, s.SubmitTime, s.WaitsForResources = uint32(i+1), 1, int64(i), true
+				s.AdminComment = "lachesis: model=res18 profile best case [lachesis:sized cpus=9 mem=64000 share_cpus=3 share_mem=64000]"
+			}
+			// Every node has a GPU free and 6 CPUs beside it: the share
+			// fits, the best case nowhere.
+			nodes := make([]NodeState, 512)
+			for i := range nodes {
+				nodes[i] = NodeState{CPUs: 24, AllocCPUs: 18, GPUs: 8, AllocGPUs: 7, MemMB: 512000, AllocMemMB: 100000, Usable: true}
+			}
+			out := make([]Decision, held)
+			now := int64(200000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now++ // a pass a second: the week's wait outlasts any b.N
+				b.StopTimer()
+				c.Pass(now, snaps, out)
+				b.StartTimer()
+				if sh := c.Fallback(now, nodes, 16); len(sh) != 0 {
+					b.Fatalf("%d shrinks within fallback_after", len(sh))
+				}
+			}
+		})
+	}
+}

@@ -256,7 +256,11 @@ func TestReconfigureWithBadFileKeepsConfig(t *testing.T) {
 	}
 }
 
-func TestFallbackCandidatesAreOnlyEnlargedJobsThatWaitedLongEnough(t *testing.T) {
+// Start-time sizing holds an enlarged job back for fallback_after from the
+// first pass that finds its GPUs free but not its request, however long it
+// queued before: it is lowered only then, so it may still find its best
+// case free meanwhile.
+func TestFallbackLowersAJobOnlyAfterItWasHeldBackForFallbackAfter(t *testing.T) {
 	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
 	defer c.Close()
 	c.cfg.Synergy.FallbackAfter = 60 * time.Second
@@ -268,22 +272,59 @@ func TestFallbackCandidatesAreOnlyEnlargedJobsThatWaitedLongEnough(t *testing.T)
 	}
 	out := make([]Decision, 3)
 	snaps := []Snapshot{
-		waiting(1, 1000, enlarged),                               // waited 100 s: a candidate
-		waiting(2, 1090, enlarged),                               // waited 10 s: not yet
+		waiting(1, 0, enlarged),                                  // queued for a long time
+		waiting(2, 1090, enlarged),                               // just submitted
 		waiting(3, 1000, "lachesis: model=y proportional share"), // not enlarged
 	}
-	if got := c.Pass(1100, snaps, out); got != 1 {
-		t.Fatalf("candidates = %d, want 1", got)
-	}
 	// Free GPU, 2 free CPUs: not the 4 per GPU asked, more than the share
-	// of 1; the job is lowered to the 2 the node spares.
-	nodes := []NodeState{{CPUs: 4, AllocCPUs: 2, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
-	sh := c.Fallback(1100, nodes, 10)
-	if len(sh) != 1 || sh[0].JobID != 1 || sh[0].CPUsPerGPU != 2 {
-		t.Fatalf("shrinks = %+v, want job 1 to 2 CPUs per GPU", sh)
+	// of 1, so both enlarged jobs are held back from the first pass on.
+	nodes := []NodeState{{CPUs: 16, AllocCPUs: 14, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
+	for _, now := range []int64{1100, 1159} {
+		if got := c.Pass(now, snaps, out); got != 2 {
+			t.Fatalf("at %d: candidates = %d, want the 2 enlarged jobs", now, got)
+		}
+		if sh := c.Fallback(now, nodes, 10); len(sh) != 0 {
+			t.Fatalf("at %d, held back for %d s: shrinks = %+v, want none before fallback_after", now, now-1100, sh)
+		}
 	}
-	if got := c.Pass(1101, snaps, out); got != 0 {
+	c.Pass(1160, snaps, out)
+	sh := c.Fallback(1160, nodes, 10)
+	if len(sh) != 2 || sh[0].CPUsPerGPU != 2 || sh[1].CPUsPerGPU != 2 {
+		t.Fatalf("shrinks = %+v, want both jobs lowered to the 2 CPUs per GPU the node spares", sh)
+	}
+	if !strings.Contains(sh[0].AdminComment, "after 1m0s held back with GPUs free") {
+		t.Fatalf("comment %q does not say how long the job was held back", sh[0].AdminComment)
+	}
+	if got := c.Pass(1161, snaps, out); got != 0 {
 		t.Fatalf("a job just asked to shrink is a candidate again (%d)", got)
+	}
+}
+
+// A job that is not held back (no node has its GPUs free) starts no clock:
+// once GPUs are free it still waits fallback_after for its request.
+func TestFallbackClockStartsOnlyWhenAJobIsHeldBack(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	c.cfg.Synergy.FallbackAfter = 60 * time.Second
+	s := pending(1, 1, 0)
+	s.WaitsForResources = true
+	s.AdminComment = "lachesis: model=x [lachesis:sized cpus=4 mem=1000 share_cpus=1 share_mem=1000]"
+	out := make([]Decision, 1)
+	full := []NodeState{{CPUs: 16, AllocCPUs: 14, GPUs: 2, AllocGPUs: 2, MemMB: 8000, Usable: true}}
+	free := []NodeState{{CPUs: 16, AllocCPUs: 14, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
+	for now := int64(1000); now <= 1200; now += 30 {
+		c.Pass(now, []Snapshot{s}, out)
+		if sh := c.Fallback(now, full, 10); len(sh) != 0 {
+			t.Fatalf("lowered with no GPU free: %+v", sh)
+		}
+	}
+	c.Pass(1230, []Snapshot{s}, out)
+	if sh := c.Fallback(1230, free, 10); len(sh) != 0 {
+		t.Fatalf("lowered at the first pass that found its GPU free: %+v", sh)
+	}
+	c.Pass(1290, []Snapshot{s}, out)
+	if sh := c.Fallback(1290, free, 10); len(sh) != 1 || sh[0].CPUsPerGPU != 2 {
+		t.Fatalf("after 60 s held back: %+v, want lowered to 2 CPUs per GPU", sh)
 	}
 }
 

@@ -59,7 +59,14 @@ type startSizing struct {
 	// from shrinkTried so a lowering does not delay the raise of the same
 	// job once it is requeued.
 	raiseTried map[uint32]int64
+	// held: since when each waiting job has been held back by its sizing
+	// (synergy.Fallback's clock), and when a pass last saw it waiting.
+	// Memory only: after a restart a held job waits fallback_after again.
+	held map[uint32]heldClock
 }
+
+// heldClock is one job's entry in startSizing.held.
+type heldClock struct{ since, seen int64 }
 
 // fallbackCandidate is a pending job Lachesis sized that start-time
 // sizing may resize, depending on the nodes (Fallback): lower, when it
@@ -69,15 +76,14 @@ type fallbackCandidate struct {
 	id           uint32
 	comment      string
 	gpusPerNode  int
-	waitedSince  int64
 	sizing       synergy.Sizing
 	lower, raise bool
 	best         sensitivity.Demand
 }
 
 // noteCandidate records a pending snapshot as a candidate for start-time
-// sizing, if it was not tried lately: an enlarged job that has waited for
-// resources long enough may be lowered; a job whose request is below its
+// sizing, if it was not tried lately: an enlarged job that waits for
+// resources may be held back and then lowered; a job whose request is below its
 // profile's best case (lowered for an earlier run or for a node another
 // job took) may be raised. Only then does the plugin take the locks and
 // gather the nodes' state, so a job that merely waits its turn costs
@@ -90,10 +96,8 @@ func (c *Core) noteCandidate(now int64, s *Snapshot) {
 	if !ok {
 		return
 	}
-	waitedSince := max(s.SubmitTime, s.BeginTime)
-	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, waitedSince: waitedSince, sizing: sz}
-	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.sizing.shrinkTried, s.ID, now) &&
-		time.Duration(now-waitedSince)*time.Second >= c.cfg.Synergy.FallbackAfter
+	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, sizing: sz}
+	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.sizing.shrinkTried, s.ID, now)
 	if s.SizingModel != "" && !triedLately(c.sizing.raiseTried, s.ID, now) {
 		if best, ok := c.lookupBestCase(s.SizingModel, s.User); ok && best.Check() == nil &&
 			(best.CPUsPerGPU > sz.CPUs || best.MemMB() > sz.MemMB) {
@@ -115,6 +119,12 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	var out []Shrink
 	if c.sizing.shrinkTried == nil {
 		c.sizing.shrinkTried, c.sizing.raiseTried = map[uint32]int64{}, map[uint32]int64{}
+		c.sizing.held = map[uint32]heldClock{}
+	}
+	for id, h := range c.sizing.held { // jobs no longer waiting: started, gone
+		if now-h.seen > shrinkRetry {
+			delete(c.sizing.held, id)
+		}
 	}
 	for _, tried := range []map[uint32]int64{c.sizing.shrinkTried, c.sizing.raiseTried} {
 		for id, at := range tried { // forget old attempts
@@ -133,8 +143,21 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 			sh, ok = synergy.Restore(c.cfg.Synergy, cand.comment, cand.best, cand.sizing, cand.gpusPerNode, nodes)
 		}
 		if !ok && cand.lower && !triedLately(c.sizing.shrinkTried, cand.id, now) {
-			waited := time.Duration(now-cand.waitedSince) * time.Second
-			sh, ok = synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode, waited, nodes)
+			clock, known := c.sizing.held[cand.id]
+			if !known {
+				clock.since = now
+			}
+			var holding bool
+			sh, holding, ok = synergy.Fallback(c.cfg.Synergy, cand.comment, cand.gpusPerNode,
+				time.Duration(now-clock.since)*time.Second, nodes)
+			if holding || known { // the clock starts when the job is first held back
+				clock.seen = now
+				c.sizing.held[cand.id] = clock
+			}
+			if holding && !known && !ok {
+				c.log.Info("holding a waiting job back for its request: a node has its GPUs free, none its CPUs and memory",
+					keyJob, cand.id, keyCPUs, cand.sizing.CPUs, keyMemMB, cand.sizing.MemMB, "fallback_after", c.cfg.Synergy.FallbackAfter)
+			}
 		}
 		if !ok {
 			continue

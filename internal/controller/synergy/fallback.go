@@ -84,26 +84,35 @@ type Shrink struct {
 }
 
 // Fallback is the pass's start-time sizing (FitNow) of a job Lachesis
-// sized that has waited for resources at least cfg.FallbackAfter: while
-// some node has the GPUs it needs free but not its request, it is lowered
-// to the most such a node can spare, at least min(request, share) per GPU.
-// The marker keeps the lowered request and the share, so a later pass may
-// lower it again, never raise it. g is the job's GPUs per node.
-func Fallback(cfg Config, comment string, g int, waited time.Duration, nodes []NodeState) (Shrink, bool) {
+// sized that waits for resources: while some node has the GPUs it needs
+// free but not its request, the job is held back; once start-time sizing
+// stops waiting for its request (Config.Waits, given held, which the
+// caller counts from the first pass that found it held back), it is
+// lowered to the most such a node can spare, at least min(request, share)
+// per GPU. holding reports that the job is held back now, whether or not
+// it is lowered, so the caller can start its clock. The marker keeps the lowered request and the
+// share, so a later pass may lower it again, never raise it. g is the
+// job's GPUs per node.
+func Fallback(cfg Config, comment string, g int, held time.Duration, nodes []NodeState) (sh Shrink, holding, ok bool) {
 	sz, span, ok := findSizing(comment)
-	if !ok || !sz.Enlarged() || waited < cfg.FallbackAfter || g <= 0 {
-		return Shrink{}, false
+	if !ok || !sz.Enlarged() || g <= 0 {
+		return Shrink{}, false, false
 	}
 	rs, ok := FitNow(sz, g, nodes)
 	if !ok {
-		return Shrink{}, false
+		return Shrink{}, false, false
+	}
+	for _, n := range nodes {
+		if cfg.Waits(sz, g, n, held) {
+			return Shrink{}, true, false
+		}
 	}
 	// Only Lachesis's own trailing marker is rewritten (findSizing); what
 	// follows it is the previous note, replaced by this one.
-	note := describeResize(sz, rs) + fmt.Sprintf(", after %s waiting", waited.Round(time.Second))
+	note := describeResize(sz, rs) + fmt.Sprintf(", after %s held back with GPUs free", held.Round(time.Second))
 	return Shrink{
 		CPUsPerGPU:   rs.CPUsPerGPU,
 		MemMBPerGPU:  rs.MemMBPerGPU,
 		AdminComment: comment[:span[0]] + rs.Sizing.marker() + "; " + note,
-	}, true
+	}, true, true
 }

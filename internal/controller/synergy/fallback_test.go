@@ -33,27 +33,33 @@ func TestFallback(t *testing.T) {
 	cases := []struct {
 		name     string
 		comment  string
-		waited   time.Duration
+		held     time.Duration
 		nodes    []NodeState
 		shrink   bool
 		wantCPUs int
 	}{
-		{"enlarged job with free GPUs but no CPUs is lowered to the share the other free GPU leaves", enlarged, 2 * time.Minute, []NodeState{busy}, true, 3},
-		{"enlarged job gets what the node spares when no other GPU is free", enlarged, 2 * time.Minute, []NodeState{lastGPU}, true, 6},
-		{"the node that spares most is chosen", enlarged, 2 * time.Minute, []NodeState{busy, lastGPU}, true, 6},
-		{"job that has not waited long enough is kept", enlarged, 10 * time.Second, []NodeState{busy}, false, 0},
-		{"job whose GPUs are not free anywhere is kept", enlarged, 2 * time.Minute, []NodeState{gpusTaken}, false, 0},
-		{"job that fits as it is is kept", enlarged, 2 * time.Minute, []NodeState{roomy}, false, 0},
-		{"job that fits as it is on one node is kept", enlarged, 2 * time.Minute, []NodeState{busy, roomy}, false, 0},
-		{"down node does not count", enlarged, 2 * time.Minute, []NodeState{down}, false, 0},
-		{"job below its share is never shrunk", small, 2 * time.Minute, []NodeState{busy}, false, 0},
-		{"job Lachesis did not size is kept", "user notes", 2 * time.Minute, []NodeState{busy}, false, 0},
+		{"enlarged job with free GPUs but no CPUs is lowered to the share the other free GPU leaves", enlarged, time.Hour, []NodeState{busy}, true, 3},
+		{"enlarged job gets what the node spares when no other GPU is free", enlarged, time.Hour, []NodeState{lastGPU}, true, 6},
+		{"the node that spares most is chosen", enlarged, time.Hour, []NodeState{busy, lastGPU}, true, 6},
+		{"job held back for less than fallback_after waits for its best case", enlarged, DefaultFallbackAfter - time.Second, []NodeState{busy}, false, 0},
+		{"job held back for fallback_after is lowered", enlarged, DefaultFallbackAfter, []NodeState{lastGPU}, true, 6},
+		{"job whose GPUs are not free anywhere is kept", enlarged, time.Hour, []NodeState{gpusTaken}, false, 0},
+		{"job that fits as it is is kept", enlarged, time.Hour, []NodeState{roomy}, false, 0},
+		{"job that fits as it is on one node is kept", enlarged, time.Hour, []NodeState{busy, roomy}, false, 0},
+		{"down node does not count", enlarged, time.Hour, []NodeState{down}, false, 0},
+		{"job below its share is never shrunk", small, time.Hour, []NodeState{busy}, false, 0},
+		{"job Lachesis did not size is kept", "user notes", time.Hour, []NodeState{busy}, false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, ok := Fallback(cfg(), c.comment, 1, c.waited, c.nodes)
+			s, holding, ok := Fallback(cfg(), c.comment, 1, c.held, c.nodes)
 			if ok != c.shrink {
 				t.Fatalf("shrink = %v (%+v), want %v", ok, s, c.shrink)
+			}
+			// Held back: GPUs free on some node, the request on none.
+			wantHolding := c.shrink || strings.HasPrefix(c.name, "job held back")
+			if holding != wantHolding {
+				t.Fatalf("holding = %v, want %v", holding, wantHolding)
 			}
 			if !ok {
 				return
@@ -68,7 +74,10 @@ func TestFallback(t *testing.T) {
 			if !ok || sz != (Sizing{CPUs: c.wantCPUs, MemMB: 64000, ShareCPUs: 3, ShareMemMB: 64000}) {
 				t.Fatalf("marker after the resize = %+v, %v; want the lowered request and the share", sz, ok)
 			}
-			if _, again := Fallback(cfg(), s.AdminComment, 1, c.waited, c.nodes); again {
+			if !strings.Contains(s.AdminComment, "held back with GPUs free") {
+				t.Fatalf("comment %q does not say how long the job was held back", s.AdminComment)
+			}
+			if _, _, again := Fallback(cfg(), s.AdminComment, 1, c.held, c.nodes); again {
 				t.Fatal("a job lowered to what fits was lowered again on the same nodes")
 			}
 		})
@@ -96,7 +105,7 @@ func TestForgedMarkerInANameNeverDrivesTheFallback(t *testing.T) {
 		if !ok || sz.CPUs != 3 || sz.ShareCPUs != 3 {
 			t.Fatalf("ParseSizing(%q) = %+v, %v; want the share Lachesis gave (3 CPUs)", d.Reason, sz, ok)
 		}
-		if _, shrink := Fallback(cfg(), d.Reason, 1, time.Hour, []NodeState{{CPUs: 64, GPUs: 8, MemMB: 512000, AllocMemMB: 500000, Usable: true}}); shrink {
+		if _, _, shrink := Fallback(cfg(), d.Reason, 1, time.Hour, []NodeState{{CPUs: 64, GPUs: 8, MemMB: 512000, AllocMemMB: 500000, Usable: true}}); shrink {
 			t.Fatalf("a job Lachesis did not enlarge was resized from %q", d.Reason)
 		}
 	}
@@ -129,7 +138,7 @@ func TestParseSizingReadsOnlyTheTrailingMarker(t *testing.T) {
 func TestFallbackNeverRaisesEitherDimension(t *testing.T) {
 	comment := "lachesis: model=x " + Sizing{CPUs: 9, MemMB: 1000, ShareCPUs: 3, ShareMemMB: 64000}.marker()
 	node := NodeState{CPUs: 24, AllocCPUs: 18, GPUs: 8, MemMB: 512000, Usable: true}
-	s, ok := Fallback(cfg(), comment, 1, time.Hour, []NodeState{node})
+	s, _, ok := Fallback(cfg(), comment, 1, time.Hour, []NodeState{node})
 	if !ok || s.CPUsPerGPU != 3 || s.MemMBPerGPU != 1000 {
 		t.Fatalf("Fallback = %+v, %v; want 3 CPUs and the sized 1000 MB", s, ok)
 	}

@@ -3,6 +3,7 @@ package synergy
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -111,5 +112,43 @@ func TestRestoreRaisesOnlyFromTheProfileAndTheNodes(t *testing.T) {
 	// An implausible profile raises nothing.
 	if _, ok := Restore(cfg(), comment, sensitivity.Demand{CPUsPerGPU: 1 << 30, MemGBPerGPU: 1}, lowered, 1, []NodeState{free(8, 24)}); ok {
 		t.Fatal("raised from an implausible profile")
+	}
+}
+
+// Start-time sizing's patience: a job held back by its request waits for
+// it up to fallback_after, and only for a request that leaves a CPU for each
+// of the node's other GPUs; past either it is lowered now.
+func TestWaits(t *testing.T) {
+	node := NodeState{CPUs: 24, GPUs: 8, MemMB: 512000, Usable: true}
+	sz := func(cpus int, mem uint64) Sizing {
+		return Sizing{CPUs: cpus, MemMB: mem, ShareCPUs: 3, ShareMemMB: 64000}
+	}
+	c := DefaultConfig()
+	cases := []struct {
+		name string
+		sz   Sizing
+		g    int
+		n    NodeState
+		held time.Duration
+		want bool
+	}{
+		{"a request leaving a CPU per other GPU waits", sz(17, 512000), 1, node, 0, true},
+		{"it waits until fallback_after", sz(17, 512000), 1, node, DefaultFallbackAfter - time.Second, true},
+		{"then it is lowered", sz(17, 512000), 1, node, DefaultFallbackAfter, false},
+		{"a request that would strand another GPU is lowered at once", sz(18, 64000), 1, node, 0, false},
+		{"more memory than the node has is lowered at once", sz(3, 512001), 1, node, 0, false},
+		{"the rule counts all the job's GPUs there", sz(9, 64000), 2, node, 0, true},
+		{"two GPUs that would strand the others are lowered at once", sz(10, 64000), 2, node, 0, false},
+		{"a node without the job's GPUs does not count", sz(3, 64000), 1, NodeState{CPUs: 24, MemMB: 512000, Usable: true}, 0, false},
+		{"a node Slurm cannot use does not count", sz(3, 64000), 1, NodeState{CPUs: 24, GPUs: 8, MemMB: 512000}, 0, false},
+	}
+	for _, tc := range cases {
+		if got := c.Waits(tc.sz, tc.g, tc.n, tc.held); got != tc.want {
+			t.Errorf("%s: Waits = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	c.FallbackAfter = 0
+	if c.Waits(sz(3, 64000), 1, node, 0) {
+		t.Error("fallback_after 0 waits")
 	}
 }
