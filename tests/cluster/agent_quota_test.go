@@ -29,11 +29,11 @@ func TestProfileFloodIsBoundedByQuotas(t *testing.T) {
 		t.Fatalf("a 10 ms point was not refused: %v\n%s", err, out)
 	}
 	for i := 0; i < 2; i++ {
-		if out, err := profileAs(fmt.Sprint("flood-", i), "1"); err != nil || !strings.Contains(out, "delivered to the controller") {
+		if out, err := profileAs(fmt.Sprint("flood-", i), "2"); err != nil || !strings.Contains(out, "delivered to the controller") {
 			t.Fatalf("profile %d: %v\n%s", i, err, out)
 		}
 	}
-	out, err = profileAs("flood-2", "1")
+	out, err = profileAs("flood-2", "2")
 	if err == nil || !strings.Contains(out, "refused") || !strings.Contains(out, "agent.max_models_per_user") {
 		t.Fatalf("the user's third model was not refused naming the cap: %v\n%s", err, out)
 	}
@@ -52,7 +52,7 @@ func TestProfileFloodIsBoundedByQuotas(t *testing.T) {
 		t.Fatalf("the agent does not log the refusal:\n%s", e.agentLogText())
 	}
 	// A model the user already has may still be profiled again.
-	if out, err := profileAs("flood-0", "1"); err != nil || !strings.Contains(out, "delivered to the controller") {
+	if out, err := profileAs("flood-0", "2"); err != nil || !strings.Contains(out, "delivered to the controller") {
 		t.Fatalf("a known model: %v\n%s", err, out)
 	}
 	e.controllerAlive(pid)
