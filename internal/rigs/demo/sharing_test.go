@@ -184,3 +184,19 @@ func TestSummarizeAndReportSharing(t *testing.T) {
 		t.Errorf("a run where sharing changed nothing does not say so:\n%s", b.String())
 	}
 }
+
+// The per-job table shows a job's share of a GPU where it has one.
+func TestReportShowsShares(t *testing.T) {
+	at := time.Unix(1000, 0)
+	out := []Outcome{
+		{Job: Job{Name: "half", GPUs: 1, Share: 0.5, Work: 10 * time.Second}, Submit: at, End: at.Add(12 * time.Second)},
+		{Job: Job{Name: "whole", GPUs: 2, Work: 10 * time.Second}, Submit: at, End: at.Add(11 * time.Second)},
+	}
+	var b bytes.Buffer
+	Report(&b, "off", out, "on", out, false)
+	for _, line := range []string{"half      -          0.5    10s |", "whole     -            2    10s |"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("report lacks %q:\n%s", line, b.String())
+		}
+	}
+}
