@@ -22,8 +22,9 @@ import (
 )
 
 func main() {
-	part := flag.String("part", "all", "which comparison to run: tiresias, synergy or all; or profile (make demo-profile)")
+	part := flag.String("part", "all", "which comparison to run: tiresias, synergy, sharing or all; or profile (make demo-profile)")
 	dir := flag.String("dir", "", "cluster directory (default /tmp/lachesis-demo, /tmp/lachesis-dp for -part profile)")
+	portBase := flag.Int("port-base", 0, "first of the cluster's TCP ports (default: the cluster script's, 16817); tiresias, synergy, sharing")
 	var pd demo.ProfileDemo
 	flag.StringVar(&pd.Bin, "bin", "bin", "profile: directory of the built lachesis-node-agent and lachesis-profiler")
 	flag.StringVar(&pd.User, "user", "lachesis-demo", "profile: the unprivileged user who profiles and submits (created if missing)")
@@ -42,7 +43,7 @@ func main() {
 		if *dir == "" {
 			*dir = "/tmp/lachesis-demo"
 		}
-		err = run(ctx, *part, *dir)
+		err = run(ctx, *part, *dir, *portBase)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lachesis-demo:", err)
@@ -50,7 +51,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, part, dir string) error {
+func run(ctx context.Context, part, dir string, portBase int) error {
 	wd, _ := os.Getwd()
 	root, err := slurmcluster.RepoRoot(wd)
 	if err != nil {
@@ -68,7 +69,7 @@ func run(ctx context.Context, part, dir string) error {
 		}
 		a, b := demo.TiresiasScenarios(string(fragment), dir)
 		p := demo.Part{Title: "Tiresias: who waits for whom", Jobs: jobs, A: a, B: b,
-			Runner:  &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, Out: os.Stdout, Live: live, PollEvery: time.Second},
+			Runner:  &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, Out: os.Stdout, Live: live, PollEvery: time.Second, PortBase: portBase},
 			Results: filepath.Join(root, "build", "demo-tiresias.csv")}
 		if err := p.Run(ctx, os.Stdout); err != nil {
 			return err
@@ -92,9 +93,26 @@ func run(ctx context.Context, part, dir string) error {
 		a, b := demo.SynergyScenarios(string(fragment), dir, models, 3, 12000)
 		p := demo.Part{Title: "Synergy: CPUs sized by profile", Jobs: jobs, A: a, B: b, ShowCPUs: true,
 			Runner: &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, CPUs: 12, MemMB: 48000,
-				Out: os.Stdout, Live: live, PollEvery: time.Second},
+				Out: os.Stdout, Live: live, PollEvery: time.Second, PortBase: portBase},
 			Results: filepath.Join(root, "build", "demo-synergy.csv")}
 		if err := p.Run(ctx, os.Stdout); err != nil {
+			return err
+		}
+	}
+	if part == "sharing" || part == "all" {
+		f, err := os.Open(filepath.Join(root, "etc", "demo", "sharing-workload.csv"))
+		if err != nil {
+			return err
+		}
+		const gpus, shards = 4, 4
+		jobs, err := demo.ParseSharingWorkload(f, shards)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		p := demo.SharingPart{Root: root, Dir: dir, Bin: filepath.Join(root, "bin"), Fragment: string(fragment),
+			Jobs: jobs, GPUs: gpus, Shards: shards, Results: filepath.Join(root, "build", "demo-sharing.csv"), Out: os.Stdout, Live: live, PortBase: portBase}
+		if err := p.Run(ctx); err != nil {
 			return err
 		}
 	}

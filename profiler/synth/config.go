@@ -40,6 +40,15 @@ type Config struct {
 	Steps    int
 	// Report is the interval between throughput lines.
 	Report time.Duration
+	// IOWait: loaders wait Spin per sample (reading from slow storage)
+	// instead of computing it, so a job with fewer loaders than its knee
+	// leaves its GPU partly idle without keeping CPUs busy (the demo's
+	// input-bound jobs, many of them on a small machine).
+	IOWait bool
+	// Checkpoint, if set, is a file holding the steps done so far: the run
+	// resumes from it and keeps it current, so a job that Slurm requeues
+	// counts Steps across its runs.
+	Checkpoint string
 	// FakeGPU, when its Dir is set, runs the job on the node agent's fake
 	// GPU device (fakegpu.go).
 	FakeGPU FakeGPU

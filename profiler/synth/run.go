@@ -2,9 +2,13 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +61,7 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := load(ctx, data, st.Size(), sampleBytes, cfg.Spin, &next, ready); err != nil {
+			if err := load(ctx, data, st.Size(), sampleBytes, cfg.Spin, cfg.IOWait, &next, ready); err != nil {
 				loadErr <- err
 				stop()
 			}
@@ -65,6 +69,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	var steps atomic.Int64
+	done, err := readCheckpoint(cfg.Checkpoint)
+	if err != nil {
+		return err
+	}
+	steps.Store(done)
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
@@ -84,6 +93,9 @@ func Run(ctx context.Context, cfg Config) error {
 	wg.Wait()
 	<-reported
 	<-onGPU
+	if err := writeCheckpoint(cfg.Checkpoint, steps.Load()); err != nil {
+		return err
+	}
 	fmt.Fprintf(cfg.Log, "lachesis-synth: done, %d steps\n", steps.Load())
 	select {
 	case err := <-loadErr:
@@ -95,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // load is one loader worker. It runs on its own OS thread so that the
 // thread's CPU clock measures this worker's work alone.
-func load(ctx context.Context, data *os.File, size, sampleBytes int64, spin time.Duration,
+func load(ctx context.Context, data *os.File, size, sampleBytes int64, spin time.Duration, ioWait bool,
 	next *atomic.Int64, ready chan<- time.Time) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -108,7 +120,11 @@ func load(ctx context.Context, data *os.File, size, sampleBytes int64, spin time
 		if _, err := data.ReadAt(buf, (i%slots)*sampleBytes); err != nil {
 			return fmt.Errorf("read dataset: %w", err)
 		}
-		h = decode(buf, spin, h)
+		if ioWait {
+			time.Sleep(spin)
+		} else {
+			h = decode(buf, spin, h)
+		}
 		select {
 		case ready <- time.Now():
 		case <-ctx.Done():
@@ -158,13 +174,16 @@ func gpu(ctx context.Context, cfg Config, ready <-chan time.Time, steps, busy *a
 func report(ctx context.Context, cfg Config, steps *atomic.Int64) {
 	tick := time.NewTicker(cfg.Report)
 	defer tick.Stop()
-	last, lastAt := int64(0), time.Now()
+	last, lastAt := steps.Load(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
 			n := steps.Load()
+			if err := writeCheckpoint(cfg.Checkpoint, n); err != nil {
+				fmt.Fprintf(cfg.Log, "lachesis-synth: checkpoint: %v\n", err)
+			}
 			rate := float64(n-last) / now.Sub(lastAt).Seconds()
 			// Out is unbuffered (or the caller's): each line goes out as it
 			// is printed, which the profiler reading a pipe relies on.
@@ -172,4 +191,37 @@ func report(ctx context.Context, cfg Config, steps *atomic.Int64) {
 			last, lastAt = n, now
 		}
 	}
+}
+
+// readCheckpoint is the step count saved in path (0 when path is "" or
+// does not exist yet).
+func readCheckpoint(path string) (int64, error) {
+	if path == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: checkpoint %s holds %q, not a step count", ErrBadConfig, path, b)
+	}
+	return n, nil
+}
+
+// writeCheckpoint saves n in path atomically (a reader or a requeued run
+// never sees half a number); nothing when path is "".
+func writeCheckpoint(path string, n int64) error {
+	if path == "" {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(n, 10)+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

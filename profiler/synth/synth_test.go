@@ -121,3 +121,38 @@ func TestRun_CancelledContextEndsWithoutError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A requeued job resumes: a run cut short saves its steps in the
+// checkpoint, and the next run counts -steps from there and saves the
+// total; a checkpoint that is not a step count is refused, not taken as 0.
+func TestRun_ResumesFromItsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "ckpt")
+	cfg := Config{Knee: 2, IOWait: true, DataPath: filepath.Join(dir, "d"), DataBytes: 1 << 20,
+		Checkpoint: ckpt, Out: &bytes.Buffer{}, Log: &bytes.Buffer{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(ckpt)
+	first, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || first < 1 {
+		t.Fatalf("checkpoint after a cut-short run: %q (%v)", b, err)
+	}
+	var log bytes.Buffer
+	cfg.Steps, cfg.Log = first+3, &log
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := "done, " + strconv.Itoa(first+3) + " steps"; !strings.Contains(log.String(), want) {
+		t.Fatalf("resumed run: want %q in %s", want, log.String())
+	}
+	if b, _ := os.ReadFile(ckpt); strings.TrimSpace(string(b)) != strconv.Itoa(first+3) {
+		t.Fatalf("checkpoint after the resumed run: %q, want %d", b, first+3)
+	}
+	os.WriteFile(ckpt, []byte("-7\n"), 0o644)
+	if err := Run(context.Background(), cfg); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("a negative checkpoint: %v, want ErrBadConfig", err)
+	}
+}

@@ -1,8 +1,10 @@
-// Package demo runs `make demo`: one bundled workload on a loopback Slurm
-// cluster, first under Lachesis (priority/tiresias + preempt/tiresias), then
-// under Slurm's priority/multifactor, in the same run on the same cluster
-// shape, and prints what happened: a live view of queues and attained
-// service, then a per-job table and the average job completion times.
+// Package demo runs `make demo`: bundled workloads on a loopback Slurm
+// cluster, each run twice in the same run on the same cluster shape (Part:
+// Lachesis's priorities against priority/multifactor, Synergy's sizing
+// against the GPU-proportional share; SharingPart: sharing off against on,
+// with the node agent measuring GPU use on its fake GPU device), printing
+// what happened: a live view of queues and attained service, then a
+// per-job table and the figures side by side.
 //
 // ProfileDemo is `make demo-profile`: a real PyTorch training job
 // (etc/demo/train_image.py) profiled through a real node agent, its profile

@@ -355,18 +355,39 @@ func done(state string) bool {
 // startAgent starts lachesis-node-agent and waits for its socket; the
 // returned func stops it.
 func (d ProfileDemo) startAgent(ctx context.Context, listen, mungeSocket, slurmConf string) (func(), error) {
-	cfg := filepath.Join(d.Dir, "node-agent.yaml")
-	if err := os.WriteFile(cfg, []byte(d.agentYAML(listen, mungeSocket)), 0o644); err != nil {
+	return startNodeAgent(ctx, nodeAgent{Bin: d.bin(), Dir: d.Dir, YAML: d.agentYAML(listen, mungeSocket),
+		Socket: d.agentSocket(), SlurmConf: slurmConf, Out: d.Out})
+}
+
+// ErrNodeAgent: the demo's node agent did not start.
+var ErrNodeAgent = errors.New("demo node agent")
+
+// nodeAgent is a lachesis-node-agent the demo runs beside its cluster.
+type nodeAgent struct {
+	Bin       string // holds lachesis-node-agent and lachesis-profiler
+	Dir       string // the cluster's directory: node-agent.yaml, agent-spool/, log/node-agent.log
+	YAML      string // node-agent.yaml, whose spool is under Dir/agent-spool
+	Socket    string // the agent's unix socket, as YAML names it
+	SlurmConf string
+	Out       io.Writer // where "up" and "stopped" are said
+}
+
+// startNodeAgent starts a and waits for its socket to answer
+// `lachesis-profiler status`; the returned func stops it.
+func startNodeAgent(ctx context.Context, a nodeAgent) (func(), error) {
+	cfg := filepath.Join(a.Dir, "node-agent.yaml")
+	if err := os.WriteFile(cfg, []byte(a.YAML), 0o644); err != nil {
 		return nil, err
 	}
-	os.RemoveAll(filepath.Join(d.Dir, "agent-spool"))
-	logf, err := os.Create(filepath.Join(d.Dir, "log", "node-agent.log"))
+	os.RemoveAll(filepath.Join(a.Dir, "agent-spool"))
+	logPath := filepath.Join(a.Dir, "log", "node-agent.log")
+	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(d.bin(), "lachesis-node-agent"), "-config", cfg)
+	cmd := exec.Command(filepath.Join(a.Bin, "lachesis-node-agent"), "-config", cfg)
 	// The agent asks this cluster's Slurm (squeue) about its callers' jobs.
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+slurmConf)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+a.SlurmConf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -382,23 +403,23 @@ func (d ProfileDemo) startAgent(ctx context.Context, listen, mungeSocket, slurmC
 			cmd.Process.Kill() //nolint:errcheck
 			<-exited
 		}
-		fmt.Fprintln(d.Out, "\n== Node agent stopped.")
+		fmt.Fprintln(a.Out, "\n== Node agent stopped.")
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		st := exec.CommandContext(ctx, filepath.Join(d.bin(), "lachesis-profiler"), "status", "--agent-socket", d.agentSocket())
+		st := exec.CommandContext(ctx, filepath.Join(a.Bin, "lachesis-profiler"), "status", "--agent-socket", a.Socket)
 		if out, err := st.CombinedOutput(); err == nil {
-			fmt.Fprintf(d.Out, "\n== Node agent up:\n%s", indent(string(out)))
+			fmt.Fprintf(a.Out, "\n== Node agent up:\n%s", indent(string(out)))
 			return stop, nil
 		}
 		select {
 		case <-exited:
-			b, _ := os.ReadFile(filepath.Join(d.Dir, "log", "node-agent.log"))
-			return nil, fmt.Errorf("%w: the node agent exited:\n%s", ErrProfileDemo, b)
+			b, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("%w: it exited:\n%s", ErrNodeAgent, b)
 		case <-time.After(500 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("%w: the node agent's socket did not answer in 30 s", ErrProfileDemo)
+			return nil, fmt.Errorf("%w: its socket did not answer in 30 s", ErrNodeAgent)
 		}
 	}
 }

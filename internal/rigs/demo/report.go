@@ -39,7 +39,7 @@ func Report(w io.Writer, aLabel string, a []Outcome, bLabel string, b []Outcome,
 		if model == "" {
 			model = "-"
 		}
-		fmt.Fprintf(w, "%-9s %-9s %4d %5.0fs | %7.0fs %13d | %7.0fs %13d\n", a[i].Job.Name, model, a[i].Job.GPUs,
+		fmt.Fprintf(w, "%-9s %-9s %4s %5.0fs | %7.0fs %13d | %7.0fs %13d\n", a[i].Job.Name, model, gpusColumn(a[i].Job),
 			a[i].Job.Work.Seconds(), a[i].JCT().Seconds(), extra(a[i]), b[i].JCT().Seconds(), extra(b[i]))
 	}
 	avgA, avgB := Average(a), Average(b)
@@ -72,4 +72,13 @@ func WriteCSV(path, aLabel string, a []Outcome, bLabel string, b []Outcome) erro
 	}
 	w.Flush()
 	return w.Error()
+}
+
+// gpusColumn is a job's GPUs, or the share of one it gets with sharing on
+// (the sharing workload's jobs take a whole GPU with it off).
+func gpusColumn(j Job) string {
+	if j.Share > 0 {
+		return strconv.FormatFloat(j.Share, 'g', 3, 64)
+	}
+	return strconv.Itoa(j.GPUs)
 }

@@ -31,6 +31,15 @@ type Scenario struct {
 	// speed table for scripts/demo-train.sh ("" = the share's speed).
 	SubmitArgs func(Job) []string
 	Speeds     func(Job) string
+	// Command, if set, replaces the GPU request and the job's script
+	// (--gpus and scripts/demo-train.sh): the sbatch options and the
+	// --wrap of job j, which checkpoints into ckpt.
+	Command func(j Job, ckpt string) []string
+	// Start, if set, runs once the cluster is up (e.g. the node agent);
+	// the func it returns runs before the cluster stops.
+	Start func(ctx context.Context, c *slurmcluster.Cluster) (func(), error)
+	// Sample, if set, is called at every poll with the jobs' states.
+	Sample func(out []Outcome, states map[uint32]slurmcluster.Job)
 }
 
 // Outcome is what happened to one job in one scenario.
@@ -62,6 +71,9 @@ type Runner struct {
 	// Finished, if set, is called with the cluster after every job has
 	// ended and before the cluster stops (e.g. to read slurmctld's log).
 	Finished func(c *slurmcluster.Cluster) error
+	// Cgroups and ShardsPerGPU: see slurmcluster.Options.
+	Cgroups      bool
+	ShardsPerGPU int
 }
 
 // Run executes the workload under s and returns each job's outcome.
@@ -76,7 +88,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 		Dir: r.Dir, Nodes: r.Nodes, GPUsPerNode: r.GPUs, CPUsPerNode: r.CPUs, MemPerNode: r.MemMB,
 		PortBase: r.PortBase, Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
 		PluginDir:    filepath.Join(r.Root, "build", "plugins"),
-		LachesisYAML: s.YAML, ExtraConf: s.Extra,
+		LachesisYAML: s.YAML, ExtraConf: s.Extra, Cgroups: r.Cgroups, ShardsPerGPU: r.ShardsPerGPU,
 	})
 	if err != nil {
 		if c != nil {
@@ -86,6 +98,13 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 		return nil, err
 	}
 	defer c.Down() //nolint:errcheck // the demo's result does not depend on it
+	if s.Start != nil {
+		stop, err := s.Start(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 
 	ckptDir := filepath.Join(r.Dir, "ckpt")
 	os.RemoveAll(ckptDir)
@@ -116,11 +135,16 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 			if s.Speeds != nil {
 				speeds = s.Speeds(j)
 			}
-			args := []string{"-J", j.Name, "-N1", "--gpus=" + strconv.Itoa(j.GPUs), "--requeue", "--output=/dev/null"}
+			args := []string{"-J", j.Name, "-N1", "--requeue", "--output=/dev/null"}
 			if s.SubmitArgs != nil {
 				args = append(args, s.SubmitArgs(j)...)
 			}
-			args = append(args, "--wrap", fmt.Sprintf("bash %s %s %d %q", train, ckpt, int(j.Work.Seconds()), speeds))
+			if s.Command != nil {
+				args = append(args, s.Command(j, ckpt)...)
+			} else {
+				args = append(args, "--gpus="+strconv.Itoa(j.GPUs),
+					"--wrap", fmt.Sprintf("bash %s %s %d %q", train, ckpt, int(j.Work.Seconds()), speeds))
+			}
 			id, err := c.Submit(args...)
 			if err != nil {
 				return nil, err
@@ -158,6 +182,9 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 				}
 				done++
 			}
+		}
+		if s.Sample != nil {
+			s.Sample(out, states)
 		}
 		if r.Live {
 			r.drawLive(s.Label, now, jobs, out, states, prios, byID)

@@ -20,6 +20,12 @@ type Job struct {
 	GPUs    int
 	Work    time.Duration // run time at the GPU-proportional share's speed
 	Model   string        // optional; its speed depends on its CPUs (Models)
+	// The sharing workload's (ParseSharingWorkload): the share of one GPU
+	// the job is given when sharing is on (0: its GPUs, whole), its class,
+	// and the utilisation its GPU step drives when it runs alone.
+	Share         float64
+	Opportunistic bool
+	UtilPct       float64
 }
 
 // ParseWorkload reads "name,arrival_s,gpus,work_s[,model]" lines ('#'
