@@ -225,6 +225,9 @@ type introState struct {
 	// asked: guests whose requeue was asked, until a pass sees them not
 	// running (one request per revert).
 	asked map[uint32]bool
+	// kept: the host each guest was last logged as kept beside (one
+	// line per pair and run, not one per pass).
+	kept map[uint32]uint32
 	// queue feeds the requeuer goroutine.
 	queue chan requeueRequest
 }
@@ -233,6 +236,7 @@ func (in *introState) init() {
 	if in.table == nil {
 		in.table = sharing.NewTable(sharing.Limits{})
 		in.asked = map[uint32]bool{}
+		in.kept = map[uint32]uint32{}
 	}
 }
 
@@ -259,6 +263,11 @@ func (c *Core) introspect() {
 			delete(in.asked, id)
 		}
 	}
+	for id := range in.kept {
+		if _, ok := u.live[id]; !ok {
+			delete(in.kept, id)
+		}
+	}
 	if len(members) < 2 {
 		return
 	}
@@ -266,6 +275,12 @@ func (c *Core) introspect() {
 	for _, v := range judgePairs(cfg, members) {
 		if !v.revert {
 			c.measurePair(v)
+			if h, ok := in.kept[v.guest.id]; !ok || h != v.host.id {
+				in.kept[v.guest.id] = v.host.id
+				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
+					v.guest.id, v.host.id, pct(max(0, sharing.Loss(v.solo, v.shared))), pct(cfg.MaxSlowdown)),
+					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared)
+			}
 			continue
 		}
 		if in.asked[v.guest.id] {

@@ -208,6 +208,9 @@ func TestAGuestWithinMaxSlowdownIsKeptAndThePairMeasured(t *testing.T) {
 	if !ok || !measured || s.Of < 0.969 || s.Of > 0.971 || s.Beside != 0.7 {
 		t.Fatalf("pair %+v measured %v ok %v, want resnet at 0.97 measured, lstm's seed 0.7 kept", s, measured, ok)
 	}
+	if !strings.Contains(buf.String(), "job 2 kept: its neighbour job 1 ran 3% slower than alone (max_slowdown 5%)") {
+		t.Fatalf("log lacks the kept line:\n%s", buf.String())
+	}
 	if c.PairBad("resnet", "lstm") || strings.Contains(buf.String(), "requeued") {
 		t.Fatalf("kept pair marked bad or logged as requeued:\n%s", buf.String())
 	}
