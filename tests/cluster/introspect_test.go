@@ -31,11 +31,13 @@ while True:
 // guaranteed job and an opportunistic job share the loopback cluster's one
 // fake GPU through gres/shard. The guaranteed job reports its progress
 // (the synthetic training job's steps, through etc/lachesis_progress.py)
-// and slows down by its -shared-speed while another process is on the
-// GPU. Slowed by 2%, within sharing.max_slowdown (5%), the guest is kept;
-// slowed by half, the guest is requeued within a pass, the log says why,
-// and it is kept off the host's node. Before introspection, nothing
-// looked at the pair: the guest ran on beside a host at half speed.
+// and slows down beside the guest by what Gavel measured for the two
+// models (the synthetic job's -pair-table). ResNet-18 beside LM runs at
+// full speed: the guest is kept; beside ResNet-50 at 0.52 of alone: the
+// guest is requeued within a pass, the log says why, the pair is marked
+// bad and the guest is kept off the host's node. Before introspection,
+// nothing looked at the pair: the guest ran on beside a host at half
+// speed.
 func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
 	if err != nil {
@@ -53,7 +55,13 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	}
 	u := testenv.EnsureUser(t, testUser)
 	uid, _ := strconv.Atoi(u.Uid)
-	for name, body := range map[string][]byte{"lachesis_progress.py": helper, "relay.py": []byte(relayPy)} {
+	files := map[string][]byte{"lachesis_progress.py": helper, "relay.py": []byte(relayPy)}
+	for _, name := range []string{"throughputs.csv", "colocated.csv"} {
+		if files[name], err = os.ReadFile(filepath.Join(repoRoot, "data", "gavel", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range files {
 		p := filepath.Join(e.work, name)
 		if err := os.WriteFile(p, body, 0o644); err != nil {
 			t.Fatal(err)
@@ -64,9 +72,9 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	// GPU-bound: a 32 ms step (4 samples × 2 ms / knee 0.25) fed by one
 	// loader worker that needs 8 ms a batch, so the step's speed is the
 	// job's rate (about 31 it/s alone).
-	synthCmd := func(name string, sharedSpeed float64) string {
-		return fmt.Sprintf("%s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb 512 -shared-speed %g",
-			synth, e.work, name, fakeDir, sharedSpeed)
+	synthCmd := func(name, model string) string {
+		return fmt.Sprintf("%s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb 512 -model %s -pair-table %s -pair-gpu v100",
+			synth, e.work, name, fakeDir, model, e.work)
 	}
 	sbatch := func(args ...string) uint32 {
 		t.Helper()
@@ -81,13 +89,15 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		t.Cleanup(func() { e.c.Run("scancel", strconv.Itoa(int(id))) })
 		return uint32(id)
 	}
-	host := func(name string, sharedSpeed float64) uint32 {
-		return sbatch("-J", name, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:3",
-			"--wrap", synthCmd(name, sharedSpeed)+" | python3 -u relay.py")
+	// The job's model key (job_submit/synergy's: its comment's model=)
+	// is the model the synthetic job runs as.
+	host := func(name, model string) uint32 {
+		return sbatch("-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:3",
+			"--wrap", synthCmd(name, model)+" | python3 -u relay.py")
 	}
-	guest := func(name string) uint32 {
-		return sbatch("-p", "opp", "-J", name, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:1",
-			"--wrap", "exec "+synthCmd(name, 1))
+	guest := func(name, model string) uint32 {
+		return sbatch("-p", "opp", "-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:1",
+			"--wrap", "exec "+synthCmd(name, model))
 	}
 	// The host has run alone long enough for a solo rate: its progress
 	// reached the agent's metrics and the controller's AdminComment.
@@ -101,11 +111,11 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		return regexp.MustCompile(regexp.QuoteMeta(fmt.Sprintf(format, a...)))
 	}
 
-	// Slowed by 2%: kept.
-	mild := host("host_mild", 0.98)
+	// ResNet-18 beside LM: full speed (Gavel, V100), kept.
+	mild := host("host_mild", "ResNet-18/bs64")
 	e.waitState(mild, "RUNNING", 90*time.Second)
 	aloneLongEnough(mild)
-	kept := guest("guest_kept")
+	kept := guest("guest_kept", "LM/bs80")
 	e.waitState(kept, "RUNNING", 90*time.Second)
 	keptLine := line("job %d kept: its neighbour job %d ran ", kept, mild)
 	e.eventually(180*time.Second, "the pair judged and kept", func() (bool, string) {
@@ -122,11 +132,12 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		return j.State != "RUNNING" && j.State != "COMPLETING" && k.State != "RUNNING" && k.State != "COMPLETING", fmt.Sprintf("%+v %+v", j, k)
 	})
 
-	// Slowed by half: requeued, logged, kept off the node.
-	slow := host("host_slow", 0.5)
+	// ResNet-18 beside ResNet-50: 0.52 of alone; requeued, logged, kept
+	// off the node.
+	slow := host("host_slow", "ResNet-18/bs64")
 	e.waitState(slow, "RUNNING", 90*time.Second)
 	aloneLongEnough(slow)
-	evicted := guest("guest_evicted")
+	evicted := guest("guest_evicted", "ResNet-50/bs64")
 	e.waitState(evicted, "RUNNING", 90*time.Second)
 	revertLine := regexp.MustCompile(fmt.Sprintf(`job %d requeued: its neighbour job %d ran \d+%% slower than alone \(max_slowdown 5%%\)`, evicted, slow))
 	e.eventually(180*time.Second, "the guest requeued for its neighbour's slowdown", func() (bool, string) {
@@ -139,6 +150,9 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	t.Logf("%s", regexp.MustCompile(revertLine.String()+`.*`).FindString(e.c.ControllerLog()))
 	if j := e.jobs()[slow]; j.State != "RUNNING" || e.restarts(slow) != 0 {
 		t.Fatalf("the host: %+v, %d restarts; want it running, untouched", j, e.restarts(slow))
+	}
+	if !regexp.MustCompile(revertLine.String() + `.*host_model="?resnet-18/bs64"? guest_model="?resnet-50/bs64"?`).MatchString(e.c.ControllerLog()) {
+		t.Fatalf("the revert line does not name the pair of models:\n%s", e.c.ControllerLog())
 	}
 	if n := len(revertLine.FindAllString(e.c.ControllerLog(), -1)); n != 1 {
 		t.Fatalf("the revert is logged %d times; want once", n)
