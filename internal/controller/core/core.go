@@ -239,6 +239,9 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	if err := c.restoreUsage(store); err != nil {
 		return nil, err
 	}
+	if err := c.restoreBadPairs(store); err != nil {
+		return nil, err
+	}
 	c.loadDistribution()
 	if err := c.rebuildRanker(); err != nil {
 		return nil, err

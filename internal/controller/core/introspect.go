@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/sharing"
 )
@@ -230,6 +231,9 @@ type introState struct {
 	kept map[uint32]uint32
 	// queue feeds the requeuer goroutine.
 	queue chan requeueRequest
+	// unsaved: bad pairs marked since the writer last saved them
+	// (ledger bad_pairs, so a restart remembers them).
+	unsaved []ledger.BadPair
 }
 
 func (in *introState) init() {
@@ -243,7 +247,7 @@ func (in *introState) init() {
 // introspect is the pass's introspection step, called by observeUsage
 // with usage.mu held: it judges every pair and asks for the requeues.
 // Nothing here blocks: a requeue is handed to the requeuer goroutine.
-func (c *Core) introspect() {
+func (c *Core) introspect(now int64) {
 	u := &c.usage
 	in := &u.intro
 	in.init()
@@ -286,9 +290,11 @@ func (c *Core) introspect() {
 		if in.asked[v.guest.id] {
 			continue
 		}
-		if v.host.model != "" && v.guest.model != "" {
+		if v.host.model != "" && v.guest.model != "" && !in.table.Bad(v.host.model, v.guest.model) {
 			if err := in.table.MarkBad(v.host.model, v.guest.model); err != nil {
 				c.log.Warn("pair table refused a bad pair", keyErr, err)
+			} else if len(in.unsaved) < ledger.MaxBadPairs {
+				in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
 			}
 		}
 		node := v.node
@@ -333,6 +339,52 @@ func (c *Core) measurePair(v pairVerdict) {
 	}
 	lim := sharing.DefaultLimits().MaxFraction
 	_ = t.Measure(v.host.model, v.guest.model, min(host, lim), min(guest, lim))
+}
+
+// flushBadPairs saves the bad pairs marked since the last flush; a failed
+// save keeps them for the next one. Writer goroutine only.
+func (c *Core) flushBadPairs() {
+	store, ok := c.store.(ledger.BadPairStore)
+	if !ok {
+		return
+	}
+	u := &c.usage
+	u.mu.Lock()
+	pairs := u.intro.unsaved
+	u.intro.unsaved = nil
+	u.mu.Unlock()
+	if len(pairs) == 0 {
+		return
+	}
+	if err := store.SaveBadPairs(pairs); err != nil {
+		c.log.Error("saving bad pairs failed; retrying with the next flush", keyErr, err)
+		u.mu.Lock()
+		if room := ledger.MaxBadPairs - len(u.intro.unsaved); room > 0 {
+			u.intro.unsaved = append(u.intro.unsaved, pairs[:min(len(pairs), room)]...)
+		}
+		u.mu.Unlock()
+	}
+}
+
+// restoreBadPairs marks the pairs the ledger remembers as bad; a name the
+// table refuses (the ledger is a file: hostile too) is skipped.
+func (c *Core) restoreBadPairs(store ledger.Store) error {
+	s, ok := store.(ledger.BadPairStore)
+	if !ok {
+		return nil
+	}
+	pairs, err := s.BadPairs()
+	if err != nil {
+		return err
+	}
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.intro.init()
+	for _, p := range pairs {
+		_ = u.intro.table.MarkBad(p.Host, p.Guest)
+	}
+	return nil
 }
 
 // PairBad says whether introspection marked the pair of models bad.

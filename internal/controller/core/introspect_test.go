@@ -310,3 +310,27 @@ func TestSlurmNodeNameRefusesListsAndRanges(t *testing.T) {
 		}
 	}
 }
+
+// A bad pair outlives slurmctld: the writer saves it in the ledger
+// (bad_pairs) and the next core marks it bad again at start.
+func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	db := c.cfg.DBPath
+	if got := runPair(t, c, owner, mallory, 10, 5); len(got) != 1 {
+		t.Fatalf("requeues %+v, want one", got)
+	}
+	if err := c.Close(); err != nil { // the writer's last flush
+		t.Fatal(err)
+	}
+	cfg := testConfig(db)
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	again := openCoreWith(t, cfg)
+	defer again.Close()
+	if !again.PairBad("resnet", "lstm") {
+		t.Fatal("the bad pair was forgotten by the restart")
+	}
+	if again.PairBad("resnet", "a3c") {
+		t.Fatal("a pair never marked is bad after the restart")
+	}
+}

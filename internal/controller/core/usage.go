@@ -280,7 +280,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.met.idleJobs(idle)
-	c.introspect()
+	c.introspect(now)
 }
 
 // usageSegment is the AdminComment text of a summary, e.g.
