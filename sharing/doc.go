@@ -64,7 +64,11 @@
 //     has shared long enough when a whole GPU stays idle.
 //
 // The simulator (sim/sharing.go) is this loop; docs/evaluation section 8
-// measures it.
+// measures it. In slurmctld, the core applies step 1 at every pass
+// (internal/controller/core/introspect.go: pairs from the node agents'
+// usage reports, the requeue by scontrol outside slurmctld's locks); steps
+// 2 and 3 are priority/opportunistic.go's, and step 4 is Slurm's own
+// scheduling of the opportunistic partition (Choose is not wired there).
 //
 // The package is pure Go without I/O (it parses from an io.Reader), like
 // priority/, and builds with CGO_ENABLED=0.

@@ -8,8 +8,12 @@
 //
 // With -fake-gpu-dir (the node agent's fake_gpu.dir: test and demo only)
 // it runs "on" the fake GPUs of CUDA_VISIBLE_DEVICES, keeping a record
-// there for the agent, and runs at -shared-speed while another process
-// shares one of them.
+// there for the agent, and slows down while another process shares one of
+// them: to -shared-speed when given, else to the fraction sharing's pair
+// table (Gavel's measurements, -pair-table DIR holding throughputs.csv and
+// colocated.csv, on -pair-gpu) gives its -model beside the neighbours'.
+//
+//	lachesis-synth -fake-gpu-dir D -model ResNet-18/bs64 -pair-table data/gavel
 package main
 
 import (
@@ -19,10 +23,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/profiler/synth"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 func main() {
@@ -54,7 +60,11 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.Report, "report", synth.DefaultReport, "interval between throughput lines")
 	fs.StringVar(&cfg.FakeGPU.Dir, "fake-gpu-dir", "", "the node agent's fake GPU directory (test/demo only): run on the fake GPUs of CUDA_VISIBLE_DEVICES")
 	fs.Float64Var(&cfg.FakeGPU.MemMB, "fake-gpu-mem-mb", 1024, "GPU memory the job holds on its fake GPUs, MiB")
-	fs.Float64Var(&cfg.FakeGPU.SharedSpeed, "shared-speed", 1, "speed relative to alone while another process shares a fake GPU (0..1)")
+	fs.Float64Var(&cfg.FakeGPU.SharedSpeed, "shared-speed", 0, "speed relative to alone while another process shares a fake GPU (0..1; 0: from -pair-table, else 1)")
+	fs.StringVar(&cfg.FakeGPU.Model, "model", "", "the job's model key, in its fake GPU record and looked up in -pair-table (e.g. ResNet-18/bs64)")
+	var pairDir, pairGPU string
+	fs.StringVar(&pairDir, "pair-table", "", "directory of Gavel's throughputs.csv and colocated.csv: the speed beside a neighbour comes from its model's pair")
+	fs.StringVar(&pairGPU, "pair-gpu", "v100", "GPU type of -pair-table's figures (k80, p100, v100)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +72,13 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.DataBytes = dataMB << 20
+	if pairDir != "" {
+		t, err := readPairs(pairDir, pairGPU)
+		if err != nil {
+			return err
+		}
+		cfg.FakeGPU.Pairs = t
+	}
 	if cfg.FakeGPU.Dir != "" {
 		gpus, err := synth.ParseVisibleDevices(os.Getenv("CUDA_VISIBLE_DEVICES"))
 		if err != nil {
@@ -74,4 +91,19 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return synth.Run(ctx, cfg)
+}
+
+// readPairs seeds a pair table from Gavel's two files in dir.
+func readPairs(dir, gpu string) (*sharing.Table, error) {
+	solo, err := os.Open(filepath.Join(dir, "throughputs.csv"))
+	if err != nil {
+		return nil, err
+	}
+	defer solo.Close()
+	col, err := os.Open(filepath.Join(dir, "colocated.csv"))
+	if err != nil {
+		return nil, err
+	}
+	defer col.Close()
+	return sharing.ReadGavel(solo, col, gpu, sharing.DefaultLimits())
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
@@ -108,6 +109,8 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%w: fake GPU memory %v MB outside 0..%d", ErrBadConfig, g.MemMB, fakegpu.MemTotalMB)
 		case !(g.SharedSpeed >= 0 && g.SharedSpeed <= 1):
 			return c, fmt.Errorf("%w: shared speed %v outside 0..1", ErrBadConfig, g.SharedSpeed)
+		case len(g.Model) > fakegpu.MaxModel || strings.IndexFunc(g.Model, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+			return c, fmt.Errorf("%w: model name of %d bytes or with control characters", ErrBadConfig, len(g.Model))
 		}
 	}
 	if c.DataPath == "" {

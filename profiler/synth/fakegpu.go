@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // FakeGPU puts the job "on" fake GPUs (the node agent's fake device,
@@ -29,10 +30,22 @@ type FakeGPU struct {
 	GPUs []int
 	// MemMB is the GPU memory the job claims to hold.
 	MemMB float64
-	// SharedSpeed is the job's speed, relative to alone, while it shares a
-	// GPU (0 or 1: no slowdown).
+	// SharedSpeed, when above 0, is the job's speed relative to alone
+	// while it shares a GPU, whoever the neighbour (1: no slowdown); it
+	// overrides Pairs.
 	SharedSpeed float64
+	// Model is the job's model key, written in its record so neighbours
+	// can look the pair up; Pairs is the pair table (Gavel's seeds,
+	// sharing.ReadGavel) the job's speed beside its neighbours' models
+	// comes from when SharedSpeed is 0.
+	Model string
+	Pairs *sharing.Table
 }
+
+// minSharedSpeed is the speed beside a neighbour the pair table says the
+// model did not run with at all (fraction 0: Gavel's out-of-memory pairs):
+// slow, but the job still moves.
+const minSharedSpeed = 0.05
 
 // ErrNoFakeGPU: FakeGPU.Dir is set but the job was given no GPU.
 var ErrNoFakeGPU = errors.New("synth: a fake GPU directory but no GPU (CUDA_VISIBLE_DEVICES unset or empty)")
@@ -58,25 +71,39 @@ func ParseVisibleDevices(s string) ([]int, error) {
 	return out, nil
 }
 
-// sharedSpeed is the job's speed while it shares its GPU with neighbours
-// other processes: the one place a slowdown model plugs in (today the
-// command line's -shared-speed; later a pair table of measured co-located
-// speeds).
-func sharedSpeed(g FakeGPU, neighbours int) float64 {
-	if neighbours == 0 || !(g.SharedSpeed > 0 && g.SharedSpeed < 1) {
+// sharedSpeed is the job's speed while it shares its GPU with
+// neighbours (their records' models): -shared-speed when given, else the
+// pair table's fraction of the job's model beside each neighbour's, the
+// slowest of them; a pair the table lacks (or a neighbour without a
+// model) does not slow it.
+func sharedSpeed(g FakeGPU, neighbours []string) float64 {
+	if len(neighbours) == 0 {
 		return 1
 	}
-	return g.SharedSpeed
+	if g.SharedSpeed > 0 {
+		return min(g.SharedSpeed, 1)
+	}
+	speed := 1.0
+	if g.Pairs == nil || g.Model == "" {
+		return speed
+	}
+	for _, m := range neighbours {
+		if s, _, ok := g.Pairs.Lookup(g.Model, m); ok && m != "" {
+			speed = min(speed, max(s.Of, minSharedSpeed))
+		}
+	}
+	return speed
 }
 
-// neighbours counts the other live processes with a fresh record on one of
-// the job's GPUs (bounded like the agent's read of the directory).
-func neighbours(g FakeGPU, self int, now time.Time) int {
+// neighbours is the models of the other live processes with a fresh
+// record on one of the job's GPUs ("" for one without), bounded like the
+// agent's read of the directory.
+func neighbours(g FakeGPU, self int, now time.Time) []string {
 	names, _, err := fakegpu.List(g.Dir)
 	if err != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	var n []string
 	for _, name := range names {
 		r, err := fakegpu.Read(filepath.Join(g.Dir, name))
 		if err != nil || r.PID == self || now.Sub(r.ModTime) > fakegpu.Stale {
@@ -86,7 +113,7 @@ func neighbours(g FakeGPU, self int, now time.Time) int {
 			continue
 		}
 		if slices.ContainsFunc(r.GPUs, func(i int) bool { return slices.Contains(g.GPUs, i) }) {
-			n++
+			n = append(n, r.Model)
 		}
 	}
 	return n
@@ -112,11 +139,11 @@ func onFakeGPU(ctx context.Context, g FakeGPU, busy *atomic.Int64, speed *atomic
 		}
 		n := neighbours(g, pid, now)
 		speed.Store(f64bits(sharedSpeed(g, n)))
-		if (n > 0) != (shared > 0) {
-			log("lachesis-synth: %d other process(es) on my fake GPUs %v: speed %.2f\n", n, g.GPUs, sharedSpeed(g, n))
+		if (len(n) > 0) != (shared > 0) {
+			log("lachesis-synth: %d other process(es) on my fake GPUs %v: speed %.2f\n", len(n), g.GPUs, sharedSpeed(g, n))
 		}
-		shared = n
-		if err := fakegpu.Write(g.Dir, fakegpu.Record{PID: pid, GPUs: g.GPUs, UtilPct: util, MemMB: g.MemMB}); err != nil {
+		shared = len(n)
+		if err := fakegpu.Write(g.Dir, fakegpu.Record{PID: pid, GPUs: g.GPUs, UtilPct: util, MemMB: g.MemMB, Model: g.Model}); err != nil {
 			log("lachesis-synth: fake GPU record: %v\n", err)
 		}
 		select {

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 func TestParseVisibleDevices(t *testing.T) {
@@ -36,14 +39,14 @@ func TestNeighboursOnTheSameFakeGPUSlowTheJob(t *testing.T) {
 	fakegpu.Write(dir, fakegpu.Record{PID: self, GPUs: []int{1}})
 	fakegpu.Write(dir, fakegpu.Record{PID: 1 << 30, GPUs: []int{1}}) // no such process
 	fakegpu.Write(dir, fakegpu.Record{PID: 1, GPUs: []int{0}})       // another GPU
-	if n := neighbours(g, self, time.Now()); n != 0 || sharedSpeed(g, n) != 1 {
-		t.Fatalf("%d neighbours, want none", n)
+	if n := neighbours(g, self, time.Now()); len(n) != 0 || sharedSpeed(g, n) != 1 {
+		t.Fatalf("%d neighbours, want none", len(n))
 	}
 	fakegpu.Write(dir, fakegpu.Record{PID: 1, GPUs: []int{0, 1}})
-	if n := neighbours(g, self, time.Now()); n != 1 || sharedSpeed(g, n) != 0.7 {
-		t.Fatalf("%d neighbours at speed %v, want 1 at 0.7", n, sharedSpeed(g, n))
+	if n := neighbours(g, self, time.Now()); len(n) != 1 || sharedSpeed(g, n) != 0.7 {
+		t.Fatalf("%d neighbours at speed %v, want 1 at 0.7", len(n), sharedSpeed(g, n))
 	}
-	if n := neighbours(g, self, time.Now().Add(2*fakegpu.Stale)); n != 0 {
+	if n := neighbours(g, self, time.Now().Add(2*fakegpu.Stale)); len(n) != 0 {
 		t.Fatalf("a stale record counted as a neighbour")
 	}
 }
@@ -97,5 +100,56 @@ func TestRunKeepsItsFakeGPURecord(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the record outlived the run: %v", err)
+	}
+}
+
+// Without -shared-speed the speed beside a neighbour is the pair table's
+// fraction for the two models, the slowest neighbour's; a pair the table
+// lacks, or a neighbour without a model, does not slow the job, and a
+// pair that did not run together (0) leaves it minSharedSpeed.
+func TestSharedSpeedComesFromThePairTable(t *testing.T) {
+	pairs := sharing.NewTable(sharing.Limits{})
+	for _, p := range []struct {
+		a, b   string
+		fa, fb float64
+	}{{"resnet", "lstm", 0.6, 0.8}, {"resnet", "a3c", 0.97, 0.9}, {"resnet", "gan", 0, 0}} {
+		if err := pairs.Seed(p.a, p.b, p.fa, p.fb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := FakeGPU{Model: "resnet", Pairs: pairs}
+	for _, c := range []struct {
+		neighbours []string
+		want       float64
+	}{
+		{nil, 1}, {[]string{"lstm"}, 0.6}, {[]string{"a3c"}, 0.97}, {[]string{"a3c", "lstm"}, 0.6},
+		{[]string{"unknown"}, 1}, {[]string{""}, 1}, {[]string{"gan"}, minSharedSpeed},
+	} {
+		if got := sharedSpeed(g, c.neighbours); got != c.want {
+			t.Errorf("beside %q: speed %v, want %v", c.neighbours, got, c.want)
+		}
+	}
+	if got := sharedSpeed(FakeGPU{Model: "lstm", Pairs: pairs}, []string{"resnet"}); got != 0.8 {
+		t.Errorf("lstm beside resnet: %v, want 0.8 (the pair read the other way)", got)
+	}
+	g.SharedSpeed = 0.9
+	if got := sharedSpeed(g, []string{"lstm"}); got != 0.9 {
+		t.Errorf("-shared-speed 0.9 beside lstm: %v; the flag overrides the table", got)
+	}
+}
+
+// A record's model is bounded: a neighbour cannot feed the agent or a
+// job's log an unbounded or control-character name.
+func TestFakeGPURecordModelIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	for _, m := range []string{strings.Repeat("m", fakegpu.MaxModel+1), "a\nb"} {
+		os.WriteFile(filepath.Join(dir, "1.json"), []byte(fmt.Sprintf(`{"pid":1,"gpus":[0],"model":%q}`, m)), 0o644)
+		if _, err := fakegpu.Read(filepath.Join(dir, "1.json")); !errors.Is(err, fakegpu.ErrMalformed) {
+			t.Errorf("model %.20q: %v, want ErrMalformed", m, err)
+		}
+	}
+	fakegpu.Write(dir, fakegpu.Record{PID: 1, GPUs: []int{0}, Model: "ResNet-18/bs64"})
+	if f, err := fakegpu.Read(filepath.Join(dir, "1.json")); err != nil || f.Model != "ResNet-18/bs64" {
+		t.Fatalf("%+v %v", f, err)
 	}
 }

@@ -77,6 +77,11 @@ type Sharing struct {
 	// opportunistic ("" = no opportunistic class). A job that lists it
 	// among its partitions is opportunistic, whatever else it lists.
 	OpportunisticPartition string
+	// MaxSlowdown is the largest share of its solo rate a guaranteed job
+	// may lose to an opportunistic job beside it on one GPU before the
+	// core requeues the opportunistic one (sharing.Config.Revert; the
+	// core's introspect.go). 0.05 by default.
+	MaxSlowdown float64
 }
 
 // Opportunistic reports whether a job whose partition field is partitions
@@ -245,6 +250,7 @@ type file struct {
 	Sharing struct {
 		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
 		PromoteAfter           float64 `mapstructure:"promote_after"`
+		MaxSlowdown            float64 `mapstructure:"max_slowdown"`
 	} `mapstructure:"sharing"`
 }
 
@@ -284,6 +290,7 @@ func Default() Config {
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
 		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
+		Sharing:   Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown},
 	}
 }
 
@@ -345,6 +352,7 @@ func defaultFile() file {
 	f.Usage.IdleAfter = d.Usage.IdleAfter.Seconds()
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
 	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
+	f.Sharing.MaxSlowdown = d.Sharing.MaxSlowdown
 	return f
 }
 
@@ -586,7 +594,14 @@ func (f file) checkSharing(c *Config) error {
 		return fmt.Errorf("%w: sharing.opportunistic_partition must be one partition name of at most %d bytes, without commas or spaces, got %q",
 			ErrInvalid, MaxPartitionName, name)
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name}
+	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown}
+	// sharing.Config holds max_slowdown's rule; its other fields are
+	// checked here (promote_after) or not used by the core.
+	rules := sharing.DefaultConfig()
+	rules.MaxSlowdown = f.Sharing.MaxSlowdown
+	if err := rules.Validate(); err != nil {
+		return fmt.Errorf("%w: sharing.%s", ErrInvalid, strings.TrimPrefix(err.Error(), sharing.ErrBadConfig.Error()+": "))
+	}
 	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: name != "", PromoteAfter: f.Sharing.PromoteAfter}
 	if err := c.Tiresias.Opportunistic.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("sharing", err))

@@ -182,6 +182,9 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"a name with a space as the opportunistic partition is rejected", "sharing:\n  opportunistic_partition: \"op p\"\n", "sharing.opportunistic_partition"},
 		{"negative promote_after is rejected", "sharing:\n  promote_after: -1\n", "sharing.promote_after"},
 		{"promote_after over a year is rejected", "sharing:\n  promote_after: 31536001\n", "sharing.promote_after"},
+		{"negative max_slowdown is rejected", "sharing:\n  max_slowdown: -0.01\n", "sharing.max_slowdown"},
+		{"max_slowdown of 1 is rejected", "sharing:\n  max_slowdown: 1\n", "sharing.max_slowdown"},
+		{"NaN max_slowdown is rejected", "sharing:\n  max_slowdown: .nan\n", "sharing.max_slowdown"},
 		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
 		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
@@ -312,6 +315,12 @@ func TestParseReadsSharing(t *testing.T) {
 	want := priority.Opportunistic{Enabled: true, PromoteAfter: 120}
 	if c.Sharing.OpportunisticPartition != "opp" || c.Tiresias.Opportunistic != want {
 		t.Fatalf("sharing %+v, opportunistic %+v", c.Sharing, c.Tiresias.Opportunistic)
+	}
+	if c.Sharing.MaxSlowdown != 0.05 {
+		t.Fatalf("max_slowdown %v, want the default 0.05", c.Sharing.MaxSlowdown)
+	}
+	if c, err := Parse(strings.NewReader("sharing:\n  max_slowdown: 0.2\n")); err != nil || c.Sharing.MaxSlowdown != 0.2 {
+		t.Fatalf("max_slowdown 0.2 read as %v (%v)", c.Sharing.MaxSlowdown, err)
 	}
 	if d := Default(); d.Tiresias.Opportunistic.Enabled || d.Sharing.OpportunisticPartition != "" {
 		t.Fatalf("the class must be off by default: %+v %+v", d.Sharing, d.Tiresias.Opportunistic)

@@ -172,6 +172,10 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	}
 	c.agents.SetJobEndHandler(c.ReportEnd)
 	c.agents.SetJobUsageHandler(c.ReportUsage)
+	// Introspection's requeues run here, outside slurmctld's locks
+	// (introspect.go's scontrolRequeue says why).
+	queue := c.usage.intro.queue
+	safego.Loop(log, "sharing requeuer", func() { c.requeuer(queue, scontrolRequeue) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -215,6 +219,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		met:       newMetricsIf(cfg.Metrics.Listen),
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
+	c.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
 	c.speedBase = *cfg.Speeds(nil)
 	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
 	c.heirs = newHeirs(cfg.Tiresias)
@@ -232,6 +237,9 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	}
 	c.restoreSweeps(store)
 	if err := c.restoreUsage(store); err != nil {
+		return nil, err
+	}
+	if err := c.restoreBadPairs(store); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()

@@ -59,6 +59,7 @@ type metrics struct {
 	// running; and the upgrades to guaranteed.
 	oppPending, oppRunning prometheus.Gauge
 	upgrades               prometheus.Counter
+	reverts                *prometheus.CounterVec // by signal (introspect.go)
 
 	// Scratch of the pass in progress, under c.mu.
 	counts                               []int
@@ -143,7 +144,13 @@ func newMetrics() *metrics {
 	m.upgrades = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: MetricOppUpgrades, Help: "Opportunistic jobs upgraded to guaranteed after waiting sharing.promote_after.",
 	})
-	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
+	m.reverts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricReverts,
+		Help: "Opportunistic jobs requeued because the guaranteed job beside them lost more than sharing.max_slowdown, by the signal measured (iterations/s, GPU utilisation).",
+	}, []string{"signal"})
+	m.reverts.WithLabelValues(signalIters)
+	m.reverts.WithLabelValues(signalUtil)
+	m.collectors = []prometheus.Collector{m.reverts, m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
 		m.usageDrops, m.usageIdle, opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
@@ -175,6 +182,13 @@ func (m *metrics) fairShare(tracked, withJobs, over int) {
 func (m *metrics) usageDropped(reason string) {
 	if m != nil {
 		m.usageDrops.WithLabelValues(reason).Inc()
+	}
+}
+
+// revert counts one opportunistic job introspection requeued.
+func (m *metrics) revert(signal string) {
+	if m != nil {
+		m.reverts.WithLabelValues(signal).Inc()
 	}
 }
 

@@ -88,6 +88,11 @@ const (
 type liveJob struct {
 	uid  uint32
 	pass uint64 // the pass that last saw it
+	// running (not suspended), opportunistic (ranked in that class) and
+	// model (its model key; read only for jobs on shards) are what
+	// introspection pairs jobs by (introspect.go).
+	running, opportunistic bool
+	model                  string
 }
 
 // jobUsage is a running job's summary and what the core last did with it.
@@ -98,6 +103,7 @@ type jobUsage struct {
 	shownAt int64            // the pass (its now) that set it
 	idle    bool             // logged as idle (cleared when it is not)
 	seen    uint64           // the pass that last saw the job not finished
+	rates   introRates       // its rate alone and shared (introspect.go)
 }
 
 // usageState is the core's per-job GPU use; under its own mutex, so a
@@ -117,6 +123,8 @@ type usageState struct {
 	// idleBelow is usage.idle_below_pct, copied by each pass so that
 	// reports need not take the core's lock.
 	idleBelow float64
+	// intro: introspection's pair table and requeues (introspect.go).
+	intro introState
 }
 
 func (u *usageState) init() {
@@ -166,6 +174,7 @@ func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
 			j.nodeAt[rep.Node] = at
 		}
 		j.sum.Fold(sampleOf(e, at), u.idleBelow)
+		j.rates.observe(e, rep.Node, at)
 		// Saved with the next pass's flush: one transaction per pass,
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum
@@ -234,7 +243,12 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		if s.State != StateRunning && s.State != StateSuspended {
 			continue
 		}
-		u.live[s.ID] = liveJob{uid: s.User, pass: u.pass}
+		prev := u.live[s.ID]
+		l := liveJob{uid: s.User, pass: u.pass, running: s.State == StateRunning, opportunistic: out[i].Opportunistic, model: prev.model}
+		if l.model == "" && s.Shards && s.Run != nil {
+			l.model = s.Run.ModelKey() // once per run: it copies a string out of slurmctld
+		}
+		u.live[s.ID] = l
 		if j == nil || j.sum.User != s.User {
 			continue
 		}
@@ -266,6 +280,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.met.idleJobs(idle)
+	c.introspect(now)
 }
 
 // usageSegment is the AdminComment text of a summary, e.g.

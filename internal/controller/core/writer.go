@@ -128,6 +128,7 @@ func (c *Core) flush() {
 	if fileErr == nil {
 		c.flushUsage()
 		c.flushJobUsage()
+		c.flushBadPairs()
 	}
 	if len(batch) == 0 && fileErr == nil {
 		return

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -26,7 +27,14 @@ type Record struct {
 	GPUs    []int   `json:"gpus"`
 	UtilPct float64 `json:"util_pct"`
 	MemMB   float64 `json:"mem_mb"`
+	// Model is the process's model key ("" for none), which the synthetic
+	// job's neighbours look up in the pair table (at most MaxModel bytes
+	// of printable text; the agent does not read it).
+	Model string `json:"model,omitempty"`
 }
+
+// MaxModel bounds Record.Model, like the pair table's model names.
+const MaxModel = 128
 
 // Bounds on the directory, which every local user may write.
 const (
@@ -135,6 +143,9 @@ func Read(path string) (File, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f.Record); err != nil {
 		return File{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if len(f.Model) > MaxModel || strings.IndexFunc(f.Model, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return File{}, fmt.Errorf("%w: model of %d bytes or with control characters", ErrMalformed, len(f.Model))
 	}
 	return f, nil
 }

@@ -1,0 +1,468 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/sharing"
+)
+
+// Introspection (Gandiva, OSDI'18), the core's half of sharing's rule
+// Revert: a guaranteed job and an opportunistic job whose processes share
+// one GPU (the same node and GPU uuid in the agents' usage reports) are a
+// pair. The guaranteed job's rate while it had the GPU alone is its solo
+// rate; its rate since the guest came (the samples since the GPU's
+// sharer count last changed) is its shared rate. When sharing.Config's
+// Revert says the loss is above sharing.max_slowdown, the guest is
+// requeued, the pair of models is marked bad in the core's pair table,
+// and the guest is kept off that node; otherwise the measured fractions
+// replace whatever the table held for the pair.
+//
+// The rate is iterations/s when the guaranteed job reported progress both
+// alone and shared: that is useful work, what the rule is about. Failing
+// that it is the job's GPU utilisation (NVML's per-process SM share),
+// which falls as a neighbour takes the GPU's time; it overstates the
+// loss of a job whose kernels merely wait longer, so it is the fallback
+// only (issue 22: "utilisation is the fallback signal").
+//
+// Everything here reads the agents' reports, which ReportUsage already
+// checked (the job runs, the uid owns it). The guaranteed job's rate is
+// its owner's word: a host can fake a slowdown (report fewer iterations
+// once a guest arrives) and so evict guests beside it. That only ever
+// requeues opportunistic jobs, which by AntMan's contract yield to any
+// guaranteed job anyway; it cannot requeue a guaranteed job, nor a job
+// on another GPU (docs/security.md).
+
+const (
+	// introMinSamples: a rate needs this many samples before a pair is
+	// judged on it. The first shared sample after a change of sharers is
+	// not counted (the agent's rate spans the change).
+	introMinSamples = 2
+	// introRequeueQueue bounds the requeues waiting for the requeuer
+	// goroutine; a pass never blocks on it (a full queue drops the
+	// request, and the next pass asks again).
+	introRequeueQueue = 64
+	// requeueTimeout bounds one scontrol call.
+	requeueTimeout = 30 * time.Second
+)
+
+// MetricReverts counts opportunistic jobs requeued by introspection.
+const MetricReverts = "lachesis_sharing_reverts_total"
+
+// rateMean is a running mean.
+type rateMean struct {
+	sum float64
+	n   int
+}
+
+func (m *rateMean) add(v float64) {
+	if !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 {
+		m.sum += v
+		m.n++
+	}
+}
+
+func (m rateMean) mean() float64 { return m.sum / float64(m.n) }
+
+// introRates is what one job's reports say about its rate alone and in
+// its current shared window.
+type introRates struct {
+	soloIters, soloUtil     rateMean // samples while alone on its GPUs
+	sharedIters, sharedUtil rateMean // samples since sharers last changed
+	// sharers in the current window (1: alone; 0: nothing seen yet);
+	// since: the report time that opened it.
+	sharers int
+	since   int64
+	// node and gpu: where the job's last report put it (its first GPU:
+	// pairs are judged on one-GPU jobs, the ones shards make).
+	node, gpu string
+	// at: the report time of the last sample.
+	at int64
+}
+
+// observe folds one checked entry of node's report at time at.
+func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
+	sharers, util := 1, 0.0
+	for _, g := range e.GPUs {
+		sharers = max(sharers, g.Sharers)
+		util += g.UtilPct
+	}
+	util /= float64(len(e.GPUs))
+	iters := math.NaN()
+	if e.Progress != nil {
+		iters = e.Progress.ItersPerSec
+	}
+	gpu := e.GPUs[0].UUID
+	if sharers != r.sharers || node != r.node || gpu != r.gpu {
+		// A new window: its first sample is skipped (the agent's rate
+		// and utilisation span the change).
+		r.sharers, r.since, r.node, r.gpu = sharers, at, node, gpu
+		r.sharedIters, r.sharedUtil = rateMean{}, rateMean{}
+		r.at = at
+		return
+	}
+	r.at = at
+	if sharers == 1 {
+		r.soloIters.add(iters)
+		r.soloUtil.add(util)
+		return
+	}
+	r.sharedIters.add(iters)
+	r.sharedUtil.add(util)
+}
+
+// Signals a pair is judged on (the log line and the metric's label).
+const (
+	signalIters = "iterations_per_s"
+	signalUtil  = "gpu_util"
+)
+
+// rates is the host's solo and shared rate: iterations/s when it has
+// enough of both, else GPU utilisation; ok is false while either has
+// fewer than introMinSamples samples.
+func (r *introRates) rates() (solo, shared float64, signal string, ok bool) {
+	if r.soloIters.n >= introMinSamples && r.sharedIters.n >= introMinSamples {
+		return r.soloIters.mean(), r.sharedIters.mean(), signalIters, true
+	}
+	if r.soloUtil.n >= introMinSamples && r.sharedUtil.n >= introMinSamples {
+		return r.soloUtil.mean(), r.sharedUtil.mean(), signalUtil, true
+	}
+	return 0, 0, "", false
+}
+
+// pairMember is one job on a shared GPU as the pass sees it.
+type pairMember struct {
+	id            uint32
+	opportunistic bool
+	model         string
+	rates         *introRates
+}
+
+// pairVerdict is what judgePairs decided for one shared GPU.
+type pairVerdict struct {
+	host, guest         pairMember
+	solo, shared        float64
+	signal              string
+	revert              bool
+	node                string
+	guestSolo, hasGuest bool // the guest's own fraction is known
+	guestFraction       float64
+}
+
+// judgePairs finds the pairs among the jobs on shared GPUs and judges
+// each: per GPU (node and uuid) with exactly one guaranteed job and at
+// least one opportunistic job in the same window, the guaranteed job's
+// rates against cfg.Revert. On a revert the guest is the one that came
+// last (Gandiva reverts the last packing). A GPU with several guaranteed
+// jobs (two guaranteed shard jobs, and a guest) is not judged: whose
+// loss is whose cannot be told. Pure: the caller applies the verdicts.
+func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
+	type gpuKey struct{ node, uuid string }
+	groups := map[gpuKey][]pairMember{}
+	var order []gpuKey
+	for _, m := range members {
+		if m.rates.sharers < 2 || m.rates.gpu == "" {
+			continue
+		}
+		k := gpuKey{m.rates.node, m.rates.gpu}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], m)
+	}
+	var out []pairVerdict
+	for _, k := range order {
+		var host pairMember
+		hosts, guests := 0, []pairMember(nil)
+		for _, m := range groups[k] {
+			if m.opportunistic {
+				guests = append(guests, m)
+			} else {
+				host = m
+				hosts++
+			}
+		}
+		if hosts != 1 || len(guests) == 0 {
+			continue
+		}
+		solo, shared, signal, ok := host.rates.rates()
+		if !ok {
+			continue
+		}
+		last := guests[0]
+		for _, g := range guests[1:] {
+			if g.rates.since > last.rates.since || (g.rates.since == last.rates.since && g.id > last.id) {
+				last = g
+			}
+		}
+		v := pairVerdict{host: host, guest: last, solo: solo, shared: shared, signal: signal,
+			revert: cfg.Revert(solo, shared), node: k.node}
+		if gs, gsh, _, ok := last.rates.rates(); ok && len(guests) == 1 {
+			v.guestSolo, v.guestFraction = true, gsh/gs
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// requeueRequest asks the requeuer to take a guest off its host's node.
+type requeueRequest struct {
+	job  uint32
+	node string
+}
+
+// introState is the core's introspection between passes; under usage.mu.
+type introState struct {
+	// table: the pair table introspection fills (sharing.Table): bad
+	// pairs and measured fractions. It starts empty: Gavel's seeds are
+	// the simulator's; the core measures.
+	table *sharing.Table
+	// asked: guests whose requeue was asked, until a pass sees them not
+	// running (one request per revert).
+	asked map[uint32]bool
+	// kept: the host each guest was last logged as kept beside (one
+	// line per pair and run, not one per pass).
+	kept map[uint32]uint32
+	// queue feeds the requeuer goroutine.
+	queue chan requeueRequest
+	// unsaved: bad pairs marked since the writer last saved them
+	// (ledger bad_pairs, so a restart remembers them).
+	unsaved []ledger.BadPair
+}
+
+func (in *introState) init() {
+	if in.table == nil {
+		in.table = sharing.NewTable(sharing.Limits{})
+		in.asked = map[uint32]bool{}
+		in.kept = map[uint32]uint32{}
+	}
+}
+
+// introspect is the pass's introspection step, called by observeUsage
+// with usage.mu held: it judges every pair and asks for the requeues.
+// Nothing here blocks: a requeue is handed to the requeuer goroutine.
+func (c *Core) introspect(now int64) {
+	u := &c.usage
+	in := &u.intro
+	in.init()
+	var members []pairMember
+	for id, l := range u.live {
+		if in.asked[id] && !l.running {
+			delete(in.asked, id)
+		}
+		j := u.jobs[id]
+		if j == nil || l.pass != u.pass || !l.running || j.rates.sharers < 2 {
+			continue
+		}
+		members = append(members, pairMember{id: id, opportunistic: l.opportunistic, model: l.model, rates: &j.rates})
+	}
+	for id := range in.asked {
+		if _, ok := u.live[id]; !ok {
+			delete(in.asked, id)
+		}
+	}
+	for id := range in.kept {
+		if _, ok := u.live[id]; !ok {
+			delete(in.kept, id)
+		}
+	}
+	if len(members) < 2 {
+		return
+	}
+	cfg := sharing.Config{MaxSlowdown: c.cfg.Sharing.MaxSlowdown}
+	for _, v := range judgePairs(cfg, members) {
+		if !v.revert {
+			c.measurePair(v)
+			if h, ok := in.kept[v.guest.id]; !ok || h != v.host.id {
+				in.kept[v.guest.id] = v.host.id
+				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
+					v.guest.id, v.host.id, pct(max(0, sharing.Loss(v.solo, v.shared))), pct(cfg.MaxSlowdown)),
+					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared)
+			}
+			continue
+		}
+		if in.asked[v.guest.id] {
+			continue
+		}
+		if v.host.model != "" && v.guest.model != "" && !in.table.Bad(v.host.model, v.guest.model) {
+			if err := in.table.MarkBad(v.host.model, v.guest.model); err != nil {
+				c.log.Warn("pair table refused a bad pair", keyErr, err)
+			} else if len(in.unsaved) < ledger.MaxBadPairs {
+				in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
+			}
+		}
+		node := v.node
+		if !slurmNodeName(node) {
+			node = "" // requeued, but not kept off a node it cannot name safely
+		}
+		select {
+		case in.queue <- requeueRequest{job: v.guest.id, node: node}:
+			in.asked[v.guest.id] = true
+		default:
+			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest.id)
+			continue
+		}
+		c.met.revert(v.signal)
+		c.log.Info(fmt.Sprintf("job %d requeued: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
+			v.guest.id, v.host.id, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown)),
+			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared,
+			"node", v.node, "host_model", v.host.model, "guest_model", v.guest.model)
+	}
+}
+
+// measurePair records a kept pair's measured fractions (introspection
+// replaces the seed). The guest's own fraction needs its solo rate, which
+// a guest that never ran alone lacks; the table's earlier figure for it
+// is kept then, and a pair with neither is left for a later pass.
+func (c *Core) measurePair(v pairVerdict) {
+	if v.host.model == "" || v.guest.model == "" {
+		return
+	}
+	t := c.usage.intro.table
+	if t.Bad(v.host.model, v.guest.model) {
+		return
+	}
+	host := v.shared / v.solo
+	guest := v.guestFraction
+	if !v.guestSolo {
+		s, _, ok := t.Lookup(v.host.model, v.guest.model)
+		if !ok {
+			return
+		}
+		guest = s.Beside
+	}
+	lim := sharing.DefaultLimits().MaxFraction
+	_ = t.Measure(v.host.model, v.guest.model, min(host, lim), min(guest, lim))
+}
+
+// flushBadPairs saves the bad pairs marked since the last flush; a failed
+// save keeps them for the next one. Writer goroutine only.
+func (c *Core) flushBadPairs() {
+	store, ok := c.store.(ledger.BadPairStore)
+	if !ok {
+		return
+	}
+	u := &c.usage
+	u.mu.Lock()
+	pairs := u.intro.unsaved
+	u.intro.unsaved = nil
+	u.mu.Unlock()
+	if len(pairs) == 0 {
+		return
+	}
+	if err := store.SaveBadPairs(pairs); err != nil {
+		c.log.Error("saving bad pairs failed; retrying with the next flush", keyErr, err)
+		u.mu.Lock()
+		if room := ledger.MaxBadPairs - len(u.intro.unsaved); room > 0 {
+			u.intro.unsaved = append(u.intro.unsaved, pairs[:min(len(pairs), room)]...)
+		}
+		u.mu.Unlock()
+	}
+}
+
+// restoreBadPairs marks the pairs the ledger remembers as bad; a name the
+// table refuses (the ledger is a file: hostile too) is skipped.
+func (c *Core) restoreBadPairs(store ledger.Store) error {
+	s, ok := store.(ledger.BadPairStore)
+	if !ok {
+		return nil
+	}
+	pairs, err := s.BadPairs()
+	if err != nil {
+		return err
+	}
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.intro.init()
+	for _, p := range pairs {
+		_ = u.intro.table.MarkBad(p.Host, p.Guest)
+	}
+	return nil
+}
+
+// PairBad says whether introspection marked the pair of models bad.
+func (c *Core) PairBad(host, guest string) bool {
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.intro.init()
+	return u.intro.table.Bad(host, guest)
+}
+
+// slurmNodeName says whether name is one plain Slurm node name, safe to
+// put in ExcNodeList: the node comes from an agent's report, and a list
+// or a host range there would keep the guest off more than one node.
+func slurmNodeName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) }
+
+// requeueFunc takes a guest off a node: requeue it, then keep it off the
+// node. The core's is scontrolRequeue; tests replace it.
+type requeueFunc func(ctx context.Context, job uint32, node string) error
+
+// scontrolRequeue requeues job with `scontrol requeue` and keeps it off
+// node with `scontrol update ExcNodeList`. Why scontrol in a goroutine
+// rather than Slurm's job_requeue() from the pass: job_requeue() needs
+// slurmctld's job and node write locks and sends RPCs to the job's nodes
+// (the kill), which the pass must not do under the locks it holds
+// (nothing under slurmctld's locks may block); preempt/tiresias only
+// answers Slurm's questions and never requeues by itself. scontrol goes
+// through slurmctld's ordinary RPC, which takes those locks itself, as an
+// admin's requeue would (slurmctld's SlurmUser may requeue any job), and
+// runs here, outside every lock, with a timeout. A requeued job is held
+// for Slurm's requeue delay (about two minutes) before it may start
+// again, so the ExcNodeList update lands while it is pending. It replaces
+// the job's own ExcNodeList; that is the price of keeping it off the
+// host's node by Slurm's own means (the pass cannot steer which shard
+// Slurm picks).
+func scontrolRequeue(ctx context.Context, job uint32, node string) error {
+	id := strconv.FormatUint(uint64(job), 10)
+	if out, err := exec.CommandContext(ctx, "scontrol", "requeue", id).CombinedOutput(); err != nil {
+		return fmt.Errorf("scontrol requeue %s: %w: %.200s", id, err, out)
+	}
+	if node == "" {
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, "scontrol", "update", "JobId="+id, "ExcNodeList="+node).CombinedOutput(); err != nil {
+		return fmt.Errorf("scontrol update JobId=%s ExcNodeList=%s: %w: %.200s", id, node, err, out)
+	}
+	return nil
+}
+
+// requeuer runs the requeues introspection asks for, one at a time,
+// until stop closes. Its own goroutine (safego), never under a lock.
+func (c *Core) requeuer(queue <-chan requeueRequest, do requeueFunc) {
+	for {
+		select {
+		case <-c.stop:
+			return
+		case r := <-queue:
+			ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
+			err := do(ctx, r.job, r.node)
+			cancel()
+			if err != nil {
+				c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
+				c.usage.mu.Lock()
+				delete(c.usage.intro.asked, r.job) // the next pass asks again
+				c.usage.mu.Unlock()
+			}
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/sharing"
+)
+
+// ratesOf builds a job's introRates from samples (sharers, iterations/s
+// (<0: no progress), utilisation) on one GPU, one report every 10 s.
+func ratesOf(gpu string, samples ...[3]float64) *introRates {
+	r := &introRates{}
+	for i, s := range samples {
+		e := wire.JobUsage{GPUs: []wire.JobGPUUsage{{UUID: gpu, Sharers: int(s[0]), UtilPct: s[2]}}}
+		if s[1] >= 0 {
+			e.Progress = &wire.JobProgress{ItersPerSec: s[1]}
+		}
+		r.observe(&e, "n1", int64(1000+10*i))
+	}
+	return r
+}
+
+// alone then shared: three samples alone at rate a, three beside a guest
+// at rate b (the first of each window is skipped).
+func aloneThenShared(gpu string, a, b float64, progress bool) *introRates {
+	it := func(v float64) float64 {
+		if progress {
+			return v
+		}
+		return -1
+	}
+	return ratesOf(gpu, [3]float64{1, it(a), a}, [3]float64{1, it(a), a}, [3]float64{1, it(a), a},
+		[3]float64{2, it(b), b}, [3]float64{2, it(b), b}, [3]float64{2, it(b), b})
+}
+
+func sharedOnly(gpu string, since int) *introRates {
+	r := ratesOf(gpu, [3]float64{2, -1, 50}, [3]float64{2, -1, 50}, [3]float64{2, -1, 50})
+	r.since += int64(since)
+	return r
+}
+
+func TestJudgePairs(t *testing.T) {
+	cfg := sharing.Config{MaxSlowdown: 0.05}
+	host := func(r *introRates) pairMember { return pairMember{id: 1, model: "resnet", rates: r} }
+	guest := func(id uint32, r *introRates) pairMember {
+		return pairMember{id: id, opportunistic: true, model: "lstm", rates: r}
+	}
+	cases := []struct {
+		name       string
+		members    []pairMember
+		wantPairs  int
+		wantRevert bool
+		wantGuest  uint32
+		wantSignal string
+	}{
+		{"host 20% slower beside its guest: the guest is requeued",
+			[]pairMember{host(aloneThenShared("g0", 10, 8, true)), guest(2, sharedOnly("g0", 0))}, 1, true, 2, signalIters},
+		{"host 4% slower: the guest is kept",
+			[]pairMember{host(aloneThenShared("g0", 10, 9.6, true)), guest(2, sharedOnly("g0", 0))}, 1, false, 2, signalIters},
+		{"host exactly at max_slowdown: the guest is kept",
+			[]pairMember{host(aloneThenShared("g0", 100, 95, true)), guest(2, sharedOnly("g0", 0))}, 1, false, 2, signalIters},
+		{"host without progress 30% less busy: judged on utilisation, the guest is requeued",
+			[]pairMember{host(aloneThenShared("g0", 90, 63, false)), guest(2, sharedOnly("g0", 0))}, 1, true, 2, signalUtil},
+		{"host too briefly shared: nothing is decided",
+			[]pairMember{host(ratesOf("g0", [3]float64{1, 10, 90}, [3]float64{1, 10, 90}, [3]float64{1, 10, 90},
+				[3]float64{2, 1, 9}, [3]float64{2, 1, 9})), guest(2, sharedOnly("g0", 0))}, 0, false, 0, ""},
+		{"host never alone: nothing is decided (no solo rate)",
+			[]pairMember{host(sharedOnly("g0", 0)), guest(2, sharedOnly("g0", 0))}, 0, false, 0, ""},
+		{"guest on another GPU: no pair",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), guest(2, sharedOnly("g1", 0))}, 0, false, 0, ""},
+		{"two guaranteed jobs beside the guest: not judged (whose loss is whose)",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), {id: 3, model: "x", rates: aloneThenShared("g0", 10, 5, true)},
+				guest(2, sharedOnly("g0", 0))}, 0, false, 0, ""},
+		{"two guaranteed jobs and no guest: nobody is requeued",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), {id: 3, model: "x", rates: aloneThenShared("g0", 10, 5, true)}}, 0, false, 0, ""},
+		{"two guests: the one that came last is requeued",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), guest(2, sharedOnly("g0", 0)), guest(4, sharedOnly("g0", 5)), guest(3, sharedOnly("g0", 0))},
+			1, true, 4, signalIters},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgePairs(cfg, tc.members)
+			if len(got) != tc.wantPairs {
+				t.Fatalf("%d verdicts, want %d: %+v", len(got), tc.wantPairs, got)
+			}
+			if tc.wantPairs == 0 {
+				return
+			}
+			v := got[0]
+			if v.revert != tc.wantRevert || v.guest.id != tc.wantGuest || v.host.id != 1 || v.signal != tc.wantSignal {
+				t.Fatalf("verdict %+v (solo %v shared %v), want revert %v guest %d signal %s", v, v.solo, v.shared, tc.wantRevert, tc.wantGuest, tc.wantSignal)
+			}
+		})
+	}
+}
+
+// introCore is a core with the opportunistic partition "opp", its log in
+// buf.
+func introCore(t *testing.T, buf *bytes.Buffer) *Core {
+	t.Helper()
+	cfg := testConfig(filepath.Join(t.TempDir(), "l.db"))
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	cfg.Tiresias.Opportunistic.Enabled = true
+	cfg.Metrics.Listen = "127.0.0.1:0"
+	c := openCoreWith(t, cfg)
+	c.log = slog.New(slog.NewTextHandler(buf, nil))
+	return c
+}
+
+type modelRun string
+
+func (m modelRun) GPUType() string  { return "" }
+func (m modelRun) ModelKey() string { return string(m) }
+
+func shardJob(id, uid uint32, partition, model string) Snapshot {
+	s := runningAs(id, uid)
+	s.GPUs, s.Shards, s.Partition, s.Run = 0, true, partition, modelRun(model)
+	return s
+}
+
+// shardReport is node n1's report at t of one job on GPU gpu.
+func shardReport(t int64, job, uid uint32, gpu string, sharers int, util, iters float64) *wire.JobUsageReport {
+	e := wire.JobUsage{JobID: job, UID: uid, GPUs: []wire.JobGPUUsage{{UUID: gpu, UtilPct: util, MemUsedMB: 100, Sharers: sharers}}}
+	if iters >= 0 {
+		e.Progress = &wire.JobProgress{Iterations: uint64(t), ItersPerSec: iters}
+	}
+	return &wire.JobUsageReport{Node: "n1", At: time.Unix(t, 0), IntervalSec: 10, Jobs: []wire.JobUsage{e}}
+}
+
+// runPair: job 1 (owner, guaranteed, model resnet) alone on GPU g0 at
+// soloIters, then job 2 (guestUID, opportunistic, model lstm) beside it
+// while job 1 runs at sharedIters; hostUID reports for job 1's entries.
+// It returns the requeues asked.
+func runPair(t *testing.T, c *Core, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
+	t.Helper()
+	host := shardJob(1, owner, "gpu", "resnet")
+	guest := shardJob(2, guestUID, "opp", "lstm")
+	pass(c, 1000, host)
+	for k := int64(1); k <= 3; k++ {
+		c.ReportUsage(shardReport(1000+10*k, 1, hostUID, "g0", 1, 90, soloIters))
+	}
+	pass(c, 1040, host, guest)
+	for k := int64(5); k <= 8; k++ {
+		c.ReportUsage(shardReport(1000+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
+		c.ReportUsage(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
+	}
+	pass(c, 1090, host, guest)
+	var got []requeueRequest
+	for {
+		select {
+		case r := <-c.usage.intro.queue:
+			got = append(got, r)
+		default:
+			return got
+		}
+	}
+}
+
+func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	got := runPair(t, c, owner, mallory, 10, 8)
+	if len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
+		t.Fatalf("requeues %+v, want job 2 off n1", got)
+	}
+	if !strings.Contains(buf.String(), "job 2 requeued: its neighbour job 1 ran 20% slower than alone (max_slowdown 5%)") {
+		t.Fatalf("log lacks the revert line:\n%s", buf.String())
+	}
+	if !c.PairBad("resnet", "lstm") {
+		t.Fatal("the pair is not marked bad")
+	}
+	if n := testutil.ToFloat64(c.met.reverts.WithLabelValues(signalIters)); n != 1 {
+		t.Fatalf("%s{signal=%q} = %v, want 1", MetricReverts, signalIters, n)
+	}
+	// Asked once: the next pass, with the guest still running (Slurm has
+	// not requeued it yet), does not ask again.
+	pass(c, 1100, shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm"))
+	select {
+	case r := <-c.usage.intro.queue:
+		t.Fatalf("asked again: %+v", r)
+	default:
+	}
+}
+
+func TestAGuestWithinMaxSlowdownIsKeptAndThePairMeasured(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.usage.intro.init()
+	if err := c.usage.intro.table.Seed("resnet", "lstm", 0.5, 0.7); err != nil {
+		t.Fatal(err)
+	}
+	if got := runPair(t, c, owner, mallory, 10, 9.7); len(got) != 0 {
+		t.Fatalf("requeues %+v, want none", got)
+	}
+	s, measured, ok := c.usage.intro.table.Lookup("resnet", "lstm")
+	if !ok || !measured || s.Of < 0.969 || s.Of > 0.971 || s.Beside != 0.7 {
+		t.Fatalf("pair %+v measured %v ok %v, want resnet at 0.97 measured, lstm's seed 0.7 kept", s, measured, ok)
+	}
+	if !strings.Contains(buf.String(), "job 2 kept: its neighbour job 1 ran 3% slower than alone (max_slowdown 5%)") {
+		t.Fatalf("log lacks the kept line:\n%s", buf.String())
+	}
+	if c.PairBad("resnet", "lstm") || strings.Contains(buf.String(), "requeued") {
+		t.Fatalf("kept pair marked bad or logged as requeued:\n%s", buf.String())
+	}
+}
+
+// Hostile: progress is the job's own claim. A host's owner can fake a
+// slowdown and so evict the opportunistic job beside it (AntMan's
+// contract: such jobs yield to guaranteed ones anyway). What no claim may
+// do is requeue a guaranteed job, or a job that is not beside the
+// claimant, or speak for another user's job.
+func TestProgressClaimsCannotRequeueBeyondTheRule(t *testing.T) {
+	t.Run("an opportunistic job claiming it slowed gets nothing requeued", func(t *testing.T) {
+		var buf bytes.Buffer
+		c := introCore(t, &buf)
+		defer c.Close()
+		host := shardJob(1, owner, "gpu", "resnet")
+		guest := shardJob(2, mallory, "opp", "lstm")
+		pass(c, 1000, host, guest)
+		for k := int64(1); k <= 3; k++ {
+			c.ReportUsage(shardReport(1000+10*k, 2, mallory, "g0", 1, 90, 100))
+		}
+		for k := int64(4); k <= 8; k++ {
+			c.ReportUsage(shardReport(1000+10*k, 2, mallory, "g0", 2, 1, 1))
+			c.ReportUsage(shardReport(1000+10*k, 1, owner, "g0", 2, 50, 10))
+		}
+		pass(c, 1090, host, guest)
+		if len(c.usage.intro.queue) != 0 {
+			t.Fatal("a guest's claim requeued someone")
+		}
+	})
+	t.Run("entries for another user's host are dropped, so its rate cannot be faked", func(t *testing.T) {
+		var buf bytes.Buffer
+		c := introCore(t, &buf)
+		defer c.Close()
+		// mallory reports job 1 (owner's) as slowed: the entries are
+		// refused (wrong_user), job 1 has no rates, nothing is judged.
+		if got := runPair(t, c, mallory, 1003, 10, 1); len(got) != 0 {
+			t.Fatalf("requeues %+v from entries in another user's name", got)
+		}
+	})
+	t.Run("a guaranteed job claiming a slowdown beside another guaranteed job requeues nobody", func(t *testing.T) {
+		var buf bytes.Buffer
+		c := introCore(t, &buf)
+		defer c.Close()
+		a, b := shardJob(1, mallory, "gpu", "resnet"), shardJob(2, owner, "gpu", "lstm")
+		pass(c, 1000, a, b)
+		for k := int64(1); k <= 3; k++ {
+			c.ReportUsage(shardReport(1000+10*k, 1, mallory, "g0", 1, 90, 100))
+		}
+		for k := int64(4); k <= 8; k++ {
+			c.ReportUsage(shardReport(1000+10*k, 1, mallory, "g0", 2, 1, 1))
+			c.ReportUsage(shardReport(1000+10*k, 2, owner, "g0", 2, 50, 10))
+		}
+		pass(c, 1090, a, b)
+		if len(c.usage.intro.queue) != 0 {
+			t.Fatal("a guaranteed job was asked to be requeued")
+		}
+	})
+}
+
+func TestRequeuerRunsRequestsAndAsksAgainAfterAFailure(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.usage.intro.init()
+	c.usage.intro.asked[7] = true
+	done := make(chan requeueRequest, 1)
+	q := make(chan requeueRequest, 1)
+	go c.requeuer(q, func(_ context.Context, job uint32, node string) error {
+		done <- requeueRequest{job, node}
+		return context.DeadlineExceeded
+	})
+	q <- requeueRequest{job: 7, node: "n1"}
+	if r := <-done; r != (requeueRequest{7, "n1"}) {
+		t.Fatalf("ran %+v", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.usage.mu.Lock()
+		asked := c.usage.intro.asked[7]
+		c.usage.mu.Unlock()
+		if !asked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a failed requeue stays asked: the next pass would not ask again")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSlurmNodeNameRefusesListsAndRanges(t *testing.T) {
+	for name, want := range map[string]bool{"lnode1": true, "gpu-a.1": true, "": false, "n[1-4]": false, "n1,n2": false, "n 1": false,
+		strings.Repeat("n", 65): false} {
+		if slurmNodeName(name) != want {
+			t.Errorf("slurmNodeName(%q) = %v", name, !want)
+		}
+	}
+}
+
+// A bad pair outlives slurmctld: the writer saves it in the ledger
+// (bad_pairs) and the next core marks it bad again at start.
+func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	db := c.cfg.DBPath
+	if got := runPair(t, c, owner, mallory, 10, 5); len(got) != 1 {
+		t.Fatalf("requeues %+v, want one", got)
+	}
+	if err := c.Close(); err != nil { // the writer's last flush
+		t.Fatal(err)
+	}
+	cfg := testConfig(db)
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	again := openCoreWith(t, cfg)
+	defer again.Close()
+	if !again.PairBad("resnet", "lstm") {
+		t.Fatal("the bad pair was forgotten by the restart")
+	}
+	if again.PairBad("resnet", "a3c") {
+		t.Fatal("a pair never marked is bad after the restart")
+	}
+}

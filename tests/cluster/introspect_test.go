@@ -1,0 +1,160 @@
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
+)
+
+// relayPy reads lachesis-synth's "step N R it/s" lines on stdin and
+// reports N to the node agent through etc/lachesis_progress.py, as a
+// training loop would.
+const relayPy = `import sys, lachesis_progress
+p = lachesis_progress.Reporter(interval=1)
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    f = line.split()
+    if len(f) >= 2 and f[0] == "step" and f[1].isdigit():
+        p.step(int(f[1]) - p.count)
+`
+
+// Gandiva's introspection in slurmctld (issue 22 items 3 and 6): a
+// guaranteed job and an opportunistic job share the loopback cluster's one
+// fake GPU through gres/shard. The guaranteed job reports its progress
+// (the synthetic training job's steps, through etc/lachesis_progress.py)
+// and slows down beside the guest by what Gavel measured for the two
+// models (the synthetic job's -pair-table). ResNet-18 beside LM runs at
+// full speed: the guest is kept; beside ResNet-50 at 0.52 of alone: the
+// guest is requeued within a pass, the log says why, the pair is marked
+// bad and the guest is kept off the host's node. Before introspection,
+// nothing looked at the pair: the guest ran on beside a host at half
+// speed.
+func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
+	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
+	os.Chmod(fakeRoot, 0o755)
+	fakeDir := filepath.Join(fakeRoot, "dev")
+	conf := func(sock string) []string { return append(jobEndPlugin(t)(sock), oppPartition) }
+	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "", oppYAML(0),
+		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
+	helper, err := os.ReadFile(filepath.Join(repoRoot, "etc", "lachesis_progress.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := testenv.EnsureUser(t, testUser)
+	uid, _ := strconv.Atoi(u.Uid)
+	files := map[string][]byte{"lachesis_progress.py": helper, "relay.py": []byte(relayPy)}
+	for _, name := range []string{"throughputs.csv", "colocated.csv"} {
+		if files[name], err = os.ReadFile(filepath.Join(repoRoot, "data", "gavel", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range files {
+		p := filepath.Join(e.work, name)
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, uid, -1)
+	}
+	synth := filepath.Join(e.bin, "lachesis-synth")
+	// GPU-bound: a 32 ms step (4 samples × 2 ms / knee 0.25) fed by one
+	// loader worker that needs 8 ms a batch, so the step's speed is the
+	// job's rate (about 31 it/s alone).
+	synthCmd := func(name, model string) string {
+		return fmt.Sprintf("%s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb 512 -model %s -pair-table %s -pair-gpu v100",
+			synth, e.work, name, fakeDir, model, e.work)
+	}
+	sbatch := func(args ...string) uint32 {
+		t.Helper()
+		out, err := e.asTestUser(append([]string{"sbatch", "--parsable", "-D", e.work}, args...)...)
+		if err != nil {
+			t.Fatalf("sbatch: %v\n%s", err, out)
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(strings.SplitN(out, ";", 2)[0]), 10, 32)
+		if err != nil {
+			t.Fatalf("sbatch said %q", out)
+		}
+		t.Cleanup(func() { e.c.Run("scancel", strconv.Itoa(int(id))) })
+		return uint32(id)
+	}
+	// The job's model key (job_submit/synergy's: its comment's model=)
+	// is the model the synthetic job runs as.
+	host := func(name, model string) uint32 {
+		return sbatch("-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:3",
+			"--wrap", synthCmd(name, model)+" | python3 -u relay.py")
+	}
+	guest := func(name, model string) uint32 {
+		return sbatch("-p", "opp", "-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:1",
+			"--wrap", "exec "+synthCmd(name, model))
+	}
+	// The host has run alone long enough for a solo rate: its progress
+	// reached the agent's metrics and the controller's AdminComment.
+	aloneLongEnough := func(id uint32) {
+		e.eventually(120*time.Second, fmt.Sprintf("job %d's progress in its AdminComment", id), func() (bool, string) {
+			c := e.show(id)["AdminComment"]
+			return regexp.MustCompile(`it/s, [3-9] samples\]|it/s, [1-9][0-9]+ samples\]`).MatchString(c), c
+		})
+	}
+	line := func(format string, a ...any) *regexp.Regexp {
+		return regexp.MustCompile(regexp.QuoteMeta(fmt.Sprintf(format, a...)))
+	}
+
+	// ResNet-18 beside LM: full speed (Gavel, V100), kept.
+	mild := host("host_mild", "ResNet-18/bs64")
+	e.waitState(mild, "RUNNING", 90*time.Second)
+	aloneLongEnough(mild)
+	kept := guest("guest_kept", "LM/bs80")
+	e.waitState(kept, "RUNNING", 90*time.Second)
+	keptLine := line("job %d kept: its neighbour job %d ran ", kept, mild)
+	e.eventually(180*time.Second, "the pair judged and kept", func() (bool, string) {
+		return keptLine.MatchString(e.c.ControllerLog()), e.c.ControllerLog()
+	})
+	t.Logf("%s", regexp.MustCompile(keptLine.String()+`.*`).FindString(e.c.ControllerLog()))
+	if j := e.jobs()[kept]; j.State != "RUNNING" || e.restarts(kept) != 0 {
+		t.Fatalf("the kept guest: %+v, %d restarts", j, e.restarts(kept))
+	}
+	e.cancel(kept)
+	e.cancel(mild)
+	e.eventually(60*time.Second, "the first pair to end", func() (bool, string) {
+		j, k := e.jobs()[mild], e.jobs()[kept]
+		return j.State != "RUNNING" && j.State != "COMPLETING" && k.State != "RUNNING" && k.State != "COMPLETING", fmt.Sprintf("%+v %+v", j, k)
+	})
+
+	// ResNet-18 beside ResNet-50: 0.52 of alone; requeued, logged, kept
+	// off the node.
+	slow := host("host_slow", "ResNet-18/bs64")
+	e.waitState(slow, "RUNNING", 90*time.Second)
+	aloneLongEnough(slow)
+	evicted := guest("guest_evicted", "ResNet-50/bs64")
+	e.waitState(evicted, "RUNNING", 90*time.Second)
+	revertLine := regexp.MustCompile(fmt.Sprintf(`job %d requeued: its neighbour job %d ran \d+%% slower than alone \(max_slowdown 5%%\)`, evicted, slow))
+	e.eventually(180*time.Second, "the guest requeued for its neighbour's slowdown", func() (bool, string) {
+		return revertLine.MatchString(e.c.ControllerLog()) && e.restarts(evicted) == 1, e.c.ControllerLog()
+	})
+	e.eventually(60*time.Second, "the guest kept off the host's node", func() (bool, string) {
+		f := e.show(evicted)
+		return f["ExcNodeList"] == "lnode1" && f["JobState"] == "PENDING", fmt.Sprintf("%v %v", f["ExcNodeList"], f["JobState"])
+	})
+	t.Logf("%s", regexp.MustCompile(revertLine.String()+`.*`).FindString(e.c.ControllerLog()))
+	if j := e.jobs()[slow]; j.State != "RUNNING" || e.restarts(slow) != 0 {
+		t.Fatalf("the host: %+v, %d restarts; want it running, untouched", j, e.restarts(slow))
+	}
+	if !regexp.MustCompile(revertLine.String() + `.*host_model="?resnet-18/bs64"? guest_model="?resnet-50/bs64"?`).MatchString(e.c.ControllerLog()) {
+		t.Fatalf("the revert line does not name the pair of models:\n%s", e.c.ControllerLog())
+	}
+	if n := len(revertLine.FindAllString(e.c.ControllerLog(), -1)); n != 1 {
+		t.Fatalf("the revert is logged %d times; want once", n)
+	}
+}
