@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
 	"github.com/lachesis-sched/lachesis/internal/rigs/replay"
 	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 	"github.com/lachesis-sched/lachesis/sim"
@@ -43,6 +44,7 @@ func run() error {
 	dir := flag.String("dir", "/tmp/lachesis-replay", "cluster directory")
 	portBase := flag.Int("port-base", 0, "first loopback port (0: scripts/cluster.sh's default)")
 	penalty := flag.Float64("restart-penalty", 1, "simulator: replay seconds a requeued job loses (the sleeper saves its progress once a second)")
+	modelsPath := flag.String("models", "etc/demo/models.csv", "the sizing replays' models (synergy, proportional)")
 	csvOut := flag.String("csv", "build/fidelity.csv", "per-job outcomes of both sides (empty: none)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -73,11 +75,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	models, err := loadModels(root, *modelsPath)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r := &replay.Replayer{Root: root, Dir: *dir, Nodes: *nodes, GPUs: *gpus, CPUs: *cpus, MemMB: *mem,
 		PortBase: *portBase, Compression: *compression, Settings: replay.DefaultTraceSettings(),
-		RestartPenalty: *penalty, Out: os.Stdout}
+		RestartPenalty: *penalty, Out: os.Stdout, Models: models}
 	fmt.Printf("%s: %d jobs of %d GPUs or fewer (virtual clusters %q, skip %d), %.1f GPU-hours over %.0f s; replayed at 1/%g\n",
 		t.Name, len(slice.Jobs), *gpus, *vc, *skip, slice.GPUSeconds()/3600, slice.Span(), *compression)
 	var cs []replay.Comparison
@@ -105,6 +111,19 @@ func run() error {
 	return nil
 }
 
+// loadModels reads the sizing replays' models (demo.ParseModels).
+func loadModels(root, path string) (map[string]demo.Model, error) {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return demo.ParseModels(f)
+}
+
 func writeCSV(path string, cs []replay.Comparison) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -115,12 +134,12 @@ func writeCSV(path string, cs []replay.Comparison) error {
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	w.Write([]string{"policy", "side", "job", "gpus", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
+	w.Write([]string{"policy", "side", "job", "gpus", "model", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, c := range cs {
 		for _, s := range []replay.Side{c.Cluster, c.Simulation} {
 			for _, o := range s.Jobs {
-				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), //nolint:errcheck
+				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), o.Model, //nolint:errcheck
 					num(o.Duration), num(o.Submit), num(o.FirstStart), num(o.End), num(o.JCT()), strconv.Itoa(o.Preemptions)})
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 
@@ -20,6 +21,7 @@ type Outcome struct {
 	// them by job id too, is given it in place of the trace's.
 	SlurmID     uint32
 	GPUs        int
+	Model       string  // the sizing replays' model; "" otherwise
 	Duration    float64 // scaled run time
 	Submit      float64
 	FirstStart  float64
@@ -158,12 +160,41 @@ func WriteTable(w io.Writer, compression float64, cs []Comparison) {
 		fmt.Fprintf(w, "%-12s %5d jobs: median %4.2f max %4.2f %5d jobs: median %4.2f max %4.2f\n", c.Policy,
 			l.StartJobs, l.StartMedian, l.StartMax, l.RunJobs, l.RunOverMedian, l.RunOverMax)
 	}
+	if syn, prop, ok := SizingRatios(cs); ok {
+		fmt.Fprintf(w, "\nSynergy / proportional average JCT: cluster %.3f, simulator %.3f, diff %+.0f%%\n",
+			syn, prop, 100*Difference(syn, prop))
+	}
 	for _, c := range cs {
 		if c.RestartsMismatched > 0 {
 			fmt.Fprintf(w, "%s: %d jobs' requeues in slurmctld's log differ from scontrol's Restarts; the log reader missed lines\n",
 				c.Policy, c.RestartsMismatched)
 		}
 	}
+}
+
+// SizingRatios are Synergy's average JCT over the proportional share's on
+// the cluster and in the simulator, when cs holds both sizings.
+func SizingRatios(cs []Comparison) (cluster, simulated float64, ok bool) {
+	var syn, prop *Comparison
+	for i := range cs {
+		switch cs[i].Policy {
+		case Synergy:
+			syn = &cs[i]
+		case Proportional:
+			prop = &cs[i]
+		}
+	}
+	if syn == nil || prop == nil {
+		return 0, 0, false
+	}
+	ratio := func(a, b Side) float64 {
+		sa, sb := a.Summarise(), b.Summarise()
+		if sb.AvgJCT == 0 {
+			return math.NaN()
+		}
+		return sa.AvgJCT / sb.AvgJCT
+	}
+	return ratio(syn.Cluster, prop.Cluster), ratio(syn.Simulation, prop.Simulation), true
 }
 
 // Latency is what Slurm adds that the simulator has no setting for,
@@ -224,7 +255,7 @@ func ClusterSide(label string, jobs []sim.Job, ids map[uint32]uint32, recs map[u
 	side := Side{Label: label}
 	for _, j := range jobs {
 		rec := recs[ids[j.ID]]
-		side.Jobs = append(side.Jobs, Outcome{ID: j.ID, SlurmID: ids[j.ID], GPUs: j.GPUs, Duration: j.Duration,
+		side.Jobs = append(side.Jobs, Outcome{ID: j.ID, SlurmID: ids[j.ID], GPUs: j.GPUs, Model: j.Model, Duration: j.Duration,
 			Submit: sec(rec.Submit), FirstStart: sec(rec.Runs[0].Start), End: sec(rec.End), Preemptions: rec.Requeues()})
 	}
 	return side, nil
@@ -242,11 +273,14 @@ type SimCosts struct {
 
 // Simulate runs the cluster side's jobs, at the submission times Slurm
 // recorded, through the simulator under policy, and returns its side.
-func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clusterSide Side) (Side, *sim.Result, error) {
+// profiles (SimProfiles) are needed for the sizings: Synergy is the
+// simulator's AllocStart, slurmctld's sizing at submission and start.
+func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clusterSide Side, profiles sensitivity.Profiles) (Side, *sim.Result, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Shape = shape
 	cfg.Alloc = sim.AllocProportional
 	cfg.Models = sim.ModelsAsGiven
+	cfg.Profiles = profiles
 	cfg.RestartPenalty, cfg.RequeueHold, cfg.PassInterval = costs.RestartPenalty, costs.RequeueHold, costs.PassInterval
 	cfg.PartialNodeIdle = true
 	cfg.PolicyOptions.Tiresias = scaled.Config.Tiresias
@@ -255,12 +289,20 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 		cfg.Policy = sim.PolicyAge
 	case LAS, Gittins:
 		cfg.Policy = policy
+	case Synergy, Proportional:
+		if len(profiles) == 0 {
+			return Side{}, nil, fmt.Errorf("%w: %s needs the models' profiles", ErrReplay, policy)
+		}
+		cfg.Policy = LAS
+		if policy == Synergy {
+			cfg.Alloc = sim.AllocStart
+		}
 	default:
 		return Side{}, nil, fmt.Errorf("%w: unknown policy %q (%v)", ErrReplay, policy, Policies)
 	}
 	tr := &sim.Trace{Name: "replay"}
 	for _, o := range clusterSide.Jobs {
-		tr.Jobs = append(tr.Jobs, sim.Job{ID: o.SlurmID, Submit: o.Submit, GPUs: o.GPUs, Duration: o.Duration})
+		tr.Jobs = append(tr.Jobs, sim.Job{ID: o.SlurmID, Submit: o.Submit, GPUs: o.GPUs, Duration: o.Duration, Model: o.Model})
 	}
 	slices.SortStableFunc(tr.Jobs, func(a, b sim.Job) int {
 		switch {
@@ -285,7 +327,7 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 		if !ok {
 			return Side{}, nil, fmt.Errorf("%w: the simulator lost job %d", ErrReplay, o.ID)
 		}
-		side.Jobs = append(side.Jobs, Outcome{ID: o.ID, SlurmID: o.SlurmID, GPUs: j.GPUs, Duration: j.Duration, Submit: j.Submit,
+		side.Jobs = append(side.Jobs, Outcome{ID: o.ID, SlurmID: o.SlurmID, GPUs: j.GPUs, Model: o.Model, Duration: j.Duration, Submit: j.Submit,
 			FirstStart: j.FirstStart, End: j.Finish, Preemptions: j.Preemptions})
 	}
 	return side, res, nil
