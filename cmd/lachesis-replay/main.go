@@ -44,6 +44,8 @@ func run() error {
 	dir := flag.String("dir", "/tmp/lachesis-replay", "cluster directory")
 	portBase := flag.Int("port-base", 0, "first loopback port (0: scripts/cluster.sh's default)")
 	penalty := flag.Float64("restart-penalty", 1, "simulator: replay seconds a requeued job loses (the sleeper saves its progress once a second)")
+	tick := flag.Float64("scheduler-tick", replay.DefaultSchedulerTick, "simulator: slurmctld's background loop period, seconds (starts an arrival or a completion allows wait for its next round)")
+	launch := flag.Float64("launch-overhead", replay.DefaultLaunchOverhead, "simulator: replay seconds each run holds its GPUs beyond its work (batch launch, end report; the table's 'run beyond duration' measures it)")
 	modelsPath := flag.String("models", "etc/demo/models.csv", "the sizing replays' models (synergy, proportional)")
 	csvOut := flag.String("csv", "build/fidelity.csv", "per-job outcomes of both sides (empty: none)")
 	flag.Parse()
@@ -83,7 +85,7 @@ func run() error {
 	defer stop()
 	r := &replay.Replayer{Root: root, Dir: *dir, Nodes: *nodes, GPUs: *gpus, CPUs: *cpus, MemMB: *mem,
 		PortBase: *portBase, Compression: *compression, Settings: replay.DefaultTraceSettings(),
-		RestartPenalty: *penalty, Out: os.Stdout, Models: models}
+		RestartPenalty: *penalty, SchedulerTick: *tick, LaunchOverhead: *launch, Out: os.Stdout, Models: models}
 	fmt.Printf("%s: %d jobs of %d GPUs or fewer (virtual clusters %q, skip %d), %.1f GPU-hours over %.0f s; replayed at 1/%g\n",
 		t.Name, len(slice.Jobs), *gpus, *vc, *skip, slice.GPUSeconds()/3600, slice.Span(), *compression)
 	var cs []replay.Comparison
@@ -94,21 +96,27 @@ func run() error {
 		}
 		cs = append(cs, c)
 		replay.WriteTable(os.Stdout, *compression, []replay.Comparison{c})
+		if *csvOut != "" { // after each policy: a long run keeps what it measured
+			if err := writeCSV(csvPath(root, *csvOut), cs); err != nil {
+				return err
+			}
+		}
 	}
 	if len(cs) > 1 {
 		replay.WriteTable(os.Stdout, *compression, cs)
 	}
 	if *csvOut != "" {
-		p := *csvOut
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		if err := writeCSV(p, cs); err != nil {
-			return err
-		}
-		fmt.Println("per-job outcomes:", p)
+		fmt.Println("per-job outcomes:", csvPath(root, *csvOut))
 	}
 	return nil
+}
+
+// csvPath is the per-job CSV's path, relative paths under root.
+func csvPath(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
 }
 
 // loadModels reads the sizing replays' models (demo.ParseModels).

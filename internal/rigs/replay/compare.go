@@ -269,7 +269,20 @@ type SimCosts struct {
 	RestartPenalty float64
 	RequeueHold    float64
 	PassInterval   float64
+	// SchedulerTick and LaunchOverhead are Slurm's own latencies
+	// (sim.Config's): DefaultSchedulerTick and what MeasureLatency
+	// reports as the run beyond duration.
+	SchedulerTick  float64
+	LaunchOverhead float64
 }
+
+// DefaultSchedulerTick is slurmctld 22.05's background loop period.
+const DefaultSchedulerTick = 1
+
+// DefaultLaunchOverhead is the run beyond duration that MeasureLatency
+// found at the median on the shared development machine (0.15–0.19 s in
+// every policy of a 200-job slice, docs/evaluation section 7).
+const DefaultLaunchOverhead = 0.15
 
 // Simulate runs the cluster side's jobs, at the submission times Slurm
 // recorded, through the simulator under policy, and returns its side.
@@ -282,6 +295,7 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 	cfg.Models = sim.ModelsAsGiven
 	cfg.Profiles = profiles
 	cfg.RestartPenalty, cfg.RequeueHold, cfg.PassInterval = costs.RestartPenalty, costs.RequeueHold, costs.PassInterval
+	cfg.SchedulerTick, cfg.LaunchOverhead = costs.SchedulerTick, costs.LaunchOverhead
 	cfg.PartialNodeIdle = true
 	cfg.PolicyOptions.Tiresias = scaled.Config.Tiresias
 	switch policy {

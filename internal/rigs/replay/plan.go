@@ -124,6 +124,12 @@ func Scale(s TraceSettings, compression float64) (Scaled, error) {
 	fmt.Fprintf(&b, "  sibling_window: %g\n", div(t.SiblingWindow))
 	fmt.Fprintf(&b, "  effective_service: %t\n", t.EffectiveService)
 	fmt.Fprintf(&b, "  gittins_min_history: %d\n", GittinsMinHistory)
+	// One user submits every job of the replay, where the trace's are many
+	// users': with inheritance on, a job submitted within sibling_window
+	// of the end of one of the same account and size would take its
+	// service as a resubmission. Traces have no users and the simulator
+	// models no inheritance (sim.DefaultPolicyOptions turns it off).
+	fmt.Fprintf(&b, "  inherit_service: false\n")
 	fmt.Fprintf(&b, "  weights: {tiresias: %g, age: %g, partition: %g, qos: %g}\n",
 		t.Weights.Tiresias, t.Weights.Age, t.Weights.Partition, t.Weights.QOS)
 	p := t.Preemption

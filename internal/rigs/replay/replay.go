@@ -35,7 +35,10 @@ type Replayer struct {
 	Settings TraceSettings
 	// RestartPenalty is the simulator's restart penalty in replay seconds.
 	RestartPenalty float64
-	Out            io.Writer
+	// SchedulerTick and LaunchOverhead are the simulator's model of
+	// Slurm's own latencies, in replay seconds (SimCosts).
+	SchedulerTick, LaunchOverhead float64
+	Out                           io.Writer
 	// PollEvery is how often the harness submits due jobs and reads
 	// squeue (1 s when 0).
 	PollEvery time.Duration
@@ -178,7 +181,8 @@ func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trac
 		}
 	}
 	simulated, _, err := Simulate(policy, r.Shape(), scaled,
-		SimCosts{RestartPenalty: r.RestartPenalty, RequeueHold: RequeueHold, PassInterval: float64(scaled.PassInterval)}, cluster, profiles)
+		SimCosts{RestartPenalty: r.RestartPenalty, RequeueHold: RequeueHold, PassInterval: float64(scaled.PassInterval),
+			SchedulerTick: r.SchedulerTick, LaunchOverhead: r.LaunchOverhead}, cluster, profiles)
 	if err != nil {
 		return Comparison{}, err
 	}

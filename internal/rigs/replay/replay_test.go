@@ -41,6 +41,9 @@ func TestScaleDividesEveryTimeValuedSetting(t *testing.T) {
 	if c.GittinsMinHistory != GittinsMinHistory {
 		t.Errorf("gittins_min_history %d, want %d: the core would learn from the slice", c.GittinsMinHistory, GittinsMinHistory)
 	}
+	if c.Tiresias.InheritService {
+		t.Error("inherit_service is on; the replay submits every job as one user")
+	}
 	if c.Tiresias.FairShare.Enabled {
 		t.Error("fair share is on; the replay submits every job as one user")
 	}
