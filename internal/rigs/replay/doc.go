@@ -22,6 +22,17 @@
 //     which is in unscaled GPU-seconds, until gittins_min_history jobs
 //     have ended; the simulator is given the same seed.
 //
+//   - Slurm's own latencies do not scale: its scheduling round (a second)
+//     and each run's launch are given to the simulator as they are
+//     (SimCosts.SchedulerTick, LaunchOverhead).
+//   - One user submits every job, so the core's service inheritance and
+//     its learning of the Gittins distribution are turned off (the
+//     simulator has neither): see Scale.
+//
+// Synergy and Proportional replay the sizings: each job trains one of a
+// few models (ModelOf), its sleeper runs at the speed its allocation buys,
+// and the simulator is given the same speed tables (SimProfiles).
+//
 // The cluster's side is read from Slurm's own records, slurmctld's log:
 // each job's submission, every start (main scheduler or backfill), every
 // requeue by preemption and its end. The simulator is then run on the
