@@ -22,16 +22,15 @@
 //     once a second, so a requeued job also loses up to a second of work.
 //
 //   - The 2D-Gittins index uses the bundled seed distribution of GPU-time,
-//     which is in unscaled GPU-seconds, until gittins_min_history jobs
-//     have ended; the simulator is given the same seed.
+//     which is in unscaled GPU-seconds, throughout (GittinsMinHistory);
+//     the simulator is given the same seed.
 //
 //   - Slurm's own latencies do not scale: its scheduling round (a second)
 //     and each run's launch are given to the simulator as they are
 //     (SimCosts.SchedulerTick, LaunchOverhead).
 //
-//   - One user submits every job, so the core's service inheritance and
-//     its learning of the Gittins distribution are turned off (the
-//     simulator has neither): see Scale.
+//   - One user submits every job, so the core's service inheritance is
+//     turned off (the simulator has none): see Scale.
 //
 // Synergy and Proportional replay the sizings: each job trains one of a
 // few models (ModelOf), its sleeper runs at the speed its allocation buys,
