@@ -23,9 +23,9 @@ const (
 	// starts with it wherever that is free, and if it is free nowhere while
 	// a node has the job's GPUs, it is lowered to what that node can spare
 	// (synergy.FitOnNode, the rule the core applies). A requeued job starts
-	// again from its best case (synergy.Restore). Unlike slurmctld, which
-	// lowers a job at its next pass after synergy.fallback_after, the
-	// simulator lowers it at once.
+	// again from its best case (synergy.Restore). slurmctld lowers a job
+	// only once it has waited synergy.fallback_after, at its next pass:
+	// Config.FallbackAfter; by default (0) the simulator lowers it at once.
 	AllocStart AllocMode = "start"
 )
 
@@ -40,7 +40,10 @@ type cluster struct {
 	shape Shape
 	alloc sensitivity.Allocator
 	mode  AllocMode
-	free  []sensitivity.Resources
+	// fallbackAfter is Config.FallbackAfter; now is the current pass's
+	// time, against which a job's wait for it is measured.
+	fallbackAfter, now float64
+	free               []sensitivity.Resources
 	// byFree[k] is how many nodes have exactly k free GPUs, to reject a job
 	// that cannot fit without scanning the nodes.
 	byFree   []int
@@ -201,7 +204,7 @@ func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sen
 	sz := c.startSizing(j)
 	node := synergy.NodeState{CPUs: f.CPUs, GPUs: f.GPUs, MemMB: mbOf(f.MemGB), Usable: true}
 	cpus, mem, fit := synergy.FitOnNode(sz, gpus, node)
-	if fit == synergy.NoFit {
+	if fit == synergy.NoFit || (fit == synergy.FitsLowered && !c.mayLower(j)) {
 		return sensitivity.Allocation{}, false
 	}
 	a := sensitivity.Allocation{GPUs: gpus, CPUs: gpus * cpus, MemGB: float64(uint64(gpus)*mem) / 1024}
@@ -209,6 +212,11 @@ func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sen
 		a.Outcome = sensitivity.FellBack
 	}
 	return a, a.MemGB <= f.MemGB+1e-9
+}
+
+// mayLower says j has waited fallbackAfter, so a pass may lower it.
+func (c *cluster) mayLower(j *JobState) bool {
+	return c.fallbackAfter <= 0 || c.now-j.waitedSince() >= c.fallbackAfter
 }
 
 // startSizing is j's request under AllocStart at each start: its best

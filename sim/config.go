@@ -56,6 +56,12 @@ type Config struct {
 	// default is 0; a time-compressed replay (internal/rigs/replay), where
 	// a second of replay is a hundred of trace, needs it.
 	SchedulerTick float64
+	// FallbackAfter, under AllocStart, is how long a job must have waited
+	// (since its submission, or since its requeue hold ended) before it
+	// may be lowered below its best case to start: slurmctld's
+	// synergy.fallback_after, which the pass applies to jobs waiting for
+	// resources. 0, the default, lowers a job at once.
+	FallbackAfter float64
 	// LaunchOverhead is how long every run holds its GPUs before its job
 	// makes progress (seconds): slurmd's launch of the batch step and,
 	// after the end, the report to slurmctld. 0 by default, for the same
@@ -131,7 +137,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: model rule %q is not %q or %q", ErrBadConfig, c.Models, ModelsAssign, ModelsAsGiven)
 	}
 	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval,
-		"scheduler tick": c.SchedulerTick, "launch overhead": c.LaunchOverhead} {
+		"scheduler tick": c.SchedulerTick, "launch overhead": c.LaunchOverhead, "fallback after": c.FallbackAfter} {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: %s %v must be a finite number of seconds >= 0", ErrBadConfig, name, v)
 		}

@@ -77,6 +77,7 @@ func newEngine(cfg Config, trace *Trace) (*engine, error) {
 		jobs:     make([]JobState, len(trace.Jobs)),
 		nextPass: math.Inf(1),
 	}
+	e.cluster.fallbackAfter = cfg.FallbackAfter
 	if pol.VictimOrder != nil {
 		e.cluster.victimOrder = pol.VictimOrder
 	}

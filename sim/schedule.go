@@ -23,13 +23,21 @@ func (e *engine) pass(now float64) float64 {
 		j.pos = int32(i)
 	}
 	if e.pending > 0 {
+		e.cluster.now = now
 		e.place(now)
 	}
 	next := e.policy.Order.NextChange(now, e.order)
+	fallback := e.cluster.fallbackAfter > 0 && e.cluster.mode == AllocStart
 	for _, j := range e.order {
 		// A requeued job Slurm still holds needs a pass once it may start.
 		if j.Status == Pending && j.eligibleAt > now {
 			next = min(next, j.eligibleAt)
+		}
+		// So does a sized job once a pass may lower it.
+		if fallback && j.Status == Pending && j.Profile != nil {
+			if at := j.waitedSince() + e.cluster.fallbackAfter; at > now {
+				next = min(next, at)
+			}
 		}
 	}
 	if e.cluster.frozenGPUs > 0 {

@@ -109,3 +109,8 @@ func (j *JobState) RemainingAt(now float64) float64 {
 	}
 	return j.Remaining
 }
+
+// waitedSince is when j began its current wait for resources, as the
+// core's fallback measures it: its submission, or the end of its requeue
+// hold.
+func (j *JobState) waitedSince() float64 { return max(j.Job.Submit, j.eligibleAt) }

@@ -277,6 +277,9 @@ type SimCosts struct {
 	// reports as the run beyond duration.
 	SchedulerTick  float64
 	LaunchOverhead float64
+	// FallbackAfter is synergy.fallback_after as the cluster has it
+	// (Scaled.Config), for the sizings.
+	FallbackAfter float64
 }
 
 // DefaultSchedulerTick is slurmctld 22.05's background loop period.
@@ -299,6 +302,7 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 	cfg.Profiles = profiles
 	cfg.RestartPenalty, cfg.RequeueHold, cfg.PassInterval = costs.RestartPenalty, costs.RequeueHold, costs.PassInterval
 	cfg.SchedulerTick, cfg.LaunchOverhead = costs.SchedulerTick, costs.LaunchOverhead
+	cfg.FallbackAfter = costs.FallbackAfter
 	cfg.PartialNodeIdle = true
 	cfg.PolicyOptions.Tiresias = scaled.Config.Tiresias
 	switch policy {

@@ -182,7 +182,8 @@ func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trac
 	}
 	simulated, _, err := Simulate(policy, r.Shape(), scaled,
 		SimCosts{RestartPenalty: r.RestartPenalty, RequeueHold: RequeueHold, PassInterval: float64(scaled.PassInterval),
-			SchedulerTick: r.SchedulerTick, LaunchOverhead: r.LaunchOverhead}, cluster, profiles)
+			SchedulerTick: r.SchedulerTick, LaunchOverhead: r.LaunchOverhead,
+			FallbackAfter: scaled.Config.Synergy.FallbackAfter.Seconds()}, cluster, profiles)
 	if err != nil {
 		return Comparison{}, err
 	}
