@@ -31,7 +31,17 @@ echo "cpus_per_gpu=$((cpus / gpus)) speed=${rate}/1000"
 
 done_ms=$(cat "$ckpt" 2>/dev/null || echo 0)
 while ((done_ms < work * 1000)); do
-  sleep 1
-  done_ms=$((done_ms + rate))
+  left=$((work * 1000 - done_ms))
+  if ((left < rate)); then
+    # The last step is the fraction of a second the rest takes at this
+    # speed, so a job runs WORK / speed seconds, as the simulator's do,
+    # not that rounded up to whole seconds.
+    ms=$((left * 1000 / rate))
+    sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+    done_ms=$((work * 1000))
+  else
+    sleep 1
+    done_ms=$((done_ms + rate))
+  fi
   echo "$done_ms" >"$ckpt"
 done

@@ -53,6 +53,20 @@ type Config struct {
 	// TickPassesOnly also delays arrivals and completions to the next pass
 	// tick, for a scheduler that acts only on its own timer.
 	TickPassesOnly bool
+	// SchedulerTick, when > 0, is the period of slurmctld's background
+	// loop (1 s in 22.05: controller.c sleeps 10 × 100 ms between
+	// rounds), which runs the scheduling an arrival or a completion asks
+	// for (queue_job_scheduler): what such an event makes startable starts
+	// at the loop's next round after it, not at the event. 0 starts it at
+	// the event. A second is nothing against hour-long jobs, so the
+	// default is 0; a time-compressed replay (internal/rigs/replay), where
+	// a second of replay is a hundred of trace, needs it.
+	SchedulerTick float64
+	// LaunchOverhead is how long every run holds its GPUs before its job
+	// makes progress (seconds): slurmd's launch of the batch step and,
+	// after the end, the report to slurmctld. 0 by default, for the same
+	// reason as SchedulerTick.
+	LaunchOverhead float64
 	// RecordRuns keeps every run of every job in the Result (for checking
 	// invariants); it costs memory on long traces.
 	RecordRuns bool
@@ -126,7 +140,8 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("%w: model rule %q is not %q or %q", ErrBadConfig, c.Models, ModelsAssign, ModelsAsGiven)
 	}
-	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval, "fallback after": c.FallbackAfter} {
+	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval,
+		"scheduler tick": c.SchedulerTick, "launch overhead": c.LaunchOverhead, "fallback after": c.FallbackAfter} {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: %s %v must be a finite number of seconds >= 0", ErrBadConfig, name, v)
 		}

@@ -200,10 +200,15 @@ func (e *engine) nextTick(t float64) float64 {
 }
 
 func (e *engine) eventPassTime(t float64) float64 {
+	at := t
 	if e.cfg.TickPassesOnly && e.cfg.PassInterval > 0 {
-		return e.nextTick(t)
+		at = e.nextTick(t)
 	}
-	return t
+	if tick := e.cfg.SchedulerTick; tick > 0 {
+		// The background loop's next round strictly after the event.
+		at = max(at, (math.Floor(t/tick)+1)*tick)
+	}
+	return at
 }
 
 // wakeTime turns the time a policy change falls due into the pass that
@@ -253,7 +258,7 @@ func (e *engine) start(j *JobState, speed, now float64) {
 	j.waited += now - j.pendingSince
 	j.segFrom, j.allocFrom = now, now
 	j.seq++
-	j.RunStart, j.ProgressFrom = now, now
+	j.RunStart, j.ProgressFrom = now, now+e.cfg.LaunchOverhead
 	j.Account.StartRun(int64(math.Floor(now)), uint32(j.Job.GPUs))
 	if j.Starts > 0 {
 		j.ProgressFrom += e.cfg.RestartPenalty

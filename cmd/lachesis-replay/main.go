@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
 	"github.com/lachesis-sched/lachesis/internal/rigs/replay"
 	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 	"github.com/lachesis-sched/lachesis/sim"
@@ -43,6 +44,9 @@ func run() error {
 	dir := flag.String("dir", "/tmp/lachesis-replay", "cluster directory")
 	portBase := flag.Int("port-base", 0, "first loopback port (0: scripts/cluster.sh's default)")
 	penalty := flag.Float64("restart-penalty", 1, "simulator: replay seconds a requeued job loses (the sleeper saves its progress once a second)")
+	tick := flag.Float64("scheduler-tick", replay.DefaultSchedulerTick, "simulator: slurmctld's background loop period, seconds (starts an arrival or a completion allows wait for its next round)")
+	launch := flag.Float64("launch-overhead", replay.DefaultLaunchOverhead, "simulator: replay seconds each run holds its GPUs beyond its work (batch launch, end report; the table's 'run beyond duration' measures it)")
+	modelsPath := flag.String("models", "etc/demo/models.csv", "the sizing replays' models (synergy, proportional)")
 	csvOut := flag.String("csv", "build/fidelity.csv", "per-job outcomes of both sides (empty: none)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -73,11 +77,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	models, err := loadModels(root, *modelsPath)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r := &replay.Replayer{Root: root, Dir: *dir, Nodes: *nodes, GPUs: *gpus, CPUs: *cpus, MemMB: *mem,
 		PortBase: *portBase, Compression: *compression, Settings: replay.DefaultTraceSettings(),
-		RestartPenalty: *penalty, Out: os.Stdout}
+		RestartPenalty: *penalty, SchedulerTick: *tick, LaunchOverhead: *launch, Out: os.Stdout, Models: models}
 	fmt.Printf("%s: %d jobs of %d GPUs or fewer (virtual clusters %q, skip %d), %.1f GPU-hours over %.0f s; replayed at 1/%g\n",
 		t.Name, len(slice.Jobs), *gpus, *vc, *skip, slice.GPUSeconds()/3600, slice.Span(), *compression)
 	var cs []replay.Comparison
@@ -88,21 +96,40 @@ func run() error {
 		}
 		cs = append(cs, c)
 		replay.WriteTable(os.Stdout, *compression, []replay.Comparison{c})
+		if *csvOut != "" { // after each policy: a long run keeps what it measured
+			if err := writeCSV(csvPath(root, *csvOut), cs); err != nil {
+				return err
+			}
+		}
 	}
 	if len(cs) > 1 {
 		replay.WriteTable(os.Stdout, *compression, cs)
 	}
 	if *csvOut != "" {
-		p := *csvOut
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		if err := writeCSV(p, cs); err != nil {
-			return err
-		}
-		fmt.Println("per-job outcomes:", p)
+		fmt.Println("per-job outcomes:", csvPath(root, *csvOut))
 	}
 	return nil
+}
+
+// csvPath is the per-job CSV's path, relative paths under root.
+func csvPath(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+// loadModels reads the sizing replays' models (demo.ParseModels).
+func loadModels(root, path string) (map[string]demo.Model, error) {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return demo.ParseModels(f)
 }
 
 func writeCSV(path string, cs []replay.Comparison) error {
@@ -115,12 +142,12 @@ func writeCSV(path string, cs []replay.Comparison) error {
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	w.Write([]string{"policy", "side", "job", "gpus", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
+	w.Write([]string{"policy", "side", "job", "gpus", "model", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, c := range cs {
 		for _, s := range []replay.Side{c.Cluster, c.Simulation} {
 			for _, o := range s.Jobs {
-				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), //nolint:errcheck
+				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), o.Model, //nolint:errcheck
 					num(o.Duration), num(o.Submit), num(o.FirstStart), num(o.End), num(o.JCT()), strconv.Itoa(o.Preemptions)})
 			}
 		}

@@ -163,6 +163,13 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 		}
 		done = 0
 		for id, i := range byID {
+			if !out[i].End.IsZero() {
+				// Counted once seen ended: slurmctld forgets a job
+				// MinJobAge (300 s) after its end, and a run can
+				// outlast that.
+				done++
+				continue
+			}
 			st := states[id]
 			if st.State == "RUNNING" && out[i].CPUsPerGPU == 0 {
 				if d, err := c.ShowJob(id); err == nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 
@@ -20,6 +21,7 @@ type Outcome struct {
 	// them by job id too, is given it in place of the trace's.
 	SlurmID     uint32
 	GPUs        int
+	Model       string  // the sizing replays' model; "" otherwise
 	Duration    float64 // scaled run time
 	Submit      float64
 	FirstStart  float64
@@ -151,12 +153,16 @@ func WriteTable(w io.Writer, compression float64, cs []Comparison) {
 			r[0], sim.Percentile(r, 10), sim.Median(r), sim.Percentile(r, 90), r[len(r)-1], mean,
 			100*float64(in10)/float64(len(r)), 100*float64(in25)/float64(len(r)))
 	}
-	fmt.Fprintf(w, "\nSlurm's latencies (cluster side, replay seconds; the simulator has none):\n%-12s %24s %30s\n",
+	fmt.Fprintf(w, "\nSlurm's latencies (cluster side, replay seconds; the simulator models them by -scheduler-tick and -launch-overhead):\n%-12s %24s %30s\n",
 		"policy", "submit->start, free GPUs", "run beyond duration, no requeue")
 	for _, c := range cs {
 		l := MeasureLatency(c)
 		fmt.Fprintf(w, "%-12s %5d jobs: median %4.2f max %4.2f %5d jobs: median %4.2f max %4.2f\n", c.Policy,
 			l.StartJobs, l.StartMedian, l.StartMax, l.RunJobs, l.RunOverMedian, l.RunOverMax)
+	}
+	if syn, prop, ok := SizingRatios(cs); ok {
+		fmt.Fprintf(w, "\nSynergy / proportional average JCT: cluster %.3f, simulator %.3f, diff %+.0f%%\n",
+			syn, prop, 100*Difference(syn, prop))
 	}
 	for _, c := range cs {
 		if c.RestartsMismatched > 0 {
@@ -166,12 +172,38 @@ func WriteTable(w io.Writer, compression float64, cs []Comparison) {
 	}
 }
 
-// Latency is what Slurm adds that the simulator has no setting for,
-// measured on the cluster side: how long a job whose GPUs were free (it
-// started at once in the simulator) waited from submission to its first
-// start, and how much longer than its duration a job that was never
-// requeued held its GPUs (launch, the sleeper's own overhead, the end's
-// report). Medians and maxima over the jobs that qualify, replay seconds.
+// SizingRatios are Synergy's average JCT over the proportional share's on
+// the cluster and in the simulator, when cs holds both sizings.
+func SizingRatios(cs []Comparison) (cluster, simulated float64, ok bool) {
+	var syn, prop *Comparison
+	for i := range cs {
+		switch cs[i].Policy {
+		case Synergy:
+			syn = &cs[i]
+		case Proportional:
+			prop = &cs[i]
+		}
+	}
+	if syn == nil || prop == nil {
+		return 0, 0, false
+	}
+	ratio := func(a, b Side) float64 {
+		sa, sb := a.Summarise(), b.Summarise()
+		if sb.AvgJCT == 0 {
+			return math.NaN()
+		}
+		return sa.AvgJCT / sb.AvgJCT
+	}
+	return ratio(syn.Cluster, prop.Cluster), ratio(syn.Simulation, prop.Simulation), true
+}
+
+// Latency is what Slurm adds, measured on the cluster side, against which
+// the simulator's SchedulerTick and LaunchOverhead are set: how long a job
+// whose GPUs were free (it started within a scheduler round in the
+// simulator) waited from submission to its first start, and how much
+// longer than its duration a job that was never requeued held its GPUs
+// (launch, the sleeper's own overhead, the end's report). Medians and
+// maxima over the jobs that qualify, replay seconds.
 type Latency struct {
 	StartJobs, RunJobs        int
 	StartMedian, StartMax     float64
@@ -186,7 +218,9 @@ func MeasureLatency(c Comparison) Latency {
 	}
 	var start, over []float64
 	for _, o := range c.Cluster.Jobs {
-		if s, ok := simByID[o.ID]; ok && s.FirstStart == s.Submit {
+		// Free GPUs: the simulator started it at its arrival, or at the
+		// scheduler's next round after it when it models the rounds.
+		if s, ok := simByID[o.ID]; ok && s.FirstStart-s.Submit <= DefaultSchedulerTick {
 			start = append(start, o.FirstStart-o.Submit)
 		}
 		if o.Preemptions == 0 {
@@ -224,7 +258,7 @@ func ClusterSide(label string, jobs []sim.Job, ids map[uint32]uint32, recs map[u
 	side := Side{Label: label}
 	for _, j := range jobs {
 		rec := recs[ids[j.ID]]
-		side.Jobs = append(side.Jobs, Outcome{ID: j.ID, SlurmID: ids[j.ID], GPUs: j.GPUs, Duration: j.Duration,
+		side.Jobs = append(side.Jobs, Outcome{ID: j.ID, SlurmID: ids[j.ID], GPUs: j.GPUs, Model: j.Model, Duration: j.Duration,
 			Submit: sec(rec.Submit), FirstStart: sec(rec.Runs[0].Start), End: sec(rec.End), Preemptions: rec.Requeues()})
 	}
 	return side, nil
@@ -238,16 +272,37 @@ type SimCosts struct {
 	RestartPenalty float64
 	RequeueHold    float64
 	PassInterval   float64
+	// SchedulerTick and LaunchOverhead are Slurm's own latencies
+	// (sim.Config's): DefaultSchedulerTick and what MeasureLatency
+	// reports as the run beyond duration.
+	SchedulerTick  float64
+	LaunchOverhead float64
+	// FallbackAfter is synergy.fallback_after as the cluster has it
+	// (Scaled.Config), for the sizings.
+	FallbackAfter float64
 }
+
+// DefaultSchedulerTick is slurmctld 22.05's background loop period.
+const DefaultSchedulerTick = 1
+
+// DefaultLaunchOverhead is the run beyond duration that MeasureLatency
+// found at the median on the shared development machine (0.15–0.19 s in
+// every policy of a 200-job slice, docs/evaluation section 7).
+const DefaultLaunchOverhead = 0.15
 
 // Simulate runs the cluster side's jobs, at the submission times Slurm
 // recorded, through the simulator under policy, and returns its side.
-func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clusterSide Side) (Side, *sim.Result, error) {
+// profiles (SimProfiles) are needed for the sizings: Synergy is the
+// simulator's AllocStart, slurmctld's sizing at submission and start.
+func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clusterSide Side, profiles sensitivity.Profiles) (Side, *sim.Result, error) {
 	cfg := sim.DefaultConfig()
 	cfg.Shape = shape
 	cfg.Alloc = sim.AllocProportional
 	cfg.Models = sim.ModelsAsGiven
+	cfg.Profiles = profiles
 	cfg.RestartPenalty, cfg.RequeueHold, cfg.PassInterval = costs.RestartPenalty, costs.RequeueHold, costs.PassInterval
+	cfg.SchedulerTick, cfg.LaunchOverhead = costs.SchedulerTick, costs.LaunchOverhead
+	cfg.FallbackAfter = costs.FallbackAfter
 	cfg.PartialNodeIdle = true
 	cfg.PolicyOptions.Tiresias = scaled.Config.Tiresias
 	switch policy {
@@ -255,12 +310,20 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 		cfg.Policy = sim.PolicyAge
 	case LAS, Gittins:
 		cfg.Policy = policy
+	case Synergy, Proportional:
+		if len(profiles) == 0 {
+			return Side{}, nil, fmt.Errorf("%w: %s needs the models' profiles", ErrReplay, policy)
+		}
+		cfg.Policy = LAS
+		if policy == Synergy {
+			cfg.Alloc = sim.AllocStart
+		}
 	default:
 		return Side{}, nil, fmt.Errorf("%w: unknown policy %q (%v)", ErrReplay, policy, Policies)
 	}
 	tr := &sim.Trace{Name: "replay"}
 	for _, o := range clusterSide.Jobs {
-		tr.Jobs = append(tr.Jobs, sim.Job{ID: o.SlurmID, Submit: o.Submit, GPUs: o.GPUs, Duration: o.Duration})
+		tr.Jobs = append(tr.Jobs, sim.Job{ID: o.SlurmID, Submit: o.Submit, GPUs: o.GPUs, Duration: o.Duration, Model: o.Model})
 	}
 	slices.SortStableFunc(tr.Jobs, func(a, b sim.Job) int {
 		switch {
@@ -285,7 +348,7 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 		if !ok {
 			return Side{}, nil, fmt.Errorf("%w: the simulator lost job %d", ErrReplay, o.ID)
 		}
-		side.Jobs = append(side.Jobs, Outcome{ID: o.ID, SlurmID: o.SlurmID, GPUs: j.GPUs, Duration: j.Duration, Submit: j.Submit,
+		side.Jobs = append(side.Jobs, Outcome{ID: o.ID, SlurmID: o.SlurmID, GPUs: j.GPUs, Model: o.Model, Duration: j.Duration, Submit: j.Submit,
 			FirstStart: j.FirstStart, End: j.Finish, Preemptions: j.Preemptions})
 	}
 	return side, res, nil

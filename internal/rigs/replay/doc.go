@@ -14,13 +14,27 @@
 //     cred_expire below 5, so a requeued job waits 6 s of replay time
 //     (scripts/cluster.sh sets 5): 6·C seconds of trace time, 120 s at
 //     C = 20, Slurm's default hold (121 s) there.
+//
 //   - pass_interval is whole seconds, at least 1 (the plugin's timer).
+//
 //   - Durations are whole seconds, at least 1: scripts/demo-train.sh, the
 //     checkpointing sleeper every job runs, advances and saves its progress
 //     once a second, so a requeued job also loses up to a second of work.
+//
 //   - The 2D-Gittins index uses the bundled seed distribution of GPU-time,
-//     which is in unscaled GPU-seconds, until gittins_min_history jobs
-//     have ended; the simulator is given the same seed.
+//     which is in unscaled GPU-seconds, throughout (GittinsMinHistory);
+//     the simulator is given the same seed.
+//
+//   - Slurm's own latencies do not scale: its scheduling round (a second)
+//     and each run's launch are given to the simulator as they are
+//     (SimCosts.SchedulerTick, LaunchOverhead).
+//
+//   - One user submits every job, so the core's service inheritance is
+//     turned off (the simulator has none): see Scale.
+//
+// Synergy and Proportional replay the sizings: each job trains one of a
+// few models (ModelOf), its sleeper runs at the speed its allocation buys,
+// and the simulator is given the same speed tables (SimProfiles).
 //
 // The cluster's side is read from Slurm's own records, slurmctld's log:
 // each job's submission, every start (main scheduler or backfill), every

@@ -16,20 +16,37 @@ import (
 var ErrReplay = errors.New("replay")
 
 // Policy names the replay knows: Slurm's priority/multifactor (age only,
-// no preemption) and Lachesis's 2D-LAS and 2D-Gittins.
+// no preemption) and Lachesis's 2D-LAS and 2D-Gittins; and two sizings
+// under 2D-LAS, job_submit/synergy sizing profiled jobs from their
+// profiles (Synergy) against every job asking for its GPUs' share of the
+// node's CPUs and memory (Proportional). The sizings need models
+// (Replayer.Models); each job trains one of them (ModelOf), and its
+// sleeper runs at the speed its allocation gives that model.
 const (
-	Multifactor = "multifactor"
-	LAS         = "las"
-	Gittins     = "gittins"
+	Multifactor  = "multifactor"
+	LAS          = "las"
+	Gittins      = "gittins"
+	Synergy      = "synergy"
+	Proportional = "proportional"
 )
 
 // Policies lists them in report order.
-var Policies = []string{Multifactor, LAS, Gittins}
+var Policies = []string{Multifactor, LAS, Gittins, Synergy, Proportional}
+
+// sizing says whether policy is one of the two sizings.
+func sizing(policy string) bool { return policy == Synergy || policy == Proportional }
 
 // RequeueHold is how long Slurm 22.05 holds a requeued job on the loopback
 // cluster: cred_expire (5, the least Slurm accepts) + 1 seconds
 // (job_mgr.c, begin_time = now + cred_lifetime + 1).
 const RequeueHold = 6
+
+// GittinsMinHistory is the replay's gittins_min_history: above any slice's
+// job count, so the core keeps ranking by the bundled seed distribution, as
+// the simulator does (it learns only when told to). Learning from a slice
+// would mix the seed's unscaled GPU-seconds with the slice's scaled ones,
+// and the default (100) is reached within a 200-job slice.
+const GittinsMinHistory = 1000000
 
 // TraceSettings are the time-valued settings in trace time, before
 // compression: Lachesis's priority config and pass interval, and Synergy's
@@ -89,7 +106,8 @@ func Scale(s TraceSettings, compression float64) (Scaled, error) {
 	out.Notes = append(out.Notes, fmt.Sprintf("requeue hold: Slurm's cred_expire+1 = %d s, %g s of trace time (not scaled: 22.05 refuses cred_expire < 5)",
 		RequeueHold, RequeueHold*compression))
 	if t.Mode == priority.ModeGittins {
-		out.Notes = append(out.Notes, "gittins: the index uses the bundled seed distribution (unscaled GPU-s) on both sides until gittins_min_history jobs have ended")
+		out.Notes = append(out.Notes, fmt.Sprintf("gittins: the index uses the bundled seed distribution (unscaled GPU-s) on both sides: gittins_min_history is %d, so the core never learns from the slice's scaled GPU-s",
+			GittinsMinHistory))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "tiresias:\n  mode: %s\n", t.Mode)
@@ -105,6 +123,13 @@ func Scale(s TraceSettings, compression float64) (Scaled, error) {
 	fmt.Fprintf(&b, "  max_age: %g\n", div(t.MaxAge))
 	fmt.Fprintf(&b, "  sibling_window: %g\n", div(t.SiblingWindow))
 	fmt.Fprintf(&b, "  effective_service: %t\n", t.EffectiveService)
+	fmt.Fprintf(&b, "  gittins_min_history: %d\n", GittinsMinHistory)
+	// One user submits every job of the replay, where the trace's are many
+	// users': with inheritance on, a job submitted within sibling_window
+	// of the end of one of the same account and size would take its
+	// service as a resubmission. Traces have no users and the simulator
+	// models no inheritance (sim.DefaultPolicyOptions turns it off).
+	fmt.Fprintf(&b, "  inherit_service: false\n")
 	fmt.Fprintf(&b, "  weights: {tiresias: %g, age: %g, partition: %g, qos: %g}\n",
 		t.Weights.Tiresias, t.Weights.Age, t.Weights.Partition, t.Weights.QOS)
 	p := t.Preemption

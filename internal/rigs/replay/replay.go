@@ -14,6 +14,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
 	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 
@@ -34,10 +35,16 @@ type Replayer struct {
 	Settings TraceSettings
 	// RestartPenalty is the simulator's restart penalty in replay seconds.
 	RestartPenalty float64
-	Out            io.Writer
+	// SchedulerTick and LaunchOverhead are the simulator's model of
+	// Slurm's own latencies, in replay seconds (SimCosts).
+	SchedulerTick, LaunchOverhead float64
+	Out                           io.Writer
 	// PollEvery is how often the harness submits due jobs and reads
 	// squeue (1 s when 0).
 	PollEvery time.Duration
+	// Models are the sizing replays' models (etc/demo/models.csv); each
+	// job trains ModelOf its id.
+	Models map[string]demo.Model
 }
 
 // Shape is the simulator's view of the cluster.
@@ -70,12 +77,45 @@ func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trac
 		}
 		scenario = demo.Scenario{Label: policy, Priority: "priority/tiresias", Preempt: "preempt/tiresias",
 			Extra: slurmcluster.OverrideConf(string(fragment), "JobSubmitPlugins=")}
+	case Synergy, Proportional:
+		// Both sizings rank by 2D-LAS, so only the sizing differs (the
+		// demo's pair of scenarios, with the replay's scaled settings).
+		settings.Tiresias.Mode = priority.ModeLAS
+		fragment, err := os.ReadFile(filepath.Join(r.Root, "etc", "slurm.conf.lachesis"))
+		if err != nil {
+			return Comparison{}, err
+		}
+		shareMemMB := r.MemMB / r.GPUs
+		for _, m := range r.Models {
+			// The simulator's profile starts at the best case's memory
+			// (SimProfiles): the share must reach it.
+			if m.BestMemGB > float64(r.MemMB)/1000/float64(r.GPUs) {
+				return Comparison{}, fmt.Errorf("%w: model %s's best case needs %g GB per GPU, more than the share (%d MB)",
+					ErrReplay, m.Name, m.BestMemGB, shareMemMB)
+			}
+		}
+		sized, proportional := demo.SynergyScenarios(string(fragment), r.Dir, r.Models, r.CPUs/r.GPUs, shareMemMB)
+		scenario = proportional
+		if policy == Synergy {
+			scenario = sized
+		}
+		scenario.Label = policy
 	default:
 		return Comparison{}, fmt.Errorf("%w: unknown policy %q (%v)", ErrReplay, policy, Policies)
 	}
 	scaled, err := Scale(settings, r.Compression)
 	if err != nil {
 		return Comparison{}, err
+	}
+	var profiles sensitivity.Profiles
+	if sizing(policy) {
+		if profiles, err = SimProfiles(r.Models); err != nil {
+			return Comparison{}, err
+		}
+		if len(profiles) == 0 {
+			return Comparison{}, fmt.Errorf("%w: %s needs models", ErrReplay, policy)
+		}
+		scaledTrace = &sim.Trace{Name: scaledTrace.Name, Start: scaledTrace.Start, Jobs: withModels(scaledTrace.Jobs, r.Models)}
 	}
 	if policy != Multifactor {
 		scenario.YAML = scaled.YAML + fmt.Sprintf("log_level: info\ndb_path: %s\n", filepath.Join(r.Dir, "lachesis", "lachesis.db"))
@@ -85,18 +125,23 @@ func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trac
 	for i, j := range scaledTrace.Jobs {
 		name := strconv.FormatUint(uint64(j.ID), 10)
 		jobs[i] = demo.Job{Name: name, Arrival: time.Duration(j.Submit * float64(time.Second)),
-			GPUs: j.GPUs, Work: time.Duration(j.Duration) * time.Second}
+			GPUs: j.GPUs, Work: time.Duration(j.Duration) * time.Second, Model: j.Model}
 		if accountName.MatchString(j.Cluster) {
 			accounts[name] = j.Cluster
 		}
 	}
 	// Jobs of one virtual cluster share an account, as the simulator
 	// keys sweeps by virtual cluster and the core by user and account.
+	sizingArgs := scenario.SubmitArgs
 	scenario.SubmitArgs = func(j demo.Job) []string {
-		if a, ok := accounts[j.Name]; ok {
-			return []string{"--account=" + a}
+		var args []string
+		if sizingArgs != nil {
+			args = sizingArgs(j)
 		}
-		return nil
+		if a, ok := accounts[j.Name]; ok {
+			args = append(args, "--account="+a)
+		}
+		return args
 	}
 	var recs map[uint32]*Record
 	poll := r.PollEvery
@@ -136,7 +181,9 @@ func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trac
 		}
 	}
 	simulated, _, err := Simulate(policy, r.Shape(), scaled,
-		SimCosts{RestartPenalty: r.RestartPenalty, RequeueHold: RequeueHold, PassInterval: float64(scaled.PassInterval)}, cluster)
+		SimCosts{RestartPenalty: r.RestartPenalty, RequeueHold: RequeueHold, PassInterval: float64(scaled.PassInterval),
+			SchedulerTick: r.SchedulerTick, LaunchOverhead: r.LaunchOverhead,
+			FallbackAfter: scaled.Config.Synergy.FallbackAfter.Seconds()}, cluster, profiles)
 	if err != nil {
 		return Comparison{}, err
 	}

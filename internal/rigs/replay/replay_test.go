@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 
@@ -35,6 +37,12 @@ func TestScaleDividesEveryTimeValuedSetting(t *testing.T) {
 	}
 	if c.PassInterval != 2*time.Second || got.PassInterval != 2 {
 		t.Errorf("pass interval %v / %d, want 2 s", c.PassInterval, got.PassInterval)
+	}
+	if c.GittinsMinHistory != GittinsMinHistory {
+		t.Errorf("gittins_min_history %d, want %d: the core would learn from the slice", c.GittinsMinHistory, GittinsMinHistory)
+	}
+	if c.Tiresias.InheritService {
+		t.Error("inherit_service is on; the replay submits every job as one user")
 	}
 	if c.Tiresias.FairShare.Enabled {
 		t.Error("fair share is on; the replay submits every job as one user")
@@ -188,7 +196,7 @@ func TestSimulateBreaksTiesBySlurmsJobIDs(t *testing.T) {
 		{ID: 1, SlurmID: 102, GPUs: 1, Duration: 10, Submit: 0.6},
 	}}
 	side, _, err := Simulate(LAS, sim.Shape{Nodes: 1, GPUsPerNode: 1, CPUsPerNode: 2, MemGBNode: 4}, scaled,
-		SimCosts{RequeueHold: RequeueHold, PassInterval: 1}, cluster)
+		SimCosts{RequeueHold: RequeueHold, PassInterval: 1}, cluster, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,5 +218,78 @@ func TestSummariseAndRatios(t *testing.T) {
 	}
 	if Difference(11, 10) != 0.1 || Difference(0, 0) != 0 {
 		t.Error("Difference")
+	}
+}
+
+var testModels = map[string]demo.Model{
+	"image":    {Name: "image", Speeds: "1:0.37,2:0.72,3:1,4:1.3,5:1.53,6:1.75,9:2.4", BestCPUs: 9, BestMemGB: 10},
+	"language": {Name: "language", Speeds: "1:1", BestCPUs: 1, BestMemGB: 4},
+}
+
+// The simulator's profiles run at the sleeper's speeds: a step function of
+// whole CPUs per GPU, flat in memory from the best case's up.
+func TestSimProfilesFollowTheSleepersSpeeds(t *testing.T) {
+	ps, err := SimProfiles(testModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := ps["image"]
+	for _, c := range []struct{ cpus, mem, want float64 }{{3, 12, 1}, {2.5, 12, 0.72}, {8, 10, 1.75}, {9, 40, 2.4}} {
+		if got := img.At(c.cpus, c.mem); got != c.want {
+			t.Errorf("image at %g CPUs, %g GB: %g, want %g", c.cpus, c.mem, got, c.want)
+		}
+	}
+	if d, _ := img.BestCase(sensitivity.DefaultTolerance); d.CPUsPerGPU != 9 || d.MemGBPerGPU != 10 {
+		t.Errorf("image best case %+v, want 9 CPUs, 10 GB: job_submit/synergy's", d)
+	}
+	bad := map[string]demo.Model{"m": {Name: "m", Speeds: "1:1,3:2", BestCPUs: 1, BestMemGB: 1}}
+	if _, err := SimProfiles(bad); !errors.Is(err, ErrReplay) {
+		t.Errorf("a profile whose best case is not the model's was accepted: %v", err)
+	}
+	for _, speeds := range []string{"", "2:1,1:2", "1:0", "1:x", strings.Repeat("1:1,", 100) + "1:1"} {
+		if _, err := SimProfiles(map[string]demo.Model{"m": {Name: "m", Speeds: speeds, BestCPUs: 1, BestMemGB: 1}}); !errors.Is(err, ErrReplay) {
+			t.Errorf("speeds %.20q accepted: %v", speeds, err)
+		}
+	}
+	if ModelOf(7, testModels) != "language" || ModelOf(8, testModels) != "image" {
+		t.Error("ModelOf does not take the models in name order by job id")
+	}
+}
+
+// Under Synergy the simulator sizes at submission and start as slurmctld
+// does (AllocStart): a lone image job gets its best case, 9 CPUs per GPU,
+// and runs 2.4 times as fast as under the proportional share.
+func TestSimulateSizings(t *testing.T) {
+	scaled, err := Scale(DefaultTraceSettings(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := SimProfiles(testModels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := Side{Jobs: []Outcome{{ID: 1, SlurmID: 1, GPUs: 1, Model: "image", Duration: 24}}}
+	shape := sim.Shape{Nodes: 1, GPUsPerNode: 4, CPUsPerNode: 12, MemGBNode: 48}
+	costs := SimCosts{RequeueHold: RequeueHold, PassInterval: 1}
+	var cs []Comparison
+	for _, p := range []string{Synergy, Proportional} {
+		side, _, err := Simulate(p, shape, scaled, costs, cluster, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, Comparison{Policy: p, Cluster: side, Simulation: side})
+	}
+	if got := cs[0].Simulation.Jobs[0].End; got != 10 {
+		t.Errorf("synergy: the image job ends at %g, want 10 (24 s at 2.4)", got)
+	}
+	if got := cs[1].Simulation.Jobs[0].End; got != 24 {
+		t.Errorf("proportional: the image job ends at %g, want 24", got)
+	}
+	c, s, ok := SizingRatios(cs)
+	if !ok || math.Abs(c-10.0/24) > 1e-9 || c != s {
+		t.Errorf("sizing ratios %v %v %v", c, s, ok)
+	}
+	if _, _, err := Simulate(Synergy, shape, scaled, costs, cluster, nil); !errors.Is(err, ErrReplay) {
+		t.Errorf("synergy without profiles: %v", err)
 	}
 }
