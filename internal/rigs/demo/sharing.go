@@ -3,7 +3,6 @@ package demo
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -46,12 +45,9 @@ const (
 // GPU) or a share of one in steps of 1/shardsPerGPU, class "guaranteed" or
 // "opportunistic", util_pct the GPU utilisation the job drives alone.
 func ParseSharingWorkload(r io.Reader, shardsPerGPU int) ([]Job, error) {
-	cr := csv.NewReader(r)
-	cr.Comment = '#'
-	cr.FieldsPerRecord = -1
-	rows, err := cr.ReadAll()
+	rows, err := workloadRows(r)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
+		return nil, err
 	}
 	var jobs []Job
 	for i, row := range rows {

@@ -28,15 +28,25 @@ type Job struct {
 	UtilPct       float64
 }
 
-// ParseWorkload reads "name,arrival_s,gpus,work_s[,model]" lines ('#'
-// comments and one header line allowed).
-func ParseWorkload(r io.Reader) ([]Job, error) {
+// workloadRows reads a workload file's CSV rows ('#' comments skipped,
+// rows of any width): the one reader of every demo part's workload.
+func workloadRows(r io.Reader) ([][]string, error) {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
 	cr.FieldsPerRecord = -1
 	rows, err := cr.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWorkload, err)
+	}
+	return rows, nil
+}
+
+// ParseWorkload reads "name,arrival_s,gpus,work_s[,model]" lines ('#'
+// comments and one header line allowed).
+func ParseWorkload(r io.Reader) ([]Job, error) {
+	rows, err := workloadRows(r)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []Job
 	for i, row := range rows {
