@@ -27,6 +27,16 @@ func GavelName(model string, batch int) string {
 	return model + "/bs" + strconv.Itoa(batch)
 }
 
+// ModelKey is the one mapping between a model's names: Gavel's are mixed
+// case ("ResNet-50/bs64", GavelName), a Slurm job's model key is what its
+// owner wrote (--comment=model=resnet-50/bs64), and slurmctld's core
+// lower-cases it (as placement's table does). The pair table keys every
+// entry by ModelKey, so a lookup by any of these spellings meets the same
+// entry; nothing else needs to convert.
+func ModelKey(name string) string {
+	return strings.ToLower(strings.TrimSpace(name))
+}
+
 // ReadGavel seeds a table from Gavel's measurements on one GPU type (k80,
 // p100 or v100): solo is data/gavel/throughputs.csv (gpu_type, placement,
 // model, batch_size, num_gpus, throughput), colocated is

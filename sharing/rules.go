@@ -159,6 +159,20 @@ func (c Config) Choose(t *Table, host string, guests []string) (ch Choice, ok bo
 	return Choice{}, false
 }
 
+// Fits says whether guest may go beside a guaranteed job of model host:
+// Choose's rule for that one pair. It is false for a pair marked bad, one
+// that did not run together, or one predicted to cost host more than
+// MaxSlowdown; an unmeasured pair fits only with TryUnmeasured. predicted
+// is host's speed beside guest as the table holds it (Speeds.Of), 0 when
+// the table has no figure: what a caller ranks waiting guests by.
+func (c Config) Fits(t *Table, host, guest string) (fits bool, predicted float64) {
+	ch, ok := c.Choose(t, host, []string{guest})
+	if !ok {
+		return false, 0
+	}
+	return true, ch.Predicted.Of
+}
+
 // Loss is the share of its solo rate a job lost: 1 − shared/solo. Rates
 // are any unit (iterations/s, or GPU utilisation where a job reports no
 // progress), the same for both. NaN when solo is not a positive number.

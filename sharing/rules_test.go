@@ -124,3 +124,40 @@ func TestMove(t *testing.T) {
 		t.Errorf("negative move_after: %v", err)
 	}
 }
+
+func TestFitsIsChoosesRuleForOnePair(t *testing.T) {
+	tab := NewTable(DefaultLimits())
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tab.Seed("host", "good", 0.97, 0.9))
+	must(tab.Seed("host", "slow", 0.52, 0.9))
+	must(tab.Seed("host", "oom", 0, 0))
+	must(tab.Seed("host", "marked", 1, 1))
+	must(tab.MarkBad("host", "marked"))
+	c := DefaultConfig()
+	for _, tc := range []struct {
+		name, guest string
+		try         bool
+		fits        bool
+		predicted   float64
+	}{
+		{"a pair predicted within max_slowdown fits, with its prediction", "good", true, true, 0.97},
+		{"a pair predicted to cost more than max_slowdown does not fit", "slow", true, false, 0},
+		{"a pair that did not run together does not fit", "oom", true, false, 0},
+		{"a pair marked bad does not fit whatever the table predicts", "marked", true, false, 0},
+		{"an unmeasured pair fits as a trial, without a prediction", "new", true, true, 0},
+		{"an unmeasured pair does not fit without trials", "new", false, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.TryUnmeasured = tc.try
+			fits, p := c.Fits(tab, "HOST", tc.guest)
+			if fits != tc.fits || p != tc.predicted {
+				t.Fatalf("Fits = %v %v, want %v %v", fits, p, tc.fits, tc.predicted)
+			}
+		})
+	}
+}

@@ -45,11 +45,13 @@ type Speeds struct {
 
 type pairKey struct{ lo, hi string }
 
-// entry holds the fractions in key order (lo's, hi's).
+// entry holds the fractions in key order (lo's, hi's), and the names the
+// pair was first stored under (Models returns those, not the keys).
 type entry struct {
 	lo, hi   float64
 	measured bool
 	bad      bool
+	name     [2]string
 }
 
 // Table is the pair table: model × model → Speeds. The zero value is not
@@ -79,7 +81,10 @@ func NewTable(l Limits) *Table {
 // Len is the number of pairs held.
 func (t *Table) Len() int { return len(t.entries) }
 
+// key is the pair's map key: both names through ModelKey, in order;
+// swapped says b's comes first.
 func key(a, b string) (pairKey, bool) {
+	a, b = ModelKey(a), ModelKey(b)
 	if a <= b {
 		return pairKey{a, b}, false
 	}
@@ -132,7 +137,10 @@ func (t *Table) set(a, b string, fa, fb float64, measured bool) error {
 		if len(t.entries) >= t.limits.MaxEntries {
 			return fmt.Errorf("%w: %d pairs", ErrTableFull, len(t.entries))
 		}
-		e = &entry{}
+		e = &entry{name: [2]string{a, b}}
+		if swapped {
+			e.name = [2]string{b, a}
+		}
 		t.entries[k] = e
 	} else if e.measured && !measured {
 		return nil
@@ -221,12 +229,12 @@ func (t *Table) Clone() *Table {
 }
 
 // Models are the models that have a pair with themselves (so a Usage),
-// sorted by name.
+// by the name they were first stored under, sorted.
 func (t *Table) Models() []string {
 	var out []string
-	for k := range t.entries {
+	for k, e := range t.entries {
 		if k.lo == k.hi {
-			out = append(out, k.lo)
+			out = append(out, e.name[0])
 		}
 	}
 	slices.Sort(out)

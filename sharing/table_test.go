@@ -132,3 +132,32 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A job's model key is what its owner typed, lower-cased by slurmctld's
+// core; Gavel's names are mixed case. Both spellings meet one entry, and
+// Models keeps the name the entry was stored under.
+func TestPairTableMeetsAJobsLowerCaseModelKeyAndGavelsName(t *testing.T) {
+	tab := NewTable(DefaultLimits())
+	if err := tab.Seed("ResNet-50/bs64", "ResNet-50/bs64", 0.6, 0.6); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Seed(GavelName("ResNet-18", 64), GavelName("LM", 80), 0.98, 0.97); err != nil {
+		t.Fatal(err)
+	}
+	s, _, ok := tab.Lookup("lm/bs80", " resnet-18/BS64")
+	if !ok || s.Of != 0.97 || s.Beside != 0.98 {
+		t.Fatalf("lm/bs80 beside resnet-18/bs64 = %+v %v, want {0.97 0.98} (Gavel's ResNet-18/bs64 and LM/bs80)", s, ok)
+	}
+	if err := tab.MarkBad("resnet-18/bs64", "lm/bs80"); err != nil || !tab.Bad("ResNet-18/bs64", "LM/bs80") {
+		t.Fatalf("a bad mark under the job's spelling is not seen under Gavel's: %v", err)
+	}
+	if tab.Len() != 2 {
+		t.Fatalf("%d pairs, want 2: one entry per pair whatever the case", tab.Len())
+	}
+	if m := tab.Models(); len(m) != 1 || m[0] != "ResNet-50/bs64" {
+		t.Fatalf("Models() = %v, want the stored name [ResNet-50/bs64]", m)
+	}
+	if ModelKey(" ResNet-50/bs64 ") != "resnet-50/bs64" {
+		t.Fatalf("ModelKey = %q", ModelKey(" ResNet-50/bs64 "))
+	}
+}
