@@ -149,3 +149,30 @@ func TestOpportunisticValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAWaitingOpportunisticJobWithABetterPairGoesFirstInItsQueue(t *testing.T) {
+	cfg := testConfig()
+	cfg.Opportunistic = Opportunistic{Enabled: true, PromoteAfter: 3600}
+	r := mustRanker(t, cfg, nil)
+	jobs := []Job{
+		// Guaranteed, queue 0: a pair score on it decides nothing.
+		{ID: 1, State: Pending, SubmitTime: 1, QueueEntry: 1, WaitingSince: now - 10, Pair: 0.1},
+		{ID: 2, State: Pending, SubmitTime: 2, QueueEntry: 2, WaitingSince: now - 10, Pair: 0.9},
+		// Opportunistic, queue 0: the older one is predicted to slow its
+		// neighbour to 0.6 of alone, the younger one to 0.97.
+		{ID: 3, State: Pending, SubmitTime: 3, QueueEntry: 3, WaitingSince: now - 10, Opportunistic: true, Pair: 0.6},
+		{ID: 4, State: Pending, SubmitTime: 4, QueueEntry: 4, WaitingSince: now - 10, Opportunistic: true, Pair: 0.97},
+		// Opportunistic without a prediction: after both.
+		{ID: 5, State: Pending, SubmitTime: 0, QueueEntry: 0, WaitingSince: now - 10, Opportunistic: true},
+	}
+	res := byID(r.Rank(now, jobs, nil))
+	if !(res[4].Rank < res[3].Rank && res[3].Rank < res[5].Rank) {
+		t.Fatalf("ranks: job 4 %d, job 3 %d, job 5 %d; want the better pair first, the unpredicted last", res[4].Rank, res[3].Rank, res[5].Rank)
+	}
+	if res[4].Factors.Pair != 0.97 || res[5].Factors.Pair != 0 {
+		t.Fatalf("pair factors %v %v, want the score recorded", res[4].Factors.Pair, res[5].Factors.Pair)
+	}
+	if !(res[1].Rank < res[2].Rank) || res[1].Factors.Pair != 0 {
+		t.Fatalf("guaranteed jobs reordered by a pair score: %+v %+v", res[1], res[2])
+	}
+}

@@ -6,7 +6,8 @@ import "cmp"
 // that sorting a large pass moves small values and stays cache-friendly.
 type sortKey struct {
 	queue   int32
-	over    bool // the job's account is over its fair share (fairshare.go)
+	over    bool    // the job's account is over its fair share (fairshare.go)
+	pair    float64 // a waiting opportunistic job's pair score (0 for every other job)
 	id      uint32
 	index   float64 // Gittins index; 0 for every job in LAS mode
 	entry   int64   // queue-entry time
@@ -20,6 +21,12 @@ type sortKey struct {
 //     1b. fair share: jobs of accounts at or under their share before jobs
 //     of accounts over it (always false when fair share is off), so one
 //     account's backlog cannot hold a queue against the others;
+//     1c. pair score descending: of waiting opportunistic jobs, the one
+//     the pair table predicts to slow its guaranteed neighbour least
+//     goes first, so the job Slurm places beside a guaranteed one is the
+//     one sharing.Config.Choose would pick (every other job has 0, so
+//     this step decides nothing for them; promote_after bounds how long
+//     a poorly paired job can wait behind better ones);
 //  2. Gittins index descending: the job likeliest to finish soon per unit
 //     of service goes first (in LAS mode every index is 0, so this step
 //     never decides);
@@ -37,6 +44,9 @@ func compareKeys(a, b sortKey) int {
 			return -1
 		}
 		return 1
+	}
+	if c := cmp.Compare(b.pair, a.pair); c != 0 {
+		return c
 	}
 	if c := cmp.Compare(b.index, a.index); c != 0 {
 		return c

@@ -89,6 +89,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 		keys[i] = sortKey{
 			queue:   int32(band),
 			over:    r.cfg.FairShare.Enabled && OverShare(job.FairShare),
+			pair:    res.Factors.Pair,
 			index:   res.Factors.Gittins,
 			entry:   st.entry,
 			submit:  job.SubmitTime,
@@ -215,6 +216,9 @@ func (r *Ranker) fillFactors(now int64, job *Job, st standing, f *Factors) {
 	f.QOS = clamp01(job.QOS)
 	f.Nice = job.Nice
 	f.FairShare = clamp01(job.FairShare)
+	if st.opportunistic && job.State == Pending {
+		f.Pair = clamp01(job.Pair)
+	}
 }
 
 // band is the Tiresias factor of the job at 0-based position pos among the n

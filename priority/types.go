@@ -124,6 +124,13 @@ type Job struct {
 	// been upgraded (opportunistic.go). Ignored unless
 	// Config.Opportunistic.Enabled.
 	Opportunistic bool
+	// Pair is how well a waiting opportunistic job would pair with the
+	// guaranteed jobs whose GPUs it could share: the best predicted speed,
+	// as a fraction of alone, of a guaranteed neighbour beside it (the
+	// pair table, sharing.Config.Fits), 0 when nothing is predicted. In
+	// its band, a better pair goes first (order.go). Ignored for other
+	// jobs.
+	Pair float64
 }
 
 // Factors are the components of a priority, kept so operators can see why a
@@ -139,6 +146,7 @@ type Factors struct {
 	QOS            float64
 	Nice           int32
 	FairShare      float64 // the account's fair-share factor, as given in Job
+	Pair           float64 // a waiting opportunistic job's pair score, as given in Job (0 for others)
 }
 
 // Result is the policy's decision for one job.

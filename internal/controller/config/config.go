@@ -82,7 +82,22 @@ type Sharing struct {
 	// core requeues the opportunistic one (sharing.Config.Revert; the
 	// core's introspect.go). 0.05 by default.
 	MaxSlowdown float64
+	// PairTable is the directory of the pair table's seeds, Gavel's
+	// throughputs.csv and colocated.csv (sharing.ReadGavel), read once at
+	// start; PairTableGPU is the GPU type whose rows are read. The
+	// default is the copy the lachesis-slurmctld package installs. A
+	// missing or refused file leaves the table empty and says why in
+	// slurmctld's log: introspection then learns every pair by trying it.
+	PairTable    string
+	PairTableGPU string
 }
+
+// DefaultPairTable is where the lachesis-slurmctld package installs
+// Gavel's measurements (data/gavel in the repository).
+const DefaultPairTable = "/usr/share/lachesis/gavel"
+
+// MaxPairTablePath bounds sharing.pair_table.
+const MaxPairTablePath = 1024
 
 // Opportunistic reports whether a job whose partition field is partitions
 // (Slurm's job_ptr->partition: one name, or a comma-separated list for a
@@ -251,6 +266,8 @@ type file struct {
 		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
 		PromoteAfter           float64 `mapstructure:"promote_after"`
 		MaxSlowdown            float64 `mapstructure:"max_slowdown"`
+		PairTable              string  `mapstructure:"pair_table"`
+		PairTableGPU           string  `mapstructure:"pair_table_gpu"`
 	} `mapstructure:"sharing"`
 }
 
@@ -290,7 +307,8 @@ func Default() Config {
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
 		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
-		Sharing:   Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown},
+		Sharing: Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown,
+			PairTable: DefaultPairTable, PairTableGPU: "v100"},
 	}
 }
 
@@ -353,6 +371,8 @@ func defaultFile() file {
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
 	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
 	f.Sharing.MaxSlowdown = d.Sharing.MaxSlowdown
+	f.Sharing.PairTable = d.Sharing.PairTable
+	f.Sharing.PairTableGPU = d.Sharing.PairTableGPU
 	return f
 }
 
@@ -594,7 +614,15 @@ func (f file) checkSharing(c *Config) error {
 		return fmt.Errorf("%w: sharing.opportunistic_partition must be one partition name of at most %d bytes, without commas or spaces, got %q",
 			ErrInvalid, MaxPartitionName, name)
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown}
+	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown,
+		PairTable: f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU}
+	if p := c.Sharing.PairTable; p != "" && (len(p) > MaxPairTablePath || !filepath.IsAbs(p) || strings.ContainsRune(p, 0)) {
+		return fmt.Errorf("%w: sharing.pair_table must be an absolute directory path of at most %d bytes (or empty: no seeds), got %q",
+			ErrInvalid, MaxPairTablePath, p)
+	}
+	if g := c.Sharing.PairTableGPU; g == "" || len(g) > 32 || strings.ContainsAny(g, ", \t\n\r") {
+		return fmt.Errorf("%w: sharing.pair_table_gpu must be one GPU type of Gavel's table (k80, p100, v100), got %q", ErrInvalid, g)
+	}
 	// sharing.Config holds max_slowdown's rule; its other fields are
 	// checked here (promote_after) or not used by the core.
 	rules := sharing.DefaultConfig()

@@ -185,6 +185,8 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"negative max_slowdown is rejected", "sharing:\n  max_slowdown: -0.01\n", "sharing.max_slowdown"},
 		{"max_slowdown of 1 is rejected", "sharing:\n  max_slowdown: 1\n", "sharing.max_slowdown"},
 		{"NaN max_slowdown is rejected", "sharing:\n  max_slowdown: .nan\n", "sharing.max_slowdown"},
+		{"a relative pair_table is rejected", "sharing:\n  pair_table: data/gavel\n", "sharing.pair_table"},
+		{"an empty pair_table_gpu is rejected", "sharing:\n  pair_table_gpu: \"\"\n", "sharing.pair_table_gpu"},
 		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
 		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
@@ -324,6 +326,13 @@ func TestParseReadsSharing(t *testing.T) {
 	}
 	if d := Default(); d.Tiresias.Opportunistic.Enabled || d.Sharing.OpportunisticPartition != "" {
 		t.Fatalf("the class must be off by default: %+v %+v", d.Sharing, d.Tiresias.Opportunistic)
+	}
+	if c.Sharing.PairTable != DefaultPairTable || c.Sharing.PairTableGPU != "v100" {
+		t.Fatalf("pair table %q on %q, want the installed copy on v100 by default", c.Sharing.PairTable, c.Sharing.PairTableGPU)
+	}
+	c, err = Parse(strings.NewReader("sharing:\n  pair_table: /srv/gavel\n  pair_table_gpu: p100\n"))
+	if err != nil || c.Sharing.PairTable != "/srv/gavel" || c.Sharing.PairTableGPU != "p100" {
+		t.Fatalf("pair table read as %q on %q (%v)", c.Sharing.PairTable, c.Sharing.PairTableGPU, err)
 	}
 }
 
