@@ -173,6 +173,8 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s.EndState = core.EndState(j.end_state)
 	if j.state != C.LACHESIS_PENDING {
 		s.Run = (*cRun)(j) // a pointer in an interface: no allocation
+	} else if j.name != nil || j.comment != nil {
+		s.Asked = (*cRun)(j)
 	}
 	s.GresRequest.Nodes, s.GresRequest.Tasks = uint32(j.num_nodes), uint32(j.num_tasks)
 	s.Shards = (s.GPUs == 0 || s.GPUs == core.UnknownGPUs) && asksForShards(j)

@@ -107,8 +107,8 @@ typedef struct lachesis_job {
 	const char *tres_per_task;
 	/* Pending jobs only: for start-time sizing (lowering a job whose
 	 * request fits nowhere while its GPUs are free; raising a requeued or
-	 * lowered job toward its best case). admin_comment (with name and
-	 * comment) is given for jobs waiting for resources or requeued. */
+	 * lowered job toward its best case). admin_comment is given for jobs
+	 * waiting for resources or requeued. */
 	uint8_t  waits_for_resources; /* state_reason == WAIT_RESOURCES */
 	uint8_t  reserved2[7];
 	const char *admin_comment;
@@ -127,8 +127,11 @@ typedef struct lachesis_job {
 	 * only GPU type of its first node; NULL when untyped), and the job's
 	 * name and comment, from which the core reads its model key. The core
 	 * reads them once per run, when effective service weights it.
-	 * name and comment are also given with a pending job's admin_comment
-	 * (above), for start-time sizing's model key. */
+	 * name and comment are also given for every pending job (pointers,
+	 * no copy): start-time sizing's model key, and a waiting
+	 * opportunistic job's, which the core pairs with the guaranteed jobs
+	 * on each node (core/exclude.go). Same layout as before: no ABI
+	 * change. */
 	const char *gpu_type;
 	const char *name;
 	const char *comment;

@@ -151,11 +151,14 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 			(job_ptr->state_reason == WAIT_RESOURCES);
 		/* Start-time sizing: jobs that wait for resources, and
 		 * requeued ones, which it may raise before they start. */
-		if (out->waits_for_resources || job_ptr->restart_cnt) {
+		if (out->waits_for_resources || job_ptr->restart_cnt)
 			out->admin_comment = job_ptr->admin_comment;
-			out->name = job_ptr->name;
-			out->comment = job_ptr->comment;
-		}
+		/* The model key of a waiting job: the core reads it (once per
+		 * job) for opportunistic ones, whose pair with the guaranteed
+		 * jobs on each node it judges (core/exclude.go). Pointers
+		 * only: nothing is copied here. */
+		out->name = job_ptr->name;
+		out->comment = job_ptr->comment;
 	}
 	out->system_comment = job_ptr->system_comment;
 	out->account = job_ptr->account;

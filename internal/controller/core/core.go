@@ -101,6 +101,9 @@ type Core struct {
 	// usage: per-job GPU use reported by node agents (usage.go); under
 	// its own mutex.
 	usage usageState
+	// pairScores: each waiting opportunistic job's pair score from the
+	// last pass (exclude.go), read by the next pass's ranking; under mu.
+	pairScores map[uint32]float64
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
 	// their records (nil when not known), which continue if the job is
@@ -175,7 +178,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	// Introspection's requeues run here, outside slurmctld's locks
 	// (introspect.go's scontrolRequeue says why).
 	queue := c.usage.intro.queue
-	safego.Loop(log, "sharing requeuer", func() { c.requeuer(queue, scontrolRequeue) }, nil)
+	safego.Loop(log, "sharing requeuer", func() { c.requeuer(queue, scontrolJobs{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -203,20 +206,21 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c := &Core{
-		clock:     func() int64 { return time.Now().Unix() },
-		log:       log,
-		store:     store,
-		cfg:       cfg,
-		records:   make(map[uint32]*ledger.Record, len(active)),
-		decisions: make(map[uint32]Decision, len(active)),
-		seen:      make(map[uint32]bool, len(active)),
-		ends:      jobEnds{held: make(map[uint32]int64)},
-		finished:  make(map[uint32]*ledger.Record),
-		pending:   make(map[uint32]ledger.Record),
-		kick:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		stopped:   make(chan struct{}),
-		met:       newMetricsIf(cfg.Metrics.Listen),
+		clock:      func() int64 { return time.Now().Unix() },
+		log:        log,
+		store:      store,
+		cfg:        cfg,
+		records:    make(map[uint32]*ledger.Record, len(active)),
+		decisions:  make(map[uint32]Decision, len(active)),
+		seen:       make(map[uint32]bool, len(active)),
+		ends:       jobEnds{held: make(map[uint32]int64)},
+		finished:   make(map[uint32]*ledger.Record),
+		pending:    make(map[uint32]ledger.Record),
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		stopped:    make(chan struct{}),
+		met:        newMetricsIf(cfg.Metrics.Listen),
+		pairScores: map[uint32]float64{},
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
@@ -239,6 +243,8 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	if err := c.restoreUsage(store); err != nil {
 		return nil, err
 	}
+	c.usage.intro.init()
+	c.seedPairTable()
 	if err := c.restoreBadPairs(store); err != nil {
 		return nil, err
 	}
@@ -404,6 +410,9 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		}
 		j := policyJob(rec, s)
 		j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))
+		if j.Opportunistic && s.State == StatePending {
+			j.Pair = c.pairScores[s.ID] // the last pass's (exclude.go)
+		}
 		c.joinSweep(s, rec, &j)
 		c.jobs = append(c.jobs, j)
 		c.jobIndex = append(c.jobIndex, i)

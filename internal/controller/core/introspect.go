@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os/exec"
 	"strconv"
 	"time"
 
@@ -80,8 +79,10 @@ type introRates struct {
 	sharers int
 	since   int64
 	// node and gpu: where the job's last report put it (its first GPU:
-	// pairs are judged on one-GPU jobs, the ones shards make).
+	// pairs are judged on one-GPU jobs, the ones shards make); gpus: all
+	// of them (at most maxTrackedGPUs), which occupancy reads.
 	node, gpu string
+	gpus      []string
 	// at: the report time of the last sample.
 	at int64
 }
@@ -99,6 +100,12 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 		iters = e.Progress.ItersPerSec
 	}
 	gpu := e.GPUs[0].UUID
+	if !sameGPUs(r.gpus, e.GPUs) {
+		r.gpus = r.gpus[:0]
+		for _, g := range e.GPUs[:min(len(e.GPUs), maxTrackedGPUs)] {
+			r.gpus = append(r.gpus, g.UUID)
+		}
+	}
 	if sharers != r.sharers || node != r.node || gpu != r.gpu {
 		// A new window: its first sample is skipped (the agent's rate
 		// and utilisation span the change).
@@ -115,6 +122,19 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 	}
 	r.sharedIters.add(iters)
 	r.sharedUtil.add(util)
+}
+
+// sameGPUs says whether ids are the (bounded) uuids of gpus.
+func sameGPUs(ids []string, gpus []wire.JobGPUUsage) bool {
+	if len(ids) != min(len(gpus), maxTrackedGPUs) {
+		return false
+	}
+	for i, id := range ids {
+		if gpus[i].UUID != id {
+			return false
+		}
+	}
+	return true
 }
 
 // Signals a pair is judged on (the log line and the metric's label).
@@ -211,17 +231,20 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	return out
 }
 
-// requeueRequest asks the requeuer to take a guest off its host's node.
+// requeueRequest asks the requeuer to take a guest off its host's node
+// (requeue it, then apply its exclusion), or with exclude only to bring
+// a waiting job's ExcNodeList to what the pass wants (exclude.go).
 type requeueRequest struct {
-	job  uint32
-	node string
+	job     uint32
+	node    string
+	exclude bool
 }
 
 // introState is the core's introspection between passes; under usage.mu.
 type introState struct {
-	// table: the pair table introspection fills (sharing.Table): bad
-	// pairs and measured fractions. It starts empty: Gavel's seeds are
-	// the simulator's; the core measures.
+	// table: the pair table (sharing.Table), seeded at start from
+	// sharing.pair_table (seedPairTable), then filled by introspection:
+	// bad pairs and measured fractions.
 	table *sharing.Table
 	// asked: guests whose requeue was asked, until a pass sees them not
 	// running (one request per revert).
@@ -234,13 +257,21 @@ type introState struct {
 	// unsaved: bad pairs marked since the writer last saved them
 	// (ledger bad_pairs, so a restart remembers them).
 	unsaved []ledger.BadPair
+	// waiting: pending opportunistic jobs and their models; excl: the
+	// nodes Lachesis keeps jobs off (exclude.go).
+	waiting map[uint32]waitingGuest
+	excl    map[uint32]*exclusion
 }
 
 func (in *introState) init() {
 	if in.table == nil {
 		in.table = sharing.NewTable(sharing.Limits{})
+	}
+	if in.asked == nil {
 		in.asked = map[uint32]bool{}
 		in.kept = map[uint32]uint32{}
+		in.waiting = map[uint32]waitingGuest{}
+		in.excl = map[uint32]*exclusion{}
 	}
 }
 
@@ -307,6 +338,10 @@ func (c *Core) introspect(now int64) {
 		default:
 			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest.id)
 			continue
+		}
+		if node != "" {
+			c.pinOff(v.guest.id, v.host.id, node, fmt.Sprintf("introspection requeued it from there: its neighbour job %d (model %s) ran %s%% slower than alone (max_slowdown %s%%)",
+				v.host.id, v.host.model, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown)), now)
 		}
 		c.met.revert(v.signal)
 		c.log.Info(fmt.Sprintf("job %d requeued: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
@@ -413,56 +448,43 @@ func slurmNodeName(name string) bool {
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) }
 
-// requeueFunc takes a guest off a node: requeue it, then keep it off the
-// node. The core's is scontrolRequeue; tests replace it.
-type requeueFunc func(ctx context.Context, job uint32, node string) error
-
-// scontrolRequeue requeues job with `scontrol requeue` and keeps it off
-// node with `scontrol update ExcNodeList`. Why scontrol in a goroutine
-// rather than Slurm's job_requeue() from the pass: job_requeue() needs
-// slurmctld's job and node write locks and sends RPCs to the job's nodes
-// (the kill), which the pass must not do under the locks it holds
-// (nothing under slurmctld's locks may block); preempt/tiresias only
-// answers Slurm's questions and never requeues by itself. scontrol goes
-// through slurmctld's ordinary RPC, which takes those locks itself, as an
-// admin's requeue would (slurmctld's SlurmUser may requeue any job), and
-// runs here, outside every lock, with a timeout. A requeued job is held
-// for Slurm's requeue delay (about two minutes) before it may start
-// again, so the ExcNodeList update lands while it is pending. It replaces
-// the job's own ExcNodeList; that is the price of keeping it off the
-// host's node by Slurm's own means (the pass cannot steer which shard
-// Slurm picks).
-func scontrolRequeue(ctx context.Context, job uint32, node string) error {
-	id := strconv.FormatUint(uint64(job), 10)
-	if out, err := exec.CommandContext(ctx, "scontrol", "requeue", id).CombinedOutput(); err != nil {
-		return fmt.Errorf("scontrol requeue %s: %w: %.200s", id, err, out)
-	}
-	if node == "" {
-		return nil
-	}
-	if out, err := exec.CommandContext(ctx, "scontrol", "update", "JobId="+id, "ExcNodeList="+node).CombinedOutput(); err != nil {
-		return fmt.Errorf("scontrol update JobId=%s ExcNodeList=%s: %w: %.200s", id, node, err, out)
-	}
-	return nil
-}
-
-// requeuer runs the requeues introspection asks for, one at a time,
-// until stop closes. Its own goroutine (safego), never under a lock.
-func (c *Core) requeuer(queue <-chan requeueRequest, do requeueFunc) {
+// requeuer runs what the pass queued, one request at a time, until stop
+// closes: a revert's requeue and then its guest's exclusion, or an
+// exclusion alone. Its own goroutine (safego), never under a lock; each
+// request's Slurm commands share one requeueTimeout.
+//
+// Why scontrol in a goroutine rather than Slurm's job_requeue() from the
+// pass: job_requeue() needs slurmctld's job and node write locks and
+// sends RPCs to the job's nodes (the kill), which the pass must not do
+// under the locks it holds (nothing under slurmctld's locks may block);
+// preempt/tiresias only answers Slurm's questions and never requeues by
+// itself. scontrol goes through slurmctld's ordinary RPC, which takes
+// those locks itself, as an admin's requeue would (slurmctld's SlurmUser
+// may requeue and update any job). A requeued job is held for Slurm's
+// requeue delay (about two minutes) before it may start again, so the
+// ExcNodeList update lands while it is pending.
+func (c *Core) requeuer(queue <-chan requeueRequest, sj slurmJobs) {
 	for {
 		select {
 		case <-c.stop:
 			return
 		case r := <-queue:
 			ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
-			err := do(ctx, r.job, r.node)
-			cancel()
-			if err != nil {
-				c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
-				c.usage.mu.Lock()
-				delete(c.usage.intro.asked, r.job) // the next pass asks again
-				c.usage.mu.Unlock()
+			if !r.exclude {
+				if err := sj.Requeue(ctx, r.job); err != nil {
+					c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
+					c.usage.mu.Lock()
+					delete(c.usage.intro.asked, r.job) // the next pass asks again
+					c.usage.mu.Unlock()
+					cancel()
+					continue
+				}
 			}
+			if err := c.applyExclusion(ctx, sj, r.job); err != nil {
+				c.log.Error("updating a job's ExcNodeList failed; the next pass tries again", keyJob, r.job, keyErr, err)
+				c.markStale(r.job)
+			}
+			cancel()
 		}
 	}
 }

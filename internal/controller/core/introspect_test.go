@@ -277,15 +277,13 @@ func TestRequeuerRunsRequestsAndAsksAgainAfterAFailure(t *testing.T) {
 	defer c.Close()
 	c.usage.intro.init()
 	c.usage.intro.asked[7] = true
-	done := make(chan requeueRequest, 1)
+	sj := newFakeSlurm()
+	sj.requeueErr = context.DeadlineExceeded
 	q := make(chan requeueRequest, 1)
-	go c.requeuer(q, func(_ context.Context, job uint32, node string) error {
-		done <- requeueRequest{job, node}
-		return context.DeadlineExceeded
-	})
+	go c.requeuer(q, sj)
 	q <- requeueRequest{job: 7, node: "n1"}
-	if r := <-done; r != (requeueRequest{7, "n1"}) {
-		t.Fatalf("ran %+v", r)
+	if r := <-sj.requeued; r != 7 {
+		t.Fatalf("requeued %d", r)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

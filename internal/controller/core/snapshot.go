@@ -96,6 +96,16 @@ type Snapshot struct {
 	// strings every pass, and it is valid only during the call that
 	// received the snapshot: the core never keeps it.
 	Run RunInfo
+	// Asked, for a pending job, is its model key as job_submit/synergy
+	// derives it (the comment's model=..., else the name), read only for
+	// a waiting opportunistic job, once (exclude.go); nil when unknown.
+	// Valid only during the call that received the snapshot, like Run.
+	Asked ModelKeyer
+}
+
+// ModelKeyer gives a job's model key (RunInfo.ModelKey's).
+type ModelKeyer interface {
+	ModelKey() string
 }
 
 // EndState is how a finished job ended, as Slurm's base job state says.

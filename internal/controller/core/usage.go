@@ -93,6 +93,10 @@ type liveJob struct {
 	// introspection pairs jobs by (introspect.go).
 	running, opportunistic bool
 	model                  string
+	// shards: it holds shards, not whole GPUs; oneNode: on one node,
+	// which has nodeGPUs GPUs (occupancy, exclude.go).
+	shards, oneNode bool
+	nodeGPUs        uint32
 }
 
 // jobUsage is a running job's summary and what the core last did with it.
@@ -240,13 +244,20 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		if j != nil && s.State != StateFinished {
 			j.seen = u.pass
 		}
+		if s.State == StatePending {
+			c.noteWaiting(s, out[i].Opportunistic)
+		}
 		if s.State != StateRunning && s.State != StateSuspended {
 			continue
 		}
 		prev := u.live[s.ID]
-		l := liveJob{uid: s.User, pass: u.pass, running: s.State == StateRunning, opportunistic: out[i].Opportunistic, model: prev.model}
+		l := liveJob{uid: s.User, pass: u.pass, running: s.State == StateRunning, opportunistic: out[i].Opportunistic, model: prev.model,
+			shards: s.Shards, oneNode: s.GresRequest.Nodes <= 1, nodeGPUs: s.NodeGPUs}
 		if l.model == "" && s.Shards && s.Run != nil {
 			l.model = s.Run.ModelKey() // once per run: it copies a string out of slurmctld
+		}
+		if ex := u.intro.excl[s.ID]; ex != nil {
+			ex.seen = u.pass
 		}
 		u.live[s.ID] = l
 		if j == nil || j.sum.User != s.User {
@@ -280,7 +291,9 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.met.idleJobs(idle)
+	u.intro.init()
 	c.introspect(now)
+	c.excludeBadPairs(now)
 }
 
 // usageSegment is the AdminComment text of a summary, e.g.

@@ -1,0 +1,666 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/lachesis-sched/lachesis/sharing"
+)
+
+// Which opportunistic job goes beside which guaranteed one, the Slurm way.
+//
+// Slurm 22.05's select plugin puts a shard job on whatever shards are free;
+// the only handles Lachesis has on a pending job are its own fields. Two
+// are used, both recomputed at every pass from the node agents' reports
+// (which job runs on which GPU of which node) and the pair table (seeded
+// from Gavel's measurements, then what introspection measured):
+//
+//   - ExcNodeList: a waiting opportunistic job is kept off every node
+//     where it could only land beside a guaranteed job it would slow by
+//     more than sharing.max_slowdown (sharing.Config.Fits: measured bad,
+//     did not run together, or predicted too slow) — every GPU of the
+//     node is held whole or by such a host. A node with one GPU it may
+//     use is left open: which GPU's shard Slurm picks cannot be steered,
+//     and introspection reverts a bad landing within a pass. A revert
+//     also pins its guest off its host's node while the host runs, for
+//     at most pinFor.
+//   - priority: among waiting opportunistic jobs of one Tiresias queue,
+//     the one whose best predicted pair is best goes first
+//     (priority.Job.Pair, recorded as Factors.Pair), so the guest Slurm
+//     tries first beside a guaranteed job is the one
+//     sharing.Config.Choose would pick. Its scores come from the previous
+//     pass's judgement (the ranker runs before this step).
+//
+// The ExcNodeList edits are Lachesis's own set, kept apart from the
+// user's list: the requeuer goroutine reads the job's list from Slurm
+// (squeue, outside slurmctld's locks), takes out only the nodes Lachesis
+// added, adds the ones it wants now, and writes the union; when none is
+// wanted any more, the user's list is written back exactly as it was read.
+// A node the user excluded is never Lachesis's, so never lifted. Each
+// change is logged with its reason. What is not kept across a slurmctld
+// restart: which nodes of a list Lachesis added (a node added before the
+// restart then stays, as if the user had excluded it).
+
+const (
+	// maxWaitingGuests bounds the waiting opportunistic jobs judged per
+	// pass, and maxGuestModels the distinct models among them (the work
+	// is per model and node, not per job).
+	maxWaitingGuests = 1024
+	maxGuestModels   = 64
+	// maxExclusions bounds the jobs whose exclusions are tracked.
+	maxExclusions = 4096
+	// pinFor bounds how long (seconds) a revert keeps its guest off its
+	// host's node while the host still runs there.
+	pinFor = 3600
+	// occupancyFresh: a job's last report older than this (seconds) does
+	// not place it on a GPU (its agent may be gone).
+	occupancyFresh = 180
+	// maxTrackedGPUs bounds the GPUs of one job's report that occupancy
+	// keeps.
+	maxTrackedGPUs = 16
+	// maxExcludedList (bytes) and maxListNodes bound a job's ExcNodeList
+	// that Lachesis edits; a longer one is left alone.
+	maxExcludedList = 8192
+	maxListNodes    = 2048
+	// staleSent marks an exclusion whose last update did not land: the
+	// next pass that sees the job waiting sends it again.
+	staleSent = "\x00"
+)
+
+// waitingGuest is a pending opportunistic job as the last pass saw it.
+type waitingGuest struct {
+	model string // sharing.ModelKey of its model key ("" unknown)
+	pass  uint64
+}
+
+// pin keeps a reverted guest off its host's node.
+type pin struct {
+	host  uint32
+	until int64
+	why   string
+}
+
+// exclusion is what Lachesis keeps one job off. The pass owns pins, want,
+// sent and seen; the requeuer writes userRaw, userSet, ours and applied
+// (what Slurm holds now); both under usage.mu.
+type exclusion struct {
+	pins map[string]pin
+	want map[string]string // node → why, as the last pass decided
+	sent string            // want's nodes as last queued (staleSent: send again)
+	seen uint64            // the pass that last saw the job not finished
+	// userRaw is the user's own list as read (written back verbatim),
+	// userSet its nodes; ours are the nodes Lachesis added to it.
+	userRaw string
+	userSet []string
+	ours    []string
+	applied bool
+}
+
+// gpuUse is what holds one GPU: a job holding it whole (no guest fits
+// there) or the guaranteed jobs on its shards.
+type gpuUse struct {
+	whole bool
+	hosts []pairHost
+}
+
+type pairHost struct {
+	id    uint32
+	model string
+}
+
+// nodeUse is one node's GPUs as the reports show them; gpus is the node's
+// GPU count (from the pass's snapshots; 0 unknown: never excluded).
+type nodeUse struct {
+	gpus uint32
+	use  map[string]*gpuUse
+}
+
+// guestVerdict is one model's judgement against the cluster this pass.
+type guestVerdict struct {
+	excluded map[string]string // node → why
+	score    float64           // best predicted speed of a host beside it
+}
+
+// pairRules is sharing's rules as the core applies them.
+func (c *Core) pairRules() sharing.Config {
+	r := sharing.DefaultConfig()
+	r.MaxSlowdown = c.cfg.Sharing.MaxSlowdown
+	return r
+}
+
+// occupancy maps every node in the reports to its GPUs' holders. Caller
+// holds usage.mu.
+func (c *Core) occupancy(now int64) map[string]*nodeUse {
+	u := &c.usage
+	occ := map[string]*nodeUse{}
+	for id, l := range u.live {
+		j := u.jobs[id]
+		if !l.running || l.pass != u.pass || j == nil || j.rates.node == "" || now-j.rates.at > occupancyFresh {
+			continue
+		}
+		n := occ[j.rates.node]
+		if n == nil {
+			n = &nodeUse{use: map[string]*gpuUse{}}
+			occ[j.rates.node] = n
+		}
+		if l.oneNode {
+			n.gpus = max(n.gpus, l.nodeGPUs)
+		}
+		for _, uuid := range j.rates.gpus {
+			g := n.use[uuid]
+			if g == nil {
+				g = &gpuUse{}
+				n.use[uuid] = g
+			}
+			switch {
+			case !l.shards:
+				g.whole = true
+			case !l.opportunistic:
+				g.hosts = append(g.hosts, pairHost{id: id, model: l.model})
+			}
+		}
+	}
+	return occ
+}
+
+// judgeGuest is where a guest of model m may not go: the nodes whose every
+// GPU is held whole or by a guaranteed job m does not fit beside (and at
+// least one by such a host), with the reason; and its pair score, the best
+// predicted speed of a host it fits beside. A host whose model is unknown
+// is not judged (introspection measures that pair).
+func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ map[string]*nodeUse) guestVerdict {
+	v := guestVerdict{}
+	for node, n := range occ {
+		blocked, why := uint32(0), ""
+		for _, g := range n.use {
+			if g.whole {
+				blocked++
+				continue
+			}
+			bad := false
+			for _, h := range g.hosts {
+				if h.model == "" || m == "" {
+					continue
+				}
+				fits, predicted := rules.Fits(t, h.model, m)
+				if !fits {
+					bad = true
+					if why == "" {
+						why = badPairWhy(rules, t, h, m)
+					}
+					break
+				}
+				v.score = max(v.score, predicted)
+			}
+			if bad {
+				blocked++
+			}
+		}
+		if why != "" && n.gpus > 0 && blocked >= n.gpus && slurmNodeName(node) {
+			if v.excluded == nil {
+				v.excluded = map[string]string{}
+			}
+			v.excluded[node] = why
+		}
+	}
+	return v
+}
+
+// badPairWhy says why guest model m does not fit beside host h.
+func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) string {
+	s, measured, _ := t.Lookup(h.model, m)
+	src := "Gavel's measurement"
+	if measured {
+		src = "introspection"
+	}
+	switch {
+	case t.Bad(h.model, m):
+		return fmt.Sprintf("beside job %d (model %s) the pair was measured to slow it beyond max_slowdown", h.id, h.model)
+	case s.Of <= 0:
+		return fmt.Sprintf("beside job %d (model %s) the pair did not run together (%s)", h.id, h.model, src)
+	}
+	return fmt.Sprintf("beside job %d (model %s) the pair is predicted to run it at %s%% of its speed alone (%s; max_slowdown %s%%)",
+		h.id, h.model, pct(s.Of), src, pct(rules.MaxSlowdown))
+}
+
+// noteWaiting is the pass's record of a pending job (observeUsage):
+// opportunistic ones are judged, and an exclusion of any pending job is
+// kept alive. Caller holds usage.mu.
+func (c *Core) noteWaiting(s *Snapshot, opportunistic bool) {
+	in := &c.usage.intro
+	if ex := in.excl[s.ID]; ex != nil {
+		ex.seen = c.usage.pass
+	}
+	if !opportunistic {
+		return
+	}
+	g, ok := in.waiting[s.ID]
+	if !ok {
+		if len(in.waiting) >= maxWaitingGuests {
+			return
+		}
+		if s.Asked != nil {
+			g.model = sharing.ModelKey(s.Asked.ModelKey()) // once per job: it copies out of slurmctld
+		}
+	}
+	g.pass = c.usage.pass
+	in.waiting[s.ID] = g
+}
+
+// excludeBadPairs is the pass's step after introspection: every waiting
+// opportunistic job's exclusions and pair score. Caller holds mu and
+// usage.mu; nothing here blocks (updates go to the requeuer).
+func (c *Core) excludeBadPairs(now int64) {
+	u := &c.usage
+	in := &u.intro
+	clear(c.pairScores)
+	for id, g := range in.waiting {
+		if g.pass != u.pass {
+			delete(in.waiting, id)
+		}
+	}
+	var occ map[string]*nodeUse
+	verdicts := map[string]guestVerdict{}
+	rules := c.pairRules()
+	if len(in.waiting) > 0 {
+		occ = c.occupancy(now)
+	}
+	for id, g := range in.waiting {
+		ex := in.excl[id]
+		v, ok := verdicts[g.model]
+		if !ok && len(verdicts) < maxGuestModels {
+			v = judgeGuest(rules, in.table, g.model, occ)
+			verdicts[g.model] = v
+		}
+		if v.score > 0 {
+			c.pairScores[id] = v.score
+		}
+		want := v.excluded
+		if ex != nil {
+			for node, p := range ex.pins {
+				l, live := u.live[p.host]
+				if !live || !l.running || now >= p.until {
+					delete(ex.pins, node)
+					continue
+				}
+				if _, ok := want[node]; !ok {
+					want = maps(want)
+					want[node] = p.why
+				}
+			}
+		}
+		c.setExclusion(id, ex, want)
+	}
+	for id, ex := range in.excl {
+		if _, waiting := in.waiting[id]; waiting {
+			continue
+		}
+		if l, live := u.live[id]; live && l.pass == u.pass {
+			continue // running: Slurm edits only pending jobs; kept for a requeue
+		}
+		if ex.seen != u.pass {
+			delete(in.excl, id) // finished or gone
+			continue
+		}
+		// Pending, no longer a waiting opportunistic job (held, upgraded
+		// to guaranteed): every node of Lachesis's is lifted.
+		c.setExclusion(id, ex, nil)
+	}
+}
+
+// maps is a copy of m that may be written.
+func maps(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// setExclusion records what job id should be kept off now, logs each
+// node added or lifted, and queues the update when it changed since the
+// last one sent. Caller holds usage.mu.
+func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string) {
+	in := &c.usage.intro
+	if ex == nil {
+		if len(want) == 0 || len(in.excl) >= maxExclusions {
+			return
+		}
+		ex = &exclusion{pins: map[string]pin{}}
+		in.excl[id] = ex
+	}
+	ex.seen = c.usage.pass
+	for node, why := range want {
+		if _, had := ex.want[node]; !had {
+			c.log.Info(fmt.Sprintf("job %d kept off node %s: %s", id, node, why), keyJob, id, "node", node)
+		}
+	}
+	for node := range ex.want {
+		if _, still := want[node]; !still {
+			c.log.Info(fmt.Sprintf("job %d may run on node %s again: the reason to keep it off has ended", id, node), keyJob, id, "node", node)
+		}
+	}
+	ex.want = want
+	nodes := sortedNodes(want)
+	if nodes == ex.sent || (nodes == "" && ex.sent == "" && !ex.applied) {
+		if nodes == "" && len(ex.ours) == 0 && len(ex.pins) == 0 {
+			delete(in.excl, id)
+		}
+		return
+	}
+	select {
+	case in.queue <- requeueRequest{job: id, exclude: true}:
+		ex.sent = nodes
+	default:
+		c.log.Warn("requeue queue full; the next pass sends the exclusion again", keyJob, id)
+	}
+}
+
+// pinOff is a revert's exclusion: its guest kept off node while host runs
+// there (at most pinFor). Caller holds usage.mu; the revert's request
+// applies it.
+func (c *Core) pinOff(guest, host uint32, node, why string, now int64) {
+	in := &c.usage.intro
+	ex := in.excl[guest]
+	if ex == nil {
+		if len(in.excl) >= maxExclusions {
+			return
+		}
+		ex = &exclusion{pins: map[string]pin{}}
+		in.excl[guest] = ex
+	}
+	ex.pins[node] = pin{host: host, until: now + pinFor, why: why}
+	want := maps(ex.want)
+	if _, had := want[node]; !had {
+		c.log.Info(fmt.Sprintf("job %d kept off node %s: %s", guest, node, why), keyJob, guest, "node", node)
+	}
+	want[node] = why
+	ex.want = want
+	ex.seen = c.usage.pass
+	ex.sent = sortedNodes(want)
+}
+
+func sortedNodes(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	nodes := make([]string, 0, len(m))
+	for n := range m {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	return strings.Join(nodes, ",")
+}
+
+// slurmJobs is what the requeuer asks of Slurm: scontrolJobs in slurmctld,
+// a fake in tests.
+type slurmJobs interface {
+	// Requeue requeues a running job.
+	Requeue(ctx context.Context, job uint32) error
+	// Excluded is the job's ExcNodeList as Slurm holds it ("" for none)
+	// and whether the job is pending (the only state Slurm edits it in).
+	Excluded(ctx context.Context, job uint32) (list string, pending bool, err error)
+	// SetExcluded replaces the job's ExcNodeList ("" clears it).
+	SetExcluded(ctx context.Context, job uint32, list string) error
+	// Hostnames expands a Slurm host list ("n[1-3],m1").
+	Hostnames(ctx context.Context, list string) ([]string, error)
+}
+
+// applyExclusion makes the job's ExcNodeList the user's own list plus the
+// nodes Lachesis wants it off now. Requeuer goroutine only: Slurm is asked
+// outside every lock; usage.mu is held only to read and record.
+func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) error {
+	u := &c.usage
+	u.mu.Lock()
+	ex := u.intro.excl[job]
+	if ex == nil {
+		u.mu.Unlock()
+		return nil
+	}
+	want := strings.Split(sortedNodes(ex.want), ",")
+	if want[0] == "" {
+		want = nil
+	}
+	prev := *ex
+	u.mu.Unlock()
+
+	raw, pending, err := sj.Excluded(ctx, job)
+	if err != nil {
+		return err
+	}
+	if !pending {
+		c.markStale(job) // Slurm edits pending jobs only: again when it waits
+		return nil
+	}
+	cur, err := expandNodes(ctx, sj, raw)
+	if err != nil {
+		return err
+	}
+	user, userRaw := cur, raw
+	if prev.applied {
+		// The user's list is what the job holds less what Lachesis put
+		// there; written back verbatim while the user did not change it.
+		user = without(cur, prev.ours)
+		if slices.Equal(user, prev.userSet) {
+			userRaw = prev.userRaw
+		} else {
+			userRaw = strings.Join(user, ",")
+		}
+	}
+	ours := without(want, user)
+	next := userRaw
+	if len(ours) > 0 {
+		if next != "" {
+			next += ","
+		}
+		next += strings.Join(ours, ",")
+	}
+	if next != raw {
+		if err := sj.SetExcluded(ctx, job, next); err != nil {
+			return err
+		}
+	}
+	u.mu.Lock()
+	if ex := u.intro.excl[job]; ex != nil {
+		ex.userRaw, ex.userSet, ex.ours, ex.applied = userRaw, user, ours, true
+	}
+	u.mu.Unlock()
+	return nil
+}
+
+// markStale makes the next pass send the job's exclusion again.
+func (c *Core) markStale(job uint32) {
+	c.usage.mu.Lock()
+	if ex := c.usage.intro.excl[job]; ex != nil {
+		ex.sent = staleSent
+	}
+	c.usage.mu.Unlock()
+}
+
+// expandNodes is a Slurm node list's names, sorted, without repeats;
+// "(null)" and "" are none. A list over the bounds is refused.
+func expandNodes(ctx context.Context, sj slurmJobs, list string) ([]string, error) {
+	list = strings.TrimSpace(list)
+	if list == "" || list == "(null)" {
+		return nil, nil
+	}
+	if len(list) > maxExcludedList {
+		return nil, fmt.Errorf("ExcNodeList of %d bytes: left alone", len(list))
+	}
+	var names []string
+	if strings.ContainsAny(list, "[]") {
+		var err error
+		if names, err = sj.Hostnames(ctx, list); err != nil {
+			return nil, err
+		}
+	} else {
+		names = strings.Split(list, ",")
+	}
+	if len(names) > maxListNodes {
+		return nil, fmt.Errorf("ExcNodeList of %d nodes: left alone", len(names))
+	}
+	out := names[:0:0]
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// without is a less the names in b (both sorted or not; a's order kept).
+func without(a, b []string) []string {
+	var out []string
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// scontrolJobs runs Slurm's own commands, as SlurmUser (slurmctld's user
+// may requeue and update any job), each bounded by the caller's context.
+type scontrolJobs struct{}
+
+// maxSlurmOutput bounds what is read of one command's output.
+const maxSlurmOutput = 1 << 20
+
+func runSlurm(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out limitedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w: %.200s", name, strings.Join(args, " "), err, out.b)
+	}
+	if out.over {
+		return "", fmt.Errorf("%s %s: output over %d bytes", name, strings.Join(args, " "), maxSlurmOutput)
+	}
+	return string(out.b), nil
+}
+
+// limitedBuffer keeps the first maxSlurmOutput bytes written to it.
+type limitedBuffer struct {
+	b    []byte
+	over bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := maxSlurmOutput - len(l.b); room < len(p) {
+		l.over = true
+		p = p[:max(room, 0)]
+	}
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (scontrolJobs) Requeue(ctx context.Context, job uint32) error {
+	_, err := runSlurm(ctx, "scontrol", "requeue", strconv.FormatUint(uint64(job), 10))
+	return err
+}
+
+// Excluded reads the job's state and ExcNodeList with squeue's %T and %x:
+// two fields no user text can hold (a node list has no spaces), unlike
+// `scontrol show job`, whose one-line form has the job's name and comment
+// unquoted beside them.
+func (scontrolJobs) Excluded(ctx context.Context, job uint32) (string, bool, error) {
+	out, err := runSlurm(ctx, "squeue", "-h", "-j", strconv.FormatUint(uint64(job), 10), "-o", "%T %x")
+	if err != nil {
+		return "", false, err
+	}
+	state, list, _ := strings.Cut(strings.TrimSpace(out), " ")
+	return strings.TrimSpace(list), state == "PENDING", nil
+}
+
+func (scontrolJobs) SetExcluded(ctx context.Context, job uint32, list string) error {
+	_, err := runSlurm(ctx, "scontrol", "update", "JobId="+strconv.FormatUint(uint64(job), 10), "ExcNodeList="+list)
+	return err
+}
+
+func (scontrolJobs) Hostnames(ctx context.Context, list string) ([]string, error) {
+	out, err := runSlurm(ctx, "scontrol", "show", "hostnames", list)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// maxGavelFile bounds each of the pair table's seed files (Gavel's are
+// 20 and 110 KB).
+const maxGavelFile = 8 << 20
+
+// seedPairTable fills the pair table from Gavel's two files in
+// sharing.pair_table, on sharing.pair_table_gpu's rows, at start. Any
+// problem (missing, not a regular file, too large, refused by
+// sharing.ReadGavel) is logged and leaves the table empty: introspection
+// then learns each pair by trying it. Bad pairs the ledger remembers are
+// marked after (restoreBadPairs).
+func (c *Core) seedPairTable() {
+	dir, gpu := c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU
+	if dir == "" {
+		return
+	}
+	files := [2]io.Reader{}
+	for i, name := range []string{"throughputs.csv", "colocated.csv"} {
+		f, err := openRegular(filepath.Join(dir, name))
+		if err != nil {
+			c.log.Error("pair table not seeded: its file cannot be read; it starts empty", keyPath, filepath.Join(dir, name), keyErr, err)
+			return
+		}
+		defer f.Close()
+		files[i] = &capReader{r: f, left: maxGavelFile}
+	}
+	t, err := sharing.ReadGavel(files[0], files[1], gpu, sharing.DefaultLimits())
+	if err != nil {
+		c.log.Error("pair table not seeded: its files were refused; it starts empty", keyPath, dir, "gpu_type", gpu, keyErr, err)
+		return
+	}
+	c.usage.mu.Lock()
+	c.usage.intro.table = t
+	c.usage.mu.Unlock()
+	c.log.Info("pair table seeded from Gavel's measurements", keyPath, dir, "gpu_type", gpu, "pairs", t.Len())
+}
+
+// openRegular opens a regular file without following a FIFO or a device
+// into a blocking read (O_NONBLOCK only matters for those).
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("not a regular file")
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// capReader fails once more than left bytes were read.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("%w: file over %d bytes", sharing.ErrBadEntry, maxGavelFile)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}

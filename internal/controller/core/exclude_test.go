@@ -1,0 +1,300 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
+)
+
+// fakeSlurm holds jobs' ExcNodeLists as slurmctld would: edited only while
+// pending, lists with host ranges expanded by Hostnames.
+type fakeSlurm struct {
+	mu         sync.Mutex
+	lists      map[uint32]string
+	running    map[uint32]bool
+	sets       []string
+	requeueErr error
+	requeued   chan uint32
+}
+
+func newFakeSlurm() *fakeSlurm {
+	return &fakeSlurm{lists: map[uint32]string{}, running: map[uint32]bool{}, requeued: make(chan uint32, 16)}
+}
+
+func (f *fakeSlurm) Requeue(_ context.Context, job uint32) error {
+	f.requeued <- job
+	if f.requeueErr != nil {
+		return f.requeueErr
+	}
+	f.mu.Lock()
+	f.running[job] = false
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeSlurm) Excluded(_ context.Context, job uint32) (string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lists[job], !f.running[job], nil
+}
+
+func (f *fakeSlurm) SetExcluded(_ context.Context, job uint32, list string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running[job] {
+		return errors.New("job not pending")
+	}
+	f.lists[job] = list
+	f.sets = append(f.sets, fmt.Sprintf("%d=%s", job, list))
+	return nil
+}
+
+func (f *fakeSlurm) Hostnames(_ context.Context, list string) ([]string, error) {
+	// Only the forms the tests use: names and "p[a-b]", comma-separated.
+	var out []string
+	for _, part := range strings.Split(list, ",") {
+		pre, rng, ok := strings.Cut(strings.TrimSuffix(part, "]"), "[")
+		if !ok {
+			out = append(out, part)
+			continue
+		}
+		var a, b int
+		if _, err := fmt.Sscanf(rng, "%d-%d", &a, &b); err != nil {
+			return nil, fmt.Errorf("unexpected list %q", list)
+		}
+		for i := a; i <= b; i++ {
+			out = append(out, fmt.Sprintf("%s%d", pre, i))
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeSlurm) list(job uint32) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lists[job]
+}
+
+// drain runs every queued request through the requeuer's steps.
+func drain(t *testing.T, c *Core, sj *fakeSlurm) []requeueRequest {
+	t.Helper()
+	var got []requeueRequest
+	for {
+		select {
+		case r := <-c.usage.intro.queue:
+			got = append(got, r)
+			if !r.exclude {
+				if err := sj.Requeue(context.Background(), r.job); err != nil {
+					t.Fatal(err)
+				}
+				<-sj.requeued
+			}
+			if err := c.applyExclusion(context.Background(), sj, r.job); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			return got
+		}
+	}
+}
+
+type askedModel string
+
+func (m askedModel) ModelKey() string { return string(m) }
+
+func waitingGuestJob(id, uid uint32, model string) Snapshot {
+	s := Snapshot{ID: id, State: StatePending, SubmitTime: 900, User: uid, Partition: "opp", Shards: true, Asked: askedModel(model)}
+	return s
+}
+
+// hostOn is a guaranteed shard job on a one-GPU node.
+func hostOn(id uint32, model string) Snapshot {
+	s := shardJob(id, owner, "gpu", model)
+	s.NodeGPUs, s.GresRequest.Nodes = 1, 1
+	return s
+}
+
+// seededCore is introCore with Gavel's V100 seeds.
+func seededCore(t *testing.T, buf *bytes.Buffer) *Core {
+	t.Helper()
+	c := introCore(t, buf)
+	c.cfg.Sharing.PairTable = filepath.Dir(refdata.Path(t, "gavel/colocated.csv"))
+	c.cfg.Sharing.PairTableGPU = "v100"
+	c.seedPairTable()
+	return c
+}
+
+// ResNet-50 is predicted at 0.52 of alone beside ResNet-18 (Gavel, V100),
+// LM/bs80 at full speed: the first is kept off the host's only GPU's
+// node, with its reason, the second is not and ranks first.
+func TestAWaitingGuestPredictedToSlowTheOnlyHostOfANodeIsKeptOffIt(t *testing.T) {
+	var buf bytes.Buffer
+	c := seededCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	host := hostOn(1, "resnet-18/bs64")
+	bad := waitingGuestJob(2, mallory, "ResNet-50/bs64")
+	good := waitingGuestJob(3, mallory, "lm/bs80")
+	sj.lists[2] = "u[1-2]" // the user's own list
+	pass(c, 1000, host, bad, good)
+	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	d := pass(c, 1010, host, bad, good)
+	drain(t, c, sj)
+	if got := sj.list(2); got != "u[1-2],n1" {
+		t.Fatalf("bad guest's ExcNodeList %q, want the user's u[1-2] and n1", got)
+	}
+	if got := sj.list(3); got != "" {
+		t.Fatalf("good guest's ExcNodeList %q, want untouched", got)
+	}
+	if !strings.Contains(buf.String(), "job 2 kept off node n1: beside job 1 (model resnet-18/bs64) the pair is predicted to run it at 52% of its speed alone") {
+		t.Fatalf("log lacks the reason:\n%s", buf.String())
+	}
+	// The next pass ranks with the scores: the good guest first.
+	d = pass(c, 1020, host, bad, good)
+	if !(d[2].Priority > d[1].Priority) || d[2].Factors.Pair < 0.95 {
+		t.Fatalf("good guest priority %d (pair %v), bad %d (pair %v): want the good pair first", d[2].Priority, d[2].Factors.Pair, d[1].Priority, d[1].Factors.Pair)
+	}
+	if got := drain(t, c, sj); len(got) != 0 {
+		t.Fatalf("an unchanged exclusion was sent again: %+v", got)
+	}
+	// The host ends: the node is lifted, the user's list restored verbatim.
+	pass(c, 1030, bad, good)
+	drain(t, c, sj)
+	if got := sj.list(2); got != "u[1-2]" {
+		t.Fatalf("after the host ended ExcNodeList %q, want the user's own u[1-2] exactly", got)
+	}
+	if !strings.Contains(buf.String(), "job 2 may run on node n1 again") {
+		t.Fatalf("log lacks the lift:\n%s", buf.String())
+	}
+}
+
+// A node with a GPU the guest may use stays open; one whose other GPU is
+// held whole does not.
+func TestAGuestIsKeptOffANodeOnlyWhenEveryGPUThereIsTaken(t *testing.T) {
+	var buf bytes.Buffer
+	c := seededCore(t, &buf)
+	defer c.Close()
+	host := shardJob(1, owner, "gpu", "resnet-18/bs64")
+	host.NodeGPUs, host.GresRequest.Nodes = 2, 1
+	bad := waitingGuestJob(2, mallory, "resnet-50/bs64")
+	pass(c, 1000, host, bad)
+	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	pass(c, 1010, host, bad)
+	if got := drain(t, c, newFakeSlurm()); len(got) != 0 {
+		t.Fatalf("kept off a node with an idle GPU: %+v", got)
+	}
+	whole := runningAs(4, owner)
+	whole.NodeGPUs, whole.GresRequest.Nodes = 2, 1
+	pass(c, 1020, host, bad, whole)
+	c.ReportUsage(shardReport(1025, 4, owner, "g1", 1, 90, 10))
+	pass(c, 1030, host, bad, whole)
+	if got := drain(t, c, newFakeSlurm()); len(got) != 1 || got[0] != (requeueRequest{job: 2, exclude: true}) {
+		t.Fatalf("exclusions %+v, want job 2's once the node's other GPU is held whole", got)
+	}
+}
+
+// A revert pins its guest off the host's node on top of the user's own
+// list; the user's list is never lost, and comes back exactly once the
+// host has ended. A job that is running is not edited (Slurm refuses),
+// and is sent again once it waits.
+func TestARevertedGuestsExclusionJoinsTheUsersListAndIsLiftedWhenTheHostEnds(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	sj.lists[2] = "u9"
+	got := runPair(t, c, owner, mallory, 10, 5)
+	if len(got) != 1 {
+		t.Fatalf("requeues %+v, want one", got)
+	}
+	c.usage.intro.queue <- got[0]
+	drain(t, c, sj)
+	if l := sj.list(2); l != "u9,n1" {
+		t.Fatalf("ExcNodeList %q, want the user's u9 and n1", l)
+	}
+	host := shardJob(1, owner, "gpu", "resnet")
+	guest := waitingGuestJob(2, mallory, "lstm")
+	pass(c, 1100, host, guest)
+	if got := drain(t, c, sj); len(got) != 0 {
+		t.Fatalf("sent again while nothing changed: %+v", got)
+	}
+	// The user edits their own list meanwhile: kept.
+	sj.lists[2] = "u9,u7,n1"
+	pass(c, 1110, guest)
+	drain(t, c, sj)
+	if l := sj.list(2); l != "u7,u9" {
+		t.Fatalf("after the host ended ExcNodeList %q, want the user's u7,u9", l)
+	}
+	if !strings.Contains(buf.String(), "job 2 kept off node n1: introspection requeued it from there") {
+		t.Fatalf("log lacks the reason:\n%s", buf.String())
+	}
+}
+
+func TestAnExclusionThatFindsTheJobRunningIsSentAgainWhenItWaits(t *testing.T) {
+	var buf bytes.Buffer
+	c := seededCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	host := hostOn(1, "resnet-18/bs64")
+	bad := waitingGuestJob(2, mallory, "resnet-50/bs64")
+	pass(c, 1000, host, bad)
+	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	pass(c, 1010, host, bad)
+	sj.running[2] = true // started before the update landed
+	drain(t, c, sj)
+	sj.running[2] = false
+	pass(c, 1020, host, bad)
+	drain(t, c, sj)
+	if l := sj.list(2); l != "n1" {
+		t.Fatalf("ExcNodeList %q, want n1 sent again", l)
+	}
+}
+
+func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	os.Mkdir(big, 0o755)
+	os.WriteFile(filepath.Join(big, "throughputs.csv"), bytes.Repeat([]byte("x,"), maxGavelFile), 0o644)
+	os.WriteFile(filepath.Join(big, "colocated.csv"), []byte("a\n"), 0o644)
+	fifo := filepath.Join(dir, "fifo")
+	os.Mkdir(fifo, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(fifo, "throughputs.csv"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, dir, want string }{
+		{"a missing directory", filepath.Join(dir, "none"), "its file cannot be read"},
+		{"a file over the bound", big, "its files were refused"},
+		{"a FIFO instead of a file (would block a read)", fifo, "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			c := introCore(t, &buf)
+			defer c.Close()
+			c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU = tc.dir, "v100"
+			c.seedPairTable()
+			if n := c.usage.intro.table.Len(); n != 0 {
+				t.Fatalf("%d pairs, want an empty table", n)
+			}
+			if !strings.Contains(buf.String(), "pair table not seeded") || !strings.Contains(buf.String(), tc.want) {
+				t.Fatalf("log does not say why:\n%s", buf.String())
+			}
+		})
+	}
+	t.Run("Gavel's files seed it, under the jobs' lower-case keys", func(t *testing.T) {
+		var buf bytes.Buffer
+		c := seededCore(t, &buf)
+		defer c.Close()
+		if _, _, ok := c.usage.intro.table.Lookup("resnet-18/bs64", "resnet-50/bs64"); !ok {
+			t.Fatal("the seeded table lacks resnet-18/bs64 × resnet-50/bs64")
+		}
+	})
+}
