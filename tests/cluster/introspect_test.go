@@ -38,6 +38,20 @@ while True:
 // bad and the guest is kept off the host's node. Before introspection,
 // nothing looked at the pair: the guest ran on beside a host at half
 // speed.
+//
+// The controller's pair table is seeded from Gavel's files
+// (sharing.pair_table), the synthetic jobs slow down by a copy of them
+// with one more model, "Mystery", that slows ResNet-18 to half speed: a
+// pair the controller cannot predict, so it packs it, measures it and
+// reverts it. The reverted guest was submitted with its own exclusion
+// (-x ghost1, a node of the cluster that never runs); Lachesis's node is
+// added beside it, and lifted once the host has ended, leaving the
+// user's list exactly. An opportunistic job Gavel predicts bad beside the
+// running host (ResNet-50: 0.52 of alone) is kept off the host's node
+// before it ever runs there, while a good one (LM) goes beside the host.
+// Before the pair table was used in slurmctld, the predicted-bad guest
+// took the free shard beside the host, and the revert replaced the
+// user's ExcNodeList with the host's node for good.
 func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
 	if err != nil {
@@ -46,8 +60,13 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
 	os.Chmod(fakeRoot, 0o755)
 	fakeDir := filepath.Join(fakeRoot, "dev")
-	conf := func(sock string) []string { return append(jobEndPlugin(t)(sock), oppPartition) }
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "", oppYAML(0),
+	// ghost1: a node that never runs, for a user's own ExcNodeList.
+	conf := func(sock string) []string {
+		return append(jobEndPlugin(t)(sock), "NodeName=ghost1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=FUTURE", oppPartition)
+	}
+	gavel := filepath.Join(repoRoot, "data", "gavel")
+	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "",
+		oppYAML(0)+"  pair_table: "+gavel+"\n",
 		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
 	helper, err := os.ReadFile(filepath.Join(repoRoot, "etc", "lachesis_progress.py"))
 	if err != nil {
@@ -61,6 +80,10 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The synthetic jobs' truth: Gavel's, plus Mystery, which runs
+	// ResNet-18/bs64 at half its solo 24.09 it/s.
+	files["throughputs.csv"] = append(files["throughputs.csv"], "v100,consolidated,Mystery,0,1,10.0\n"...)
+	files["colocated.csv"] = append(files["colocated.csv"], "v100,ResNet-18,64,Mystery,0,12.046616,9.0\n"...)
 	for name, body := range files {
 		p := filepath.Join(e.work, name)
 		if err := os.WriteFile(p, body, 0o644); err != nil {
@@ -95,9 +118,9 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		return sbatch("-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:3",
 			"--wrap", synthCmd(name, model)+" | python3 -u relay.py")
 	}
-	guest := func(name, model string) uint32 {
-		return sbatch("-p", "opp", "-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:1",
-			"--wrap", "exec "+synthCmd(name, model))
+	guest := func(name, model string, extra ...string) uint32 {
+		return sbatch(append(append([]string{"-p", "opp", "-J", name, "--comment", "model=" + model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:1"},
+			extra...), "--wrap", "exec "+synthCmd(name, model))...)
 	}
 	// The host has run alone long enough for a solo rate: its progress
 	// reached the agent's metrics and the controller's AdminComment.
@@ -132,29 +155,70 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		return j.State != "RUNNING" && j.State != "COMPLETING" && k.State != "RUNNING" && k.State != "COMPLETING", fmt.Sprintf("%+v %+v", j, k)
 	})
 
-	// ResNet-18 beside ResNet-50: 0.52 of alone; requeued, logged, kept
-	// off the node.
+	// ResNet-18 beside Mystery: 0.5 of alone, which the controller's
+	// table cannot predict; requeued, logged, kept off the node on top of
+	// the user's own exclusion.
 	slow := host("host_slow", "ResNet-18/bs64")
 	e.waitState(slow, "RUNNING", 90*time.Second)
 	aloneLongEnough(slow)
-	evicted := guest("guest_evicted", "ResNet-50/bs64")
+	evicted := guest("guest_evicted", "Mystery", "-x", "ghost1")
 	e.waitState(evicted, "RUNNING", 90*time.Second)
 	revertLine := regexp.MustCompile(fmt.Sprintf(`job %d requeued: its neighbour job %d ran \d+%% slower than alone \(max_slowdown 5%%\)`, evicted, slow))
 	e.eventually(180*time.Second, "the guest requeued for its neighbour's slowdown", func() (bool, string) {
 		return revertLine.MatchString(e.c.ControllerLog()) && e.restarts(evicted) == 1, e.c.ControllerLog()
 	})
-	e.eventually(60*time.Second, "the guest kept off the host's node", func() (bool, string) {
+	e.eventually(60*time.Second, "the guest kept off the host's node, beside the user's own exclusion", func() (bool, string) {
 		f := e.show(evicted)
-		return f["ExcNodeList"] == "lnode1" && f["JobState"] == "PENDING", fmt.Sprintf("%v %v", f["ExcNodeList"], f["JobState"])
+		return f["ExcNodeList"] == "ghost1,lnode1" && f["JobState"] == "PENDING", fmt.Sprintf("%v %v", f["ExcNodeList"], f["JobState"])
 	})
+	if !line("job %d kept off node lnode1: introspection requeued it from there: its neighbour job %d (model resnet-18/bs64) ran ", evicted, slow).MatchString(e.c.ControllerLog()) {
+		t.Fatalf("the log does not say why the guest is kept off lnode1:\n%s", e.c.ControllerLog())
+	}
 	t.Logf("%s", regexp.MustCompile(revertLine.String()+`.*`).FindString(e.c.ControllerLog()))
 	if j := e.jobs()[slow]; j.State != "RUNNING" || e.restarts(slow) != 0 {
 		t.Fatalf("the host: %+v, %d restarts; want it running, untouched", j, e.restarts(slow))
 	}
-	if !regexp.MustCompile(revertLine.String() + `.*host_model="?resnet-18/bs64"? guest_model="?resnet-50/bs64"?`).MatchString(e.c.ControllerLog()) {
+	if !regexp.MustCompile(revertLine.String() + `.*host_model="?resnet-18/bs64"? guest_model="?mystery"?`).MatchString(e.c.ControllerLog()) {
 		t.Fatalf("the revert line does not name the pair of models:\n%s", e.c.ControllerLog())
 	}
 	if n := len(revertLine.FindAllString(e.c.ControllerLog(), -1)); n != 1 {
 		t.Fatalf("the revert is logged %d times; want once", n)
+	}
+
+	// Gavel predicts ResNet-50 at 0.52 of alone beside the host, LM at
+	// full speed. Both wait (a begin time) while the pass judges them;
+	// then one shard is free beside the host: LM takes it, ResNet-50 is
+	// kept off the node.
+	begin := "--begin=now+25"
+	bad := guest("guest_predicted_bad", "ResNet-50/bs64", begin)
+	good := guest("guest_predicted_good", "LM/bs80", begin)
+	e.eventually(60*time.Second, "the predicted-bad guest kept off the host's node before it runs", func() (bool, string) {
+		f := e.show(bad)
+		return f["ExcNodeList"] == "lnode1" && f["JobState"] == "PENDING", fmt.Sprintf("%v %v", f["ExcNodeList"], f["JobState"])
+	})
+	if !line("job %d kept off node lnode1: beside job %d (model resnet-18/bs64) the pair is predicted to run it at 52%% of its speed alone", bad, slow).MatchString(e.c.ControllerLog()) {
+		t.Fatalf("the log does not say why the predicted-bad guest is kept off lnode1:\n%s", e.c.ControllerLog())
+	}
+	if f := e.show(good); f["ExcNodeList"] != "(null)" && f["ExcNodeList"] != "" {
+		t.Fatalf("the predicted-good guest was kept off %q", f["ExcNodeList"])
+	}
+	e.waitState(good, "RUNNING", 120*time.Second)
+	if f := e.show(bad); f["JobState"] != "PENDING" {
+		t.Fatalf("the predicted-bad guest is %s beside the host; want PENDING", f["JobState"])
+	}
+
+	// The host ends: both exclusions are lifted, the reverted guest's
+	// list is exactly its user's again.
+	e.cancel(slow)
+	e.eventually(90*time.Second, "the reverted guest's ExcNodeList back to the user's own", func() (bool, string) {
+		f := e.show(evicted)
+		return f["ExcNodeList"] == "ghost1", f["ExcNodeList"]
+	})
+	e.eventually(90*time.Second, "the predicted-bad guest's exclusion lifted", func() (bool, string) {
+		f := e.show(bad)
+		return f["ExcNodeList"] == "(null)" || f["ExcNodeList"] == "", f["ExcNodeList"]
+	})
+	if !line("job %d may run on node lnode1 again", evicted).MatchString(e.c.ControllerLog()) {
+		t.Fatalf("the lift is not logged:\n%s", e.c.ControllerLog())
 	}
 }
