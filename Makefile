@@ -157,6 +157,7 @@ install: build
 	install -D -m 0644 docs/man/lachesis-profiler.1 $(DESTDIR)/usr/share/man/man1/lachesis-profiler.1
 	install -D -m 0644 etc/lachesis-node-agent.service $(DESTDIR)/etc/systemd/system/lachesis-node-agent.service
 	install -D -m 0644 etc/lachesis_progress.py $(DESTDIR)/usr/share/lachesis/python/lachesis_progress.py
+	install -D -m 0644 -t $(DESTDIR)/usr/share/lachesis/gavel data/gavel/throughputs.csv data/gavel/colocated.csv
 	[ -e $(DESTDIR)/etc/lachesis/node-agent.yaml ] || install -D -m 0644 etc/node-agent.yaml $(DESTDIR)/etc/lachesis/node-agent.yaml
 
 fmt:

@@ -150,6 +150,9 @@ done
 install -D -m 0644 etc/lachesis.yaml "$r/etc/slurm/lachesis.yaml"
 stage_doc "$r" lachesis-slurmctld
 install -m 0644 etc/slurm.conf.lachesis "$r/usr/share/doc/lachesis-slurmctld/"
+# The pair table's seeds (sharing.pair_table's default): Gavel's measured
+# co-location throughputs, MIT (data/README.md says whose).
+install -D -m 0644 -t "$r/usr/share/lachesis/gavel" data/gavel/throughputs.csv data/gavel/colocated.csv
 ctld_shlibs=$(shlibs "$plugins/liblachesis_core.so") || true
 [[ -n $ctld_shlibs ]] || ctld_shlibs="libc6, libmunge2"
 cat >"$r/DEBIAN/control" <<EOF

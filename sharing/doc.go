@@ -68,7 +68,11 @@
 // (internal/controller/core/introspect.go: pairs from the node agents'
 // usage reports, the requeue by scontrol outside slurmctld's locks); steps
 // 2 and 3 are priority/opportunistic.go's, and step 4 is Slurm's own
-// scheduling of the opportunistic partition (Choose is not wired there).
+// scheduling of the opportunistic partition, steered by the core with
+// Choose's rule for each pair (Config.Fits; core/exclude.go): a waiting
+// guest is kept off nodes where it could only land beside a host it does
+// not fit, and the best predicted pair ranks first. Model names meet
+// through ModelKey: the table keys every entry by it.
 //
 // The package is pure Go without I/O (it parses from an io.Reader), like
 // priority/, and builds with CGO_ENABLED=0.

@@ -66,6 +66,8 @@ func TestDebPackages(t *testing.T) {
 		{"job_submit/synergy is in Slurm's PluginDir", "lachesis-slurmctld", pluginDir + "/job_submit_synergy.so", "", false},
 		{"lachesis.yaml is a conffile next to slurm.conf", "lachesis-slurmctld", "/etc/slurm/lachesis.yaml", "etc/lachesis.yaml", true},
 		{"slurm.conf fragment is in the docs", "lachesis-slurmctld", "/usr/share/doc/lachesis-slurmctld/slurm.conf.lachesis", "etc/slurm.conf.lachesis", false},
+		{"the pair table's seeds are where sharing.pair_table looks by default", "lachesis-slurmctld", "/usr/share/lachesis/gavel/colocated.csv", "data/gavel/colocated.csv", false},
+		{"the pair table's solo throughputs ship beside them", "lachesis-slurmctld", "/usr/share/lachesis/gavel/throughputs.csv", "data/gavel/throughputs.csv", false},
 		{"the manual the README links to ships beside it", "lachesis-slurmctld", "/usr/share/doc/lachesis-slurmctld/docs/install.md.gz", "", false},
 		{"the agent's package ships the manual too", "lachesis-node-agent", "/usr/share/doc/lachesis-node-agent/docs/profiling.md.gz", "", false},
 		{"node agent is in /usr/sbin", "lachesis-node-agent", "/usr/sbin/lachesis-node-agent", "", false},

@@ -55,8 +55,11 @@ const (
 	// is per model and node, not per job).
 	maxWaitingGuests = 1024
 	maxGuestModels   = 64
-	// maxExclusions bounds the jobs whose exclusions are tracked.
-	maxExclusions = 4096
+	// maxExclusions bounds the jobs whose exclusions are tracked, and
+	// maxExcludedNodes the nodes one job is kept off (its ExcNodeList
+	// stays short; a guest that fits nowhere else still has promote_after).
+	maxExclusions    = 4096
+	maxExcludedNodes = 64
 	// pinFor bounds how long (seconds) a revert keeps its guest off its
 	// host's node while the host still runs there.
 	pinFor = 3600
@@ -116,11 +119,15 @@ type pairHost struct {
 	model string
 }
 
-// nodeUse is one node's GPUs as the reports show them; gpus is the node's
-// GPU count (from the pass's snapshots; 0 unknown: never excluded).
+// nodeUse is one node's GPUs as the reports show them: gpus is the node's
+// GPU count (from the pass's snapshots; 0 unknown: never excluded), whole
+// how many are held whole, shared the guaranteed jobs on each other GPU
+// that has any.
 type nodeUse struct {
-	gpus uint32
-	use  map[string]*gpuUse
+	name   string
+	gpus   uint32
+	whole  uint32
+	shared [][]pairHost
 }
 
 // guestVerdict is one model's judgement against the cluster this pass.
@@ -136,20 +143,24 @@ func (c *Core) pairRules() sharing.Config {
 	return r
 }
 
-// occupancy maps every node in the reports to its GPUs' holders. Caller
+// occupancy is every node in the reports with its GPUs' holders. Caller
 // holds usage.mu.
-func (c *Core) occupancy(now int64) map[string]*nodeUse {
+func (c *Core) occupancy(now int64) []nodeUse {
 	u := &c.usage
-	occ := map[string]*nodeUse{}
+	type building struct {
+		gpus uint32
+		use  map[string]*gpuUse
+	}
+	byNode := map[string]*building{}
 	for id, l := range u.live {
 		j := u.jobs[id]
 		if !l.running || l.pass != u.pass || j == nil || j.rates.node == "" || now-j.rates.at > occupancyFresh {
 			continue
 		}
-		n := occ[j.rates.node]
+		n := byNode[j.rates.node]
 		if n == nil {
-			n = &nodeUse{use: map[string]*gpuUse{}}
-			occ[j.rates.node] = n
+			n = &building{use: map[string]*gpuUse{}}
+			byNode[j.rates.node] = n
 		}
 		if l.oneNode {
 			n.gpus = max(n.gpus, l.nodeGPUs)
@@ -163,52 +174,75 @@ func (c *Core) occupancy(now int64) map[string]*nodeUse {
 			switch {
 			case !l.shards:
 				g.whole = true
-			case !l.opportunistic:
+			case !l.opportunistic && l.model != "":
 				g.hosts = append(g.hosts, pairHost{id: id, model: l.model})
 			}
 		}
 	}
-	return occ
+	out := make([]nodeUse, 0, len(byNode))
+	for name, b := range byNode {
+		n := nodeUse{name: name, gpus: b.gpus}
+		for _, g := range b.use {
+			switch {
+			case g.whole:
+				n.whole++
+			case len(g.hosts) > 0:
+				n.shared = append(n.shared, g.hosts)
+			}
+		}
+		if n.gpus > 0 && len(n.shared) > 0 && slurmNodeName(name) {
+			out = append(out, n)
+		}
+	}
+	// One order for every pass's judgement: which nodes a job is kept off
+	// when more than maxExcludedNodes qualify must not change by chance.
+	slices.SortFunc(out, func(a, b nodeUse) int { return strings.Compare(a.name, b.name) })
+	return out
 }
 
 // judgeGuest is where a guest of model m may not go: the nodes whose every
 // GPU is held whole or by a guaranteed job m does not fit beside (and at
-// least one by such a host), with the reason; and its pair score, the best
-// predicted speed of a host it fits beside. A host whose model is unknown
-// is not judged (introspection measures that pair).
-func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ map[string]*nodeUse) guestVerdict {
+// least one by such a host), with the reason, at most maxExcludedNodes of
+// them; and its pair score, the best predicted speed of a host it fits
+// beside. A host whose model is unknown is not judged (introspection
+// measures that pair). The rule is asked once per host model.
+func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse) guestVerdict {
 	v := guestVerdict{}
-	for node, n := range occ {
-		blocked, why := uint32(0), ""
-		for _, g := range n.use {
-			if g.whole {
-				blocked++
-				continue
-			}
-			bad := false
-			for _, h := range g.hosts {
-				if h.model == "" || m == "" {
-					continue
+	if m == "" {
+		return v
+	}
+	type fit struct {
+		ok        bool
+		predicted float64
+	}
+	fits := map[string]fit{}
+	for i := range occ {
+		n := &occ[i]
+		blocked := n.whole
+		var badHost *pairHost
+		for _, hosts := range n.shared {
+			for k := range hosts {
+				h := &hosts[k]
+				f, seen := fits[h.model]
+				if !seen {
+					f.ok, f.predicted = rules.Fits(t, h.model, m)
+					fits[h.model] = f
 				}
-				fits, predicted := rules.Fits(t, h.model, m)
-				if !fits {
-					bad = true
-					if why == "" {
-						why = badPairWhy(rules, t, h, m)
+				if !f.ok {
+					blocked++
+					if badHost == nil {
+						badHost = h
 					}
 					break
 				}
-				v.score = max(v.score, predicted)
-			}
-			if bad {
-				blocked++
+				v.score = max(v.score, f.predicted)
 			}
 		}
-		if why != "" && n.gpus > 0 && blocked >= n.gpus && slurmNodeName(node) {
+		if badHost != nil && blocked >= n.gpus && len(v.excluded) < maxExcludedNodes {
 			if v.excluded == nil {
 				v.excluded = map[string]string{}
 			}
-			v.excluded[node] = why
+			v.excluded[n.name] = badPairWhy(rules, t, *badHost, m)
 		}
 	}
 	return v
@@ -261,13 +295,19 @@ func (c *Core) noteWaiting(s *Snapshot, opportunistic bool) {
 func (c *Core) excludeBadPairs(now int64) {
 	u := &c.usage
 	in := &u.intro
+	in.queueFull = 0
+	defer func() {
+		if in.queueFull > 0 {
+			c.log.Warn("requeue queue full; the next pass sends these exclusions again", keyJobs, in.queueFull)
+		}
+	}()
 	clear(c.pairScores)
 	for id, g := range in.waiting {
 		if g.pass != u.pass {
 			delete(in.waiting, id)
 		}
 	}
-	var occ map[string]*nodeUse
+	var occ []nodeUse
 	verdicts := map[string]guestVerdict{}
 	rules := c.pairRules()
 	if len(in.waiting) > 0 {
@@ -325,9 +365,10 @@ func maps(m map[string]string) map[string]string {
 	return out
 }
 
-// setExclusion records what job id should be kept off now, logs each
-// node added or lifted, and queues the update when it changed since the
-// last one sent. Caller holds usage.mu.
+// setExclusion records what job id should be kept off now, logs the
+// nodes added and lifted, and queues the update when it changed since the
+// last one sent. Once the queue is full, the pass's other updates wait for
+// the next pass (one warning). Caller holds usage.mu.
 func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string) {
 	in := &c.usage.intro
 	if ex == nil {
@@ -338,29 +379,72 @@ func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string) {
 		in.excl[id] = ex
 	}
 	ex.seen = c.usage.pass
-	for node, why := range want {
-		if _, had := ex.want[node]; !had {
-			c.log.Info(fmt.Sprintf("job %d kept off node %s: %s", id, node, why), keyJob, id, "node", node)
-		}
-	}
-	for node := range ex.want {
-		if _, still := want[node]; !still {
-			c.log.Info(fmt.Sprintf("job %d may run on node %s again: the reason to keep it off has ended", id, node), keyJob, id, "node", node)
-		}
-	}
-	ex.want = want
-	nodes := sortedNodes(want)
-	if nodes == ex.sent || (nodes == "" && ex.sent == "" && !ex.applied) {
-		if nodes == "" && len(ex.ours) == 0 && len(ex.pins) == 0 {
+	if !sameNodes(ex.want, want) {
+		c.logExclusion(id, ex.want, want)
+		ex.want = want
+	} else if ex.sent != staleSent {
+		if len(want) == 0 && len(ex.ours) == 0 && len(ex.pins) == 0 && ex.sent == "" {
 			delete(in.excl, id)
 		}
+		return
+	}
+	if in.queueFull > 0 {
+		in.queueFull++
+		ex.sent = staleSent
+		return
+	}
+	nodes := sortedNodes(want)
+	if nodes == ex.sent {
 		return
 	}
 	select {
 	case in.queue <- requeueRequest{job: id, exclude: true}:
 		ex.sent = nodes
 	default:
-		c.log.Warn("requeue queue full; the next pass sends the exclusion again", keyJob, id)
+		in.queueFull = 1
+		ex.sent = staleSent
+	}
+}
+
+// sameNodes says whether a and b name the same nodes.
+func sameNodes(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n := range a {
+		if _, ok := b[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// logExclusion logs the nodes a job is newly kept off (one line per
+// reason's first node, the count of the others) and the ones lifted.
+func (c *Core) logExclusion(id uint32, was, now map[string]string) {
+	var added, lifted []string
+	for n := range now {
+		if _, ok := was[n]; !ok {
+			added = append(added, n)
+		}
+	}
+	for n := range was {
+		if _, ok := now[n]; !ok {
+			lifted = append(lifted, n)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(lifted)
+	if len(added) > 0 {
+		more := ""
+		if len(added) > 1 {
+			more = fmt.Sprintf(" (and %d more nodes)", len(added)-1)
+		}
+		c.log.Info(fmt.Sprintf("job %d kept off node %s%s: %s", id, added[0], more, now[added[0]]), keyJob, id, "nodes", len(added))
+	}
+	if len(lifted) > 0 {
+		c.log.Info(fmt.Sprintf("job %d may run on node %s again: the reason to keep it off has ended", id, strings.Join(lifted, ",")),
+			keyJob, id, "nodes", len(lifted))
 	}
 }
 
@@ -465,6 +549,10 @@ func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) err
 	}
 	if next != raw {
 		if err := sj.SetExcluded(ctx, job, next); err != nil {
+			if strings.Contains(err.Error(), "pending") {
+				c.markStale(job) // started meanwhile: again when it waits
+				return nil
+			}
 			return err
 		}
 	}
@@ -571,14 +659,22 @@ func (scontrolJobs) Requeue(ctx context.Context, job uint32) error {
 // Excluded reads the job's state and ExcNodeList with squeue's %T and %x:
 // two fields no user text can hold (a node list has no spaces), unlike
 // `scontrol show job`, whose one-line form has the job's name and comment
-// unquoted beside them.
+// unquoted beside them. A job just requeued shows as COMPLETING or
+// REQUEUED while Slurm already counts it pending (and edits it), so only
+// the states Slurm never edits count as not pending; a refusal by
+// slurmctld is handled by the caller.
 func (scontrolJobs) Excluded(ctx context.Context, job uint32) (string, bool, error) {
 	out, err := runSlurm(ctx, "squeue", "-h", "-j", strconv.FormatUint(uint64(job), 10), "-o", "%T %x")
 	if err != nil {
 		return "", false, err
 	}
 	state, list, _ := strings.Cut(strings.TrimSpace(out), " ")
-	return strings.TrimSpace(list), state == "PENDING", nil
+	switch state {
+	case "", "RUNNING", "SUSPENDED", "STOPPED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+		"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT":
+		return "", false, nil
+	}
+	return strings.TrimSpace(list), true, nil
 }
 
 func (scontrolJobs) SetExcluded(ctx context.Context, job uint32, list string) error {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // fakeSlurm holds jobs' ExcNodeLists as slurmctld would: edited only while
@@ -297,4 +300,66 @@ func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
 			t.Fatal("the seeded table lacks resnet-18/bs64 × resnet-50/bs64")
 		}
 	})
+}
+
+// BenchmarkExcludeBadPairs is the pass's step on a large shared cluster:
+// 1,000 nodes of 4 GPUs, a guaranteed shard job of a Gavel model on every
+// GPU, and the most waiting opportunistic jobs judged (1,024, of 26
+// models), nothing changed since the last pass. It runs under
+// slurmctld's job write lock.
+func BenchmarkExcludeBadPairs(b *testing.B) {
+	c := openCoreB(b)
+	defer c.Close()
+	c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c.cfg.Sharing.PairTable = filepath.Dir(refdata.Path(b, "gavel/colocated.csv"))
+	c.cfg.Sharing.PairTableGPU = "v100"
+	c.seedPairTable()
+	u := &c.usage
+	u.mu.Lock()
+	u.init()
+	u.intro.init()
+	models := u.intro.table.Models()
+	u.pass = 1
+	now := int64(1000)
+	id := uint32(1)
+	for n := 0; n < 1000; n++ {
+		node := fmt.Sprintf("n%d", n)
+		for g := 0; g < 4; g++ {
+			u.live[id] = liveJob{uid: owner, pass: 1, running: true, model: sharing.ModelKey(models[int(id)%len(models)]),
+				shards: true, oneNode: true, nodeGPUs: 4}
+			u.jobs[id] = &jobUsage{rates: introRates{node: node, gpus: []string{fmt.Sprintf("%s-g%d", node, g)}, at: now}}
+			id++
+		}
+	}
+	for k := 0; k < maxWaitingGuests; k++ {
+		u.intro.waiting[id] = waitingGuest{model: sharing.ModelKey(models[k%len(models)]), pass: 1}
+		id++
+	}
+	u.mu.Unlock()
+	// The first pass logs and sends every exclusion; the steady state
+	// (nothing changed) is what every later pass pays.
+	for range 2 {
+		c.mu.Lock()
+		u.mu.Lock()
+		c.excludeBadPairs(now)
+		u.mu.Unlock()
+		c.mu.Unlock()
+		for len(u.intro.queue) > 0 {
+			<-u.intro.queue
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.mu.Lock()
+		u.mu.Lock()
+		c.excludeBadPairs(now)
+		u.mu.Unlock()
+		c.mu.Unlock()
+		b.StopTimer()
+		for len(u.intro.queue) > 0 {
+			<-u.intro.queue
+		}
+		b.StartTimer()
+	}
 }

@@ -261,6 +261,8 @@ type introState struct {
 	// nodes Lachesis keeps jobs off (exclude.go).
 	waiting map[uint32]waitingGuest
 	excl    map[uint32]*exclusion
+	// queueFull counts the exclusions a pass could not queue.
+	queueFull int
 }
 
 func (in *introState) init() {
