@@ -329,6 +329,9 @@ func (c *Core) Reconfigure() error {
 		c.log.Warn("db_path changed; it takes effect when slurmctld restarts", keyPath, cfg.DBPath)
 		cfg.DBPath = c.cfg.DBPath
 	}
+	if cfg.Sharing.PairTable != c.cfg.Sharing.PairTable || cfg.Sharing.PairTableGPU != c.cfg.Sharing.PairTableGPU {
+		c.log.Warn("sharing.pair_table changed; the pair table is seeded when slurmctld starts", keyPath, cfg.Sharing.PairTable)
+	}
 	old := c.cfg
 	c.cfg = cfg
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))

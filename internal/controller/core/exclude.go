@@ -695,15 +695,16 @@ func (scontrolJobs) Hostnames(ctx context.Context, list string) ([]string, error
 const maxGavelFile = 8 << 20
 
 // seedPairTable fills the pair table from Gavel's two files in
-// sharing.pair_table, on sharing.pair_table_gpu's rows, at start. Any
+// sharing.pair_table, on sharing.pair_table_gpu's rows, at start, when the
+// opportunistic class is on (the table steers nothing else). Any
 // problem (missing, not a regular file, too large, refused by
 // sharing.ReadGavel) is logged and leaves the table empty: introspection
 // then learns each pair by trying it. Bad pairs the ledger remembers are
 // marked after (restoreBadPairs).
 func (c *Core) seedPairTable() {
 	dir, gpu := c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU
-	if dir == "" {
-		return
+	if dir == "" || c.cfg.Sharing.OpportunisticPartition == "" {
+		return // no seeds, or no opportunistic class to steer
 	}
 	files := [2]io.Reader{}
 	for i, name := range []string{"throughputs.csv", "colocated.csv"} {

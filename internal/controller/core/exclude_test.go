@@ -363,3 +363,24 @@ func BenchmarkExcludeBadPairs(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+func TestAJobsExcNodeListIsReadBoundedAndExpanded(t *testing.T) {
+	sj := newFakeSlurm()
+	for _, tc := range []struct {
+		name, list string
+		want       []string
+		err        bool
+	}{
+		{"Slurm's (null) is no node", "(null)", nil, false},
+		{"a range is expanded by Slurm's own hostlist, sorted without repeats", "u[1-2],a1,u1", []string{"a1", "u1", "u2"}, false},
+		{"a list over 8 KiB is left alone", strings.Repeat("n1,", maxExcludedList/3+1), nil, true},
+		{"a list of more than 2,048 nodes is left alone", "u[1-3000]", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := expandNodes(context.Background(), sj, tc.list)
+			if (err != nil) != tc.err || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("expandNodes(%.40q) = %v, %v; want %v, error %v", tc.list, got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
