@@ -194,7 +194,8 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	good := guest("guest_predicted_good", "LM/bs80", begin)
 	e.eventually(60*time.Second, "the predicted-bad guest kept off the host's node before it runs", func() (bool, string) {
 		f := e.show(bad)
-		return f["ExcNodeList"] == "lnode1" && f["JobState"] == "PENDING", fmt.Sprintf("%v %v", f["ExcNodeList"], f["JobState"])
+		return f["ExcNodeList"] == "lnode1" && f["JobState"] == "PENDING" && e.restarts(bad) == 0,
+			fmt.Sprintf("%v %v, %d restarts", f["ExcNodeList"], f["JobState"], e.restarts(bad))
 	})
 	if !line("job %d kept off node lnode1: beside job %d (model resnet-18/bs64) the pair is predicted to run it at 52%% of its speed alone", bad, slow).MatchString(e.c.ControllerLog()) {
 		t.Fatalf("the log does not say why the predicted-bad guest is kept off lnode1:\n%s", e.c.ControllerLog())
@@ -203,8 +204,8 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		t.Fatalf("the predicted-good guest was kept off %q", f["ExcNodeList"])
 	}
 	e.waitState(good, "RUNNING", 120*time.Second)
-	if f := e.show(bad); f["JobState"] != "PENDING" {
-		t.Fatalf("the predicted-bad guest is %s beside the host; want PENDING", f["JobState"])
+	if f := e.show(bad); f["JobState"] != "PENDING" || e.restarts(bad) != 0 {
+		t.Fatalf("the predicted-bad guest is %s, %d restarts; want PENDING, never run beside the host", f["JobState"], e.restarts(bad))
 	}
 
 	// The host ends: both exclusions are lifted, the reverted guest's

@@ -316,7 +316,13 @@ func (c *Core) excludeBadPairs(now int64) {
 	for id, g := range in.waiting {
 		ex := in.excl[id]
 		v, ok := verdicts[g.model]
-		if !ok && len(verdicts) < maxGuestModels {
+		if !ok {
+			if len(verdicts) >= maxGuestModels {
+				if ex != nil {
+					ex.seen = u.pass // not judged this pass: left as it is
+				}
+				continue
+			}
 			v = judgeGuest(rules, in.table, g.model, occ)
 			verdicts[g.model] = v
 		}

@@ -384,3 +384,32 @@ func TestAJobsExcNodeListIsReadBoundedAndExpanded(t *testing.T) {
 		})
 	}
 }
+
+// More waiting models than a pass judges: a guest left for a later pass
+// keeps its exclusion rather than losing it.
+func TestAGuestNotJudgedInAPassKeepsItsExclusion(t *testing.T) {
+	var buf bytes.Buffer
+	c := seededCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	host := hostOn(1, "resnet-18/bs64")
+	snaps := []Snapshot{host, waitingGuestJob(2, mallory, "resnet-50/bs64")}
+	pass(c, 1000, snaps...)
+	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	pass(c, 1010, snaps...)
+	drain(t, c, sj)
+	if sj.list(2) != "n1" {
+		t.Fatalf("ExcNodeList %q, want n1", sj.list(2))
+	}
+	for k := 0; k < 2*maxGuestModels; k++ {
+		snaps = append(snaps, waitingGuestJob(uint32(100+k), mallory, fmt.Sprintf("model-%d", k)))
+	}
+	for p := int64(0); p < 5; p++ {
+		c.ReportUsage(shardReport(1015+10*p, 1, owner, "g0", 1, 90, 10))
+		pass(c, 1020+10*p, snaps...)
+		drain(t, c, sj)
+		if sj.list(2) != "n1" {
+			t.Fatalf("pass %d: ExcNodeList %q, want n1 kept", p, sj.list(2))
+		}
+	}
+}
