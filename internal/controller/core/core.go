@@ -176,7 +176,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	c.agents.SetJobEndHandler(c.ReportEnd)
 	c.agents.SetJobUsageHandler(c.ReportUsage)
 	// Introspection's requeues run here, outside slurmctld's locks
-	// (introspect.go's scontrolRequeue says why).
+	// (introspect.go's requeuer says why).
 	queue := c.usage.intro.queue
 	safego.Loop(log, "sharing requeuer", func() { c.requeuer(queue, scontrolJobs{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
