@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,5 +193,41 @@ func TestShardHistoryIsBoundedPerUser(t *testing.T) {
 	}
 	if s := h.summary(mallory, fmt.Sprintf("m%d", 10*historyKeysPerUser-1)); s.Jobs != historyJobs {
 		t.Fatalf("one history holds %d jobs; want the last %d", s.Jobs, historyJobs)
+	}
+}
+
+// BenchmarkSizeJobShards: a one-GPU submission with the rewrite off, and
+// on with every history slot taken (the lookup under hist.mu is what the
+// rewrite adds on the sizing goroutine).
+func BenchmarkSizeJobShards(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("convert=%v", on), func(b *testing.B) {
+			cfg := testConfig(filepath.Join(b.TempDir(), "l.db"))
+			if on {
+				cfg.Sharing.Convert = testConvert
+			}
+			store, err := ledger.Open(cfg.DBPath)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			for i := range historyKeys {
+				for j := range 2 {
+					c.hist.add(ledger.ModelJobUse{User: uint32(i / historyKeysPerUser), Model: fmt.Sprintf("m%d", i), JobID: uint32(j), UtilPeak: 10, MemPeakMB: 1})
+				}
+			}
+			req := oneGPU(0, "m1")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if d := c.SizeJob(req, shardNodes); on != (d.Action == synergy.ToShards) {
+					b.Fatalf("convert %v gave %+v", on, d)
+				}
+			}
+		})
 	}
 }
