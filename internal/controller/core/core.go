@@ -101,6 +101,9 @@ type Core struct {
 	// usage: per-job GPU use reported by node agents (usage.go); under
 	// its own mutex.
 	usage usageState
+	// hist: each user's history of each model's GPU use, for the shard
+	// rewrite at submit (shardconvert.go); under its own mutex.
+	hist modelUse
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
 	// their records (nil when not known), which continue if the job is
@@ -240,6 +243,9 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	if err := c.restoreBadPairs(store); err != nil {
+		return nil, err
+	}
+	if err := c.restoreModelUse(store); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()

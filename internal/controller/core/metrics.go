@@ -48,7 +48,7 @@ type metrics struct {
 	promotions  prometheus.Counter
 	preemptions prometheus.Counter    // requeues a pass observed
 	allowed     prometheus.Counter    // yeses Preemptable gave Slurm
-	sizing      [3]prometheus.Counter // by synergy.Action
+	sizing      [4]prometheus.Counter // by synergy.Action
 	// fair share after the last pass: accounts tracked (with usage or
 	// jobs), with jobs under or at their share, with jobs over it
 	fsTracked, fsUnder, fsOver prometheus.Gauge
@@ -76,7 +76,7 @@ type metrics struct {
 }
 
 // sizingOutcome names each synergy.Action in lachesis_sizing_decisions_total.
-var sizingOutcome = [...]string{synergy.Leave: "leave", synergy.Set: "set", synergy.Reject: "reject"}
+var sizingOutcome = [...]string{synergy.Leave: "leave", synergy.Set: "set", synergy.Reject: "reject", synergy.ToShards: "shards"}
 
 func newMetrics() *metrics {
 	m := &metrics{

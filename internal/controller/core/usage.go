@@ -104,6 +104,11 @@ type jobUsage struct {
 	idle    bool             // logged as idle (cleared when it is not)
 	seen    uint64           // the pass that last saw the job not finished
 	rates   introRates       // its rate alone and shared (introspect.go)
+	// model (lower case) and oneGPU (it holds one GPU, or shards of one,
+	// on one node), read once from the pass: whether and where the job
+	// joins its user's history when it ends (shardconvert.go).
+	model  string
+	oneGPU bool
 }
 
 // usageState is the core's per-job GPU use; under its own mutex, so a
@@ -252,6 +257,9 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		if j == nil || j.sum.User != s.User {
 			continue
 		}
+		if j.model == "" && s.Run != nil {
+			j.model, j.oneGPU = s.Run.ModelKey(), s.gpuCount() == 1 // once per job
+		}
 		if j.sum.Samples != j.shown && (j.shownAt == 0 || now-j.shownAt >= usageShowEvery) {
 			out[i].Usage = usageSegment(&j.sum)
 			j.shown, j.shownAt = j.sum.Samples, now
@@ -276,6 +284,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		if j.seen != u.pass {
 			j.sum.Finished = max(now, 1)
 			u.dirty[id] = j.sum
+			c.noteFinishedUse(j)
 			delete(u.jobs, id)
 		}
 	}
