@@ -82,6 +82,11 @@ type Sharing struct {
 	// core requeues the opportunistic one (sharing.Config.Revert; the
 	// core's introspect.go). 0.05 by default.
 	MaxSlowdown float64
+	// GuestMemoryHeadroomPct is the share of a GPU's memory (percent) kept
+	// free beside the guaranteed jobs' measured peak while opportunistic
+	// jobs share the GPU; a guest holding more than the rest is requeued
+	// (sharing.Config.MemoryOver; the core's memguard.go). 10 by default.
+	GuestMemoryHeadroomPct float64
 }
 
 // Opportunistic reports whether a job whose partition field is partitions
@@ -251,6 +256,7 @@ type file struct {
 		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
 		PromoteAfter           float64 `mapstructure:"promote_after"`
 		MaxSlowdown            float64 `mapstructure:"max_slowdown"`
+		GuestMemoryHeadroomPct float64 `mapstructure:"guest_memory_headroom_pct"`
 	} `mapstructure:"sharing"`
 }
 
@@ -290,7 +296,8 @@ func Default() Config {
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
 		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
-		Sharing:   Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown},
+		Sharing: Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown,
+			GuestMemoryHeadroomPct: sharing.DefaultConfig().GuestMemoryHeadroomPct},
 	}
 }
 
@@ -353,6 +360,7 @@ func defaultFile() file {
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
 	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
 	f.Sharing.MaxSlowdown = d.Sharing.MaxSlowdown
+	f.Sharing.GuestMemoryHeadroomPct = d.Sharing.GuestMemoryHeadroomPct
 	return f
 }
 
@@ -594,11 +602,14 @@ func (f file) checkSharing(c *Config) error {
 		return fmt.Errorf("%w: sharing.opportunistic_partition must be one partition name of at most %d bytes, without commas or spaces, got %q",
 			ErrInvalid, MaxPartitionName, name)
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown}
-	// sharing.Config holds max_slowdown's rule; its other fields are
-	// checked here (promote_after) or not used by the core.
+	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown,
+		GuestMemoryHeadroomPct: f.Sharing.GuestMemoryHeadroomPct}
+	// sharing.Config holds max_slowdown's and guest_memory_headroom_pct's
+	// rules; its other fields are checked here (promote_after) or not
+	// used by the core.
 	rules := sharing.DefaultConfig()
 	rules.MaxSlowdown = f.Sharing.MaxSlowdown
+	rules.GuestMemoryHeadroomPct = f.Sharing.GuestMemoryHeadroomPct
 	if err := rules.Validate(); err != nil {
 		return fmt.Errorf("%w: sharing.%s", ErrInvalid, strings.TrimPrefix(err.Error(), sharing.ErrBadConfig.Error()+": "))
 	}

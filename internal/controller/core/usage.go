@@ -104,6 +104,7 @@ type jobUsage struct {
 	idle    bool             // logged as idle (cleared when it is not)
 	seen    uint64           // the pass that last saw the job not finished
 	rates   introRates       // its rate alone and shared (introspect.go)
+	mem     memSample        // its last memory sample (memguard.go)
 }
 
 // usageState is the core's per-job GPU use; under its own mutex, so a
@@ -125,6 +126,8 @@ type usageState struct {
 	idleBelow float64
 	// intro: introspection's pair table and requeues (introspect.go).
 	intro introState
+	// memGuard: the memory bound's log state (memguard.go).
+	memGuard memGuardState
 }
 
 func (u *usageState) init() {
@@ -175,6 +178,7 @@ func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
 		}
 		j.sum.Fold(sampleOf(e, at), u.idleBelow)
 		j.rates.observe(e, rep.Node, at)
+		j.mem = memSampleOf(e, rep.Node)
 		// Saved with the next pass's flush: one transaction per pass,
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum
@@ -280,6 +284,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.met.idleJobs(idle)
+	c.guardMemory()
 	c.introspect(now)
 }
 
