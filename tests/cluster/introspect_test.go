@@ -142,11 +142,12 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	if err := os.WriteFile(grow, []byte("20000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	grew := time.Now()
 	memLine := line("job %d requeued: its GPU memory 20000 MiB on GPU GPU-fake-lnode1-0 exceeds the room its neighbour job %d leaves (13728 MiB)", kept, mild)
 	e.eventually(90*time.Second, "the guest requeued for its memory", func() (bool, string) {
 		return memLine.MatchString(e.c.ControllerLog()) && e.restarts(kept) == 1, e.c.ControllerLog()
 	})
-	t.Logf("%s", regexp.MustCompile(memLine.String()+`.*`).FindString(e.c.ControllerLog()))
+	t.Logf("%.1f s after the guest grew: %s", time.Since(grew).Seconds(), regexp.MustCompile(memLine.String()+`.*`).FindString(e.c.ControllerLog()))
 	if j := e.jobs()[mild]; j.State != "RUNNING" || e.restarts(mild) != 0 {
 		t.Fatalf("the host: %+v, %d restarts; want it running, untouched", j, e.restarts(mild))
 	}
