@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -125,7 +126,7 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 			continue
 		}
 		room := cfg.GuestMemoryRoom(total, hostPeak)
-		if room != room { // NaN: the GPU's memory is unknown
+		if math.IsNaN(room) { // the GPU's memory is unknown
 			continue
 		}
 		host := slices.MaxFunc(hosts, func(a, b memMember) int {
