@@ -87,6 +87,11 @@ type Sharing struct {
 	// whose user's past jobs of its model left most of a GPU unused into
 	// shards of one GPU, so a guest fits beside it (core/shardconvert.go).
 	Convert ShardConvert
+	// GuestMemoryHeadroomPct is the share of a GPU's memory (percent) kept
+	// free beside the guaranteed jobs' measured peak while opportunistic
+	// jobs share the GPU; a guest holding more than the rest is requeued
+	// (sharing.Config.MemoryOver; the core's memguard.go). 10 by default.
+	GuestMemoryHeadroomPct float64
 }
 
 // ShardConvert configures the rewrite of whole-GPU jobs into shards.
@@ -287,6 +292,7 @@ type file struct {
 		ConvertMemBelowMB      float64 `mapstructure:"convert_mem_below_mb"`
 		ConvertMinJobs         float64 `mapstructure:"convert_min_jobs"`
 		ConvertHeadroomPct     float64 `mapstructure:"convert_headroom_pct"`
+		GuestMemoryHeadroomPct float64 `mapstructure:"guest_memory_headroom_pct"`
 	} `mapstructure:"sharing"`
 }
 
@@ -327,7 +333,8 @@ func Default() Config {
 		GPUTypes:  map[string]float64{},
 		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
 		Sharing: Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown,
-			Convert: ShardConvert{MemBelowMB: 16384, MinJobs: 3, HeadroomPct: 10}},
+			Convert:                ShardConvert{MemBelowMB: 16384, MinJobs: 3, HeadroomPct: 10},
+			GuestMemoryHeadroomPct: sharing.DefaultConfig().GuestMemoryHeadroomPct},
 	}
 }
 
@@ -394,6 +401,7 @@ func defaultFile() file {
 	f.Sharing.ConvertMemBelowMB = float64(d.Sharing.Convert.MemBelowMB)
 	f.Sharing.ConvertMinJobs = float64(d.Sharing.Convert.MinJobs)
 	f.Sharing.ConvertHeadroomPct = d.Sharing.Convert.HeadroomPct
+	f.Sharing.GuestMemoryHeadroomPct = d.Sharing.GuestMemoryHeadroomPct
 	return f
 }
 
@@ -639,11 +647,14 @@ func (f file) checkSharing(c *Config) error {
 	if err != nil {
 		return err
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown, Convert: conv}
-	// sharing.Config holds max_slowdown's rule; its other fields are
-	// checked here (promote_after) or not used by the core.
+	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown, Convert: conv,
+		GuestMemoryHeadroomPct: f.Sharing.GuestMemoryHeadroomPct}
+	// sharing.Config holds max_slowdown's and guest_memory_headroom_pct's
+	// rules; its other fields are checked here (promote_after) or not
+	// used by the core.
 	rules := sharing.DefaultConfig()
 	rules.MaxSlowdown = f.Sharing.MaxSlowdown
+	rules.GuestMemoryHeadroomPct = f.Sharing.GuestMemoryHeadroomPct
 	if err := rules.Validate(); err != nil {
 		return fmt.Errorf("%w: sharing.%s", ErrInvalid, strings.TrimPrefix(err.Error(), sharing.ErrBadConfig.Error()+": "))
 	}

@@ -196,6 +196,8 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"a fractional convert_min_jobs is rejected", "sharing:\n  convert_min_jobs: 2.5\n", "sharing.convert_min_jobs"},
 		{"convert_headroom_pct over 50 is rejected", "sharing:\n  convert_headroom_pct: 51\n", "sharing.convert_headroom_pct"},
 		{"negative convert_headroom_pct is rejected", "sharing:\n  convert_headroom_pct: -1\n", "sharing.convert_headroom_pct"},
+		{"negative guest_memory_headroom_pct is rejected", "sharing:\n  guest_memory_headroom_pct: -1\n", "sharing.guest_memory_headroom_pct"},
+		{"guest_memory_headroom_pct of 90 is rejected", "sharing:\n  guest_memory_headroom_pct: 90\n", "sharing.guest_memory_headroom_pct"},
 		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
 		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
@@ -329,6 +331,12 @@ func TestParseReadsSharing(t *testing.T) {
 	}
 	if c.Sharing.MaxSlowdown != 0.05 {
 		t.Fatalf("max_slowdown %v, want the default 0.05", c.Sharing.MaxSlowdown)
+	}
+	if c.Sharing.GuestMemoryHeadroomPct != 10 {
+		t.Fatalf("guest_memory_headroom_pct %v, want the default 10", c.Sharing.GuestMemoryHeadroomPct)
+	}
+	if c, err := Parse(strings.NewReader("sharing:\n  guest_memory_headroom_pct: 25\n")); err != nil || c.Sharing.GuestMemoryHeadroomPct != 25 {
+		t.Fatalf("guest_memory_headroom_pct 25 read as %v (%v)", c.Sharing.GuestMemoryHeadroomPct, err)
 	}
 	if c, err := Parse(strings.NewReader("sharing:\n  max_slowdown: 0.2\n")); err != nil || c.Sharing.MaxSlowdown != 0.2 {
 		t.Fatalf("max_slowdown 0.2 read as %v (%v)", c.Sharing.MaxSlowdown, err)

@@ -109,6 +109,7 @@ type jobUsage struct {
 	// joins its user's history when it ends (shardconvert.go).
 	model  string
 	oneGPU bool
+	mem    memSample // its last memory sample (memguard.go)
 }
 
 // usageState is the core's per-job GPU use; under its own mutex, so a
@@ -130,6 +131,8 @@ type usageState struct {
 	idleBelow float64
 	// intro: introspection's pair table and requeues (introspect.go).
 	intro introState
+	// memGuard: the memory bound's log state (memguard.go).
+	memGuard memGuardState
 }
 
 func (u *usageState) init() {
@@ -180,6 +183,7 @@ func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
 		}
 		j.sum.Fold(sampleOf(e, at), u.idleBelow)
 		j.rates.observe(e, rep.Node, at)
+		j.mem = memSampleOf(e, rep.Node)
 		// Saved with the next pass's flush: one transaction per pass,
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum
@@ -289,6 +293,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.met.idleJobs(idle)
+	c.guardMemory()
 	c.introspect(now)
 }
 
