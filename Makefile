@@ -145,12 +145,16 @@ fuzz: deps
 deb: build
 	bash scripts/mkdeb.sh $(BUILD)/deb
 
-# Install on a real cluster without packages: plugins into Slurm's plugin directory (the
+# Install on a real cluster without packages: plugins (and the SPANK plugin lachesis_jobend with
+# its plugstack.conf.d line, never overwritten) into Slurm's plugin directory (the
 # controller), the node agent and CLI (compute nodes, admins).
 SLURM_PLUGIN_DIR ?= /usr/lib/x86_64-linux-gnu/slurm-wlm
 install: build
 	install -D -m 0755 -t $(DESTDIR)$(SLURM_PLUGIN_DIR) $(CORE) $(PLUGINS)/priority_tiresias.so \
-		$(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so
+		$(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so $(PLUGINS)/lachesis_jobend.so
+	[ -e $(DESTDIR)/etc/slurm/plugstack.conf.d/lachesis-jobend.conf ] || { install -d $(DESTDIR)/etc/slurm/plugstack.conf.d && \
+		printf 'optional %s/lachesis_jobend.so socket=/run/lachesis/agent.sock\n' $(SLURM_PLUGIN_DIR) \
+		>$(DESTDIR)/etc/slurm/plugstack.conf.d/lachesis-jobend.conf; }
 	install -D -m 0755 $(BIN)/lachesis-node-agent $(DESTDIR)/usr/sbin/lachesis-node-agent
 	install -D -m 0755 $(BIN)/lachesis-profiler $(DESTDIR)/usr/bin/lachesis-profiler
 	install -D -m 0644 docs/man/lachesis-node-agent.8 $(DESTDIR)/usr/share/man/man8/lachesis-node-agent.8

@@ -44,6 +44,7 @@ func submitFromC(j *C.lachesis_submit_t) synergy.Request {
 		CPUsPerTask: uint16(j.cpus_per_task),
 		MemMB:       uint64(j.mem_mb),
 		MemPerCPU:   j.mem_per_cpu != 0,
+		Exclusive:   j.exclusive != 0,
 		GPU:         gresRequestFromC(j.tres_per_job, j.tres_per_node, j.tres_per_socket, j.tres_per_task, j.min_nodes, j.num_tasks),
 	}
 }
@@ -76,6 +77,9 @@ func sizingToC(d *synergy.Decision, out *C.lachesis_sizing_t) {
 		out.action = C.LACHESIS_SIZE_SET
 	case synergy.Reject:
 		out.action = C.LACHESIS_SIZE_REJECT
+	case synergy.ToShards:
+		out.action = C.LACHESIS_SIZE_SHARDS
+		out.shards = C.uint32_t(d.Shards)
 	default:
 		out.action = C.LACHESIS_SIZE_LEAVE
 	}

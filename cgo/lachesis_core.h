@@ -37,8 +37,10 @@
  *    lachesis_place_job; the priority of a job between passes is its
  *    enqueueing). Same arguments and semantics.
  * 13: lachesis_prio_t.usage: a running job's GPU-use segment for its
- *    AdminComment (per-job GPU use reported by node agents). */
-#define LACHESIS_ABI_VERSION 13
+ *    AdminComment (per-job GPU use reported by node agents).
+ * 14: whole GPUs into shards at submit: lachesis_submit_t.exclusive,
+ *    LACHESIS_SIZE_SHARDS and lachesis_sizing_t.shards. */
+#define LACHESIS_ABI_VERSION 14
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -238,7 +240,7 @@ typedef struct lachesis_submit {
 	uint32_t user_id;
 	uint16_t cpus_per_task;
 	uint8_t  mem_per_cpu;       /* mem_mb is per CPU (--mem-per-cpu) */
-	uint8_t  reserved;
+	uint8_t  exclusive;         /* --exclusive (job_desc->shared == 0) */
 	uint32_t min_nodes;
 	uint32_t num_tasks;
 	uint64_t mem_mb;            /* --mem / --mem-per-cpu */
@@ -257,6 +259,11 @@ typedef struct lachesis_submit {
 #define LACHESIS_SIZE_LEAVE   0
 #define LACHESIS_SIZE_SET     1
 #define LACHESIS_SIZE_REJECT  2
+/* Replace the job's one GPU by `shards` gres/shard of one GPU: its GPU
+ * request strings and cpus_per_tres/mem_per_tres go; cpus_per_gpu, when
+ * not 0, is its cpus_per_task and mem_mb_per_gpu its memory per node (one
+ * task on one node). No sizing marker: start-time sizing leaves it. */
+#define LACHESIS_SIZE_SHARDS  3
 
 typedef struct lachesis_sizing {
 	int32_t  action;            /* LACHESIS_SIZE_* */
@@ -268,6 +275,8 @@ typedef struct lachesis_sizing {
 	uint8_t  reserved;
 	char reason[512];           /* for the admin comment ("" = none) */
 	char error[512];            /* for the user, with LACHESIS_SIZE_REJECT */
+	uint32_t shards;            /* with LACHESIS_SIZE_SHARDS */
+	uint32_t reserved2;
 } lachesis_sizing_t;
 
 /*

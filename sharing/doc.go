@@ -37,6 +37,9 @@
 //     guaranteed.
 //   - Move: a guest that has shared a GPU for MoveAfter is requeued to run
 //     alone when a whole GPU stays idle (a shard allocation cannot grow).
+//   - MemoryOver: the guests on a GPU hold more memory than the guaranteed
+//     jobs there leave (the GPU's memory less their measured peak less
+//     GuestMemoryHeadroomPct): a guest is requeued (memory.go).
 //
 // Who may preempt whom is not here: priority.Preemption.Decide and
 // priority.CompareVictims hold it for slurmctld (priority/opportunistic.go:
@@ -66,13 +69,14 @@
 // The simulator (sim/sharing.go) is this loop; docs/evaluation section 8
 // measures it. In slurmctld, the core applies step 1 at every pass
 // (internal/controller/core/introspect.go: pairs from the node agents'
-// usage reports, the requeue by scontrol outside slurmctld's locks); steps
-// 2 and 3 are priority/opportunistic.go's, and step 4 is Slurm's own
-// scheduling of the opportunistic partition, steered by the core with
-// Choose's rule for each pair (Config.Fits; core/exclude.go): a waiting
-// guest is kept off nodes where it could only land beside a host it does
-// not fit, and the best predicted pair ranks first. Model names meet
-// through ModelKey: the table keys every entry by it.
+// usage reports, the requeue by scontrol outside slurmctld's locks), and
+// MemoryOver beside it (memguard.go); steps 2 and 3 are
+// priority/opportunistic.go's, and step 4 is Slurm's own scheduling of the
+// opportunistic partition, steered by the core with Choose's rule for each
+// pair (Config.Fits; core/exclude.go): a waiting guest is kept off nodes
+// where it could only land beside a host it does not fit, and the best
+// predicted pair ranks first. Model names meet through ModelKey: the
+// table keys every entry by it.
 //
 // The package is pure Go without I/O (it parses from an io.Reader), like
 // priority/, and builds with CGO_ENABLED=0.

@@ -66,6 +66,10 @@ type Config struct {
 	// moved to a whole GPU that stays idle: in Slurm a requeue (a shard
 	// allocation cannot grow), which costs a restart. 0: never moved.
 	MoveAfter float64
+	// GuestMemoryHeadroomPct is the share of a GPU's memory (percent)
+	// kept free beside the guaranteed jobs' measured peak; guests hold
+	// the rest at most (MemoryOver, memory.go).
+	GuestMemoryHeadroomPct float64
 }
 
 // DefaultPromoteAfter is 4 hours. An opportunistic job is one its owner
@@ -89,9 +93,11 @@ const DefaultMoveAfter = 600
 
 // DefaultConfig is the rules' default: 5% slowdown, promotion after
 // DefaultPromoteAfter, unmeasured pairs tried, guests moved after
-// DefaultMoveAfter.
+// DefaultMoveAfter, DefaultGuestMemoryHeadroomPct of a GPU's memory kept
+// free beside its guaranteed jobs.
 func DefaultConfig() Config {
-	return Config{MaxSlowdown: 0.05, PromoteAfter: DefaultPromoteAfter, TryUnmeasured: true, MoveAfter: DefaultMoveAfter}
+	return Config{MaxSlowdown: 0.05, PromoteAfter: DefaultPromoteAfter, TryUnmeasured: true, MoveAfter: DefaultMoveAfter,
+		GuestMemoryHeadroomPct: DefaultGuestMemoryHeadroomPct}
 }
 
 // Validate checks a configuration once, at load.
@@ -105,7 +111,7 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.MoveAfter) || math.IsInf(c.MoveAfter, 0) || c.MoveAfter < 0 {
 		return fmt.Errorf("%w: move_after %v must be a finite number of seconds >= 0", ErrBadConfig, c.MoveAfter)
 	}
-	return nil
+	return c.validateMemory()
 }
 
 // Choice is the outcome of Choose.

@@ -359,6 +359,27 @@ static bool _wants_gpus(const job_desc_msg_t *job_desc)
 	       (job_desc->tres_per_task && strstr(job_desc->tres_per_task, "gpu"));
 }
 
+/*
+ * A job the core rewrites from one GPU into out->shards gres/shard of one
+ * GPU (core/shardconvert.go): the core does so only for a job whose GPU
+ * request is one untyped GPU in tres_per_job or tres_per_node and nothing
+ * else, so both go. Slurm 22.05 allocates a GPU as gpu or as shards,
+ * never both: the job keeps no gres/gpu, and its CPUs and memory, per GPU
+ * until now, become per task and per node (one of each).
+ */
+static void _to_shards(job_desc_msg_t *job_desc, const lachesis_sizing_t *out)
+{
+	xfree(job_desc->tres_per_job);
+	xfree(job_desc->tres_per_node);
+	xstrfmtcat(job_desc->tres_per_node, "gres:shard:%u", out->shards);
+	xfree(job_desc->cpus_per_tres);
+	xfree(job_desc->mem_per_tres);
+	if (out->cpus_per_gpu && out->cpus_per_gpu < NO_VAL16)
+		job_desc->cpus_per_task = out->cpus_per_gpu;
+	if (out->mem_mb_per_gpu && out->mem_mb_per_gpu < MEM_PER_CPU)
+		job_desc->pn_min_memory = out->mem_mb_per_gpu;
+}
+
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		      char **err_msg)
 {
@@ -390,6 +411,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		req.mem_per_cpu = (job_desc->pn_min_memory & MEM_PER_CPU) ? 1 : 0;
 		req.mem_mb = job_desc->pn_min_memory & ~MEM_PER_CPU;
 	}
+	req.exclusive = job_desc->shared == JOB_SHARED_NONE;
 
 	rc = _size_on_sizer(&req, job_desc->partition, &out);
 	if (rc == SIZER_OFF) {	/* no sizing goroutine: call the core from here */
@@ -432,11 +454,17 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 				job_desc->pn_min_memory = NO_VAL64;
 		}
 		break;
+	case LACHESIS_SIZE_SHARDS:
+		_to_shards(job_desc, &out);
+		info("%s: job of uid %u: %s", plugin_type, submit_uid,
+		     out.reason);
+		break;
 	default:
 		break;
 	}
 	/* Only a sizing of both CPUs and memory ends with the marker the
-	 * fallback reads back. */
+	 * fallback reads back (never a job on shards: its CPUs are per task,
+	 * not per GPU). */
 	lachesis_hook_append_reason(&job_desc->admin_comment, out.reason,
 				    out.action == LACHESIS_SIZE_SET &&
 				    out.cpus_per_gpu && out.mem_mb_per_gpu);
@@ -444,7 +472,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	/* After sizing: placement checks the preferred nodes hold the job.
 	 * Only when it is on: it walks the partition and calls the core from
 	 * this RPC thread, which the sizing goroutine exists to avoid. */
-	if (out.placement)
+	if (out.placement && out.action != LACHESIS_SIZE_SHARDS)
 		lachesis_placement_apply(job_desc, plugin_type);
 	return SLURM_SUCCESS;
 }

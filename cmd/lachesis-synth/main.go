@@ -60,6 +60,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.Report, "report", synth.DefaultReport, "interval between throughput lines")
 	fs.StringVar(&cfg.FakeGPU.Dir, "fake-gpu-dir", "", "the node agent's fake GPU directory (test/demo only): run on the fake GPUs of CUDA_VISIBLE_DEVICES")
 	fs.Float64Var(&cfg.FakeGPU.MemMB, "fake-gpu-mem-mb", 1024, "GPU memory the job holds on its fake GPUs, MiB")
+	fs.StringVar(&cfg.FakeGPU.MemFile, "fake-gpu-mem-file", "", "while this file exists, the GPU memory (MiB) it holds replaces -fake-gpu-mem-mb, re-read every second: a job whose memory grows")
 	fs.Float64Var(&cfg.FakeGPU.SharedSpeed, "shared-speed", 0, "speed relative to alone while another process shares a fake GPU (0..1; 0: from -pair-table, else 1)")
 	fs.StringVar(&cfg.FakeGPU.Model, "model", "", "the job's model key, in its fake GPU record and looked up in -pair-table (e.g. ResNet-18/bs64)")
 	var pairDir, pairGPU string

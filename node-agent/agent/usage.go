@@ -68,10 +68,11 @@ func KernelProcessJob(pid int) (job, uid uint32, why string) {
 }
 
 // usageOf aggregates the GPU processes of one sample into per-job usage
-// per GPU: utilisation (summed over the job's processes, at most 100) and
-// memory summed, Sharers the number of jobs on that GPU. Processes not in a
-// job are counted in outside by reason, never attributed. The jobs come
-// sorted by id, their GPUs by index, and within wire's bounds.
+// per GPU: utilisation (summed over the job's processes, at most 100),
+// memory summed, the GPU's memory (what the device says), Sharers the
+// number of jobs on that GPU. Processes not in a job are counted in
+// outside by reason, never attributed. The jobs come sorted by id, their
+// GPUs by index, and within wire's bounds.
 func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
 	outside = map[string]int{outsideNoJob: 0, outsideGone: 0, outsideOtherUID: 0}
 	type key struct {
@@ -115,7 +116,10 @@ func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.
 			use[k] = g
 		}
 		g.UtilPct = min(100, g.UtilPct+max(0, p.UtilPct))
-		g.MemUsedMB += max(0, p.MemUsedMB)
+		g.MemUsedMB = min(wire.MaxGPUMemMB, g.MemUsedMB+max(0, p.MemUsedMB))
+		if p.MemTotalMB > 0 && p.MemTotalMB <= wire.MaxGPUMemMB {
+			g.MemTotalMB = p.MemTotalMB
+		}
 		if onGPU[p.GPU] == nil {
 			onGPU[p.GPU] = map[uint32]bool{}
 		}

@@ -36,10 +36,10 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 		40: {job: 7, uid: 2000},            // job 7's number, another uid
 	}
 	procs := []telemetry.GPUProcess{
-		{GPU: 0, UUID: "GPU-a", PID: 11, UtilPct: 70, MemUsedMB: 1000},
-		{GPU: 0, UUID: "GPU-a", PID: 10, UtilPct: 50, MemUsedMB: 500},
+		{GPU: 0, UUID: "GPU-a", PID: 11, UtilPct: 70, MemUsedMB: 1000, MemTotalMB: 81920},
+		{GPU: 0, UUID: "GPU-a", PID: 10, UtilPct: 50, MemUsedMB: 500, MemTotalMB: 81920},
 		{GPU: 1, UUID: "GPU-b", PID: 10, UtilPct: 20, MemUsedMB: 300},
-		{GPU: 0, UUID: "GPU-a", PID: 20, UtilPct: 25, MemUsedMB: 4000},
+		{GPU: 0, UUID: "GPU-a", PID: 20, UtilPct: 25, MemUsedMB: 4000, MemTotalMB: 81920},
 		{GPU: 0, UUID: "GPU-a", PID: 30, UtilPct: 90, MemUsedMB: 9000},
 		{GPU: 1, UUID: "GPU-b", PID: 40, UtilPct: 90, MemUsedMB: 9000},
 		{GPU: 1, UUID: "GPU-b", PID: 50, UtilPct: 90, MemUsedMB: 9000}, // vanished
@@ -47,11 +47,11 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 	jobs, outside := usageOf(procs, jobOf.of)
 	want := []wire.JobUsage{
 		{JobID: 7, UID: 1000, GPUs: []wire.JobGPUUsage{
-			{Index: 0, UUID: "GPU-a", UtilPct: 100, MemUsedMB: 1500, Sharers: 2},
-			{Index: 1, UUID: "GPU-b", UtilPct: 20, MemUsedMB: 300, Sharers: 1},
+			{Index: 0, UUID: "GPU-a", UtilPct: 100, MemUsedMB: 1500, MemTotalMB: 81920, Sharers: 2},
+			{Index: 1, UUID: "GPU-b", UtilPct: 20, MemUsedMB: 300, Sharers: 1}, // the GPU's memory unknown
 		}},
 		{JobID: 9, UID: 2000, GPUs: []wire.JobGPUUsage{
-			{Index: 0, UUID: "GPU-a", UtilPct: 25, MemUsedMB: 4000, Sharers: 2},
+			{Index: 0, UUID: "GPU-a", UtilPct: 25, MemUsedMB: 4000, MemTotalMB: 81920, Sharers: 2},
 		}},
 	}
 	if !reflect.DeepEqual(jobs, want) {

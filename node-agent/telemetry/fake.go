@@ -134,7 +134,7 @@ func (f *Fake) Processes() ([]GPUProcess, error) {
 	for _, r := range recs {
 		for _, i := range r.GPUs {
 			out = append(out, GPUProcess{GPU: i, UUID: f.uuid(i), PID: r.PID,
-				MemUsedMB: r.MemMB, UtilPct: r.UtilPct, UtilKnown: true})
+				MemUsedMB: r.MemMB, MemTotalMB: fakegpu.MemTotalMB, UtilPct: r.UtilPct, UtilKnown: true})
 		}
 	}
 	return out, nil

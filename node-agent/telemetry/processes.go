@@ -16,6 +16,10 @@ type GPUProcess struct {
 	// MemUsedMB is the GPU memory the process holds (0 where the driver
 	// cannot tell, e.g. under some virtualisation).
 	MemUsedMB float64
+	// MemTotalMB is the memory of the process's GPU (0 where the driver
+	// cannot tell): what the controller's memory bound for opportunistic
+	// jobs is a share of.
+	MemTotalMB float64
 	// UtilPct is the process's share of the GPU's time (SM utilisation
 	// over the interval since the last call), 0..100; 0 when UtilKnown is
 	// false.
@@ -73,8 +77,16 @@ func (n *NVML) Processes() ([]GPUProcess, error) {
 			return nil, fmt.Errorf("%w: GPU %d: running processes: %v", ErrNVML, i, ret)
 		}
 		util, known := n.processUtil(i, uuid, dev)
+		total := 0.0
+		if len(procs) > 0 {
+			// Unknown (0) when the driver cannot tell: the processes'
+			// own figures are still worth reporting.
+			if m, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS {
+				total = float64(m.Total) / (1 << 20)
+			}
+		}
 		for _, p := range procs {
-			g := GPUProcess{GPU: i, UUID: uuid, PID: int(p.Pid)}
+			g := GPUProcess{GPU: i, UUID: uuid, PID: int(p.Pid), MemTotalMB: total}
 			if p.UsedGpuMemory != notAvailable {
 				g.MemUsedMB = float64(p.UsedGpuMemory) / (1 << 20)
 			}

@@ -51,8 +51,8 @@ func TestProcessesReadsMemoryAndUtilisationSinceLastCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []telemetry.GPUProcess{
-		{GPU: 0, UUID: "GPU-a", PID: 100, MemUsedMB: 2048, UtilPct: 50, UtilKnown: true},
-		{GPU: 0, UUID: "GPU-a", PID: 200, MemUsedMB: 512, UtilPct: 15, UtilKnown: true},
+		{GPU: 0, UUID: "GPU-a", PID: 100, MemUsedMB: 2048, MemTotalMB: 81920, UtilPct: 50, UtilKnown: true},
+		{GPU: 0, UUID: "GPU-a", PID: 200, MemUsedMB: 512, MemTotalMB: 81920, UtilPct: 15, UtilKnown: true},
 	}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -109,5 +109,17 @@ func TestProcessListFailureFailsTheCall(t *testing.T) {
 	dev := withProcesses(device(0, nvml.SUCCESS), nil, nvml.ERROR_GPU_IS_LOST, nil)
 	if _, err := openProcs(t, dev).Processes(); !errors.Is(err, telemetry.ErrNVML) {
 		t.Fatalf("got %v, want ErrNVML", err)
+	}
+}
+
+// A GPU whose driver cannot tell its memory still lists its processes,
+// with the GPU's memory unknown (0: the controller bounds nothing by it).
+func TestProcessesOfAGPUWithoutMemoryInfoHaveTotalUnknown(t *testing.T) {
+	dev := withProcesses(device(0, nvml.SUCCESS), []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}, nvml.SUCCESS,
+		func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) { return nil, nvml.ERROR_NOT_FOUND })
+	dev.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) { return nvml.Memory{}, nvml.ERROR_NOT_SUPPORTED }
+	got, err := openProcs(t, dev).Processes()
+	if err != nil || len(got) != 1 || got[0].MemUsedMB != 1024 || got[0].MemTotalMB != 0 {
+		t.Fatalf("got %+v, %v: want the process, its memory, the GPU's unknown", got, err)
 	}
 }

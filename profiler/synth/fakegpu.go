@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,6 +32,10 @@ type FakeGPU struct {
 	GPUs []int
 	// MemMB is the GPU memory the job claims to hold.
 	MemMB float64
+	// MemFile, when set and while the file exists, replaces MemMB with
+	// the number it holds (MiB), re-read at every refresh: a job whose
+	// memory grows while it runs (a test or demo changes it).
+	MemFile string
 	// SharedSpeed, when above 0, is the job's speed relative to alone
 	// while it shares a GPU, whoever the neighbour (1: no slowdown); it
 	// overrides Pairs.
@@ -130,6 +136,7 @@ func onFakeGPU(ctx context.Context, g FakeGPU, busy *atomic.Int64, speed *atomic
 	defer tick.Stop()
 	lastBusy, lastAt := busy.Load(), time.Now()
 	util, shared := 0.0, -1
+	lastMemErr := fmt.Sprint(nil)
 	for {
 		now := time.Now()
 		if d := now.Sub(lastAt); d > 0 {
@@ -143,7 +150,14 @@ func onFakeGPU(ctx context.Context, g FakeGPU, busy *atomic.Int64, speed *atomic
 			log("lachesis-synth: %d other process(es) on my fake GPUs %v: speed %.2f\n", len(n), g.GPUs, sharedSpeed(g, n))
 		}
 		shared = len(n)
-		if err := fakegpu.Write(g.Dir, fakegpu.Record{PID: pid, GPUs: g.GPUs, UtilPct: util, MemMB: g.MemMB, Model: g.Model}); err != nil {
+		mem, err := memNow(g)
+		if msg := fmt.Sprint(err); msg != lastMemErr { // logged once per change
+			if err != nil {
+				log("lachesis-synth: %v; holding %v MiB\n", err, mem)
+			}
+			lastMemErr = msg
+		}
+		if err := fakegpu.Write(g.Dir, fakegpu.Record{PID: pid, GPUs: g.GPUs, UtilPct: util, MemMB: mem, Model: g.Model}); err != nil {
 			log("lachesis-synth: fake GPU record: %v\n", err)
 		}
 		select {
@@ -152,6 +166,35 @@ func onFakeGPU(ctx context.Context, g FakeGPU, busy *atomic.Int64, speed *atomic
 		case <-tick.C:
 		}
 	}
+}
+
+// maxMemFile bounds what memNow reads of FakeGPU.MemFile.
+const maxMemFile = 64
+
+// memNow is the memory the job holds now: MemFile's number while the file
+// exists and holds one in 0..fakegpu.MemTotalMB, else MemMB (with the
+// reason when the file is there but unusable).
+func memNow(g FakeGPU) (float64, error) {
+	if g.MemFile == "" {
+		return g.MemMB, nil
+	}
+	f, err := os.Open(g.MemFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return g.MemMB, nil
+	}
+	if err != nil {
+		return g.MemMB, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMemFile+1))
+	if err != nil {
+		return g.MemMB, err
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if len(b) > maxMemFile || err != nil || !(v >= 0 && v <= fakegpu.MemTotalMB) {
+		return g.MemMB, fmt.Errorf("%w: %s does not hold a memory figure in 0..%d MiB", ErrBadConfig, g.MemFile, fakegpu.MemTotalMB)
+	}
+	return v, nil
 }
 
 func f64bits(v float64) uint64 { return math.Float64bits(v) }

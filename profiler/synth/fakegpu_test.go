@@ -75,12 +75,13 @@ func TestGPUStepsLastLongerAtAnyLowerSpeed(t *testing.T) {
 // the end.
 func TestRunKeepsItsFakeGPURecord(t *testing.T) {
 	dir := t.TempDir()
+	memFile := filepath.Join(t.TempDir(), "mem")
 	var out, log bytes.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Config{Knee: 1, Spin: 100 * time.Microsecond, DataPath: filepath.Join(t.TempDir(), "d"), DataBytes: 1 << 20,
-			Out: &out, Log: &log, FakeGPU: FakeGPU{Dir: dir, GPUs: []int{3}, MemMB: 2048}})
+			Out: &out, Log: &log, FakeGPU: FakeGPU{Dir: dir, GPUs: []int{3}, MemMB: 2048, MemFile: memFile}})
 	}()
 	path := filepath.Join(dir, fakegpu.FileName(os.Getpid()))
 	deadline := time.Now().Add(30 * time.Second)
@@ -91,6 +92,20 @@ func TestRunKeepsItsFakeGPURecord(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no record with utilisation: %+v, %v", r, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The memory file, once written, replaces -fake-gpu-mem-mb.
+	if err := os.WriteFile(memFile, []byte("20000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, err := fakegpu.Read(path)
+		if err == nil && r.MemMB == 20000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record does not follow the memory file: %+v, %v", r, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -151,5 +166,37 @@ func TestFakeGPURecordModelIsBounded(t *testing.T) {
 	fakegpu.Write(dir, fakegpu.Record{PID: 1, GPUs: []int{0}, Model: "ResNet-18/bs64"})
 	if f, err := fakegpu.Read(filepath.Join(dir, "1.json")); err != nil || f.Model != "ResNet-18/bs64" {
 		t.Fatalf("%+v %v", f, err)
+	}
+}
+
+func TestMemNowFollowsTheMemoryFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, file string
+		want       float64
+		err        bool
+	}{
+		{"no file named: -fake-gpu-mem-mb", "", 1024, false},
+		{"a file not there (yet): -fake-gpu-mem-mb", filepath.Join(dir, "absent"), 1024, false},
+		{"the file's number", write("grown", " 20000\n"), 20000, false},
+		{"not a number: refused", write("text", "lots"), 1024, true},
+		{"NaN: refused", write("nan", "NaN"), 1024, true},
+		{"more than a fake GPU holds: refused", write("huge", "81921"), 1024, true},
+		{"negative: refused", write("neg", "-1"), 1024, true},
+		{"a long file: refused unread", write("long", strings.Repeat("1", maxMemFile+1)), 1024, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := memNow(FakeGPU{MemMB: 1024, MemFile: tc.file})
+			if got != tc.want || (err != nil) != tc.err {
+				t.Fatalf("memNow = %v, %v; want %v, error %v", got, err, tc.want, tc.err)
+			}
+		})
 	}
 }

@@ -33,11 +33,18 @@ while True:
 // (the synthetic training job's steps, through etc/lachesis_progress.py)
 // and slows down beside the guest by what Gavel measured for the two
 // models (the synthetic job's -pair-table). ResNet-18 beside LM runs at
-// full speed: the guest is kept; beside ResNet-50 at 0.52 of alone: the
-// guest is requeued within a pass, the log says why, the pair is marked
+// full speed: the guest is kept; beside a model at which it runs at half
+// speed (below): the guest is requeued within a pass, the log says why, the pair is marked
 // bad and the guest is kept off the host's node. Before introspection,
 // nothing looked at the pair: the guest ran on beside a host at half
 // speed.
+//
+// The kept guest is then held to the measured memory bound: beside a host
+// that peaks at 60000 MiB of the fake GPU's 81920, with the default 10%
+// headroom, it has 13728 MiB. At 4096 MiB it fits and is kept; grown to
+// 20000 MiB (the synthetic job's -fake-gpu-mem-file) it is requeued within
+// a pass, the log says why, and the host runs on untouched. Before the
+// bound, shards fenced no memory: the guest kept growing beside its host.
 //
 // The controller's pair table is seeded from Gavel's files
 // (sharing.pair_table), the synthetic jobs slow down by a copy of them
@@ -95,9 +102,9 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	// GPU-bound: a 32 ms step (4 samples × 2 ms / knee 0.25) fed by one
 	// loader worker that needs 8 ms a batch, so the step's speed is the
 	// job's rate (about 31 it/s alone).
-	synthCmd := func(name, model string) string {
-		return fmt.Sprintf("%s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb 512 -model %s -pair-table %s -pair-gpu v100",
-			synth, e.work, name, fakeDir, model, e.work)
+	synthCmd := func(name, model string, memMB int) string {
+		return fmt.Sprintf("%s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d -fake-gpu-mem-file %s/mem-%s -model %s -pair-table %s -pair-gpu v100",
+			synth, e.work, name, fakeDir, memMB, e.work, name, model, e.work)
 	}
 	sbatch := func(args ...string) uint32 {
 		t.Helper()
@@ -114,13 +121,13 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	}
 	// The job's model key (job_submit/synergy's: its comment's model=)
 	// is the model the synthetic job runs as.
-	host := func(name, model string) uint32 {
+	host := func(name, model string, memMB int) uint32 {
 		return sbatch("-J", name, "--comment", "model="+model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:3",
-			"--wrap", synthCmd(name, model)+" | python3 -u relay.py")
+			"--wrap", synthCmd(name, model, memMB)+" | python3 -u relay.py")
 	}
-	guest := func(name, model string, extra ...string) uint32 {
+	guest := func(name, model string, memMB int, extra ...string) uint32 {
 		return sbatch(append(append([]string{"-p", "opp", "-J", name, "--comment", "model=" + model, "-o", filepath.Join(e.work, name+".out"), "--gres=shard:1"},
-			extra...), "--wrap", "exec "+synthCmd(name, model))...)
+			extra...), "--wrap", "exec "+synthCmd(name, model, memMB))...)
 	}
 	// The host has run alone long enough for a solo rate: its progress
 	// reached the agent's metrics and the controller's AdminComment.
@@ -135,18 +142,37 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	}
 
 	// ResNet-18 beside LM: full speed (Gavel, V100), kept.
-	mild := host("host_mild", "ResNet-18/bs64")
+	mild := host("host_mild", "ResNet-18/bs64", 60000)
 	e.waitState(mild, "RUNNING", 90*time.Second)
 	aloneLongEnough(mild)
-	kept := guest("guest_kept", "LM/bs80")
+	kept := guest("guest_kept", "LM/bs80", 4096)
 	e.waitState(kept, "RUNNING", 90*time.Second)
 	keptLine := line("job %d kept: its neighbour job %d ran ", kept, mild)
 	e.eventually(180*time.Second, "the pair judged and kept", func() (bool, string) {
 		return keptLine.MatchString(e.c.ControllerLog()), e.c.ControllerLog()
 	})
 	t.Logf("%s", regexp.MustCompile(keptLine.String()+`.*`).FindString(e.c.ControllerLog()))
+	fitsLine := line("job %d fits beside job %d on GPU GPU-fake-lnode1-0: its GPU memory 4096 MiB is within the room its neighbour leaves (13728 MiB)", kept, mild)
+	e.eventually(60*time.Second, "the guest's memory judged within the room", func() (bool, string) {
+		return fitsLine.MatchString(e.c.ControllerLog()), e.c.ControllerLog()
+	})
 	if j := e.jobs()[kept]; j.State != "RUNNING" || e.restarts(kept) != 0 {
 		t.Fatalf("the kept guest: %+v, %d restarts", j, e.restarts(kept))
+	}
+
+	// The kept guest grows past the room its host leaves: requeued.
+	grow := filepath.Join(e.work, "mem-guest_kept")
+	if err := os.WriteFile(grow, []byte("20000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grew := time.Now()
+	memLine := line("job %d requeued: its GPU memory 20000 MiB on GPU GPU-fake-lnode1-0 exceeds the room its neighbour job %d leaves (13728 MiB)", kept, mild)
+	e.eventually(90*time.Second, "the guest requeued for its memory", func() (bool, string) {
+		return memLine.MatchString(e.c.ControllerLog()) && e.restarts(kept) == 1, e.c.ControllerLog()
+	})
+	t.Logf("%.1f s after the guest grew: %s", time.Since(grew).Seconds(), regexp.MustCompile(memLine.String()+`.*`).FindString(e.c.ControllerLog()))
+	if j := e.jobs()[mild]; j.State != "RUNNING" || e.restarts(mild) != 0 {
+		t.Fatalf("the host: %+v, %d restarts; want it running, untouched", j, e.restarts(mild))
 	}
 	e.cancel(kept)
 	e.cancel(mild)
@@ -158,10 +184,10 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	// ResNet-18 beside Mystery: 0.5 of alone, which the controller's
 	// table cannot predict; requeued, logged, kept off the node on top of
 	// the user's own exclusion.
-	slow := host("host_slow", "ResNet-18/bs64")
+	slow := host("host_slow", "ResNet-18/bs64", 512)
 	e.waitState(slow, "RUNNING", 90*time.Second)
 	aloneLongEnough(slow)
-	evicted := guest("guest_evicted", "Mystery", "-x", "ghost1")
+	evicted := guest("guest_evicted", "Mystery", 512, "-x", "ghost1")
 	e.waitState(evicted, "RUNNING", 90*time.Second)
 	revertLine := regexp.MustCompile(fmt.Sprintf(`job %d requeued: its neighbour job %d ran \d+%% slower than alone \(max_slowdown 5%%\)`, evicted, slow))
 	e.eventually(180*time.Second, "the guest requeued for its neighbour's slowdown", func() (bool, string) {
@@ -190,8 +216,8 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	// then one shard is free beside the host: LM takes it, ResNet-50 is
 	// kept off the node.
 	begin := "--begin=now+25"
-	bad := guest("guest_predicted_bad", "ResNet-50/bs64", begin)
-	good := guest("guest_predicted_good", "LM/bs80", begin)
+	bad := guest("guest_predicted_bad", "ResNet-50/bs64", 512, begin)
+	good := guest("guest_predicted_good", "LM/bs80", 512, begin)
 	e.eventually(60*time.Second, "the predicted-bad guest kept off the host's node before it runs", func() (bool, string) {
 		f := e.show(bad)
 		return f["ExcNodeList"] == "lnode1" && f["JobState"] == "PENDING" && e.restarts(bad) == 0,

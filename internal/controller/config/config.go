@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -82,6 +83,15 @@ type Sharing struct {
 	// core requeues the opportunistic one (sharing.Config.Revert; the
 	// core's introspect.go). 0.05 by default.
 	MaxSlowdown float64
+	// Convert: job_submit/synergy's rewrite of a guaranteed 1-GPU job
+	// whose user's past jobs of its model left most of a GPU unused into
+	// shards of one GPU, so a guest fits beside it (core/shardconvert.go).
+	Convert ShardConvert
+	// GuestMemoryHeadroomPct is the share of a GPU's memory (percent) kept
+	// free beside the guaranteed jobs' measured peak while opportunistic
+	// jobs share the GPU; a guest holding more than the rest is requeued
+	// (sharing.Config.MemoryOver; the core's memguard.go). 10 by default.
+	GuestMemoryHeadroomPct float64
 	// PairTable is the directory of the pair table's seeds, Gavel's
 	// throughputs.csv and colocated.csv (sharing.ReadGavel), read once at
 	// start; PairTableGPU is the GPU type whose rows are read. The
@@ -91,6 +101,33 @@ type Sharing struct {
 	PairTable    string
 	PairTableGPU string
 }
+
+// ShardConvert configures the rewrite of whole-GPU jobs into shards.
+// Off while BelowPct is 0 (the default): a Slurm admin expects --gpus=1
+// to give a whole GPU unless the site decided otherwise.
+type ShardConvert struct {
+	// BelowPct: every remembered job of the user's model peaked below
+	// this GPU utilisation (percent; 0 = never convert).
+	BelowPct float64
+	// MemBelowMB: ... and below this much GPU memory on its GPU (shards
+	// fence no memory: the guest needs the rest).
+	MemBelowMB uint64
+	// MinJobs: at least this many such jobs were measured.
+	MinJobs int
+	// HeadroomPct: the host's shards cover its peak utilisation plus this
+	// (percentage points), never less than half the GPU.
+	HeadroomPct float64
+}
+
+// Enabled reports whether jobs are ever converted.
+func (s ShardConvert) Enabled() bool { return s.BelowPct > 0 }
+
+// Bounds of the sharing.convert_* keys. MaxConvertMinJobs is the history
+// the core keeps per user and model (core/shardconvert.go).
+const (
+	MaxConvertMinJobs     = 8
+	MaxConvertHeadroomPct = 50
+)
 
 // DefaultPairTable is where the lachesis-slurmctld package installs
 // Gavel's measurements (data/gavel in the repository).
@@ -266,6 +303,11 @@ type file struct {
 		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
 		PromoteAfter           float64 `mapstructure:"promote_after"`
 		MaxSlowdown            float64 `mapstructure:"max_slowdown"`
+		ConvertBelowPct        float64 `mapstructure:"convert_below_pct"`
+		ConvertMemBelowMB      float64 `mapstructure:"convert_mem_below_mb"`
+		ConvertMinJobs         float64 `mapstructure:"convert_min_jobs"`
+		ConvertHeadroomPct     float64 `mapstructure:"convert_headroom_pct"`
+		GuestMemoryHeadroomPct float64 `mapstructure:"guest_memory_headroom_pct"`
 		PairTable              string  `mapstructure:"pair_table"`
 		PairTableGPU           string  `mapstructure:"pair_table_gpu"`
 	} `mapstructure:"sharing"`
@@ -308,7 +350,9 @@ func Default() Config {
 		GPUTypes:  map[string]float64{},
 		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
 		Sharing: Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown,
-			PairTable: DefaultPairTable, PairTableGPU: "v100"},
+			Convert:                ShardConvert{MemBelowMB: 16384, MinJobs: 3, HeadroomPct: 10},
+			GuestMemoryHeadroomPct: sharing.DefaultConfig().GuestMemoryHeadroomPct,
+			PairTable:              DefaultPairTable, PairTableGPU: "v100"},
 	}
 }
 
@@ -371,6 +415,11 @@ func defaultFile() file {
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
 	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
 	f.Sharing.MaxSlowdown = d.Sharing.MaxSlowdown
+	f.Sharing.ConvertBelowPct = d.Sharing.Convert.BelowPct
+	f.Sharing.ConvertMemBelowMB = float64(d.Sharing.Convert.MemBelowMB)
+	f.Sharing.ConvertMinJobs = float64(d.Sharing.Convert.MinJobs)
+	f.Sharing.ConvertHeadroomPct = d.Sharing.Convert.HeadroomPct
+	f.Sharing.GuestMemoryHeadroomPct = d.Sharing.GuestMemoryHeadroomPct
 	f.Sharing.PairTable = d.Sharing.PairTable
 	f.Sharing.PairTableGPU = d.Sharing.PairTableGPU
 	return f
@@ -614,8 +663,13 @@ func (f file) checkSharing(c *Config) error {
 		return fmt.Errorf("%w: sharing.opportunistic_partition must be one partition name of at most %d bytes, without commas or spaces, got %q",
 			ErrInvalid, MaxPartitionName, name)
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown,
-		PairTable: f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU}
+	conv, err := f.shardConvert()
+	if err != nil {
+		return err
+	}
+	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown, Convert: conv,
+		GuestMemoryHeadroomPct: f.Sharing.GuestMemoryHeadroomPct,
+		PairTable:              f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU}
 	if p := c.Sharing.PairTable; p != "" && (len(p) > MaxPairTablePath || !filepath.IsAbs(p) || strings.ContainsRune(p, 0)) {
 		return fmt.Errorf("%w: sharing.pair_table must be an absolute directory path of at most %d bytes (or empty: no seeds), got %q",
 			ErrInvalid, MaxPairTablePath, p)
@@ -623,10 +677,12 @@ func (f file) checkSharing(c *Config) error {
 	if g := c.Sharing.PairTableGPU; g == "" || len(g) > 32 || strings.ContainsAny(g, ", \t\n\r") {
 		return fmt.Errorf("%w: sharing.pair_table_gpu must be one GPU type of Gavel's table (k80, p100, v100), got %q", ErrInvalid, g)
 	}
-	// sharing.Config holds max_slowdown's rule; its other fields are
-	// checked here (promote_after) or not used by the core.
+	// sharing.Config holds max_slowdown's and guest_memory_headroom_pct's
+	// rules; its other fields are checked here (promote_after) or not
+	// used by the core.
 	rules := sharing.DefaultConfig()
 	rules.MaxSlowdown = f.Sharing.MaxSlowdown
+	rules.GuestMemoryHeadroomPct = f.Sharing.GuestMemoryHeadroomPct
 	if err := rules.Validate(); err != nil {
 		return fmt.Errorf("%w: sharing.%s", ErrInvalid, strings.TrimPrefix(err.Error(), sharing.ErrBadConfig.Error()+": "))
 	}
@@ -635,6 +691,24 @@ func (f file) checkSharing(c *Config) error {
 		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("sharing", err))
 	}
 	return nil
+}
+
+// shardConvert checks the sharing.convert_* keys (whole numbers where a
+// count is meant; NaN fails every range check).
+func (f file) shardConvert() (ShardConvert, error) {
+	s := f.Sharing
+	switch {
+	case !(s.ConvertBelowPct >= 0 && s.ConvertBelowPct < 100):
+		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_below_pct must be at least 0 (0: off) and below 100, got %v", ErrInvalid, s.ConvertBelowPct)
+	case !(s.ConvertMemBelowMB >= 1 && s.ConvertMemBelowMB <= 1<<24) || s.ConvertMemBelowMB != math.Trunc(s.ConvertMemBelowMB):
+		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_mem_below_mb must be a whole number of MB from 1 to %d, got %v", ErrInvalid, 1<<24, s.ConvertMemBelowMB)
+	case !(s.ConvertMinJobs >= 1 && s.ConvertMinJobs <= MaxConvertMinJobs) || s.ConvertMinJobs != math.Trunc(s.ConvertMinJobs):
+		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_min_jobs must be a whole number from 1 to %d, got %v", ErrInvalid, MaxConvertMinJobs, s.ConvertMinJobs)
+	case !(s.ConvertHeadroomPct >= 0 && s.ConvertHeadroomPct <= MaxConvertHeadroomPct):
+		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_headroom_pct must be between 0 and %d, got %v", ErrInvalid, MaxConvertHeadroomPct, s.ConvertHeadroomPct)
+	}
+	return ShardConvert{BelowPct: s.ConvertBelowPct, MemBelowMB: uint64(s.ConvertMemBelowMB),
+		MinJobs: int(s.ConvertMinJobs), HeadroomPct: s.ConvertHeadroomPct}, nil
 }
 
 // checkGPUTypes converts and checks gpu_types.

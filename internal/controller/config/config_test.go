@@ -187,6 +187,19 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"NaN max_slowdown is rejected", "sharing:\n  max_slowdown: .nan\n", "sharing.max_slowdown"},
 		{"a relative pair_table is rejected", "sharing:\n  pair_table: data/gavel\n", "sharing.pair_table"},
 		{"an empty pair_table_gpu is rejected", "sharing:\n  pair_table_gpu: \"\"\n", "sharing.pair_table_gpu"},
+		{"negative convert_below_pct is rejected", "sharing:\n  convert_below_pct: -1\n", "sharing.convert_below_pct"},
+		{"convert_below_pct of 100 is rejected", "sharing:\n  convert_below_pct: 100\n", "sharing.convert_below_pct"},
+		{"NaN convert_below_pct is rejected", "sharing:\n  convert_below_pct: .nan\n", "sharing.convert_below_pct"},
+		{"zero convert_mem_below_mb is rejected", "sharing:\n  convert_mem_below_mb: 0\n", "sharing.convert_mem_below_mb"},
+		{"a fractional convert_mem_below_mb is rejected", "sharing:\n  convert_mem_below_mb: 1.5\n", "sharing.convert_mem_below_mb"},
+		{"an absurd convert_mem_below_mb is rejected", "sharing:\n  convert_mem_below_mb: 1e30\n", "sharing.convert_mem_below_mb"},
+		{"zero convert_min_jobs is rejected", "sharing:\n  convert_min_jobs: 0\n", "sharing.convert_min_jobs"},
+		{"convert_min_jobs beyond the history is rejected", "sharing:\n  convert_min_jobs: 9\n", "sharing.convert_min_jobs"},
+		{"a fractional convert_min_jobs is rejected", "sharing:\n  convert_min_jobs: 2.5\n", "sharing.convert_min_jobs"},
+		{"convert_headroom_pct over 50 is rejected", "sharing:\n  convert_headroom_pct: 51\n", "sharing.convert_headroom_pct"},
+		{"negative convert_headroom_pct is rejected", "sharing:\n  convert_headroom_pct: -1\n", "sharing.convert_headroom_pct"},
+		{"negative guest_memory_headroom_pct is rejected", "sharing:\n  guest_memory_headroom_pct: -1\n", "sharing.guest_memory_headroom_pct"},
+		{"guest_memory_headroom_pct of 90 is rejected", "sharing:\n  guest_memory_headroom_pct: 90\n", "sharing.guest_memory_headroom_pct"},
 		{"negative CPU reserve is rejected", "synergy:\n  cpu_reserve_per_node: -1\n", "synergy.cpu_reserve_per_node"},
 		{"negative memory reserve is rejected", "synergy:\n  mem_reserve_per_node_mb: -1\n", "synergy.mem_reserve_per_node_mb"},
 		{"max frame bytes above the cap is rejected", "agent:\n  max_frame_bytes: 4194305\n", "max_frame_bytes"},
@@ -321,6 +334,12 @@ func TestParseReadsSharing(t *testing.T) {
 	if c.Sharing.MaxSlowdown != 0.05 {
 		t.Fatalf("max_slowdown %v, want the default 0.05", c.Sharing.MaxSlowdown)
 	}
+	if c.Sharing.GuestMemoryHeadroomPct != 10 {
+		t.Fatalf("guest_memory_headroom_pct %v, want the default 10", c.Sharing.GuestMemoryHeadroomPct)
+	}
+	if c, err := Parse(strings.NewReader("sharing:\n  guest_memory_headroom_pct: 25\n")); err != nil || c.Sharing.GuestMemoryHeadroomPct != 25 {
+		t.Fatalf("guest_memory_headroom_pct 25 read as %v (%v)", c.Sharing.GuestMemoryHeadroomPct, err)
+	}
 	if c, err := Parse(strings.NewReader("sharing:\n  max_slowdown: 0.2\n")); err != nil || c.Sharing.MaxSlowdown != 0.2 {
 		t.Fatalf("max_slowdown 0.2 read as %v (%v)", c.Sharing.MaxSlowdown, err)
 	}
@@ -333,6 +352,13 @@ func TestParseReadsSharing(t *testing.T) {
 	c, err = Parse(strings.NewReader("sharing:\n  pair_table: /srv/gavel\n  pair_table_gpu: p100\n"))
 	if err != nil || c.Sharing.PairTable != "/srv/gavel" || c.Sharing.PairTableGPU != "p100" {
 		t.Fatalf("pair table read as %q on %q (%v)", c.Sharing.PairTable, c.Sharing.PairTableGPU, err)
+	}
+	if d := Default(); d.Sharing.Convert.Enabled() {
+		t.Fatalf("the shard rewrite must be off by default: %+v", d.Sharing.Convert)
+	}
+	c, err = Parse(strings.NewReader("sharing:\n  convert_below_pct: 40\n  convert_mem_below_mb: 8000\n  convert_min_jobs: 5\n  convert_headroom_pct: 0\n"))
+	if want := (ShardConvert{BelowPct: 40, MemBelowMB: 8000, MinJobs: 5}); err != nil || c.Sharing.Convert != want {
+		t.Fatalf("convert keys read as %+v (%v), want %+v", c.Sharing.Convert, err, want)
 	}
 }
 

@@ -104,6 +104,9 @@ type Core struct {
 	// pairScores: each waiting opportunistic job's pair score from the
 	// last pass (exclude.go), read by the next pass's ranking; under mu.
 	pairScores map[uint32]float64
+	// hist: each user's history of each model's GPU use, for the shard
+	// rewrite at submit (shardconvert.go); under its own mutex.
+	hist modelUse
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
 	// their records (nil when not known), which continue if the job is
@@ -246,6 +249,9 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	c.usage.intro.init()
 	c.seedPairTable()
 	if err := c.restoreBadPairs(store); err != nil {
+		return nil, err
+	}
+	if err := c.restoreModelUse(store); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()

@@ -48,7 +48,7 @@ type metrics struct {
 	promotions  prometheus.Counter
 	preemptions prometheus.Counter    // requeues a pass observed
 	allowed     prometheus.Counter    // yeses Preemptable gave Slurm
-	sizing      [3]prometheus.Counter // by synergy.Action
+	sizing      [4]prometheus.Counter // by synergy.Action
 	// fair share after the last pass: accounts tracked (with usage or
 	// jobs), with jobs under or at their share, with jobs over it
 	fsTracked, fsUnder, fsOver prometheus.Gauge
@@ -60,6 +60,7 @@ type metrics struct {
 	oppPending, oppRunning prometheus.Gauge
 	upgrades               prometheus.Counter
 	reverts                *prometheus.CounterVec // by signal (introspect.go)
+	memRequeues            *prometheus.CounterVec // by reason (memguard.go)
 
 	// Scratch of the pass in progress, under c.mu.
 	counts                               []int
@@ -76,7 +77,7 @@ type metrics struct {
 }
 
 // sizingOutcome names each synergy.Action in lachesis_sizing_decisions_total.
-var sizingOutcome = [...]string{synergy.Leave: "leave", synergy.Set: "set", synergy.Reject: "reject"}
+var sizingOutcome = [...]string{synergy.Leave: "leave", synergy.Set: "set", synergy.Reject: "reject", synergy.ToShards: "shards"}
 
 func newMetrics() *metrics {
 	m := &metrics{
@@ -150,7 +151,13 @@ func newMetrics() *metrics {
 	}, []string{"signal"})
 	m.reverts.WithLabelValues(signalIters)
 	m.reverts.WithLabelValues(signalUtil)
-	m.collectors = []prometheus.Collector{m.reverts, m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
+	m.memRequeues = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricMemoryRequeues,
+		Help: "Opportunistic jobs requeued for holding more GPU memory than the guaranteed jobs beside them leave (their measured peak and sharing.guest_memory_headroom_pct), by reason (over_room; no_room: their peak left none).",
+	}, []string{"reason"})
+	m.memRequeues.WithLabelValues(memOverRoom)
+	m.memRequeues.WithLabelValues(memNoRoom)
+	m.collectors = []prometheus.Collector{m.reverts, m.memRequeues, m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
 		m.usageDrops, m.usageIdle, opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	m.reg.MustRegister(m.collectors...)
 	return m
@@ -189,6 +196,13 @@ func (m *metrics) usageDropped(reason string) {
 func (m *metrics) revert(signal string) {
 	if m != nil {
 		m.reverts.WithLabelValues(signal).Inc()
+	}
+}
+
+// memoryRequeue counts one opportunistic job requeued for its memory.
+func (m *metrics) memoryRequeue(reason string) {
+	if m != nil {
+		m.memRequeues.WithLabelValues(reason).Inc()
 	}
 }
 

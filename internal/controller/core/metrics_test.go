@@ -142,6 +142,7 @@ func TestSizingDecisionsByOutcome(t *testing.T) {
 	c.met.sized(synergy.Set)
 	c.met.sized(synergy.Reject)
 	c.met.sized(synergy.Reject)
+	c.met.sized(synergy.ToShards)
 	c.met.sized(synergy.Action(7)) // unknown: ignored, not a panic
 	want := `
 # HELP lachesis_sizing_decisions_total Synergy sizing decisions at submit, by outcome.
@@ -149,6 +150,7 @@ func TestSizingDecisionsByOutcome(t *testing.T) {
 lachesis_sizing_decisions_total{outcome="leave"} 1
 lachesis_sizing_decisions_total{outcome="reject"} 2
 lachesis_sizing_decisions_total{outcome="set"} 1
+lachesis_sizing_decisions_total{outcome="shards"} 1
 `
 	if err := testutil.GatherAndCompare(c.met.reg, strings.NewReader(want), MetricSizing); err != nil {
 		t.Fatal(err)

@@ -10,12 +10,15 @@ import (
 const keyModel = "model"
 
 // SizeJob decides the CPUs and memory per GPU of a job being submitted
-// (job_submit/synergy). It runs under slurmctld's read locks: memory only.
+// (job_submit/synergy), or its shards of one GPU instead of a whole one.
+// It runs under slurmctld's read locks: memory only.
 func (c *Core) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decision {
 	c.mu.Lock()
-	cfg := c.cfg.Synergy
+	cfg, sharing := c.cfg.Synergy, c.cfg.Sharing
 	c.mu.Unlock()
 	d := synergy.Decide(cfg, req, nodes, c.lookupBestCase)
+	// Then, maybe, shards of one GPU instead of it (shardconvert.go).
+	d = c.convertToShards(sharing, req, nodes, d)
 	c.met.sized(d.Action)
 	if d.NoProfile && d.ModelKey != "" && c.agents != nil {
 		c.agents.NoteModelKey(d.ModelKey) // memory only; written by a goroutine

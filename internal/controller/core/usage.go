@@ -108,6 +108,12 @@ type jobUsage struct {
 	idle    bool             // logged as idle (cleared when it is not)
 	seen    uint64           // the pass that last saw the job not finished
 	rates   introRates       // its rate alone and shared (introspect.go)
+	// model (lower case) and oneGPU (it holds one GPU, or shards of one,
+	// on one node), read once from the pass: whether and where the job
+	// joins its user's history when it ends (shardconvert.go).
+	model  string
+	oneGPU bool
+	mem    memSample // its last memory sample (memguard.go)
 }
 
 // usageState is the core's per-job GPU use; under its own mutex, so a
@@ -129,6 +135,8 @@ type usageState struct {
 	idleBelow float64
 	// intro: introspection's pair table and requeues (introspect.go).
 	intro introState
+	// memGuard: the memory bound's log state (memguard.go).
+	memGuard memGuardState
 }
 
 func (u *usageState) init() {
@@ -179,6 +187,7 @@ func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
 		}
 		j.sum.Fold(sampleOf(e, at), u.idleBelow)
 		j.rates.observe(e, rep.Node, at)
+		j.mem = memSampleOf(e, rep.Node)
 		// Saved with the next pass's flush: one transaction per pass,
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum
@@ -263,6 +272,9 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		if j == nil || j.sum.User != s.User {
 			continue
 		}
+		if j.model == "" && s.Run != nil {
+			j.model, j.oneGPU = s.Run.ModelKey(), s.gpuCount() == 1 // once per job
+		}
 		if j.sum.Samples != j.shown && (j.shownAt == 0 || now-j.shownAt >= usageShowEvery) {
 			out[i].Usage = usageSegment(&j.sum)
 			j.shown, j.shownAt = j.sum.Samples, now
@@ -287,11 +299,13 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		if j.seen != u.pass {
 			j.sum.Finished = max(now, 1)
 			u.dirty[id] = j.sum
+			c.noteFinishedUse(j)
 			delete(u.jobs, id)
 		}
 	}
 	c.met.idleJobs(idle)
 	u.intro.init()
+	c.guardMemory(now)
 	c.introspect(now)
 	c.excludeBadPairs(now)
 }

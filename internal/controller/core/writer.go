@@ -129,6 +129,7 @@ func (c *Core) flush() {
 		c.flushUsage()
 		c.flushJobUsage()
 		c.flushBadPairs()
+		c.flushModelUse()
 	}
 	if len(batch) == 0 && fileErr == nil {
 		return

@@ -20,27 +20,35 @@ const MaxCount = 1 << 20
 // Accepted entry forms: "gres:gpu", "gres:gpu:N", "gres:gpu:TYPE:N",
 // "gres/gpu", "gres/gpu:TYPE", "gres/gpu=N", "gres/gpu:TYPE=N", "gpu:N" and
 // "gpu:TYPE:N" (the last two as a user would type them after --gres).
-func GPUs(s string) (uint64, error) {
+func GPUs(s string) (uint64, error) { return count(s, "gpu") }
+
+// Shards returns the number of gres/shard a comma-separated gres string
+// names (a node's configured gres, e.g. "gpu:2,shard:8"), in the forms
+// GPUs accepts with "shard" for "gpu".
+func Shards(s string) (uint64, error) { return count(s, "shard") }
+
+// count sums the entries of s naming gres name.
+func count(s, name string) (uint64, error) {
 	var total uint64
 	if strings.TrimSpace(s) == "" {
 		return 0, nil
 	}
 	for _, entry := range strings.Split(s, ",") {
-		n, isGPU, err := parseEntry(strings.TrimSpace(entry))
+		n, isGPU, err := parseEntry(strings.TrimSpace(entry), name)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %q: %v", ErrSyntax, entry, err)
 		}
 		if isGPU {
 			total += n
 			if total > MaxCount {
-				return 0, fmt.Errorf("%w: %q: more than %d GPUs", ErrSyntax, s, MaxCount)
+				return 0, fmt.Errorf("%w: %q: more than %d of %s", ErrSyntax, s, MaxCount, name)
 			}
 		}
 	}
 	return total, nil
 }
 
-func parseEntry(e string) (count uint64, isGPU bool, err error) {
+func parseEntry(e, name string) (count uint64, isGPU bool, err error) {
 	if e == "" {
 		return 0, false, errors.New("empty entry")
 	}
@@ -50,7 +58,7 @@ func parseEntry(e string) (count uint64, isGPU bool, err error) {
 		e, countStr = e[:i], e[i+1:]
 	}
 	parts := strings.Split(trimPrefix(e), ":")
-	if parts[0] != "gpu" {
+	if parts[0] != name {
 		return 0, false, nil
 	}
 	switch {

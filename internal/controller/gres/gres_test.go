@@ -222,3 +222,16 @@ func FuzzPerGPU(f *testing.F) {
 		}
 	})
 }
+
+func TestShardsCountsOnlyShardEntries(t *testing.T) {
+	for in, want := range map[string]uint64{"gpu:2,shard:8": 8, "gpu:4": 0, "gpu:a100:2,shard:a100:8": 8, "": 0, "shard": 1} {
+		if got, err := Shards(in); err != nil || got != want {
+			t.Fatalf("Shards(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"gpu:1,shard:99999999999", "shard:a:x", "shard:-1"} {
+		if _, err := Shards(in); err == nil {
+			t.Fatalf("Shards(%q) took it", in)
+		}
+	}
+}

@@ -26,6 +26,11 @@ const (
 	Set
 	// Reject the job with Decision.Error as the user's message.
 	Reject
+	// ToShards: give the job Decision.Shards gres/shard of one GPU
+	// instead of its one GPU; CPUsPerGPU is then its CPUs per task and
+	// MemMBPerGPU its memory per node (one task, one node), 0 = leave
+	// alone (core/shardconvert.go decides).
+	ToShards
 )
 
 // Decision is the outcome for one job.
@@ -45,6 +50,8 @@ type Decision struct {
 	NoProfile bool
 	Reason    string // why, for the job's admin comment
 	Error     string // for Reject
+	// Shards: with ToShards, the job's gres/shard count.
+	Shards int
 }
 
 // ProfileLookup returns the best-case demand per GPU that sizes a job of

@@ -39,8 +39,14 @@ type JobGPUUsage struct {
 	// UtilPct: percent of the GPU's time the job's kernels ran (NVML's
 	// per-process SM utilisation), 0..100.
 	UtilPct float64 `codec:"util_pct"`
-	// MemUsedMB: GPU memory the job's processes hold.
+	// MemUsedMB: GPU memory the job's processes hold, MiB.
 	MemUsedMB float64 `codec:"mem_used_mb"`
+	// MemTotalMB: the GPU's memory, MiB; what the controller's memory
+	// bound for opportunistic jobs is a share of (sharing.MemoryOver).
+	// 0 when unknown: agents older than the field leave it out (the
+	// controller then bounds nothing by memory), and a controller older
+	// than it skips the key.
+	MemTotalMB float64 `codec:"mem_total_mb,omitempty"`
 	// Sharers counts the jobs with processes on this GPU, this one
 	// included (1: the job had it alone).
 	Sharers int `codec:"sharers"`
@@ -63,6 +69,9 @@ const (
 	// MaxItersPerSec bounds a reported rate (a million mini-batches a
 	// second is no training loop).
 	MaxItersPerSec = 1e6
+	// MaxGPUMemMB bounds a GPU's memory and a job's use of it, MiB: 16
+	// TiB, a hundred times today's largest GPU.
+	MaxGPUMemMB = 16 << 20
 )
 
 // Validate rejects a usage report that names no node, too many jobs or
@@ -91,8 +100,10 @@ func (r *JobUsageReport) Validate() error {
 			if g.Index < 0 || g.Index >= MaxGPUs || len(g.UUID) > MaxNameLen {
 				return fmt.Errorf("%w: job %d: GPU index %d or uuid of %d bytes", ErrBody, j.JobID, g.Index, len(g.UUID))
 			}
-			if bad(g.UtilPct) || g.UtilPct < 0 || g.UtilPct > 100 || bad(g.MemUsedMB) || g.MemUsedMB < 0 {
-				return fmt.Errorf("%w: job %d GPU %d: utilisation %v%% or memory %v MB", ErrBody, j.JobID, g.Index, g.UtilPct, g.MemUsedMB)
+			if bad(g.UtilPct) || g.UtilPct < 0 || g.UtilPct > 100 || !(g.MemUsedMB >= 0 && g.MemUsedMB <= MaxGPUMemMB) ||
+				!(g.MemTotalMB >= 0 && g.MemTotalMB <= MaxGPUMemMB) {
+				return fmt.Errorf("%w: job %d GPU %d: utilisation %v%%, memory %v MB or GPU memory %v MB", ErrBody, j.JobID, g.Index,
+					g.UtilPct, g.MemUsedMB, g.MemTotalMB)
 			}
 			if g.Sharers < 1 || g.Sharers > MaxUsageJobs {
 				return fmt.Errorf("%w: job %d GPU %d: %d sharers", ErrBody, j.JobID, g.Index, g.Sharers)

@@ -1,0 +1,212 @@
+package core
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/sharing"
+)
+
+// memOn is a job's memory sample on node n1's GPU gpu of an 80 GiB GPU
+// (81920 MiB) shared by sharers jobs.
+func memOn(gpu string, usedMB float64, sharers int) memSample {
+	return memSample{node: "n1", uuid: gpu, usedMB: usedMB, totalMB: 81920, sharers: sharers}
+}
+
+// With the default 10% headroom (8192 MiB), a host whose peak is 60000
+// MiB leaves 13728 MiB to its guests.
+func TestJudgeMemory(t *testing.T) {
+	cfg := sharing.Config{GuestMemoryHeadroomPct: sharing.DefaultGuestMemoryHeadroomPct}
+	host := func(id uint32, peak, now float64) memMember {
+		return memMember{id: id, peakMB: peak, s: memOn("g0", now, 2)}
+	}
+	guest := func(id uint32, now float64) memMember {
+		return memMember{id: id, opportunistic: true, s: memOn("g0", now, 2)}
+	}
+	unknownTotal := guest(2, 30000)
+	unknownTotal.s.totalMB = 0
+	hostUnknownTotal := host(1, 60000, 60000)
+	hostUnknownTotal.s.totalMB = 0
+	elsewhere := guest(2, 30000)
+	elsewhere.s.uuid = "g1"
+	otherNode := guest(2, 30000)
+	otherNode.s.node = "n2"
+	cases := []struct {
+		name     string
+		members  []memMember
+		requeued []memVerdict // guest, host, guestMB, roomMB, reason compared
+		fits     []uint32
+	}{
+		{"a guest within the room is kept",
+			[]memMember{host(1, 60000, 60000), guest(2, 4096)}, nil, []uint32{2}},
+		{"a guest that grew past the room goes",
+			[]memMember{host(1, 60000, 60000), guest(2, 20000)},
+			[]memVerdict{{guest: 2, host: 1, guestMB: 20000, roomMB: 13728, reason: memOverRoom}}, nil},
+		{"the host's earlier peak counts, not only its use now",
+			[]memMember{host(1, 70000, 40000), guest(2, 20000)},
+			[]memVerdict{{guest: 2, host: 1, guestMB: 20000, roomMB: 3728, reason: memOverRoom}}, nil},
+		{"a host that grew until host and guest near the GPU's total: the guest goes",
+			[]memMember{host(1, 60000, 72000), guest(2, 8000)},
+			[]memVerdict{{guest: 2, host: 1, guestMB: 8000, roomMB: 1728, reason: memOverRoom}}, nil},
+		{"a host that grew to the GPU's total less the headroom leaves no room",
+			[]memMember{host(1, 60000, 75000), guest(2, 4096)},
+			[]memVerdict{{guest: 2, host: 1, guestMB: 4096, roomMB: 0, reason: memNoRoom}}, nil},
+		{"two guests over together: the largest goes, the other fits",
+			[]memMember{host(1, 60000, 60000), guest(2, 9000), guest(3, 8000)},
+			[]memVerdict{{guest: 2, host: 1, guestMB: 9000, roomMB: 13728, reason: memOverRoom}}, []uint32{3}},
+		{"two guaranteed jobs' peaks are summed",
+			[]memMember{host(1, 25000, 25000), host(4, 35000, 35000), guest(2, 20000)},
+			[]memVerdict{{guest: 2, host: 4, guestMB: 20000, roomMB: 13728, reason: memOverRoom}}, nil},
+		{"the GPU's memory unknown (an older agent): not judged",
+			[]memMember{hostUnknownTotal, unknownTotal}, nil, nil},
+		{"guests alone on a GPU: no guaranteed job to protect",
+			[]memMember{guest(2, 80000), guest(3, 80000)}, nil, nil},
+		{"two guaranteed jobs: never requeued, whatever they hold",
+			[]memMember{host(1, 80000, 80000), host(2, 80000, 80000)}, nil, nil},
+		{"a guest on another GPU is not the host's neighbour",
+			[]memMember{host(1, 80000, 80000), elsewhere}, nil, nil},
+		{"a guest on the same uuid on another node is not the host's neighbour",
+			[]memMember{host(1, 80000, 80000), otherNode}, nil, nil},
+		{"a guest whose last sample has the GPU alone is not judged",
+			[]memMember{host(1, 80000, 80000), {id: 2, opportunistic: true, s: memOn("g0", 30000, 1)}}, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, fits := judgeMemory(cfg, tc.members)
+			if len(got) != len(tc.requeued) {
+				t.Fatalf("requeued %+v, want %+v", got, tc.requeued)
+			}
+			for i, w := range tc.requeued {
+				g := got[i]
+				if g.guest != w.guest || g.host != w.host || g.guestMB != w.guestMB || g.roomMB != w.roomMB || g.reason != w.reason ||
+					g.node != "n1" || g.uuid != "g0" {
+					t.Fatalf("requeued %+v, want %+v", g, w)
+				}
+			}
+			if len(fits) != len(tc.fits) {
+				t.Fatalf("fits %+v, want guests %v", fits, tc.fits)
+			}
+			for i, id := range tc.fits {
+				if fits[i].guest != id {
+					t.Fatalf("fits %+v, want guests %v", fits, tc.fits)
+				}
+			}
+		})
+	}
+}
+
+// memReport is node n1's report at t of one job on fake GPU g0 (81920
+// MiB) holding usedMB.
+func memReport(t int64, job, uid uint32, usedMB float64) *wire.JobUsageReport {
+	return &wire.JobUsageReport{Node: "n1", At: time.Unix(t, 0), IntervalSec: 10, Jobs: []wire.JobUsage{{JobID: job, UID: uid,
+		GPUs: []wire.JobGPUUsage{{UUID: "g0", UtilPct: 50, MemUsedMB: usedMB, MemTotalMB: 81920, Sharers: 2}}}}}
+}
+
+func drainRequeues(c *Core) []requeueRequest {
+	var got []requeueRequest
+	for {
+		select {
+		case r := <-c.usage.intro.queue:
+			got = append(got, r)
+		default:
+			return got
+		}
+	}
+}
+
+// The core's half: a guest within the room is kept (and logged so once);
+// the pass after it grows past the room requeues it through
+// introspection's requeuer, kept off the node, logged with the figures
+// and counted; it is asked once; the guaranteed job is never requeued.
+func TestAGuestThatGrowsPastItsMemoryRoomIsRequeuedWithinAPass(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	pass(c, 1000, host, guest)
+	c.ReportUsage(memReport(1010, 1, owner, 60000))
+	c.ReportUsage(memReport(1010, 2, mallory, 4096))
+	pass(c, 1020, host, guest)
+	pass(c, 1030, host, guest)
+	if got := drainRequeues(c); len(got) != 0 {
+		t.Fatalf("requeues %+v of a guest within the room", got)
+	}
+	fits := "job 2 fits beside job 1 on GPU g0: its GPU memory 4096 MiB is within the room its neighbour leaves (13728 MiB)"
+	if n := strings.Count(buf.String(), fits); n != 1 {
+		t.Fatalf("the fit is logged %d times, want once:\n%s", n, buf.String())
+	}
+
+	c.ReportUsage(memReport(1040, 1, owner, 60000))
+	c.ReportUsage(memReport(1040, 2, mallory, 20000))
+	pass(c, 1050, host, guest)
+	if got := drainRequeues(c); len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
+		t.Fatalf("requeues %+v, want job 2 off n1", got)
+	}
+	line := "job 2 requeued: its GPU memory 20000 MiB on GPU g0 exceeds the room its neighbour job 1 leaves (13728 MiB)"
+	if !strings.Contains(buf.String(), line) || !strings.Contains(buf.String(), "reason="+memOverRoom) {
+		t.Fatalf("log lacks the requeue line:\n%s", buf.String())
+	}
+	if n := testutil.ToFloat64(c.met.memRequeues.WithLabelValues(memOverRoom)); n != 1 {
+		t.Fatalf("%s{reason=%q} = %v, want 1", MetricMemoryRequeues, memOverRoom, n)
+	}
+	// Asked once: the guest still runs (Slurm has not requeued it yet).
+	pass(c, 1060, host, guest)
+	if got := drainRequeues(c); len(got) != 0 {
+		t.Fatalf("asked again: %+v", got)
+	}
+}
+
+// A host whose own memory grows until host and guest near the GPU's
+// total makes the guest go (the host is guaranteed), even a guest that
+// did not grow.
+func TestAHostThatGrowsPushesItsGuestOut(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	pass(c, 1000, host, guest)
+	c.ReportUsage(memReport(1010, 1, owner, 40000))
+	c.ReportUsage(memReport(1010, 2, mallory, 8000))
+	pass(c, 1020, host, guest)
+	if got := drainRequeues(c); len(got) != 0 {
+		t.Fatalf("requeues %+v of a guest within the room", got)
+	}
+	c.ReportUsage(memReport(1030, 1, owner, 72000))
+	c.ReportUsage(memReport(1030, 2, mallory, 8000))
+	pass(c, 1040, host, guest)
+	if got := drainRequeues(c); len(got) != 1 || got[0].job != 2 {
+		t.Fatalf("requeues %+v, want the guest, job 2", got)
+	}
+	line := "job 2 requeued: its GPU memory 8000 MiB on GPU g0 exceeds the room its neighbour job 1 leaves (1728 MiB)"
+	if !strings.Contains(buf.String(), line) {
+		t.Fatalf("log lacks the requeue line:\n%s", buf.String())
+	}
+}
+
+// Hostile: the figures are the agent's, checked by ReportUsage. A guest's
+// owner cannot report the host's job as bigger (the entry is dropped:
+// wrong_user) to make room look smaller for someone else, and no report
+// gets a guaranteed job requeued, however much memory it holds.
+func TestMemoryReportsCannotRequeueBeyondTheRule(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	a, b := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "gpu", "lstm")
+	guest := shardJob(3, 1003, "opp", "lstm")
+	pass(c, 1000, a, b, guest)
+	c.ReportUsage(memReport(1010, 1, owner, 80000))
+	c.ReportUsage(memReport(1010, 2, mallory, 80000))
+	c.ReportUsage(memReport(1010, 3, mallory, 1)) // mallory for another user's guest: dropped
+	pass(c, 1020, a, b, guest)
+	if got := drainRequeues(c); len(got) != 0 {
+		t.Fatalf("requeues %+v: only an opportunistic job with its own measured memory may be requeued", got)
+	}
+}
