@@ -62,6 +62,10 @@ type cluster struct {
 	// need them: Slurm gives them out only at its next pass (thaw).
 	frozen     []int
 	frozenGPUs int
+	// reserved[n]: within this pass, node n is held for a job that
+	// preempted there in a backfill cycle (Config.BackfillInterval):
+	// nothing else starts or preempts on it until the next pass.
+	reserved   []bool
 	nodesFreed []nodeGPUs // scratch: what the victims of one preemption held
 	// victimOrder sorts preemption candidates, first preempted first
 	// (Policy.VictimOrder, or lowestRankedFirst).
@@ -259,7 +263,7 @@ func (c *cluster) bestNode(j *JobState, gpus int, ok func(n int) bool, freeOf fu
 	var best slot
 	bestSpeed, bestFree, found := 0.0, math.MaxInt, false
 	for n := range c.free {
-		if !ok(n) {
+		if !ok(n) || c.isReserved(n) {
 			continue
 		}
 		f := freeOf(n)
@@ -298,7 +302,7 @@ func (c *cluster) placeFree(j *JobState) (float64, bool) {
 		if len(c.plan) == gpus/per {
 			break
 		}
-		if c.free[n].GPUs == per {
+		if c.free[n].GPUs == per && !c.isReserved(n) {
 			s, sp, ok := c.grant(j, n, c.free[n], per)
 			if ok {
 				c.plan = append(c.plan, s)
@@ -353,6 +357,20 @@ func (c *cluster) adjust(n, gpus, cpus int, mem float64) {
 	c.freeGPUs += gpus
 	if f.GPUs < 0 || f.GPUs > c.perNode() || f.CPUs < 0 || f.MemGB < -1e-6 {
 		panic("sim: node over-committed; this is a bug in the simulator")
+	}
+}
+
+// isReserved says whether node n is held for a backfill preemptor in this
+// pass (cluster.reserved).
+func (c *cluster) isReserved(n int) bool { return c.reserved != nil && c.reserved[n] }
+
+// reserve holds the nodes of a placement for the rest of the pass.
+func (c *cluster) reserve(plan []slot) {
+	if c.reserved == nil {
+		c.reserved = make([]bool, len(c.free))
+	}
+	for _, s := range plan {
+		c.reserved[s.node] = true
 	}
 }
 

@@ -390,3 +390,59 @@ func TestStart_HeldJobWaitsForItsBestCaseUpToFallbackAfter(t *testing.T) {
 		})
 	}
 }
+
+// Slurm's main scheduler stops at the first job that cannot start (its
+// partition has failed for this round); only backfill, every
+// BackfillInterval, starts the jobs behind it. One node of 4 GPUs: A (3
+// GPUs) runs from 0, B (4 GPUs) waits from 1, C (1 GPU, 10 s) arrives at
+// 2.5 with a GPU free: it starts at once when every pass walks the whole
+// queue, at the backfill cycle at 4 s with BackfillInterval 2.
+func TestBackfillInterval_JobsBehindABlockedOneStartFromBackfill(t *testing.T) {
+	tr := handTrace(t, [3]float64{0, 3, 100}, [3]float64{1, 4, 10}, [3]float64{2.5, 1, 10})
+	for _, c := range []struct {
+		backfill, want float64
+	}{{0, 10}, {2, 11.5}} {
+		cfg := DefaultConfig()
+		cfg.NoCosts()
+		cfg.Shape, cfg.Policy = Shape{Nodes: 1, GPUsPerNode: 4, GPUCountOnly: true}, PolicyFIFOSkip
+		cfg.BackfillInterval = c.backfill
+		if got := jctOf(runOK(t, cfg, tr), 3); got != c.want {
+			t.Errorf("backfill interval %v: C's JCT = %v, want %v", c.backfill, got, c.want)
+		}
+	}
+}
+
+// A job that backfill starts by preempting holds the node for the rest
+// of the cycle and starts at a later one, once Slurm has requeued its
+// victims. One node of 4 GPUs, 2D-LAS with one threshold at 100 GPU-s:
+// A, B, C (1 GPU, long) run from 0 and are demoted at 100; D (1 GPU,
+// long) runs from 60 and stays in queue 0; E (4 GPUs) waits from 70 and
+// cannot start even by preempting A, B and C, so the main scheduler stops
+// at it; F and G (1 GPU, 10 s) wait from 80.
+//   - Every pass walks the whole queue: F and G preempt at 100 and start
+//     there (JCT 30 each).
+//   - BackfillInterval 2: the cycle at 100 preempts one job for F and
+//     holds the node; F starts at the cycle at 102, where G preempts, and
+//     G starts at 104 (JCT 32 and 34).
+func TestBackfillInterval_OnePreemptionPerNodeAndCycle(t *testing.T) {
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{0, 1, 1000}, [3]float64{0, 1, 1000},
+		[3]float64{60, 1, 1000}, [3]float64{70, 4, 10}, [3]float64{80, 1, 10}, [3]float64{80, 1, 10})
+	for _, c := range []struct {
+		backfill, wantF, wantG float64
+	}{{0, 30, 30}, {2, 32, 34}} {
+		cfg := DefaultConfig()
+		cfg.NoCosts()
+		cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
+		cfg.Shape, cfg.Policy = Shape{Nodes: 1, GPUsPerNode: 4, GPUCountOnly: true}, PolicyLAS
+		cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
+		cfg.PolicyOptions.Tiresias.PromoteKnob = 0
+		cfg.BackfillInterval = c.backfill
+		r := runOK(t, cfg, tr)
+		if got := jctOf(r, 6); got != c.wantF {
+			t.Errorf("backfill interval %v: F's JCT = %v, want %v", c.backfill, got, c.wantF)
+		}
+		if got := jctOf(r, 7); got != c.wantG {
+			t.Errorf("backfill interval %v: G's JCT = %v, want %v", c.backfill, got, c.wantG)
+		}
+	}
+}
