@@ -65,7 +65,12 @@ type cluster struct {
 	// reserved[n]: within this pass, node n is held for a job that
 	// preempted there in a backfill cycle (Config.BackfillInterval):
 	// nothing else starts or preempts on it until the next pass.
-	reserved   []bool
+	reserved []bool
+	// planning: a preemption is being planned. Start-time sizing lowers a
+	// job only in the pass, on a node whose GPUs are free (synergy's
+	// FitNow); Slurm preempts for the job's request as it stands, so a
+	// preemptor is never lowered below a request an empty node holds.
+	planning   bool
 	nodesFreed []nodeGPUs // scratch: what the victims of one preemption held
 	// victimOrder sorts preemption candidates, first preempted first
 	// (Policy.VictimOrder, or lowestRankedFirst).
@@ -228,7 +233,7 @@ func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sen
 	// their job.
 	if fit == synergy.FitsLowered {
 		held := 0.0
-		if j.held {
+		if j.held && !c.planning {
 			held = c.now - j.heldSince
 		}
 		if c.sizing.Waits(sz, gpus, c.nodeCap, time.Duration(held*float64(time.Second))) {
