@@ -75,9 +75,12 @@ type Config struct {
 	// from sched/backfill, every BackfillInterval, and a job that
 	// backfill starts by preempting holds the nodes it preempted on for
 	// the rest of that cycle (its reservation: no other job starts or
-	// preempts there until the next one). A pass at a multiple of
+	// preempts there until the next one) and starts at a later pass, once
+	// its victims are requeued. A pass at a multiple of
 	// BackfillInterval is a backfill cycle; every other pass is the main
-	// scheduler. 0 (the default) walks the whole queue at every pass,
+	// scheduler; a cycle is woken at the pass tick at or after it, so
+	// PassInterval should divide BackfillInterval (the replay's 1 s and 2
+	// s). 0 (the default) walks the whole queue at every pass,
 	// starting and preempting wherever a job fits: when every job asks
 	// for the same shape the two agree, and a backfill cycle is nothing
 	// against hour-long jobs; a time-compressed replay of jobs of
