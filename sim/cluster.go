@@ -62,6 +62,15 @@ type cluster struct {
 	// need them: Slurm gives them out only at its next pass (thaw).
 	frozen     []int
 	frozenGPUs int
+	// reserved[n]: within this pass, node n is held for a job that
+	// preempted there in a backfill cycle (Config.BackfillInterval):
+	// nothing else starts or preempts on it until the next pass.
+	reserved []bool
+	// planning: a preemption is being planned. Start-time sizing lowers a
+	// job only in the pass, on a node whose GPUs are free (synergy's
+	// FitNow); Slurm preempts for the job's request as it stands, so a
+	// preemptor is never lowered below a request an empty node holds.
+	planning   bool
 	nodesFreed []nodeGPUs // scratch: what the victims of one preemption held
 	// victimOrder sorts preemption candidates, first preempted first
 	// (Policy.VictimOrder, or lowestRankedFirst).
@@ -224,7 +233,7 @@ func (c *cluster) fitOnNode(j *JobState, f sensitivity.Resources, gpus int) (sen
 	// their job.
 	if fit == synergy.FitsLowered {
 		held := 0.0
-		if j.held {
+		if j.held && !c.planning {
 			held = c.now - j.heldSince
 		}
 		if c.sizing.Waits(sz, gpus, c.nodeCap, time.Duration(held*float64(time.Second))) {
@@ -259,7 +268,7 @@ func (c *cluster) bestNode(j *JobState, gpus int, ok func(n int) bool, freeOf fu
 	var best slot
 	bestSpeed, bestFree, found := 0.0, math.MaxInt, false
 	for n := range c.free {
-		if !ok(n) {
+		if !ok(n) || c.isReserved(n) {
 			continue
 		}
 		f := freeOf(n)
@@ -298,7 +307,7 @@ func (c *cluster) placeFree(j *JobState) (float64, bool) {
 		if len(c.plan) == gpus/per {
 			break
 		}
-		if c.free[n].GPUs == per {
+		if c.free[n].GPUs == per && !c.isReserved(n) {
 			s, sp, ok := c.grant(j, n, c.free[n], per)
 			if ok {
 				c.plan = append(c.plan, s)
@@ -353,6 +362,20 @@ func (c *cluster) adjust(n, gpus, cpus int, mem float64) {
 	c.freeGPUs += gpus
 	if f.GPUs < 0 || f.GPUs > c.perNode() || f.CPUs < 0 || f.MemGB < -1e-6 {
 		panic("sim: node over-committed; this is a bug in the simulator")
+	}
+}
+
+// isReserved says whether node n is held for a backfill preemptor in this
+// pass (cluster.reserved).
+func (c *cluster) isReserved(n int) bool { return c.reserved != nil && c.reserved[n] }
+
+// reserve holds the nodes of a placement for the rest of the pass.
+func (c *cluster) reserve(plan []slot) {
+	if c.reserved == nil {
+		c.reserved = make([]bool, len(c.free))
+	}
+	for _, s := range plan {
+		c.reserved[s.node] = true
 	}
 }
 

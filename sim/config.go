@@ -67,6 +67,25 @@ type Config struct {
 	// after the end, the report to slurmctld. 0 by default, for the same
 	// reason as SchedulerTick.
 	LaunchOverhead float64
+	// BackfillInterval, when > 0, models Slurm's two schedulers, in
+	// seconds (bf_interval). Slurm's main scheduler walks the queue in
+	// priority order and stops at the first job that can neither start
+	// nor preempt (job_scheduler.c's fail_by_part: nothing of lower
+	// priority in the partition starts); the jobs behind it start only
+	// from sched/backfill, every BackfillInterval, and a job that
+	// backfill starts by preempting holds the nodes it preempted on for
+	// the rest of that cycle (its reservation: no other job starts or
+	// preempts there until the next one) and starts at a later pass, once
+	// its victims are requeued. A pass at a multiple of
+	// BackfillInterval is a backfill cycle; every other pass is the main
+	// scheduler; a cycle is woken at the pass tick at or after it, so
+	// PassInterval should divide BackfillInterval (the replay's 1 s and 2
+	// s). 0 (the default) walks the whole queue at every pass,
+	// starting and preempting wherever a job fits: when every job asks
+	// for the same shape the two agree, and a backfill cycle is nothing
+	// against hour-long jobs; a time-compressed replay of jobs of
+	// different shapes (Synergy's sizing) needs it.
+	BackfillInterval float64
 	// RecordRuns keeps every run of every job in the Result (for checking
 	// invariants); it costs memory on long traces.
 	RecordRuns bool
@@ -141,10 +160,14 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: model rule %q is not %q or %q", ErrBadConfig, c.Models, ModelsAssign, ModelsAsGiven)
 	}
 	for name, v := range map[string]float64{"restart penalty": c.RestartPenalty, "requeue hold": c.RequeueHold, "pass interval": c.PassInterval,
-		"scheduler tick": c.SchedulerTick, "launch overhead": c.LaunchOverhead, "fallback after": c.FallbackAfter} {
+		"scheduler tick": c.SchedulerTick, "launch overhead": c.LaunchOverhead, "fallback after": c.FallbackAfter,
+		"backfill interval": c.BackfillInterval} {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: %s %v must be a finite number of seconds >= 0", ErrBadConfig, name, v)
 		}
+	}
+	if c.BackfillInterval > 0 && c.Hetero != nil {
+		return fmt.Errorf("%w: backfill interval is modelled on homogeneous clusters only", ErrBadConfig)
 	}
 	return nil
 }

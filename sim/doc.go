@@ -66,6 +66,15 @@
 // becoming due for starvation promotion. Those are acted on at the next
 // multiple of Config.PassInterval (the plugin's pass interval), or at the
 // next whole second with an interval of 0, like the reference simulator.
+// Config.SchedulerTick and Config.LaunchOverhead add slurmctld's
+// once-a-second scheduling round and a run's launch time, and
+// Config.BackfillInterval its two schedulers: the main scheduler stops at
+// the first job that can neither start nor preempt, the jobs behind it
+// start from sched/backfill's cycles, and a job backfill starts by
+// preempting holds its node for the rest of the cycle and starts at a
+// later pass. All three are 0 by default (a second is nothing against
+// hour-long jobs); the time-compressed replay (internal/rigs/replay) sets
+// them.
 //
 // # Policies
 //

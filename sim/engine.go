@@ -35,10 +35,13 @@ type engine struct {
 	heap        completions
 	nextArrival int
 	nextPass    float64
-	passes      uint32
-	pending     int
-	done        int
-	unreported  int
+	// blocked: the last pass stopped at a job the main scheduler could
+	// not start (Config.BackfillInterval).
+	blocked    bool
+	passes     uint32
+	pending    int
+	done       int
+	unreported int
 
 	busyGPUSeconds float64
 	preemptions    int

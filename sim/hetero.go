@@ -419,6 +419,8 @@ func (j *JobState) serviceRate() float64 {
 
 // planVictims dispatches to the heterogeneous planner where there is one.
 func (c *cluster) planVictims(j *JobState, eligible func(*JobState) bool, out []*JobState) ([]*JobState, bool) {
+	c.planning = true
+	defer func() { c.planning = false }()
 	if c.het != nil {
 		return c.het.planVictims(c, j, eligible, out)
 	}

@@ -52,7 +52,7 @@ func (c *cluster) planPreemption(j *JobState, eligible func(*JobState) bool, out
 	type whole struct{ node, cost int }
 	var wholes []whole
 	for n := range c.free {
-		if c.frozen != nil && c.frozen[n] > 0 {
+		if (c.frozen != nil && c.frozen[n] > 0) || c.isReserved(n) {
 			// GPUs idle until the next pass: the node cannot be emptied
 			// in this one, whatever is preempted.
 			continue
@@ -106,7 +106,7 @@ func (c *cluster) planPreemption(j *JobState, eligible func(*JobState) bool, out
 func (c *cluster) cheapestNode(j *JobState, gpus int, eligible func(*JobState) bool, ok func(int) bool) (plan victimPlan, found, anyRoom bool) {
 	best := victimPlan{victims: math.MaxInt}
 	for n := range c.free {
-		if !ok(n) {
+		if !ok(n) || c.isReserved(n) {
 			continue
 		}
 		room := c.free[n].GPUs
@@ -152,7 +152,10 @@ func (c *cluster) cheapestNode(j *JobState, gpus int, eligible func(*JobState) b
 }
 
 // newPass forgets what the previous pass learnt about room for preemption.
-func (c *cluster) newPass() { c.noRoom, c.noWhole = math.MaxInt, math.MaxInt }
+func (c *cluster) newPass() {
+	c.noRoom, c.noWhole = math.MaxInt, math.MaxInt
+	clear(c.reserved)
+}
 
 // fitsWithout says whether gpus GPUs of j fit on node n once the
 // candidates not marked in c.spared are gone.

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
+
 	"github.com/lachesis-sched/lachesis/priority"
 )
 
@@ -388,5 +390,97 @@ func TestStart_HeldJobWaitsForItsBestCaseUpToFallbackAfter(t *testing.T) {
 				t.Errorf("res18 JCT = %v, want %v", got, c.wantJCT)
 			}
 		})
+	}
+}
+
+// Slurm's main scheduler stops at the first job that cannot start (its
+// partition has failed for this round); only backfill, every
+// BackfillInterval, starts the jobs behind it. One node of 4 GPUs: A (3
+// GPUs) runs from 0, B (4 GPUs) waits from 1, C (1 GPU, 10 s) arrives at
+// 2.5 with a GPU free: it starts at once when every pass walks the whole
+// queue, at the backfill cycle at 4 s with BackfillInterval 2.
+func TestBackfillInterval_JobsBehindABlockedOneStartFromBackfill(t *testing.T) {
+	tr := handTrace(t, [3]float64{0, 3, 100}, [3]float64{1, 4, 10}, [3]float64{2.5, 1, 10})
+	for _, c := range []struct {
+		backfill, want float64
+	}{{0, 10}, {2, 11.5}} {
+		cfg := DefaultConfig()
+		cfg.NoCosts()
+		cfg.Shape, cfg.Policy = Shape{Nodes: 1, GPUsPerNode: 4, GPUCountOnly: true}, PolicyFIFOSkip
+		cfg.BackfillInterval = c.backfill
+		if got := jctOf(runOK(t, cfg, tr), 3); got != c.want {
+			t.Errorf("backfill interval %v: C's JCT = %v, want %v", c.backfill, got, c.want)
+		}
+	}
+}
+
+// A job that backfill starts by preempting holds the node for the rest
+// of the cycle and starts at a later one, once Slurm has requeued its
+// victims. One node of 4 GPUs, 2D-LAS with one threshold at 100 GPU-s:
+// A, B, C (1 GPU, long) run from 0 and are demoted at 100; D (1 GPU,
+// long) runs from 60 and stays in queue 0; E (4 GPUs) waits from 70 and
+// cannot start even by preempting A, B and C, so the main scheduler stops
+// at it; F and G (1 GPU, 10 s) wait from 80.
+//   - Every pass walks the whole queue: F and G preempt at 100 and start
+//     there (JCT 30 each).
+//   - BackfillInterval 2: the cycle at 100 preempts one job for F and
+//     holds the node; F starts at the cycle at 102, where G preempts, and
+//     G starts at 104 (JCT 32 and 34).
+func TestBackfillInterval_OnePreemptionPerNodeAndCycle(t *testing.T) {
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{0, 1, 1000}, [3]float64{0, 1, 1000},
+		[3]float64{60, 1, 1000}, [3]float64{70, 4, 10}, [3]float64{80, 1, 10}, [3]float64{80, 1, 10})
+	for _, c := range []struct {
+		backfill, wantF, wantG float64
+	}{{0, 30, 30}, {2, 32, 34}} {
+		cfg := DefaultConfig()
+		cfg.NoCosts()
+		cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
+		cfg.Shape, cfg.Policy = Shape{Nodes: 1, GPUsPerNode: 4, GPUCountOnly: true}, PolicyLAS
+		cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
+		cfg.PolicyOptions.Tiresias.PromoteKnob = 0
+		cfg.BackfillInterval = c.backfill
+		r := runOK(t, cfg, tr)
+		if got := jctOf(r, 6); got != c.wantF {
+			t.Errorf("backfill interval %v: F's JCT = %v, want %v", c.backfill, got, c.wantF)
+		}
+		if got := jctOf(r, 7); got != c.wantG {
+			t.Errorf("backfill interval %v: G's JCT = %v, want %v", c.backfill, got, c.wantG)
+		}
+	}
+}
+
+// Start-time sizing lowers a job only in the pass, on a node whose GPUs
+// are free; Slurm preempts for the request as it stands. One node of 4
+// GPUs and 16 CPUs (a share of 4 per GPU), AllocStart, 2D-LAS with a
+// threshold at 100 GPU-s, fallback_after 6 s. Language jobs (1 CPU) L1,
+// L2 run from 0 and X, Y from 0 to 10; image jobs (best case 9 CPUs per
+// GPU) I1 and I2 wait from 1. At 10 I1 starts as sized and I2 is held
+// back (a GPU free, 5 CPUs); L3 takes that GPU at 11. At 100 L1 and L2
+// are demoted: preempting one leaves a GPU and 5 CPUs, so I2, whose wait
+// has long ended, could start there only lowered; it waits for I1's
+// demotion at 110 and takes its 9 CPUs.
+func TestAllocStart_APreemptorIsNotLowered(t *testing.T) {
+	tr := handTrace(t, [3]float64{0, 1, 1000}, [3]float64{0, 1, 1000}, [3]float64{0, 1, 10}, [3]float64{0, 1, 10},
+		[3]float64{1, 1, 1000}, [3]float64{1, 1, 1000}, [3]float64{11, 1, 1000})
+	for i := range tr.Jobs {
+		tr.Jobs[i].Model = "language"
+	}
+	tr.Jobs[4].Model, tr.Jobs[5].Model = "image", "image"
+	cfg := DefaultConfig()
+	cfg.NoCosts()
+	cfg.Shape = Shape{Nodes: 1, GPUsPerNode: 4, CPUsPerNode: 16, MemGBNode: 64}
+	cfg.Policy, cfg.Alloc, cfg.Models, cfg.FallbackAfter = PolicyLAS, AllocStart, ModelsAsGiven, 6
+	cfg.Profiles = sensitivity.Profiles{
+		"image":    {Model: "image", CPUs: []int{1, 4, 9}, MemGB: []float64{10}, Throughput: [][]float64{{0.3}, {1}, {2}}},
+		"language": {Model: "language", CPUs: []int{1}, MemGB: []float64{4}, Throughput: [][]float64{{1}}},
+	}
+	cfg.PolicyOptions.Tiresias.Preemption = priority.Preemption{QueueGap: 1}
+	cfg.PolicyOptions.Tiresias.FixThresholds([]float64{100})
+	cfg.PolicyOptions.Tiresias.PromoteKnob = 0
+	r := runOK(t, cfg, tr)
+	for _, j := range r.Jobs {
+		if j.ID == 6 && (j.FirstStart != 110 || j.MaxSpeed != 2) {
+			t.Errorf("I2 first started at %v at speed %v, want 110 at 2 (as sized, once I1 is demoted)", j.FirstStart, j.MaxSpeed)
+		}
 	}
 }

@@ -31,6 +31,7 @@ func (e *engine) pass(now float64) float64 {
 	for i, j := range e.order {
 		j.pos = int32(i)
 	}
+	e.blocked = false
 	if e.pending > 0 {
 		e.place(now)
 	}
@@ -50,6 +51,10 @@ func (e *engine) pass(now float64) float64 {
 	}
 	if e.sharingOn() {
 		next = min(next, e.sharePostPass(now))
+	}
+	if e.blocked {
+		// Jobs the main scheduler did not reach start from backfill.
+		next = min(next, e.nextBackfillCycle(now))
 	}
 	if e.cluster.frozenGPUs > 0 {
 		// GPUs left idle by a preemption are Slurm's again at its next pass.
@@ -88,6 +93,12 @@ func (e *engine) place(now float64) {
 			}
 		}
 	}
+	// Slurm's two schedulers (Config.BackfillInterval): the walk is the
+	// main scheduler's until the first job that can neither start nor
+	// preempt, where it stops; on a backfill cycle, backfill's walk goes
+	// on from there.
+	twoSchedulers := e.cfg.BackfillInterval > 0
+	backfillCycle, backfill := twoSchedulers && e.onBackfillCycle(now), false
 	var preemptor *JobState
 	eligible := func(v *JobState) bool {
 		return v.Status == Running && !v.opp && int(v.pos) >= k &&
@@ -119,9 +130,15 @@ func (e *engine) place(now float64) {
 				k++
 			}
 			reachable := e.suffix[k] - preemptedBeyond
-			if reachable+c.freeGPUs >= j.Job.GPUs && e.preemptFor(j, eligible, now) {
+			// A backfill cycle's preemptor starts at a later pass, once
+			// Slurm has requeued its victims; meanwhile their nodes are
+			// held for it (cluster.reserved).
+			if reachable+c.freeGPUs >= j.Job.GPUs && e.preemptFor(j, eligible, now, !backfill) {
 				for _, v := range e.victims {
 					preemptedBeyond += v.Job.GPUs
+				}
+				if backfill {
+					c.reserve(c.plan)
 				}
 				continue
 			}
@@ -132,12 +149,33 @@ func (e *engine) place(now float64) {
 		if pol.HeadOfLine || (!pol.Preemptive && c.freeGPUs+e.oppHeld() == 0) {
 			return
 		}
+		if twoSchedulers && !backfill {
+			e.blocked = true // the rest waits for a backfill cycle
+			if !backfillCycle {
+				return
+			}
+			backfill = true
+		}
 	}
 }
 
-// preemptFor requeues the running jobs a plan names and starts j in the
-// room they leave.
-func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now float64) bool {
+// onBackfillCycle says whether a pass at now is one of sched/backfill's
+// cycles (Config.BackfillInterval), which run at its multiples.
+func (e *engine) onBackfillCycle(now float64) bool {
+	iv := e.cfg.BackfillInterval
+	k := math.Round(now / iv)
+	return math.Abs(now-k*iv) < 1e-9
+}
+
+// nextBackfillCycle is the first backfill cycle strictly after now.
+func (e *engine) nextBackfillCycle(now float64) float64 {
+	iv := e.cfg.BackfillInterval
+	return (math.Floor(now/iv+1e-9) + 1) * iv
+}
+
+// preemptFor requeues the running jobs a plan names and, with start,
+// starts j in the room they leave (c.plan is its placement either way).
+func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now float64, start bool) bool {
 	var ok bool
 	e.victims, ok = e.cluster.planVictims(j, eligible, e.victims[:0])
 	if !ok {
@@ -155,7 +193,9 @@ func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now floa
 	if !ok {
 		panic(fmt.Sprintf("sim: job %d does not fit after preempting %d jobs for it", j.Job.ID, len(e.victims)))
 	}
-	e.start(j, speed, now)
+	if start {
+		e.start(j, speed, now)
+	}
 	if e.cfg.PartialNodeIdle {
 		c.freezeLeftover()
 	}
@@ -173,7 +213,7 @@ func (e *engine) evictFor(j *JobState, now float64) bool {
 	// use nor change that memory.
 	noRoom, noWhole := c.noRoom, c.noWhole
 	c.noRoom, c.noWhole = math.MaxInt, math.MaxInt
-	ok := e.preemptFor(j, func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }, now)
+	ok := e.preemptFor(j, func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }, now, true)
 	c.noRoom, c.noWhole = noRoom, noWhole
 	if ok {
 		e.sh.sum.Evicted += len(e.victims)

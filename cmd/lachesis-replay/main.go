@@ -46,6 +46,7 @@ func run() error {
 	penalty := flag.Float64("restart-penalty", 1, "simulator: replay seconds a requeued job loses (the sleeper saves its progress once a second)")
 	tick := flag.Float64("scheduler-tick", replay.DefaultSchedulerTick, "simulator: slurmctld's background loop period, seconds (starts an arrival or a completion allows wait for its next round)")
 	launch := flag.Float64("launch-overhead", replay.DefaultLaunchOverhead, "simulator: replay seconds each run holds its GPUs beyond its work (batch launch, end report; the table's 'run beyond duration' measures it)")
+	backfill := flag.Float64("backfill-interval", replay.DefaultBackfillInterval, "simulator: sched/backfill's cycle, seconds (bf_interval: jobs behind one the main scheduler cannot start wait for it)")
 	modelsPath := flag.String("models", "etc/demo/models.csv", "the sizing replays' models (synergy, proportional)")
 	csvOut := flag.String("csv", "build/fidelity.csv", "per-job outcomes of both sides (empty: none)")
 	flag.Parse()
@@ -85,7 +86,7 @@ func run() error {
 	defer stop()
 	r := &replay.Replayer{Root: root, Dir: *dir, Nodes: *nodes, GPUs: *gpus, CPUs: *cpus, MemMB: *mem,
 		PortBase: *portBase, Compression: *compression, Settings: replay.DefaultTraceSettings(),
-		RestartPenalty: *penalty, SchedulerTick: *tick, LaunchOverhead: *launch, Out: os.Stdout, Models: models}
+		RestartPenalty: *penalty, SchedulerTick: *tick, LaunchOverhead: *launch, BackfillInterval: *backfill, Out: os.Stdout, Models: models}
 	fmt.Printf("%s: %d jobs of %d GPUs or fewer (virtual clusters %q, skip %d), %.1f GPU-hours over %.0f s; replayed at 1/%g\n",
 		t.Name, len(slice.Jobs), *gpus, *vc, *skip, slice.GPUSeconds()/3600, slice.Span(), *compression)
 	var cs []replay.Comparison

@@ -40,7 +40,8 @@ func TestReplayAgreesWithTheSimulatorOnASmallSlice(t *testing.T) {
 	out := &testenv.SyncBuffer{}
 	r := &replay.Replayer{Root: repoRoot, Dir: dir, Nodes: nodes, GPUs: gpus, CPUs: 8, MemMB: 16000,
 		PortBase: reservePortBlock(t), Compression: compression, Settings: replay.DefaultTraceSettings(),
-		RestartPenalty: 1, SchedulerTick: replay.DefaultSchedulerTick, LaunchOverhead: replay.DefaultLaunchOverhead, Out: out}
+		RestartPenalty: 1, SchedulerTick: replay.DefaultSchedulerTick, LaunchOverhead: replay.DefaultLaunchOverhead,
+		BackfillInterval: replay.DefaultBackfillInterval, Out: out}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	c, err := r.Run(ctx, replay.LAS, scaled)

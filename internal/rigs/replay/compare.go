@@ -277,6 +277,9 @@ type SimCosts struct {
 	// reports as the run beyond duration.
 	SchedulerTick  float64
 	LaunchOverhead float64
+	// BackfillInterval is sched/backfill's cycle on the loopback cluster
+	// (bf_interval, DefaultBackfillInterval; sim.Config's).
+	BackfillInterval float64
 	// FallbackAfter is synergy.fallback_after as the cluster has it
 	// (Scaled.Config), for the sizings.
 	FallbackAfter float64
@@ -284,6 +287,10 @@ type SimCosts struct {
 
 // DefaultSchedulerTick is slurmctld 22.05's background loop period.
 const DefaultSchedulerTick = 1
+
+// DefaultBackfillInterval is sched/backfill's cycle on the loopback
+// cluster: bf_interval in scripts/cluster.sh's SchedulerParameters.
+const DefaultBackfillInterval = 2
 
 // DefaultLaunchOverhead is the run beyond duration that MeasureLatency
 // found at the median on the shared development machine (0.15–0.19 s in
@@ -303,6 +310,7 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 	cfg.RestartPenalty, cfg.RequeueHold, cfg.PassInterval = costs.RestartPenalty, costs.RequeueHold, costs.PassInterval
 	cfg.SchedulerTick, cfg.LaunchOverhead = costs.SchedulerTick, costs.LaunchOverhead
 	cfg.FallbackAfter = costs.FallbackAfter
+	cfg.BackfillInterval = costs.BackfillInterval
 	cfg.PartialNodeIdle = true
 	cfg.PolicyOptions.Tiresias = scaled.Config.Tiresias
 	switch policy {

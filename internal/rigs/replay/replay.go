@@ -38,7 +38,10 @@ type Replayer struct {
 	// SchedulerTick and LaunchOverhead are the simulator's model of
 	// Slurm's own latencies, in replay seconds (SimCosts).
 	SchedulerTick, LaunchOverhead float64
-	Out                           io.Writer
+	// BackfillInterval is the simulator's sched/backfill cycle, in
+	// replay seconds (SimCosts).
+	BackfillInterval float64
+	Out              io.Writer
 	// PollEvery is how often the harness submits due jobs and reads
 	// squeue (1 s when 0).
 	PollEvery time.Duration
@@ -182,7 +185,7 @@ func (r *Replayer) Run(ctx context.Context, policy string, scaledTrace *sim.Trac
 	}
 	simulated, _, err := Simulate(policy, r.Shape(), scaled,
 		SimCosts{RestartPenalty: r.RestartPenalty, RequeueHold: RequeueHold, PassInterval: float64(scaled.PassInterval),
-			SchedulerTick: r.SchedulerTick, LaunchOverhead: r.LaunchOverhead,
+			SchedulerTick: r.SchedulerTick, LaunchOverhead: r.LaunchOverhead, BackfillInterval: r.BackfillInterval,
 			FallbackAfter: scaled.Config.Synergy.FallbackAfter.Seconds()}, cluster, profiles)
 	if err != nil {
 		return Comparison{}, err

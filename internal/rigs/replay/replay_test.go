@@ -3,6 +3,9 @@ package replay
 import (
 	"errors"
 	"math"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +294,20 @@ func TestSimulateSizings(t *testing.T) {
 	}
 	if _, _, err := Simulate(Synergy, shape, scaled, costs, cluster, nil); !errors.Is(err, ErrReplay) {
 		t.Errorf("synergy without profiles: %v", err)
+	}
+}
+
+// The simulator's backfill cycle is the loopback cluster's bf_interval.
+func TestDefaultBackfillIntervalIsTheClustersBfInterval(t *testing.T) {
+	b, err := os.ReadFile("../../../scripts/cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`SchedulerParameters=\S*\bbf_interval=(\d+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("scripts/cluster.sh sets no bf_interval")
+	}
+	if v, _ := strconv.Atoi(string(m[1])); float64(v) != DefaultBackfillInterval {
+		t.Errorf("scripts/cluster.sh's bf_interval is %d, DefaultBackfillInterval %v", v, DefaultBackfillInterval)
 	}
 }
