@@ -183,19 +183,9 @@ type pairVerdict struct {
 // jobs (two guaranteed shard jobs, and a guest) is not judged: whose
 // loss is whose cannot be told. Pure: the caller applies the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
-	type gpuKey struct{ node, uuid string }
-	groups := map[gpuKey][]pairMember{}
-	var order []gpuKey
-	for _, m := range members {
-		if m.rates.sharers < 2 || m.rates.gpu == "" {
-			continue
-		}
-		k := gpuKey{m.rates.node, m.rates.gpu}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], m)
-	}
+	order, groups := sharedGPUs(members, func(m pairMember) (string, string, bool) {
+		return m.rates.node, m.rates.gpu, m.rates.sharers >= 2 && m.rates.gpu != ""
+	})
 	var out []pairVerdict
 	for _, k := range order {
 		var host pairMember
@@ -489,4 +479,29 @@ func (c *Core) requeuer(queue <-chan requeueRequest, sj slurmJobs) {
 			cancel()
 		}
 	}
+}
+
+// gpuKey names one GPU: its node and NVML uuid.
+type gpuKey struct{ node, uuid string }
+
+// sharedGPUs groups the jobs the agents saw on shared GPUs by GPU, in the
+// order each GPU first appears (so verdicts and logs are deterministic).
+// at says where a member is and whether its GPU had several jobs; the
+// rest are left out. One home for introspection's and the memory bound's
+// grouping.
+func sharedGPUs[M any](members []M, at func(M) (node, uuid string, shared bool)) ([]gpuKey, map[gpuKey][]M) {
+	groups := map[gpuKey][]M{}
+	var order []gpuKey
+	for _, m := range members {
+		node, uuid, shared := at(m)
+		if !shared {
+			continue
+		}
+		k := gpuKey{node, uuid}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], m)
+	}
+	return order, groups
 }

@@ -96,19 +96,9 @@ type memFit struct {
 // the largest is the one that took the room. A GPU without a guaranteed
 // job, or whose memory the agent did not report, is not judged. Pure.
 func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fits []memFit) {
-	type gpuKey struct{ node, uuid string }
-	groups := map[gpuKey][]memMember{}
-	var order []gpuKey
-	for _, m := range members {
-		if m.s.sharers < 2 || m.s.uuid == "" {
-			continue
-		}
-		k := gpuKey{m.s.node, m.s.uuid}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], m)
-	}
+	order, groups := sharedGPUs(members, func(m memMember) (string, string, bool) {
+		return m.s.node, m.s.uuid, m.s.sharers >= 2 && m.s.uuid != ""
+	})
 	for _, k := range order {
 		var hosts, guests []memMember
 		total, hostPeak, guestMB := 0.0, 0.0, 0.0
