@@ -22,9 +22,13 @@ import (
 // than Rules.MaxSlowdown (sharing.Config.Choose). At the pass after a pair
 // starts, the guaranteed job's measured rate beside its guest is compared
 // with its solo rate (sharing.Config.Revert): the guest is requeued and the
-// pair marked bad, or the measurement is kept in the scheduler's table. An
+// pair marked bad, or the measurement is kept in the scheduler's table; a
+// pair is packed and kept only if the two jobs together do more than the
+// host alone (sharing.Gains, the guest at its share's limit). An
 // opportunistic job pending for Rules.PromoteAfter in total is promoted to
-// guaranteed and joins the policy's order. When a guest's host ends, the
+// guaranteed at the first pass where no guaranteed job waits
+// (sharing.Config.PromoteNow) and joins the policy's order as a job
+// submitted then. When a guest's host ends, the
 // guest keeps the GPU alone (Slurm's shards stay allocated); when the host
 // is preempted, the guest is requeued with it. A guest that has shared for
 // Rules.MoveAfter is requeued while a GPU stays idle after the waiting
@@ -270,10 +274,11 @@ func (e *engine) sharePrePass(now float64) {
 		case j.Status == Done:
 			continue
 		case j.Status == Pending && sh.cfg.Rules.PromoteNow(j.waitedAt(now), e.pending):
-			// It joins the guaranteed class as an arrival of now: behind the
-			// guaranteed jobs already waiting in its queue, its waiting for
-			// Tiresias's starvation promotion counted from now
-			// (sharing.Config.Promote). Its service so far stays.
+			// No guaranteed job waits (e.pending counts them, requeue holds
+			// included). It joins the guaranteed class as an arrival of now:
+			// FIFO and age order it by now, and its waiting for Tiresias's
+			// starvation promotion counts from now (sharing.Config.Promote).
+			// Its service so far stays.
 			j.Account.QueueEntry = int64(math.Floor(now))
 			j.Account.WaitingSince = j.Account.QueueEntry
 			j.entry = now
