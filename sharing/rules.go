@@ -126,9 +126,8 @@ type Choice struct {
 // predicted loss for the host, never above MaxSlowdown, never a pair
 // marked bad or one that did not run together (fraction 0), never one
 // whose two jobs together would do no more than the host alone (Gains);
-// ties go to the
-// guest that runs faster beside it, then to the earlier candidate (the
-// caller's order: who waited longest). With TryUnmeasured, a guest whose
+// ties go to the guest that runs faster beside it, then to the earlier
+// candidate (the caller's order: who waited longest). With TryUnmeasured, a guest whose
 // pair the table lacks is chosen only when no held pair qualifies. ok is
 // false when no guest may go beside host.
 func (c Config) Choose(t *Table, host string, guests []string) (ch Choice, ok bool) {
