@@ -7,8 +7,9 @@
 // runs only on capacity guaranteed jobs leave: an idle whole GPU, or a share
 // of a GPU beside a guaranteed job whose measured speed it does not hurt.
 // It never preempts anything, is the first victim of any guaranteed job,
-// and is promoted to guaranteed after Config.PromoteAfter of waiting, so it
-// cannot starve for ever (AntMan's upgrade).
+// and is promoted to guaranteed after Config.PromoteAfter of waiting, at a
+// pass where no guaranteed job waits, so it cannot starve for ever once
+// the guaranteed backlog clears (AntMan's upgrade).
 //
 // # The pair table
 //
@@ -26,15 +27,20 @@
 //
 //   - Choose: which opportunistic job goes beside a guaranteed one: the one
 //     with the least predicted loss for the guaranteed job, never one
-//     predicted above Config.MaxSlowdown, never a pair remembered as bad.
+//     predicted above Config.MaxSlowdown, never a pair remembered as bad,
+//     never one whose two jobs together would do no more than the
+//     guaranteed job alone (Gains: their fractions sum to 1 or less).
 //     An unmeasured pair is tried only when no measured one qualifies and
 //     Config.TryUnmeasured allows it (Gandiva: try, measure, keep or revert).
 //   - Revert: the guaranteed job's measured rate beside its neighbour
 //     against its solo rate; a loss above MaxSlowdown requeues the
 //     opportunistic job, and Table.MarkBad remembers the pair so it is not
-//     packed again.
+//     packed again. RevertPair adds the opportunistic job's measured rate:
+//     a pair that does not gain (Gains) is reverted too.
 //   - Promote: an opportunistic job that has waited PromoteAfter becomes
-//     guaranteed.
+//     guaranteed; PromoteNow does it only at a pass where no guaranteed
+//     job waits, so a promoted job never competes with one that was
+//     already waiting (AntMan upgrades when the guaranteed quota has room).
 //   - Move: a guest that has shared a GPU for MoveAfter is requeued to run
 //     alone when a whole GPU stays idle (a shard allocation cannot grow).
 //   - MemoryOver: the guests on a GPU hold more memory than the guaranteed
@@ -57,8 +63,9 @@
 //     progress reports, else GPU utilisation): Config.Revert; if true,
 //     requeue the guest and Table.MarkBad the pair, else Table.Measure
 //     both fractions (introspection replaces the seed).
-//  2. Config.Promote each waiting opportunistic job on its total pending
-//     time; a promoted job is guaranteed from then on.
+//  2. Config.PromoteNow each waiting opportunistic job on its total
+//     pending time and the guaranteed jobs waiting; a promoted job is
+//     guaranteed from then on, queued as a job submitted then.
 //  3. Place guaranteed jobs; an opportunistic job on whole GPUs is the
 //     first victim, and never a preemptor (priority/opportunistic.go).
 //  4. Place opportunistic jobs: idle whole GPUs first, then for each

@@ -76,10 +76,12 @@ type Config struct {
 // marked as able to wait; the bound is on how long. 93% of the Philly
 // trace's jobs run 4 hours or less, so a job promoted then has waited
 // longer than most jobs run. In the simulator (docs/evaluation section 8,
-// 2D-Gittins, four VCs at two loads, three seeds, two request mixes) 4
-// hours keeps guaranteed jobs' average JCT at worst +2.7% where 1 hour
-// comes to +4.8%, and opportunistic jobs first start after 0.7 h on
-// average against 1.9 h with 16 hours (Philly's requests).
+// four VCs at two loads, three seeds, two request mixes, promotion by
+// PromoteNow) 1, 4 and 16 hours all keep guaranteed jobs' average JCT at
+// or below what it is without sharing under every policy, and give
+// opportunistic jobs about the same first start (20 h on average under
+// 2D-Gittins with Philly's requests): where guaranteed jobs keep waiting,
+// the guaranteed backlog, not promote_after, decides when they start.
 const DefaultPromoteAfter = 4 * 3600
 
 // DefaultMoveAfter is 10 minutes. A move costs about 3 minutes without
@@ -128,9 +130,10 @@ type Choice struct {
 // Choose picks which opportunistic job goes beside a guaranteed job of
 // model host: among guests (their models), the one with the least
 // predicted loss for the host, never above MaxSlowdown, never a pair
-// marked bad or one that did not run together (fraction 0); ties go to the
-// guest that runs faster beside it, then to the earlier candidate (the
-// caller's order: who waited longest). With TryUnmeasured, a guest whose
+// marked bad or one that did not run together (fraction 0), never one
+// whose two jobs together would do no more than the host alone (Gains);
+// ties go to the guest that runs faster beside it, then to the earlier
+// candidate (the caller's order: who waited longest). With TryUnmeasured, a guest whose
 // pair the table lacks is chosen only when no held pair qualifies. ok is
 // false when no guest may go beside host.
 func (c Config) Choose(t *Table, host string, guests []string) (ch Choice, ok bool) {
@@ -148,7 +151,7 @@ func (c Config) Choose(t *Table, host string, guests []string) (ch Choice, ok bo
 			continue
 		}
 		loss := 1 - s.Of
-		if loss > c.MaxSlowdown+lossEpsilon {
+		if loss > c.MaxSlowdown+lossEpsilon || !Gains(s) {
 			continue
 		}
 		if loss < bestLoss || (loss == bestLoss && s.Beside > bestGuest) {
@@ -200,6 +203,30 @@ func (c Config) Revert(solo, shared float64) bool {
 	return !math.IsNaN(l) && l > c.MaxSlowdown+lossEpsilon
 }
 
+// Gains says whether a pair does more useful work on its GPU than the
+// guaranteed job alone: the two fractions of their solo speeds (the
+// guaranteed job's first) sum to more than 1 (Gandiva keeps a packing only
+// when it raises measured throughput). A pair that does not gain only
+// slows the guaranteed job for work the guest would do faster on a GPU of
+// its own once one is free.
+func Gains(s Speeds) bool { return s.Of+s.Beside > 1+lossEpsilon }
+
+// RevertPair is Revert with both jobs measured: the opportunistic job must
+// go when the guaranteed job lost more than MaxSlowdown (Revert), or when
+// the pair's measured fractions do not gain over the guaranteed job alone
+// (Gains). Rates that are not numbers decide nothing for their job: with
+// the guest's unknown, only Revert applies.
+func (c Config) RevertPair(hostSolo, hostShared, guestSolo, guestShared float64) bool {
+	if c.Revert(hostSolo, hostShared) {
+		return true
+	}
+	hl, gl := Loss(hostSolo, hostShared), Loss(guestSolo, guestShared)
+	if math.IsNaN(hl) || math.IsNaN(gl) {
+		return false
+	}
+	return !Gains(Speeds{Of: 1 - hl, Beside: 1 - gl})
+}
+
 // lossEpsilon keeps a loss of exactly MaxSlowdown (1 − 95/100 is
 // 0.05000000000000004 in floating point) within the limit.
 const lossEpsilon = 1e-9
@@ -211,6 +238,21 @@ const lossEpsilon = 1e-9
 // (Tiresias's queue entry and starvation wait start then), with the
 // service it attained while opportunistic kept.
 func (c Config) Promote(waited float64) bool { return waited >= c.PromoteAfter }
+
+// PromoteNow is Promote at a pass: a job that has waited PromoteAfter is
+// promoted only at a pass where no guaranteed job is waiting
+// (guaranteedWaiting: how many are pending, requeue holds included).
+// AntMan upgrades an opportunistic job when the guaranteed quota has room;
+// a job promoted while guaranteed jobs wait would become their competitor
+// and could start before them (in the simulator, a FIFO queue's promoted
+// jobs pushed guaranteed jobs' average JCT to ×1.78, docs/evaluation
+// section 8). Where guaranteed jobs alone keep the cluster busy,
+// opportunistic jobs wait for that backlog to clear, running meanwhile
+// only on what guaranteed jobs leave: their wait is bounded by
+// PromoteAfter and by the guaranteed backlog, not by PromoteAfter alone.
+func (c Config) PromoteNow(waited float64, guaranteedWaiting int) bool {
+	return guaranteedWaiting == 0 && c.Promote(waited)
+}
 
 // Move says whether a guest that has shared a GPU for sharedFor seconds
 // is requeued to run alone, when a whole GPU stays idle after every

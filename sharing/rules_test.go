@@ -38,6 +38,7 @@ func TestChoose(t *testing.T) {
 	must(t, tab.Seed("host", "oom", 0, 0))
 	must(t, tab.Seed("host", "bad", 1, 1))
 	must(t, tab.MarkBad("host", "bad"))
+	must(t, tab.Seed("host", "futile", 0.995, 0.004))
 	c := DefaultConfig()
 	t.Run("the guest with the least predicted loss for the host wins", func(t *testing.T) {
 		ch, ok := c.Choose(tab, "host", []string{"gentle", "heavy", "gentler"})
@@ -53,6 +54,17 @@ func TestChoose(t *testing.T) {
 	t.Run("a pair marked bad or one that did not run together is never chosen", func(t *testing.T) {
 		if ch, ok := c.Choose(tab, "host", []string{"bad", "oom"}); ok {
 			t.Errorf("chosen: %+v", ch)
+		}
+	})
+	t.Run("a pair that does no more than the host alone is never chosen, however gentle", func(t *testing.T) {
+		// futile costs the host 0.5% (the least) for 0.4% of the guest's
+		// speed: 0.999 of a GPU's work where the host alone does 1.
+		ch, ok := c.Choose(tab, "host", []string{"futile", "gentle"})
+		if !ok || ch.Index != 1 {
+			t.Errorf("choice = %+v %v, want gentle (index 1)", ch, ok)
+		}
+		if ch, ok := c.Choose(tab, "host", []string{"futile"}); ok {
+			t.Errorf("futile chosen: %+v", ch)
 		}
 	})
 	t.Run("an unmeasured pair is tried only when no held pair qualifies", func(t *testing.T) {
@@ -94,11 +106,41 @@ func TestRevert(t *testing.T) {
 	}
 }
 
+// RevertPair requeues the guest when the host lost too much, or when the
+// pair measured does no more than the host alone.
+func TestRevertPair(t *testing.T) {
+	c := DefaultConfig()
+	for _, tc := range []struct {
+		name           string
+		hSolo, hShared float64
+		gSolo, gShared float64
+		want           bool
+	}{
+		{"host within max_slowdown, guest at half its speed: kept", 100, 97, 10, 5, false},
+		{"host above max_slowdown: reverted whatever the guest does", 100, 90, 10, 10, true},
+		{"host at 0.97, guest at 0.02: together less than the host alone, reverted", 100, 97, 10, 0.2, true},
+		{"guest's rates unknown: only the host's loss decides", 100, 97, 0, 0, false},
+		{"guest's rate NaN: only the host's loss decides", 100, 97, 10, math.NaN(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.RevertPair(tc.hSolo, tc.hShared, tc.gSolo, tc.gShared); got != tc.want {
+				t.Errorf("RevertPair(%v, %v, %v, %v) = %v", tc.hSolo, tc.hShared, tc.gSolo, tc.gShared, got)
+			}
+		})
+	}
+	if !Gains(Speeds{Of: 0.95, Beside: 0.3}) || Gains(Speeds{Of: 0.95, Beside: 0.05}) || Gains(Speeds{Of: 0.7, Beside: 0.2}) {
+		t.Error("Gains is not Of + Beside > 1")
+	}
+}
+
 func TestPromoteAndVictims(t *testing.T) {
 	c := DefaultConfig()
 	c.PromoteAfter = 3600
 	if c.Promote(3599) || !c.Promote(3600) {
 		t.Error("promotion is not at promote_after")
+	}
+	if c.PromoteNow(7200, 1) || !c.PromoteNow(7200, 0) || c.PromoteNow(3599, 0) {
+		t.Error("PromoteNow is not promote_after reached with no guaranteed job waiting")
 	}
 	for _, s := range []string{"", "guaranteed"} {
 		if c, err := ParseClass(s); err != nil || c != Guaranteed {

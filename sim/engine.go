@@ -237,6 +237,7 @@ func (e *engine) arrive(j *JobState) {
 	j.Remaining = j.Job.Duration
 	j.Account = priority.NewAccount(int64(math.Floor(j.Job.Submit)))
 	j.pendingSince = j.Job.Submit
+	j.entry = j.Job.Submit
 	if e.sharingOn() && j.Job.Class == sharing.Opportunistic {
 		// Outside the policy's order until promoted (sharing.go).
 		j.opp = true
@@ -270,6 +271,9 @@ func (e *engine) start(j *JobState, speed, now float64) {
 	}
 	j.Starts++
 	j.Speed = speed
+	// Alone unless startGuest says otherwise: a former guest restarted on
+	// a GPU of its own runs at its full speed (the sharing report).
+	j.shareFactor = 1
 	if j.het != nil && j.het.effective {
 		// Service in effective work, weighted as the core weights it.
 		j.Account.SetRunSpeed(speed)

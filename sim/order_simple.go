@@ -6,9 +6,10 @@ import (
 	"slices"
 )
 
-// bySubmit is the trace order: submit time, then ID.
+// bySubmit is the trace order: time of entry into the queue (the submit
+// time, or an opportunistic job's promotion), then ID.
 func bySubmit(a, b *JobState) int {
-	if c := cmp.Compare(a.Job.Submit, b.Job.Submit); c != 0 {
+	if c := cmp.Compare(a.entry, b.entry); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.Job.ID, b.Job.ID)
@@ -34,7 +35,7 @@ type ageOrder struct {
 
 func (o *ageOrder) Order(now float64, jobs []*JobState, _ []float64) {
 	for _, j := range jobs {
-		f := o.age * min(1, (now-j.Job.Submit)/o.maxAge)
+		f := o.age * min(1, (now-j.entry)/o.maxAge)
 		if o.size > 0 {
 			f += o.size * (1 - min(1, float64(j.Job.GPUs)/o.clusterGPUs))
 		}

@@ -22,9 +22,13 @@ import (
 // than Rules.MaxSlowdown (sharing.Config.Choose). At the pass after a pair
 // starts, the guaranteed job's measured rate beside its guest is compared
 // with its solo rate (sharing.Config.Revert): the guest is requeued and the
-// pair marked bad, or the measurement is kept in the scheduler's table. An
+// pair marked bad, or the measurement is kept in the scheduler's table; a
+// pair is packed and kept only if the two jobs together do more than the
+// host alone (sharing.Gains, the guest at its share's limit). An
 // opportunistic job pending for Rules.PromoteAfter in total is promoted to
-// guaranteed and joins the policy's order. When a guest's host ends, the
+// guaranteed at the first pass where no guaranteed job waits
+// (sharing.Config.PromoteNow) and joins the policy's order as a job
+// submitted then. When a guest's host ends, the
 // guest keeps the GPU alone (Slurm's shards stay allocated); when the host
 // is preempted, the guest is requeued with it. A guest that has shared for
 // Rules.MoveAfter is requeued while a GPU stays idle after the waiting
@@ -76,10 +80,13 @@ type SharingSummary struct {
 	// AllocUtil is the GPU-time jobs held alone (whole GPUs) in the
 	// window over the cluster's; a guest adds nothing to it.
 	AllocUtil float64 `json:"alloc_util"`
-	// UsefulUtil is the GPU-time spent on useful work in the window: each
-	// running job's usage (its model's share of a GPU alone, from the pair
-	// table) × its speed relative to alone (the pair fraction while it
-	// shares), × its GPUs; restart penalties count as allocated, not useful.
+	// UsefulUtil is the useful GPU-time in the window over the cluster's:
+	// each running job counts its GPUs × its speed relative to alone (1
+	// alone, its pair fraction while it shares: a job at 0.7 of its solo
+	// speed counts 0.7 of a GPU), so a GPU whose pair does more than its
+	// host alone counts more than 1; restart penalties count as allocated,
+	// not useful. (A model's usage, its share of a GPU's cycles, decides
+	// room beside it, not how useful its work is.)
 	UsefulUtil float64 `json:"useful_util"`
 	// WorkGPUHours is the work done in the window (GPU-hours at the
 	// proportional share's speed), and WorkPerHour that per hour: the
@@ -221,7 +228,7 @@ func (e *engine) segment(j *JobState, now float64) {
 	j.allocFrom = now
 	if a, b := from, min(now, h); b > a {
 		g := float64(j.Job.GPUs)
-		e.sh.sum.UsefulUtil += g * j.usage * j.shareFactor * (b - a)
+		e.sh.sum.UsefulUtil += g * j.shareFactor * (b - a)
 		e.sh.sum.WorkGPUHours += g * j.Speed * (b - a) / 3600
 	}
 }
@@ -252,7 +259,7 @@ func (e *engine) sharePrePass(now float64) {
 			continue
 		}
 		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
-		if sh.cfg.Rules.Revert(1, truth.Of) {
+		if sh.cfg.Rules.RevertPair(1, truth.Of, 1, g.shareFactor) {
 			_ = sh.known.MarkBad(h.pairModel, g.pairModel)
 			sh.sum.Reverted++
 			e.requeueOpp(g, now)
@@ -266,13 +273,15 @@ func (e *engine) sharePrePass(now float64) {
 		switch {
 		case j.Status == Done:
 			continue
-		case j.Status == Pending && sh.cfg.Rules.Promote(j.waitedAt(now)):
-			// It joins the guaranteed class as an arrival of now: behind the
-			// guaranteed jobs already waiting in its queue, its waiting for
-			// Tiresias's starvation promotion counted from now
-			// (sharing.Config.Promote). Its service so far stays.
+		case j.Status == Pending && sh.cfg.Rules.PromoteNow(j.waitedAt(now), e.pending):
+			// No guaranteed job waits (e.pending counts them, requeue holds
+			// included). It joins the guaranteed class as an arrival of now:
+			// FIFO and age order it by now, and its waiting for Tiresias's
+			// starvation promotion counts from now (sharing.Config.Promote).
+			// Its service so far stays.
 			j.Account.QueueEntry = int64(math.Floor(now))
 			j.Account.WaitingSince = j.Account.QueueEntry
+			j.entry = now
 			j.opp = false
 			sh.sum.Promoted++
 			e.active = append(e.active, j)
@@ -352,9 +361,16 @@ func (e *engine) sharePostPass(now float64) float64 {
 			room := 1 - h.usage
 			var fits []string
 			for _, m := range sh.models {
-				if head := sh.queues[m][0]; head.Job.Share == 0 || head.Job.Share <= room+1e-9 {
-					fits = append(fits, m)
+				head := sh.queues[m][0]
+				if head.Job.Share > room+1e-9 {
+					continue
 				}
+				// A guest limited to its share gains less beside the host
+				// than the table's pair (sharing.Gains on what it would run at).
+				if s, _, ok := sh.known.Lookup(h.pairModel, m); ok && !sharing.Gains(sharing.Speeds{Of: s.Of, Beside: s.Beside * head.shareLimit()}) {
+					continue
+				}
+				fits = append(fits, m)
 			}
 			ch, ok := sh.cfg.Rules.Choose(sh.known, h.pairModel, fits)
 			if !ok {
@@ -396,14 +412,21 @@ func (e *engine) startGuest(g, h *JobState, now float64) {
 	g.host, h.guest = h, g
 	g.pairedAt, g.pairChecked = now, false
 	sh.sum.Pairs++
-	limit := 1.0
-	if s := g.Job.Share; s > 0 && g.usage > s {
-		limit = s / g.usage
-	}
+	limit := g.shareLimit()
 	e.start(g, truth.Beside*limit, now)
 	g.shareFactor = truth.Beside * limit
 	h.soloSpeed = h.Speed
 	e.setSpeed(h, h.soloSpeed*truth.Of, truth.Of, now)
+}
+
+// shareLimit is the most of its solo speed a guest that asked for a share
+// s of the GPU runs at beside a host: s/u, u its model's usage (an MPS
+// thread limit), 1 without a share.
+func (j *JobState) shareLimit() float64 {
+	if s := j.Job.Share; s > 0 && j.usage > s {
+		return s / j.usage
+	}
+	return 1
 }
 
 // unpair ends h's sharing with its guest g at now: h runs alone again.

@@ -86,6 +86,10 @@ type JobState struct {
 	// acct is the job's account's index in the engine's accountMeter.
 	acct int32
 
+	// entry is when the job joined the policy's queue: its submission, or
+	// its promotion from opportunistic (FIFO and age order by it).
+	entry float64
+
 	// Sharing (sharing.go), with a SharingConfig: opp is set while the job
 	// is opportunistic (not promoted); a guest runs on its host's GPU.
 	opp         bool

@@ -2,7 +2,8 @@
 # GPU sharing between guaranteed and opportunistic jobs, off vs on (issue
 # 22; docs/evaluation/README.md, section 8): the first 1,000 jobs of four
 # Philly VCs (the preemption sweep's slices) on pools sized for offered
-# loads 0.8 and 1.3, 2D-Gittins at today's defaults and FIFO-skip, seeds
+# loads 0.8 and 1.3, 2D-Gittins at today's defaults, 2D-LAS, FIFO-skip
+# and strict FIFO, seeds
 # 1-3 (a seed draws the jobs' models and which jobs are opportunistic:
 # 20% of them, sim.MarkOpportunistic), real preemption costs, Gavel's V100
 # pair table. Two GPU-request mixes: Philly's own (whole GPUs) and Alibaba
@@ -15,11 +16,12 @@
 # Writes OUT/sharing/rows.csv (one row per slice, seed, mix, promote_after
 # and policy: on/off ratios and both runs' figures) and
 # OUT/sharing/summary.md. Called by run.sh with bin/lachesis-sim built;
-# about 15 minutes on 2 shared cores.
+# about 30 minutes on 2 shared cores.
 set -euo pipefail
 B=bin/lachesis-sim
 P=${PHILLY:?}
 OUT=${OUT:?}
+POLICIES=fifo-skip,fifo,las,gittins
 mkdir -p "$OUT/sharing"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -72,8 +74,8 @@ PY
 )"
 			for seed in 1 2 3; do
 				for pa in 1h 4h 16h; do
-					nice $B "${sel[@]}" -nodes $gpus -gpus-per-node 1 -policies fifo-skip,gittins -sharing off,on \
-						-opportunistic 0.2 -seed $seed -promote-after $pa "${m[@]}" -parallel 1 -out "$tmp" >/dev/null
+					nice $B "${sel[@]}" -nodes $gpus -gpus-per-node 1 -policies $POLICIES -sharing off,on \
+						-opportunistic 0.2 -seed $seed -promote-after $pa "${m[@]}" -parallel 2 -out "$tmp" >/dev/null
 					row $vc $load $gpus $mix $seed $pa
 				done
 			done
@@ -86,7 +88,7 @@ for mix in philly pai2020; do
 	[ $mix = philly ] || m=(-gpu-mix $mix)
 	for seed in 1 2 3; do
 		nice $B -trace "$P" -from 2017-10-02 -to 2017-10-09 -gpu-count-only -nodes 16 -gpus-per-node 8 \
-			-policies fifo-skip,gittins -sharing off,on -opportunistic 0.2 -seed $seed "${m[@]}" -out "$tmp" >/dev/null
+			-policies $POLICIES -parallel 2 -sharing off,on -opportunistic 0.2 -seed $seed "${m[@]}" -out "$tmp" >/dev/null
 		row week-2017-10-02 - 128 $mix $seed 4h
 	done
 done
@@ -97,12 +99,12 @@ for mix in philly pai2020; do
 	[ $mix = philly ] || m=(-gpu-mix $mix)
 	for seed in 1 2 3; do
 		nice $B -trace "$P" -from 2017-10-02 -to 2017-10-30 -nodes 64 -gpus-per-node 8 -cpus-per-node 24 -mem-per-node 500 \
-			-policies fifo-skip,gittins -sharing off,on -opportunistic 0.2 -seed $seed "${m[@]}" -out "$tmp" >/dev/null
+			-policies $POLICIES -parallel 2 -sharing off,on -opportunistic 0.2 -seed $seed "${m[@]}" -out "$tmp" >/dev/null
 		row month-2017-10 - 512 $mix $seed 4h
 	done
 done
 # Introspection alone: the scheduler starts with an empty pair table.
-nice $B -trace "$P" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 32 -gpus-per-node 1 -policies fifo-skip,gittins \
+nice $B -trace "$P" -vc 6c71a0 -jobs 1000 -gpu-count-only -nodes 32 -gpus-per-node 1 -policies $POLICIES -parallel 2 \
 	-sharing off,on -opportunistic 0.2 -sharing-learn -out "$tmp" | tee "$OUT/sharing/learn.txt" >/dev/null
 row 6c71a0-learn - 32 philly 1 4h
 
@@ -114,16 +116,19 @@ for r in rows:
     sl=r['slice']
     key=(r['mix'],r['promote_after'],r['policy'],'week' if sl.startswith('week') else 'month' if sl.startswith('month') else 'learn' if 'learn' in sl else 'VCs')
     by[key].append(r)
-print('| requests | promote_after | policy | slices | runs | guaranteed JCT on/off: mean | worst (slice, load, seed) | runs above 1.05 | useful util off → on (mean) | runs where it rose | work on/off (mean) | guar. first start off → on (mean, h) | opp. JCT off → on (mean, h) | opp. first start off → on (mean, h) | reverted | promoted (mean) |')
-print('|---|---|---|---|---:|---:|---|---:|---|---:|---:|---|---|---|---:|---:|')
+print('| requests | promote_after | policy | slices | runs | guaranteed JCT on/off: mean | worst (slice, load, seed) | runs above 1.05 | useful util off → on (mean) | runs where it rose | worst change (points) | work on/off (mean) | runs where it rose | worst | guar. first start off → on (mean, h) | opp. JCT off → on (mean, h) | opp. first start off → on (mean, h) | reverted | promoted (mean) |')
+print('|---|---|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|')
 for k in sorted(by):
     v=by[k]; n=len(v)
     rat=[float(r['guaranteed_jct_ratio']) for r in v]
     w=max(v,key=lambda r: float(r['guaranteed_jct_ratio']))
     mean=lambda c: sum(float(r[c]) for r in v)/n
     rose=sum(1 for r in v if float(r['useful_util_on'])>float(r['useful_util_off']))
+    du=min(100*(float(r['useful_util_on'])-float(r['useful_util_off'])) for r in v)
+    wrose=sum(1 for r in v if float(r['work_ratio'])>1)
+    wmin=min(float(r['work_ratio']) for r in v)
     print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {n} | {sum(rat)/n:.3f} | {max(rat):.3f} ({w['slice']}, {w['load']}, {w['seed']}) | {sum(1 for x in rat if x>1.05)} | "
-          f"{100*mean('useful_util_off'):.1f}% → {100*mean('useful_util_on'):.1f}% | {rose}/{n} | {mean('work_ratio'):.3f} | "
+          f"{100*mean('useful_util_off'):.1f}% → {100*mean('useful_util_on'):.1f}% | {rose}/{n} | {du:+.2f} | {mean('work_ratio'):.3f} | {wrose}/{n} | {wmin:.4f} | "
           f"{mean('guaranteed_first_start_off_s')/3600:.2f} → {mean('guaranteed_first_start_on_s')/3600:.2f} | "
           f"{mean('opp_jct_off_s')/3600:.1f} → {mean('opp_jct_on_s')/3600:.1f} | {mean('opp_first_start_off_s')/3600:.2f} → {mean('opp_first_start_on_s')/3600:.2f} | "
           f"{sum(int(r['reverted']) for r in v)} | {mean('promoted'):.0f} |")
