@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lachesis-sched/lachesis/internal/util/configerr"
+	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // AntMan's two job classes (Xiao et al., OSDI'20). A guaranteed job is
@@ -21,8 +22,10 @@ import (
 //     min_run, max_per_job nor queue_gap shields it: its GPUs were only
 //     lent;
 //   - after waiting Opportunistic.PromoteAfter seconds it is upgraded to
-//     guaranteed for good (Result.Upgraded, Account.Upgraded): starvation
-//     is bounded, as AntMan's upgrade bounds it.
+//     guaranteed for good (Result.Upgraded, Account.Upgraded), at the first
+//     pass where no guaranteed GPU job waits: its starvation is bounded by
+//     PromoteAfter and the guaranteed backlog, as AntMan upgrades when the
+//     guaranteed quota has room.
 //
 // Which jobs are opportunistic is the caller's to say (Job.Opportunistic:
 // the core, from the job's Slurm partition; the simulator, from its job
@@ -57,10 +60,23 @@ func (o Opportunistic) Validate() error {
 }
 
 // upgrades is AntMan's upgrade: an opportunistic job that has waited
-// PromoteAfter since it last became pending becomes guaranteed.
-func (o Opportunistic) upgrades(now int64, job *Job) bool {
+// PromoteAfter since it last became pending becomes guaranteed, at a pass
+// where no guaranteed GPU job waits (guaranteedWaiting, guaranteedWaiting
+// counts them). The rule is the simulator's (sharing.Config.PromoteNow):
+// a job upgraded while guaranteed jobs wait competes with them, and under
+// FIFO-like orders it starts before them.
+func (o Opportunistic) upgrades(now int64, job *Job, guaranteedWaiting int) bool {
 	return o.Enabled && job.Opportunistic && job.State == Pending && o.PromoteAfter > 0 &&
-		float64(now-job.WaitingSince) >= o.PromoteAfter
+		sharing.Config{PromoteAfter: o.PromoteAfter}.PromoteNow(float64(now-job.WaitingSince), guaranteedWaiting)
+}
+
+// waitsGuaranteed says whether job is a guaranteed GPU job waiting to
+// start now: what holds opportunistic jobs' upgrades back (upgrades). A
+// held job, or one whose begin time is still ahead, waits for nothing the
+// cluster could give it, so it holds no upgrade back.
+func (o Opportunistic) waitsGuaranteed(now int64, job *Job) bool {
+	return job.State == Pending && job.GPUs > 0 && !job.Held && job.EligibleTime <= now &&
+		!(o.Enabled && job.Opportunistic)
 }
 
 // bands is how many priority bands the ranker lays out: one per Tiresias

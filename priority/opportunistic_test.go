@@ -114,6 +114,28 @@ func TestOpportunisticRanking(t *testing.T) {
 			t.Fatalf("Upgraded = %d, Opportunistic = %v", a.Upgraded, a.Opportunistic(true))
 		}
 	})
+	t.Run("no upgrade while a guaranteed GPU job waits; a held one or one not yet eligible holds none back", func(t *testing.T) {
+		waiting := Job{ID: 6, State: Pending, GPUs: 1, SubmitTime: 6, QueueEntry: 6, WaitingSince: now - 10}
+		cases := []struct {
+			name    string
+			tweak   func(*Job)
+			upgrade bool
+		}{
+			{"a guaranteed GPU job waits: none", func(*Job) {}, false},
+			{"it is held: upgraded", func(j *Job) { j.Held = true }, true},
+			{"its begin time is ahead: upgraded", func(j *Job) { j.EligibleTime = now + 60 }, true},
+			{"it runs: upgraded", func(j *Job) { j.State = Running }, true},
+			{"it wants no GPU: upgraded", func(j *Job) { j.GPUs = 0 }, true},
+		}
+		for _, tc := range cases {
+			g := waiting
+			tc.tweak(&g)
+			got := byID(r.Rank(now, append(append([]Job(nil), jobs...), g), nil))
+			if got[3].Upgraded != tc.upgrade || got[3].Opportunistic == tc.upgrade {
+				t.Errorf("%s: job 3 %+v", tc.name, got[3])
+			}
+		}
+	})
 	t.Run("promote_after 0 never upgrades", func(t *testing.T) {
 		c := cfg
 		c.Opportunistic.PromoteAfter = 0

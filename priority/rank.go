@@ -71,9 +71,17 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	keys := r.keys
 
 	var count [2 * maxQueues]int
+	guaranteedWaiting := 0
+	if r.cfg.Opportunistic.Enabled {
+		for i := range jobs {
+			if r.cfg.Opportunistic.waitsGuaranteed(now, &jobs[i]) {
+				guaranteedWaiting++
+			}
+		}
+	}
 	for i := range jobs {
 		job := &jobs[i]
-		st := r.classify(now, job)
+		st := r.classify(now, job, guaranteedWaiting)
 		band := r.bandOf(st.queue, st.opportunistic)
 		if st.queue != job.Queue {
 			// A job entering a queue joins its back. That includes a job
@@ -151,11 +159,12 @@ type standing struct {
 	opportunistic, upgraded bool
 }
 
-// classify applies the opportunistic upgrade, starvation promotion, then
-// the thresholds. An upgrade keeps the job's queue: it changes the job's
+// classify applies the opportunistic upgrade (guaranteedWaiting: the
+// pass's guaranteed GPU jobs waiting), starvation promotion, then the
+// thresholds. An upgrade keeps the job's queue: it changes the job's
 // class, not its Tiresias standing.
-func (r *Ranker) classify(now int64, job *Job) standing {
-	upgraded := r.cfg.Opportunistic.upgrades(now, job)
+func (r *Ranker) classify(now int64, job *Job, guaranteedWaiting int) standing {
+	upgraded := r.cfg.Opportunistic.upgrades(now, job, guaranteedWaiting)
 	opportunistic := r.cfg.Opportunistic.Enabled && job.Opportunistic && !upgraded
 	if r.promotes(now, job) {
 		// Promotion resets the job's service; the caller resets the ledger's

@@ -120,6 +120,10 @@ type Job struct {
 	// taken against it while the job's service is below the longest
 	// (siblings.go).
 	Siblings *SweepHistory
+	// Held: a pending job that cannot start whatever the cluster frees
+	// (held by its user or an admin). It holds no opportunistic upgrade
+	// back (opportunistic.go).
+	Held bool
 	// Opportunistic: the job is in the opportunistic class and has not
 	// been upgraded (opportunistic.go). Ignored unless
 	// Config.Opportunistic.Enabled.

@@ -200,7 +200,7 @@ func opportunisticReason(waitingSince int64, promoteAfter float64) string {
 	r := ReasonPrefix + "opportunistic: waits for GPUs no guaranteed job needs"
 	if promoteAfter > 0 {
 		at := time.Unix(waitingSince+int64(promoteAfter), 0).Format("2006-01-02T15:04:05")
-		r += "; guaranteed from " + at
+		r += "; guaranteed from " + at + " if none waits"
 	}
 	return r
 }

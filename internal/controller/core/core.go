@@ -640,6 +640,7 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 		Partition:    s.PartFactor,
 		QOS:          s.QOSFactor,
 		Nice:         s.Nice,
+		Held:         s.Held,
 	}
 	rec.Describe(&j)
 	return j

@@ -173,6 +173,9 @@ type pairVerdict struct {
 	node                string
 	guestSolo, hasGuest bool // the guest's own fraction is known
 	guestFraction       float64
+	// futile: reverted because the pair's measured fractions do not gain
+	// over the host alone (sharing.Gains), the host being within bounds.
+	futile bool
 }
 
 // judgePairs finds the pairs among the jobs on shared GPUs and judges
@@ -215,6 +218,12 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 			revert: cfg.Revert(solo, shared), node: k.node}
 		if gs, gsh, _, ok := last.rates.rates(); ok && len(guests) == 1 {
 			v.guestSolo, v.guestFraction = true, gsh/gs
+			// With both jobs measured, the simulator's rule: a pair
+			// whose fractions do not add up to more than the host alone
+			// is futile even when the host is within max_slowdown.
+			if !v.revert && cfg.RevertPair(solo, shared, gs, gsh) {
+				v.revert, v.futile = true, true
+			}
 		}
 		out = append(out, v)
 	}
@@ -331,13 +340,21 @@ func (c *Core) introspect(now int64) {
 			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest.id)
 			continue
 		}
+		// why: the log line's reason; the exclusion's names the host's model.
+		why := fmt.Sprintf("its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
+			v.host.id, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown))
+		pinWhy := fmt.Sprintf("its neighbour job %d (model %s) ran %s%% slower than alone (max_slowdown %s%%)",
+			v.host.id, v.host.model, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown))
+		if v.futile {
+			why = fmt.Sprintf("beside its neighbour job %d (at %s%% of its solo rate) it ran at %s%% of its own: the pair does less than the host alone",
+				v.host.id, pct(v.shared/v.solo), pct(v.guestFraction))
+			pinWhy = fmt.Sprintf("%s (host model %s)", why, v.host.model)
+		}
 		if node != "" {
-			c.pinOff(v.guest.id, v.host.id, node, fmt.Sprintf("introspection requeued it from there: its neighbour job %d (model %s) ran %s%% slower than alone (max_slowdown %s%%)",
-				v.host.id, v.host.model, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown)), now)
+			c.pinOff(v.guest.id, v.host.id, node, "introspection requeued it from there: "+pinWhy, now)
 		}
 		c.met.revert(v.signal)
-		c.log.Info(fmt.Sprintf("job %d requeued: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
-			v.guest.id, v.host.id, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown)),
+		c.log.Info(fmt.Sprintf("job %d requeued: %s", v.guest.id, why),
 			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared,
 			"node", v.node, "host_model", v.host.model, "guest_model", v.guest.model)
 	}

@@ -217,8 +217,11 @@ func TestOpportunisticJobsAndUpgradesAreCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	part := func(s Snapshot, p string) Snapshot { s.Partition = p; return s }
-	pass(c, 1000, part(pending(1, 1, 900), "opp"), part(pending(2, 1, 600), "opp"), part(running(3, 1, 900, 950), "opp"),
-		part(pending(4, 1, 900), "gpu"))
+	// Job 4, guaranteed, is held: it holds no upgrade back (a waiting one
+	// would: priority's upgrades).
+	held := part(pending(4, 1, 900), "gpu")
+	held.Held = true
+	pass(c, 1000, part(pending(1, 1, 900), "opp"), part(pending(2, 1, 600), "opp"), part(running(3, 1, 900, 950), "opp"), held)
 	want := `
 # HELP lachesis_opportunistic_jobs Jobs of the opportunistic class (not upgraded, not held) after the last pass, by state (pending, running).
 # TYPE lachesis_opportunistic_jobs gauge
