@@ -5,7 +5,7 @@
 #     bash docs/evaluation/run.sh
 #
 # DATA (default: data, the repository's own copy) and OUT
-# (default: docs/evaluation/results) may be overridden. About 6 minutes on
+# (default: docs/evaluation/results) may be overridden. About 10 minutes on
 # 2 cores, plus about 10 for section 8 (GPU sharing). Everything but bench.txt (wall time, memory) is deterministic.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
