@@ -102,7 +102,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/progress/
 	$(GO) run ./cmd/lachesis-ctldbench
 
-# The simulator's evaluation (docs/evaluation): ~6 minutes on 2 cores.
+# The simulator's evaluation (docs/evaluation): ~10 minutes on 2 cores.
 eval: commands
 	bash docs/evaluation/run.sh
 

@@ -29,6 +29,7 @@ func runSynergyJobs(args []string) error {
 	fs.Uint64Var(&w.Seed, "seed", 1, "seed of the draws")
 	fs.StringVar(&split, "split", "20,70,10", "percent of image, language and speech jobs")
 	fs.BoolVar(&w.MultiGPU, "multi-gpu", false, "draw GPU demands from the 1/2/4/8 mix instead of one GPU per job")
+	fs.StringVar(&w.Draws, "draws", trace.DrawsLachesis, drawsUsage)
 	fs.StringVar(&out, "o", "-", "output file (- for stdout)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +63,9 @@ func runSynergyJobs(args []string) error {
 	return nil
 }
 
+const drawsUsage = "random draws: " + trace.DrawsLachesis + " (our own stream) or " + trace.DrawsSynergy +
+	" (the very lists the Synergy simulator draws for the rate and seed, single-GPU only)"
+
 // runSynergyReplay is `lachesis-sim synergy-replay`: for every rate and
 // seed, generates the job list, replays it under each policy with
 // proportional and Synergy allocation, and reports the average JCT of the
@@ -73,7 +77,9 @@ func runSynergyReplay(args []string) error {
 	var rates, seeds, policies, reserves, profiles, split, out, fallbackAfter string
 	var parallel int
 	var multiGPU bool
+	var draws string
 	fs.BoolVar(&multiGPU, "multi-gpu", false, "draw GPU demands from the 1/2/4/8 mix instead of one GPU per job")
+	fs.StringVar(&draws, "draws", trace.DrawsLachesis, drawsUsage)
 	fs.StringVar(&rates, "rates", "9,12", "arrival rates, jobs per hour")
 	fs.StringVar(&seeds, "seeds", "1,2,3", "seeds of the job lists")
 	fs.StringVar(&split, "split", "20,70,10", "percent of image, language and speech jobs")
@@ -95,7 +101,7 @@ func runSynergyReplay(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
-	w := trace.SynergyWorkload{MultiGPU: multiGPU}
+	w := trace.SynergyWorkload{MultiGPU: multiGPU, Draws: draws}
 	if w.Split, err = parseSplit(split); err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@
 #     bash docs/evaluation/run.sh
 #
 # DATA (default: data, the repository's own copy) and OUT
-# (default: docs/evaluation/results) may be overridden. About 6 minutes on
+# (default: docs/evaluation/results) may be overridden. About 10 minutes on
 # 2 cores, plus about 10 for section 8 (GPU sharing). Everything but bench.txt (wall time, memory) is deterministic.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -144,6 +144,16 @@ synergy synergy-joblists-start -rates 6,9,12 -seeds 42,1,2,3,4,5,6,7,8 -policies
 	-out "$OUT/synergy-joblists-start"
 synergy synergy-joblists-start-las -rates 9,12 -seeds 42,1,2,3,4,5,6,7,8 -policies las -reserves 1 \
 	-out "$OUT/synergy-joblists-start-las"
+# 6c. The five lists of issue 24 as the Synergy simulator itself draws them
+#     (-draws synergy: CPython's generator seeded as its runner seeds it,
+#     the durations its runner ships; checked job for job against its own
+#     generator), under FIFO and 2D-LAS; then the bound where every job
+#     runs at its best case (nodes of 2,400 CPUs and 50,000 GB, so nothing
+#     is ever short; that run's proportional column is not a baseline).
+synergy synergy-joblists-exact -draws synergy -rates 6,9,12 -seeds 42,1,2 -policies fifo,las -reserves 1 \
+	-out "$OUT/synergy-joblists-exact"
+synergy synergy-joblists-exact-bound -draws synergy -rates 6,9,12 -seeds 42,1,2 -policies fifo -reserves 1 \
+	-cpus-per-node 2400 -mem-per-node 50000 -out "$OUT/synergy-joblists-exact-bound"
 
 # 5c. Issue 11's busy slice: the first 1,000 jobs of VC 6c71a0 on 8 x 4
 #     GPUs (offered load 1.8), real costs on (the simulator's defaults:

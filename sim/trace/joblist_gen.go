@@ -69,7 +69,23 @@ type SynergyWorkload struct {
 	// Split is the percentage of image, language and speech jobs; zero
 	// means DefaultSynergySplit.
 	Split [3]float64
+	// Draws picks the random draws: DrawsLachesis (the default, "") or
+	// DrawsSynergy.
+	Draws string
 }
+
+// The random draws a Synergy job list can be made with.
+const (
+	// DrawsLachesis draws the rules above from Go's PCG stream: a list of
+	// the same rate and seed is a different workload from the Synergy
+	// simulator's.
+	DrawsLachesis = "lachesis"
+	// DrawsSynergy makes the very list the Synergy simulator runs for a
+	// rate and seed under its default single-GPU workload (runner.py
+	// --cluster_job_log, the "Philly-derived" lists of the paper's Fig. 8);
+	// see generateSynergyDraws.
+	DrawsSynergy = "synergy"
+)
 
 // DefaultSynergySplit is the paper's default class split: 20% image, 70%
 // language, 10% speech.
@@ -113,6 +129,17 @@ func (w SynergyWorkload) validate() error {
 	if sum <= 0 {
 		return fmt.Errorf("%w: split %v sums to 0", ErrBadWorkload, w.Split)
 	}
+	switch w.Draws {
+	case "", DrawsLachesis:
+	case DrawsSynergy:
+		if w.MultiGPU {
+			// Its multi-GPU lists take each job's GPUs from the Philly
+			// trace, which is not here.
+			return fmt.Errorf("%w: the Synergy simulator's draws have no multi-GPU mix", ErrBadWorkload)
+		}
+	default:
+		return fmt.Errorf("%w: draws %q, want %q or %q", ErrBadWorkload, w.Draws, DrawsLachesis, DrawsSynergy)
+	}
 	return nil
 }
 
@@ -121,6 +148,9 @@ func (w SynergyWorkload) validate() error {
 func GenerateSynergyJobs(w SynergyWorkload) (*Trace, error) {
 	if err := w.validate(); err != nil {
 		return nil, err
+	}
+	if w.Draws == DrawsSynergy {
+		return generateSynergyDraws(w)
 	}
 	// One stream, drawn in a fixed order per job (arrival, duration, GPUs),
 	// so a list is a prefix of any longer list with the same seed. The
@@ -184,4 +214,75 @@ func WriteJobList(w io.Writer, t *Trace) error {
 		fmt.Fprintf(bw, "%d,%s,%d,%s,%s\n", j.ID, strconv.FormatFloat(j.Submit, 'f', -1, 64), j.GPUs, strconv.FormatFloat(j.Duration, 'f', -1, 64), j.Model)
 	}
 	return bw.Flush()
+}
+
+// synergyDurationSeed seeds the durations of the Synergy simulator's
+// single-GPU lists whatever the list's seed: its runner loads them from a
+// file that ships with it (philly_jobs_sum_attempts_exp_single.pickle),
+// drawn once by its Philly parser after random.seed(42), two draws per job
+// in turn.
+const synergyDurationSeed = 42
+
+// generateSynergyDraws draws a job list as the Synergy simulator
+// (msr-fiddle/synergy, simulator/runner.py, jobs/workload.py,
+// jobs/model_zoo.py, helpers/utils.py) does for its default single-GPU
+// workload, with CPython's generator (pyRandom):
+//
+//   - Durations come from a fixed stream (synergyDurationSeed), Gavel's
+//     rule as above: u = random(); 60·10^uniform(3, 4) seconds if
+//     u >= 0.8, else 60·10^uniform(1.5, 3). They do not depend on the
+//     list's seed.
+//   - The list's seed seeds a second stream. For each job in turn:
+//     inter-arrival ceil(-ln(1 - random()) / rate · 3600) seconds after
+//     the previous job (the first after 0), then one randint(0, 9) whose
+//     value is not used (the model zoo draws it whatever the assignment, so
+//     it only advances the stream).
+//   - The class is the one with the highest priority, percent/100 minus
+//     its share of the jobs so far, ties to image, then language, then
+//     speech; priorities start at 0, so the first job is an image job.
+//     Within a class, models go round-robin (SynergyTaskModels).
+//   - One GPU per job.
+//
+// The Synergy simulator then runs a job for whole iterations of its
+// model's iteration time, int(duration / iteration time) of them, which
+// shortens it by less than one iteration (under a second); the list keeps
+// the drawn duration. Submit times are shifted so that the first job is
+// at 0, as every list here is.
+func generateSynergyDraws(w SynergyWorkload) (*Trace, error) {
+	durations := newPyRandom(synergyDurationSeed)
+	arrivals := newPyRandom(w.Seed)
+	split := w.split()
+	var priority [3]float64
+	var classJobs, nextModel [3]int
+	t := &Trace{Name: fmt.Sprintf("synergy-draws-%gjph-seed%d", w.JobsPerHour, w.Seed), Jobs: make([]Job, 0, w.Jobs)}
+	var submit float64
+	for i := range w.Jobs {
+		hours := -math.Log(1.0-arrivals.Random()) / w.JobsPerHour
+		submit += math.Ceil(hours * 60 * 60)
+		arrivals.RandInt(0, len(SynergyTaskModels[0].Models)+len(SynergyTaskModels[1].Models)+len(SynergyTaskModels[2].Models)-1)
+
+		var exp float64
+		if durations.Random() >= 1-gavelLongProb {
+			exp = durations.Uniform(gavelLongLo, gavelLongHi)
+		} else {
+			exp = durations.Uniform(gavelShortLo, gavelShortH)
+		}
+		duration := 60 * math.Pow(10, exp)
+
+		best := 0
+		for c := 1; c < len(priority); c++ {
+			if priority[c] > priority[best] {
+				best = c
+			}
+		}
+		models := SynergyTaskModels[best].Models
+		model := models[nextModel[best]%len(models)]
+		nextModel[best]++
+		classJobs[best]++
+		for c := range priority {
+			priority[c] = split[c]/100 - float64(classJobs[c])/float64(i+1)
+		}
+		t.Jobs = append(t.Jobs, Job{ID: uint32(i), Submit: submit, GPUs: 1, Duration: duration, Model: model})
+	}
+	return t, t.Normalise()
 }

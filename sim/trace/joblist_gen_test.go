@@ -176,6 +176,8 @@ func TestGenerateSynergyJobsRefusesBadWorkloads(t *testing.T) {
 		{"no jobs is refused", SynergyWorkload{JobsPerHour: 9}},
 		{"negative share is refused", SynergyWorkload{JobsPerHour: 9, Jobs: 10, Split: [3]float64{-1, 50, 51}}},
 		{"NaN share is refused", SynergyWorkload{JobsPerHour: 9, Jobs: 10, Split: [3]float64{math.NaN(), 50, 50}}},
+		{"unknown draws are refused", SynergyWorkload{JobsPerHour: 9, Jobs: 10, Draws: "numpy"}},
+		{"Synergy's draws with the multi-GPU mix are refused", SynergyWorkload{JobsPerHour: 9, Jobs: 10, Draws: DrawsSynergy, MultiGPU: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,5 +185,67 @@ func TestGenerateSynergyJobsRefusesBadWorkloads(t *testing.T) {
 				t.Fatalf("err = %v, want ErrBadWorkload", err)
 			}
 		})
+	}
+}
+
+// The reference values below are the Synergy simulator's own generator's
+// output (msr-fiddle/synergy at 1bb2bed, simulator/: Workload with
+// --cluster_job_log, seeded with random.seed(seed), generate_next_job at
+// each previous arrival, its shipped durations file rebuilt by its own
+// Philly parser after random.seed(42); Python 3.11, run outside this
+// repository). Its arrival times are before the shift that puts the first
+// job at 0: 409 s for 9 jobs/h seed 42, 58 s for seed 1, 307 s for 12
+// jobs/h seed 42. All 12,000 jobs of each of the five lists of issue 24
+// were compared: IDs, arrivals, GPUs and models equal, durations within
+// 5e-16 (Go's math.Pow against C's pow).
+func TestSynergyDrawsAreTheSynergySimulatorsLists(t *testing.T) {
+	type ref struct {
+		id       uint32
+		submit   float64
+		duration float64
+		model    string
+	}
+	cases := []struct {
+		rate float64
+		seed uint64
+		jobs []ref
+	}{
+		{9, 42, []ref{
+			{0, 409 - 409, 2068.5564791406746, "alexnet"},
+			{1, 951 - 409, 4101.732724304978, "gnmt"},
+			{2, 1053 - 409, 19642.668237323694, "transformer"},
+			{4000, 1584299 - 409, 42811.572860821616, "alexnet"},
+			{4999, 1986951 - 409, 2440.726424754009, "transformer"},
+		}},
+		{9, 1, []ref{
+			{1, 176 - 58, 4101.732724304978, "gnmt"},
+			{2, 749 - 58, 19642.668237323694, "transformer"},
+			{4000, 1565823 - 58, 42811.572860821616, "alexnet"},
+			{4999, 1958778 - 58, 2440.726424754009, "transformer"},
+		}},
+		{12, 42, []ref{
+			{1, 713 - 307, 4101.732724304978, "gnmt"},
+			{4000, 1188684 - 307, 42811.572860821616, "alexnet"},
+			{4999, 1490799 - 307, 2440.726424754009, "transformer"},
+		}},
+	}
+	for _, tc := range cases {
+		tr := genOK(t, SynergyWorkload{JobsPerHour: tc.rate, Jobs: 5000, Seed: tc.seed, Draws: DrawsSynergy})
+		for _, r := range tc.jobs {
+			j := tr.Jobs[r.id]
+			if j.ID != r.id || j.Submit != r.submit || j.Model != r.model || j.GPUs != 1 ||
+				math.Abs(j.Duration-r.duration) > 1e-12*r.duration {
+				t.Errorf("%g jobs/h seed %d: job %d = %+v, want submit %v, duration %v, %s, 1 GPU", tc.rate, tc.seed, r.id, j, r.submit, r.duration, r.model)
+			}
+		}
+	}
+	// Its first thirteen models: image first (all priorities start at 0),
+	// then the class furthest below its share, round-robin inside it.
+	tr := genOK(t, SynergyWorkload{JobsPerHour: 9, Jobs: 13, Seed: 42, Draws: DrawsSynergy})
+	want := []string{"alexnet", "gnmt", "transformer", "m5", "lstm", "gnmt", "res18", "transformer", "lstm", "gnmt", "res50", "transformer", "lstm"}
+	for i, w := range want {
+		if tr.Jobs[i].Model != w {
+			t.Fatalf("job %d: model %s, want %s (all: %v)", i, tr.Jobs[i].Model, w, tr.Jobs)
+		}
 	}
 }
