@@ -154,6 +154,9 @@ func (e *engine) loop() error {
 		t := min(tc, ta, tp)
 		if !math.IsInf(t, 1) {
 			e.accts.advance(t, e.pending > 0)
+			if e.sh != nil {
+				e.idle(t)
+			}
 		}
 		switch {
 		case math.IsInf(t, 1):

@@ -402,3 +402,38 @@ func TestSharingUsefulUtilisationCountsSpeedRelativeToAlone(t *testing.T) {
 		t.Errorf("useful utilisation %.6f, want %.6f", got, want)
 	}
 }
+
+// Idle GPU time is split by what waited meanwhile: a two-GPU
+// opportunistic job waits 1000 s beside a one-GPU guaranteed job (it never
+// preempts), one GPU idle; then both GPUs idle to the window's end.
+func TestSharingIdleWhileAnOpportunisticJobWaits(t *testing.T) {
+	tr := &Trace{Name: "idle", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		sjob(2, 0, 100, "guest", sharing.Opportunistic),
+		sjob(3, 2000, 10, "host", sharing.Guaranteed),
+	}}
+	tr.Jobs[1].GPUs = 2
+	c := sharedGPU(pairs(t, 0.02), false, 1e6)
+	c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
+	for _, on := range []bool{true, false} {
+		c.Sharing.On = on
+		r, err := Run(c, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.Sharing
+		if got := byID(r, 2).FirstStart; got != 1000 {
+			t.Fatalf("on=%v: the two-GPU job started at %v, want 1000", on, got)
+		}
+		// 1000 s × 1 GPU + 900 s × 2 GPUs of 2000 s × 2 GPUs.
+		oppWait, guarWait := 0.25, 0.0
+		if !on {
+			// Off, the same job is an ordinary one waiting.
+			oppWait, guarWait = 0, 0.25
+		}
+		if math.Abs(s.IdleUtil-0.7) > 1e-9 || math.Abs(s.IdleOppWaiting-oppWait) > 1e-9 || math.Abs(s.IdleGuarWaiting-guarWait) > 1e-9 {
+			t.Errorf("on=%v: idle %v, while an opportunistic job waits %v, while a guaranteed one waits %v; want 0.7, %v, %v",
+				on, s.IdleUtil, s.IdleOppWaiting, s.IdleGuarWaiting, oppWait, guarWait)
+		}
+	}
+}

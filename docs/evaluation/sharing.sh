@@ -26,7 +26,7 @@ mkdir -p "$OUT/sharing"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rows=$OUT/sharing/rows.csv
-echo "slice,load,gpus,mix,seed,promote_after,policy,guaranteed_jct_ratio,useful_util_off,useful_util_on,alloc_util_off,alloc_util_on,work_ratio,guaranteed_jct_off_s,guaranteed_jct_on_s,guaranteed_first_start_off_s,guaranteed_first_start_on_s,opp_jct_off_s,opp_jct_on_s,opp_first_start_off_s,opp_first_start_on_s,opp_done_in_window_off,opp_done_in_window_on,evicted,reverted,host_preempted,moved,promoted,pairs" > "$rows"
+echo "slice,load,gpus,mix,seed,promote_after,policy,guaranteed_jct_ratio,useful_util_off,useful_util_on,alloc_util_off,alloc_util_on,work_ratio,guaranteed_jct_off_s,guaranteed_jct_on_s,guaranteed_first_start_off_s,guaranteed_first_start_on_s,opp_jct_off_s,opp_jct_on_s,opp_first_start_off_s,opp_first_start_on_s,opp_done_in_window_off,opp_done_in_window_on,evicted,reverted,host_preempted,moved,promoted,pairs,idle_util_off,idle_util_on,idle_while_guar_waits_off,idle_while_guar_waits_on,idle_while_opp_waits_on" > "$rows"
 
 # row SLICE LOAD GPUS MIX SEED PROMOTE: appends the on/off pairs of $tmp/summary.json.
 row() {
@@ -45,7 +45,8 @@ for label,off in runs.items():
         on['work_gpu_hours']/off['work_gpu_hours'], g0['avg_jct_s'], g1['avg_jct_s'],
         g0['avg_first_start_s'], g1['avg_first_start_s'], o0['avg_jct_s'], o1['avg_jct_s'],
         o0['avg_first_start_s'], o1['avg_first_start_s'], o0['finished_in_window'], o1['finished_in_window'],
-        on['evicted'], on['reverted'], on['host_preempted'], on['moved'], on['promoted'], on['pairs']]]))
+        on['evicted'], on['reverted'], on['host_preempted'], on['moved'], on['promoted'], on['pairs'],
+        off['idle_util'], on['idle_util'], off['idle_while_guar_waits'], on['idle_while_guar_waits'], on['idle_while_opp_waits']]]))
 PY
 }
 
@@ -116,8 +117,8 @@ for r in rows:
     sl=r['slice']
     key=(r['mix'],r['promote_after'],r['policy'],'week' if sl.startswith('week') else 'month' if sl.startswith('month') else 'learn' if 'learn' in sl else 'VCs')
     by[key].append(r)
-print('| requests | promote_after | policy | slices | runs | guaranteed JCT on/off: mean | worst (slice, load, seed) | runs above 1.05 | useful util off → on (mean) | runs where it rose | worst change (points) | work on/off (mean) | runs where it rose | worst | guar. first start off → on (mean, h) | opp. JCT off → on (mean, h) | opp. first start off → on (mean, h) | reverted | promoted (mean) |')
-print('|---|---|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|')
+print('| requests | promote_after | policy | slices | runs | guaranteed JCT on/off: mean | worst (slice, load, seed) | runs above 1.05 | useful util off → on (mean) | runs where it rose | worst change (points) | work on/off (mean) | runs where it rose | worst | guar. first start off → on (mean, h) | opp. JCT off → on (mean, h) | opp. first start off → on (mean, h) | reverted | promoted (mean) | idle while an opp. job waits, on (mean; most, points) |')
+print('|---|---|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|')
 for k in sorted(by):
     v=by[k]; n=len(v)
     rat=[float(r['guaranteed_jct_ratio']) for r in v]
@@ -131,6 +132,7 @@ for k in sorted(by):
           f"{100*mean('useful_util_off'):.1f}% → {100*mean('useful_util_on'):.1f}% | {rose}/{n} | {du:+.2f} | {mean('work_ratio'):.3f} | {wrose}/{n} | {wmin:.4f} | "
           f"{mean('guaranteed_first_start_off_s')/3600:.2f} → {mean('guaranteed_first_start_on_s')/3600:.2f} | "
           f"{mean('opp_jct_off_s')/3600:.1f} → {mean('opp_jct_on_s')/3600:.1f} | {mean('opp_first_start_off_s')/3600:.2f} → {mean('opp_first_start_on_s')/3600:.2f} | "
-          f"{sum(int(r['reverted']) for r in v)} | {mean('promoted'):.0f} |")
+          f"{sum(int(r['reverted']) for r in v)} | {mean('promoted'):.0f} | "
+          f"{100*mean('idle_while_opp_waits_on'):.2f}; {100*max(float(r['idle_while_opp_waits_on']) for r in v):.2f} |")
 PY
 cat "$OUT/sharing/summary.md"
