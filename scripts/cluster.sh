@@ -358,6 +358,11 @@ cluster_down() {
   local -a slurmd_pids=("$run"/slurmd-*.pid)
   [[ -e ${slurmd_pids[0]} ]] || slurmd_pids=()
   stop_daemon slurmd "$conf" slurmds "${slurmd_pids[@]}"
+  # A step whose processes would not die outlives slurmd ("STEPD
+  # TERMINATED ... DUE TO JOB NOT ENDING WITH SIGNALS" and then waiting on
+  # a slurmd that is gone); it has no pid file, but slurmd's environment,
+  # SLURM_CONF included.
+  stop_daemon slurmstepd "env:SLURM_CONF=$conf" slurmstepds
   stop_daemon slurmctld "$conf" slurmctld "$ctld_pid"
   # After slurmctld, which sends its last records (node and cluster events)
   # to slurmdbd on shutdown; MariaDB after slurmdbd for the same reason.
