@@ -265,6 +265,20 @@ func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) st
 		h.id, h.model, pct(s.Of), src, pct(rules.MaxSlowdown))
 }
 
+// heldByItsExclusion: a pending opportunistic job that Slurm holds
+// (priority 0) while Lachesis keeps it off nodes. When the exclusion
+// leaves the job no node, Slurm's scheduler marks it non-runnable and sets
+// its priority to 0 (job_scheduler.c, FAIL_BAD_CONSTRAINTS), so the pass
+// no longer ranks it. It is still a waiting guest: its exclusion stays
+// while the reason lasts and is lifted when it ends, which makes Slurm
+// rank it again (an ExcNodeList update resets its priority). Taken for a
+// job that no longer waits, its nodes were lifted at once and set again
+// at the next pass, one update per pass. Caller holds usage.mu.
+func (c *Core) heldByItsExclusion(s *Snapshot) bool {
+	ex := c.usage.intro.excl[s.ID]
+	return s.Held && ex != nil && len(ex.ours) > 0 && c.cfg.Sharing.Opportunistic(s.Partition)
+}
+
 // noteWaiting is the pass's record of a pending job (observeUsage):
 // opportunistic ones are judged, and an exclusion of any pending job is
 // kept alive. Caller holds usage.mu.

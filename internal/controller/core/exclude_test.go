@@ -413,3 +413,38 @@ func TestAGuestNotJudgedInAPassKeepsItsExclusion(t *testing.T) {
 		}
 	}
 }
+
+// Slurm holds a job that its ExcNodeList leaves no node (priority 0,
+// FAIL_BAD_CONSTRAINTS). The guest still waits for its host to end: its
+// exclusion stays, with no update per pass, and is lifted once the host
+// has ended (seen on the loopback cluster: lifted and set again at every
+// other pass).
+func TestAGuestSlurmHoldsForItsExclusionKeepsItUntilTheHostEnds(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	got := runPair(t, c, owner, mallory, 10, 5)
+	if len(got) != 1 {
+		t.Fatalf("requeues %+v, want one", got)
+	}
+	c.usage.intro.queue <- got[0]
+	drain(t, c, sj)
+	host := shardJob(1, owner, "gpu", "resnet")
+	held := waitingGuestJob(2, mallory, "lstm")
+	held.Held = true
+	for now := int64(1100); now < 1110; now++ {
+		pass(c, now, host, held)
+		if got := drain(t, c, sj); len(got) != 0 {
+			t.Fatalf("pass at %d sent %+v while the host still runs", now, got)
+		}
+	}
+	if l := sj.list(2); l != "n1" || strings.Contains(buf.String(), "may run on node") {
+		t.Fatalf("ExcNodeList %q, want n1 kept; log:\n%s", l, buf.String())
+	}
+	pass(c, 1120, held) // the host has ended
+	drain(t, c, sj)
+	if l := sj.list(2); l != "" {
+		t.Fatalf("after the host ended ExcNodeList %q, want it lifted", l)
+	}
+}

@@ -254,7 +254,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 			j.seen = u.pass
 		}
 		if s.State == StatePending {
-			c.noteWaiting(s, out[i].Opportunistic)
+			c.noteWaiting(s, out[i].Opportunistic || c.heldByItsExclusion(s))
 		}
 		if s.State != StateRunning && s.State != StateSuspended {
 			continue
