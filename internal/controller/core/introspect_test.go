@@ -159,15 +159,7 @@ func runPair(t *testing.T, c *Core, hostUID, guestUID uint32, soloIters, sharedI
 		c.ReportUsage(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
 	}
 	pass(c, 1090, host, guest)
-	var got []requeueRequest
-	for {
-		select {
-		case r := <-c.usage.intro.queue:
-			got = append(got, r)
-		default:
-			return got
-		}
-	}
+	return drainRequeues(c)
 }
 
 func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t *testing.T) {
