@@ -25,6 +25,23 @@ func (e *agentEnv) asTestUser(args ...string) (string, error) {
 	return string(out), err
 }
 
+// sbatchAsTestUser submits a batch job as the test user from e.work
+// (`sbatch --parsable -D e.work args...`), fails t if Slurm refuses it,
+// and cancels it when t ends.
+func (e *agentEnv) sbatchAsTestUser(t *testing.T, args ...string) uint32 {
+	t.Helper()
+	out, err := e.asTestUser(append([]string{"sbatch", "--parsable", "-D", e.work}, args...)...)
+	if err != nil {
+		t.Fatalf("sbatch: %v\n%s", err, out)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(strings.SplitN(out, ";", 2)[0]), 10, 32)
+	if err != nil {
+		t.Fatalf("sbatch said %q", out)
+	}
+	t.Cleanup(func() { e.c.Run("scancel", strconv.Itoa(int(id))) })
+	return uint32(id)
+}
+
 // Issue 20 item 1: the sweep runs inside a Slurm job of the user who asked
 // (submitted by the CLI itself with srun), in that job's cgroups: its
 // memory cgroup (whose limit holds) and a cpuset below the job's own; the

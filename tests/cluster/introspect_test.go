@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,16 +107,7 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	}
 	sbatch := func(args ...string) uint32 {
 		t.Helper()
-		out, err := e.asTestUser(append([]string{"sbatch", "--parsable", "-D", e.work}, args...)...)
-		if err != nil {
-			t.Fatalf("sbatch: %v\n%s", err, out)
-		}
-		id, err := strconv.ParseUint(strings.TrimSpace(strings.SplitN(out, ";", 2)[0]), 10, 32)
-		if err != nil {
-			t.Fatalf("sbatch said %q", out)
-		}
-		t.Cleanup(func() { e.c.Run("scancel", strconv.Itoa(int(id))) })
-		return uint32(id)
+		return e.sbatchAsTestUser(t, args...)
 	}
 	// The job's model key (job_submit/synergy's: its comment's model=)
 	// is the model the synthetic job runs as.

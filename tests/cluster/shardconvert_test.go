@@ -44,16 +44,7 @@ func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
 	synth := filepath.Join(e.bin, "lachesis-synth")
 	sbatch := func(args ...string) uint32 {
 		t.Helper()
-		out, err := e.asTestUser(append([]string{"sbatch", "--parsable", "-D", e.work, "-o", "/dev/null"}, args...)...)
-		if err != nil {
-			t.Fatalf("sbatch: %v\n%s", err, out)
-		}
-		id, err := strconv.ParseUint(strings.TrimSpace(strings.SplitN(out, ";", 2)[0]), 10, 32)
-		if err != nil {
-			t.Fatalf("sbatch said %q", out)
-		}
-		t.Cleanup(func() { e.c.Run("scancel", strconv.Itoa(int(id))) })
-		return uint32(id)
+		return e.sbatchAsTestUser(t, append([]string{"-o", "/dev/null"}, args...)...)
 	}
 	// A measured job: the synthetic training job driving its fake GPU at
 	// util percent for about 8 s (the agent samples every second).
