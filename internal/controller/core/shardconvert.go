@@ -344,7 +344,7 @@ func oneWholeGPU(req synergy.Request) bool {
 func shardsPerGPU(nodes []synergy.Node) int {
 	per := 0
 	for _, n := range nodes {
-		g, err := gres.GPUs(n.Gres)
+		g, err := gres.NodeGPUs(n.Gres)
 		if err != nil || g == 0 {
 			continue
 		}

@@ -20,21 +20,49 @@ const MaxCount = 1 << 20
 // Accepted entry forms: "gres:gpu", "gres:gpu:N", "gres:gpu:TYPE:N",
 // "gres/gpu", "gres/gpu:TYPE", "gres/gpu=N", "gres/gpu:TYPE=N", "gpu:N" and
 // "gpu:TYPE:N" (the last two as a user would type them after --gres).
-func GPUs(s string) (uint64, error) { return count(s, "gpu") }
+func GPUs(s string) (uint64, error) { return count(s, "gpu", false) }
 
-// Shards returns the number of gres/shard a comma-separated gres string
-// names (a node's configured gres, e.g. "gpu:2,shard:8"), in the forms
-// GPUs accepts with "shard" for "gpu".
-func Shards(s string) (uint64, error) { return count(s, "shard") }
+// NodeGPUs returns the number of GPUs a node's gres string names (node_ptr->gres,
+// scontrol's Gres=, sinfo's %G): the forms GPUs accepts, and also those
+// slurmctld writes back once gres.conf gives the GPUs' cores (gres.c,
+// _build_node_gres_str): a socket suffix "gpu:a100:4(S:0-1)" and a unit on
+// the count ("shard:1K" for 1024), or the index suffix of the gres-used
+// string ("gpu:tesla:2(IDX:0-1)", "(IDX:N/A)"). A suffix is checked, never
+// skipped blind: anything but a bounded list of indexes and ranges is an error.
+func NodeGPUs(s string) (uint64, error) { return count(s, "gpu", true) }
 
-// count sums the entries of s naming gres name.
-func count(s, name string) (uint64, error) {
+// Shards returns the number of gres/shard a node's comma-separated gres
+// string names (e.g. "gpu:2,shard:8", "gpu:2(S:0),shard:8(S:0)"), in the
+// forms NodeGPUs accepts with "shard" for "gpu".
+func Shards(s string) (uint64, error) { return count(s, "shard", true) }
+
+// maxSuffix bounds a node entry's "(S:...)"/"(IDX:...)" suffix; slurmctld
+// formats them into buffers of 256 and 64 bytes.
+const maxSuffix = 256
+
+// count sums the entries of s naming gres name; node allows the suffixes of
+// a node's gres string (NodeGPUs).
+func count(s, name string, node bool) (uint64, error) {
 	var total uint64
 	if strings.TrimSpace(s) == "" {
 		return 0, nil
 	}
-	for _, entry := range strings.Split(s, ",") {
-		n, isGPU, err := parseEntry(strings.TrimSpace(entry), name)
+	entries := strings.Split(s, ",")
+	if node {
+		var err error
+		if entries, err = splitNodeEntries(s); err != nil {
+			return 0, fmt.Errorf("%w: %q: %v", ErrSyntax, s, err)
+		}
+	}
+	for _, entry := range entries {
+		e := strings.TrimSpace(entry)
+		if node {
+			var err error
+			if e, err = trimNodeSuffix(e); err != nil {
+				return 0, fmt.Errorf("%w: %q: %v", ErrSyntax, entry, err)
+			}
+		}
+		n, isGPU, err := parseEntry(e, name, node)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %q: %v", ErrSyntax, entry, err)
 		}
@@ -48,7 +76,98 @@ func count(s, name string) (uint64, error) {
 	return total, nil
 }
 
-func parseEntry(e, name string) (count uint64, isGPU bool, err error) {
+// splitNodeEntries splits a node's gres string at the commas outside
+// parentheses: a socket list may hold commas ("gpu:4(S:0,2)").
+// Parentheses do not nest.
+func splitNodeEntries(s string) ([]string, error) {
+	var out []string
+	start, open := 0, -1
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			if open >= 0 {
+				return nil, errors.New("nested parenthesis")
+			}
+			open = i
+		case ')':
+			if open < 0 {
+				return nil, errors.New("unopened parenthesis")
+			}
+			open = -1
+		case ',':
+			if open < 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if open >= 0 {
+		return nil, errors.New("unclosed parenthesis")
+	}
+	return append(out, s[start:]), nil
+}
+
+// trimNodeSuffix drops a node entry's closing "(S:LIST)" or "(IDX:LIST)",
+// after checking it: LIST is indexes and index ranges ("0", "0-1", "0,2-3"),
+// or "N/A" after IDX. An entry with no suffix is returned as is.
+func trimNodeSuffix(e string) (string, error) {
+	i := strings.IndexByte(e, '(')
+	if i < 0 {
+		if strings.IndexByte(e, ')') >= 0 {
+			return "", errors.New("unopened parenthesis")
+		}
+		return e, nil
+	}
+	suffix := e[i:]
+	if len(suffix) > maxSuffix {
+		return "", fmt.Errorf("suffix longer than %d bytes", maxSuffix)
+	}
+	if !strings.HasSuffix(suffix, ")") || strings.Count(suffix, "(") != 1 || strings.Count(suffix, ")") != 1 {
+		return "", errors.New("text after the suffix")
+	}
+	body := suffix[1 : len(suffix)-1]
+	list, ok := strings.CutPrefix(body, "S:")
+	if !ok {
+		if list, ok = strings.CutPrefix(body, "IDX:"); !ok {
+			return "", fmt.Errorf("suffix %q is neither (S:...) nor (IDX:...)", suffix)
+		}
+		if list == "N/A" {
+			return e[:i], nil
+		}
+	}
+	if !indexList(list) {
+		return "", fmt.Errorf("suffix %q is not a list of indexes", suffix)
+	}
+	return e[:i], nil
+}
+
+// indexList reports whether l is a Slurm bitmap list: comma-separated
+// indexes and ranges "A-B" with A <= B.
+func indexList(l string) bool {
+	if l == "" {
+		return false
+	}
+	for _, r := range strings.Split(l, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.ParseUint(lo, 10, 32)
+		if err != nil {
+			return false
+		}
+		if isRange {
+			b, err := strconv.ParseUint(hi, 10, 32)
+			if err != nil || b < a {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unitMult is the multiplier of a count's unit as slurmctld writes it into
+// a node's gres string (gres.c, _get_suffix).
+var unitMult = map[byte]uint64{'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40, 'P': 1 << 50}
+
+func parseEntry(e, name string, node bool) (count uint64, isGPU bool, err error) {
 	if e == "" {
 		return 0, false, errors.New("empty entry")
 	}
@@ -86,14 +205,18 @@ func parseEntry(e, name string) (count uint64, isGPU bool, err error) {
 			return 0, true, errors.New("empty field")
 		}
 	}
+	mult := uint64(1)
+	if m, ok := unitMult[countStr[len(countStr)-1]]; node && ok && len(countStr) > 1 {
+		countStr, mult = countStr[:len(countStr)-1], m
+	}
 	n, err := strconv.ParseUint(countStr, 10, 64)
 	if err != nil {
 		return 0, true, fmt.Errorf("count %q is not a whole number", countStr)
 	}
-	if n > MaxCount {
-		return 0, true, fmt.Errorf("count %d is more than %d", n, MaxCount)
+	if n > MaxCount/mult {
+		return 0, true, fmt.Errorf("count %d×%d is more than %d", n, mult, MaxCount)
 	}
-	return n, true, nil
+	return n * mult, true, nil
 }
 
 // Request is a job's GPU request as Slurm holds it.

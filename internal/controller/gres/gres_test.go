@@ -2,6 +2,7 @@ package gres
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -67,17 +68,96 @@ func TestRequestTotal(t *testing.T) {
 	}
 }
 
+// TestNodeGPUs covers the node gres strings slurmctld writes back
+// (gres.c, _build_node_gres_str) once gres.conf ties GPUs to cores, and the
+// gres-used form with indexes: the suffix is read, a malformed one refused.
+func TestNodeGPUs(t *testing.T) {
+	cases := []struct {
+		name        string
+		in          string
+		gpus, shard uint64
+		err         bool
+	}{
+		{"plain count", "gpu:4", 4, 0, false},
+		{"socket range", "gpu:4(S:0-1)", 4, 0, false},
+		{"typed with one socket", "gpu:a100:4(S:0)", 4, 0, false},
+		{"socket list with a comma", "gpu:4(S:0,2),shard:16(S:0,2)", 4, 16, false},
+		{"gpu and shard both with sockets", "gpu:2(S:0),shard:8(S:0)", 2, 8, false},
+		{"two types on different sockets", "gpu:a:2(S:0),gpu:b:2(S:1)", 4, 0, false},
+		{"typed with sockets next to mps", "gpu:tesla:2(S:0-1),mps:200", 2, 0, false},
+		{"gres-used index suffix", "gpu:tesla:2(IDX:0-1)", 2, 0, false},
+		{"gres-used with nothing allocated", "gpu:tesla:0(IDX:N/A)", 0, 0, false},
+		{"count with a unit", "gpu:2,shard:1K", 2, 1024, false},
+		{"unit and socket", "gpu:2(S:0),shard:2K(S:0)", 2, 2048, false},
+		{"empty socket list is an error", "gpu:4(S:)", 0, 0, true},
+		{"unknown suffix is an error", "gpu:4(X:0)", 0, 0, true},
+		{"unclosed suffix is an error", "gpu:4(S:0", 0, 0, true},
+		{"unopened parenthesis is an error", "gpu:4S:0)", 0, 0, true},
+		{"nested suffix is an error", "gpu:4(S:(0))", 0, 0, true},
+		{"text after the suffix is an error", "gpu:4(S:0)x", 0, 0, true},
+		{"two suffixes are an error", "gpu:4(S:0)(S:1)", 0, 0, true},
+		{"backwards range is an error", "gpu:4(S:1-0)", 0, 0, true},
+		{"open range is an error", "gpu:4(S:0-)", 0, 0, true},
+		{"signed socket is an error", "gpu:4(S:+1)", 0, 0, true},
+		{"word for a socket is an error", "gpu:4(S:zero)", 0, 0, true},
+		{"overlong suffix is an error", "gpu:4(S:" + strings.Repeat("0,", 200) + "0)", 0, 0, true},
+		{"unit past the bound is an error", "gpu:2P", 0, 0, true},
+		{"unit alone is an error", "gpu:a:K", 0, 0, true},
+		{"unknown unit is an error", "gpu:4X", 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, gerr := NodeGPUs(c.in)
+			sh, serr := Shards(c.in)
+			if c.err {
+				// Shards skips gpu entries: give it the entry as a shard.
+				sh, serr = Shards(strings.ReplaceAll(c.in, "gpu", "shard"))
+				if !errors.Is(gerr, ErrSyntax) || !errors.Is(serr, ErrSyntax) {
+					t.Fatalf("NodeGPUs/Shards(%q) = %d, %v / %d, %v; want ErrSyntax", c.in, g, gerr, sh, serr)
+				}
+				return
+			}
+			if gerr != nil || serr != nil || g != c.gpus || sh != c.shard {
+				t.Fatalf("NodeGPUs/Shards(%q) = %d, %v / %d, %v; want %d / %d", c.in, g, gerr, sh, serr, c.gpus, c.shard)
+			}
+		})
+	}
+}
+
+// A job's request never carries a node's suffixes: Slurm refuses
+// "--gres=gpu:2(S:0)", and so does GPUs.
+func TestGPUsRefusesNodeSuffixInARequest(t *testing.T) {
+	for _, in := range []string{"gres:gpu:2(S:0)", "gpu:2(S:0-1)", "gres:gpu:1K"} {
+		if n, err := GPUs(in); !errors.Is(err, ErrSyntax) {
+			t.Errorf("GPUs(%q) = %d, %v; want ErrSyntax", in, n, err)
+		}
+	}
+}
+
 func FuzzGPUs(f *testing.F) {
-	for _, s := range []string{"gres:gpu:2", "gres/gpu:a100=4", "gpu", "gres:nic:1,gres:gpu:1", ":::", "gres:gpu:18446744073709551615"} {
+	for _, s := range []string{"gres:gpu:2", "gres/gpu:a100=4", "gpu", "gres:nic:1,gres:gpu:1", ":::", "gres:gpu:18446744073709551615",
+		"gpu:a100:4(S:0-1)", "gpu:2(S:0,2),shard:8(S:0,2)", "gpu:tesla:2(IDX:N/A)", "shard:1K(S:0)", "gpu:4((S:0)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := GPUs(s)
-		if err == nil && n > MaxCount {
-			t.Fatalf("GPUs(%q) = %d exceeds MaxCount without an error", s, n)
+		for _, read := range []struct {
+			name string
+			f    func(string) (uint64, error)
+		}{{"GPUs", GPUs}, {"NodeGPUs", NodeGPUs}, {"Shards", Shards}} {
+			n, err := read.f(s)
+			if err == nil && n > MaxCount {
+				t.Fatalf("%s(%q) = %d exceeds MaxCount without an error", read.name, s, n)
+			}
+			if err != nil && !errors.Is(err, ErrSyntax) {
+				t.Fatalf("%s(%q): error %v does not wrap ErrSyntax", read.name, s, err)
+			}
 		}
-		if err != nil && !errors.Is(err, ErrSyntax) {
-			t.Fatalf("GPUs(%q): error %v does not wrap ErrSyntax", s, err)
+		// A request string without parentheses is also a node string:
+		// what GPUs reads, NodeGPUs reads the same.
+		if n, err := GPUs(s); err == nil && !strings.ContainsAny(s, "()") {
+			if m, err := NodeGPUs(s); err != nil || m != n {
+				t.Fatalf("GPUs(%q) = %d but NodeGPUs = %d, %v", s, n, m, err)
+			}
 		}
 	})
 }

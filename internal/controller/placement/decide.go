@@ -305,7 +305,7 @@ func fewestNodes(info []nodeInfo, f fitter) (int, uint64) {
 func describeNodes(prefix string, nodes []Node) []nodeInfo {
 	out := make([]nodeInfo, 0, len(nodes))
 	for _, n := range nodes {
-		g, err := gres.GPUs(n.Gres)
+		g, err := gres.NodeGPUs(n.Gres)
 		if err != nil {
 			g = 0
 		}

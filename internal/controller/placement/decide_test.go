@@ -79,6 +79,9 @@ func TestDecide(t *testing.T) {
 		{"job needing more nodes than type a has gets no preference", table(), with(job("fast_on_a", "4"), func(r *Request) { r.GPU.Nodes = 4 }), twoTypes, "", 0, "cannot hold"},
 		{"sensitive job with a node cap keeps it", table(), with(job("fast_on_a", "4"), func(r *Request) { r.MaxNodes = 3 }), twoTypes, "gpu_a", 0, "prefers"},
 		{"cap counts the GPUs CPUs let a node hold", table(), with(job("fast_on_a", "4"), func(r *Request) { r.CPUsPerTRES = "gres:gpu:8" }), twoTypes, "", 4, "at most 4 node(s) of up to 1"},
+		{"nodes whose gres carries sockets are sized the same", table(), job("fast_on_a", "4"), []Node{
+			{CPUs: 8, MemMB: 16000, Gres: "gpu:a:2(S:0-1)", Features: "gpu_a"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:a:2(S:0,1)", Features: "gpu_a"},
+			{CPUs: 8, MemMB: 16000, Gres: "gpu:b:2(S:0)", Features: "gpu_b"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:b:2(S:1)", Features: "gpu_b"}}, "gpu_a", 2, "at most 2 node(s)"},
 		{"single-GPU sensitive job is not capped", table(), job("fast_on_a", "1"), twoTypes, "gpu_a", 0, "prefers"},
 		{"model profiled on both types follows its profiles over the table", profiled, job("even", "1"), twoTypes, "gpu_a", 0, "speeds from its profiles"},
 		{"model profiled on both types but not in the table is steered", profiled, job("unlisted", "1"), twoTypes, "gpu_b", 0, "speeds from its profiles"},

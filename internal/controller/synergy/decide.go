@@ -191,7 +191,7 @@ func reject(err error) Decision {
 func mostGPUs(nodes []Node) int {
 	most := 0
 	for _, n := range nodes {
-		if ng, err := gres.GPUs(n.Gres); err == nil && n.CPUs > 0 {
+		if ng, err := gres.NodeGPUs(n.Gres); err == nil && n.CPUs > 0 {
 			most = max(most, int(ng))
 		}
 	}
@@ -211,7 +211,7 @@ type shape struct {
 func partitionShape(cfg Config, nodes []Node, g int) (shape, bool) {
 	s := shape{g: g, propCPUs: math.MaxInt, propMemMB: math.MaxUint64}
 	for _, n := range nodes {
-		ng, err := gres.GPUs(n.Gres)
+		ng, err := gres.NodeGPUs(n.Gres)
 		if err != nil || ng == 0 || int(ng) < g || n.CPUs <= 0 {
 			continue
 		}

@@ -102,6 +102,16 @@ func TestProportionalShareComesFromTheSmallestNode(t *testing.T) {
 	}
 }
 
+// Nodes whose gres string carries slurmctld's socket suffix are sized as
+// the same nodes without it.
+func TestProportionalShareReadsNodesWithSocketSuffixes(t *testing.T) {
+	nodes := []Node{{CPUs: 16, MemMB: 256000, Gres: "gpu:a100:4(S:0-1),shard:16(S:0,1)"}, {CPUs: 64, MemMB: 1 << 20, Gres: "gpu:4(S:0)"}}
+	d := Decide(cfg(), gpuJob("mystery", "4"), nodes, lookup)
+	if d.Action != Set || d.CPUsPerGPU != 4 || d.MemMBPerGPU != 64000 {
+		t.Fatalf("got %+v; want 4 CPUs, 64000 MB per GPU (16 CPUs, 256000 MB over 4 GPUs)", d)
+	}
+}
+
 func TestModelKeyIsBounded(t *testing.T) {
 	r := Request{Name: strings.Repeat("n", 1000), Comment: strings.Repeat("x ", 100000) + "model=late"}
 	if k := r.ModelKey(); len(k) != maxModelKey || strings.Contains(k, "late") {
