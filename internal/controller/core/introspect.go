@@ -311,6 +311,12 @@ func (c *Core) introspect(now int64) {
 	for _, v := range judgePairs(cfg, members) {
 		if !v.revert {
 			c.measurePair(v)
+			if in.asked[v.guest.id] {
+				// Its requeue is asked (by the memory bound this pass,
+				// or by a revert Slurm has not carried out yet): it is
+				// not kept. The speeds measured still hold.
+				continue
+			}
 			if h, ok := in.kept[v.guest.id]; !ok || h != v.host.id {
 				in.kept[v.guest.id] = v.host.id
 				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",

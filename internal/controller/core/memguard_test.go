@@ -210,3 +210,39 @@ func TestMemoryReportsCannotRequeueBeyondTheRule(t *testing.T) {
 		t.Fatalf("requeues %+v: only an opportunistic job with its own measured memory may be requeued", got)
 	}
 }
+
+// One pass, one word per guest: a guest the memory bound requeues is not
+// also logged as kept by introspection, though its neighbour ran within
+// max_slowdown beside it.
+func TestAGuestRequeuedForItsMemoryIsNotAlsoReportedKept(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	report := func(at int64, job, uid uint32, sharers int, iters, memMB float64) *wire.JobUsageReport {
+		r := shardReport(at, job, uid, "g0", sharers, 60, iters)
+		r.Jobs[0].GPUs[0].MemUsedMB, r.Jobs[0].GPUs[0].MemTotalMB = memMB, 81920
+		return r
+	}
+	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	pass(c, 1000, host)
+	for k := int64(1); k <= 3; k++ {
+		c.ReportUsage(report(1000+10*k, 1, owner, 1, 10, 60000))
+	}
+	pass(c, 1040, host, guest)
+	for k := int64(5); k <= 8; k++ {
+		c.ReportUsage(report(1000+10*k, 1, owner, 2, 9.9, 60000))
+		c.ReportUsage(report(1000+10*k, 2, mallory, 2, 3, 20000))
+	}
+	pass(c, 1090, host, guest)
+	if got := drainRequeues(c); len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
+		t.Fatalf("requeues %+v, want job 2 off n1 for its memory", got)
+	}
+	if !strings.Contains(buf.String(), "job 2 requeued: its GPU memory 20000 MiB") {
+		t.Fatalf("log lacks the memory requeue:\n%s", buf.String())
+	}
+	pass(c, 1100, host, guest) // still running: Slurm has not requeued it yet
+	if strings.Contains(buf.String(), "job 2 kept:") {
+		t.Fatalf("the requeued guest is also logged kept:\n%s", buf.String())
+	}
+}
