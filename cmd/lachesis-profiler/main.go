@@ -9,13 +9,16 @@
 //	lachesis-profiler publish MODEL (--user NAME | --id ID) [--db PATH]
 //	lachesis-profiler jobs    [--limit N] [--db PATH]
 //	lachesis-profiler idle    [--below PCT] [--for DURATION] [--db PATH]
+//	lachesis-profiler history [--limit N] [--db PATH]
 //
 // `profile` asks the node agent on this node to sweep COMMAND over CPU
 // counts, as you and inside a Slurm job of yours (outside one it submits
 // one with srun and runs itself there), and shows a progress bar with an
 // ETA; the agent delivers the profile to slurmctld. `list`, `show`, `missing`,
-// `jobs` (what each job did with its GPUs, as node agents measured it) and
-// `idle` (running jobs holding GPUs below a utilisation) read the
+// `jobs` (what each job did with its GPUs, as node agents measured it),
+// `idle` (running jobs holding GPUs below a utilisation) and `history`
+// (each user's history of each model, which decides whether their next
+// one-GPU job of it becomes shards) read the
 // controller's SQLite file read-only (run them on the slurmctld host; --db
 // defaults to db_path of the lachesis.yaml next to $SLURM_CONF or
 // /etc/slurm/slurm.conf). A profile sizes the jobs of the user who made it;
@@ -47,6 +50,7 @@ const usage = `usage:
   lachesis-profiler publish MODEL (--user NAME | --id ID) [--db PATH]   (root or SlurmUser)
   lachesis-profiler jobs    [--limit N] [--db PATH]
   lachesis-profiler idle    [--below PCT] [--for DURATION] [--db PATH]
+  lachesis-profiler history [--limit N] [--db PATH]
 Run "lachesis-profiler COMMAND -h" for a command's flags.
 `
 
@@ -78,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		"publish": cmdPublish,
 		"jobs":    cmdJobs,
 		"idle":    cmdIdle,
+		"history": cmdHistory,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -26,16 +26,25 @@ func dbFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", "", "the controller's SQLite file (default: db_path of lachesis.yaml next to $SLURM_CONF or /etc/slurm/slurm.conf)")
 }
 
+// controllerConfig is the controller's lachesis.yaml (the one next to
+// $SLURM_CONF or /etc/slurm/slurm.conf, or $LACHESIS_CONFIG) and its path;
+// a missing file is the defaults.
+func controllerConfig() (lconfig.Config, string, error) {
+	slurmConf := os.Getenv("SLURM_CONF")
+	if slurmConf == "" {
+		slurmConf = "/etc/slurm/slurm.conf"
+	}
+	path := lconfig.PathNextTo(slurmConf)
+	cfg, err := lconfig.Load(path)
+	return cfg, path, err
+}
+
 // dbPath is --db, else db_path of the lachesis.yaml next to slurm.conf.
 func dbPath(db string) (string, error) {
 	if db != "" {
 		return db, nil
 	}
-	slurmConf := os.Getenv("SLURM_CONF")
-	if slurmConf == "" {
-		slurmConf = "/etc/slurm/slurm.conf"
-	}
-	cfg, err := lconfig.Load(lconfig.PathNextTo(slurmConf))
+	cfg, _, err := controllerConfig()
 	if err != nil {
 		return "", fmt.Errorf("finding the controller's database: %w (or pass --db)", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	lconfig "github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
@@ -120,11 +119,7 @@ func cmdIdle(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if math.IsNaN(*below) || *after < 0 {
-		slurmConf := os.Getenv("SLURM_CONF")
-		if slurmConf == "" {
-			slurmConf = "/etc/slurm/slurm.conf"
-		}
-		cfg, err := lconfig.Load(lconfig.PathNextTo(slurmConf))
+		cfg, _, err := controllerConfig()
 		if err != nil {
 			return fmt.Errorf("reading the idle rule: %w (or pass --below and --for)", err)
 		}

@@ -122,6 +122,32 @@ type ShardConvert struct {
 // Enabled reports whether jobs are ever converted.
 func (s ShardConvert) Enabled() bool { return s.BelowPct > 0 }
 
+// Why a user's history of a model keeps their next one-GPU job whole
+// (ShardConvert.JudgeHistory), as slurmctld's log and `lachesis-profiler
+// history` name it.
+const (
+	ConvertFewJobs = "few_jobs" // fewer than convert_min_jobs measured
+	ConvertBusy    = "busy"     // a remembered job peaked at or above convert_below_pct
+	ConvertMemory  = "memory"   // ... or at or above convert_mem_below_mb
+)
+
+// JudgeHistory is what a user's history of a model (jobs measured, the
+// highest of their peak utilisations in percent, the most GPU memory any
+// held) says of the rewrite: "" when it allows it, else why not. The rule
+// is on (Enabled) or the answer means nothing; the request and the nodes
+// decide the rest (core/shardconvert.go).
+func (s ShardConvert) JudgeHistory(jobs int, utilPeak, memPeakMB float64) string {
+	switch {
+	case jobs < s.MinJobs:
+		return ConvertFewJobs
+	case !(utilPeak < s.BelowPct):
+		return ConvertBusy
+	case !(memPeakMB < float64(s.MemBelowMB)):
+		return ConvertMemory
+	}
+	return ""
+}
+
 // Bounds of the sharing.convert_* keys. MaxConvertMinJobs is the history
 // the core keeps per user and model (core/shardconvert.go).
 const (

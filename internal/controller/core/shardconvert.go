@@ -252,10 +252,10 @@ const (
 	shardsNotOneGPU     = "not_one_gpu"   // anything but one untyped GPU on one node, one task
 	shardsOptedOut      = "opted_out"     // --comment=whole_gpu or --exclusive
 	shardsNoShards      = "no_shards"     // a GPU node of the partition has no shards, or they differ
-	shardsFewJobs       = "few_jobs"      // fewer than convert_min_jobs measured
-	shardsBusy          = "busy"          // a remembered job peaked at or above convert_below_pct
-	shardsMemory        = "memory"        // ... or at or above convert_mem_below_mb
-	shardsNoRoom        = "no_room"       // the host's shards would be all of the GPU's
+	shardsFewJobs       = config.ConvertFewJobs
+	shardsBusy          = config.ConvertBusy
+	shardsMemory        = config.ConvertMemory
+	shardsNoRoom        = "no_room" // the host's shards would be all of the GPU's
 )
 
 // shardPlan is decideShards' answer.
@@ -288,15 +288,7 @@ func decideShards(conv config.ShardConvert, opportunistic bool, req synergy.Requ
 		p.Outcome = shardsNoShards
 		return p
 	}
-	switch {
-	case hist.Jobs < conv.MinJobs:
-		p.Outcome = shardsFewJobs
-	case !(hist.UtilPeak < conv.BelowPct):
-		p.Outcome = shardsBusy
-	case !(hist.MemPeakMB < float64(conv.MemBelowMB)):
-		p.Outcome = shardsMemory
-	}
-	if p.Outcome != "" {
+	if p.Outcome = conv.JudgeHistory(hist.Jobs, hist.UtilPeak, hist.MemPeakMB); p.Outcome != "" {
 		return p
 	}
 	s := p.ShardsPerGPU
