@@ -206,9 +206,11 @@ typedef struct lachesis_prio {
 	/* Pass, waiting jobs: when not empty, why a preemption the job asked
 	 * for lately was refused (min_run, max_per_job, queue_gap), or, for
 	 * an opportunistic job, that it waits for GPUs no guaranteed job
-	 * needs and when it is upgraded (starts with
-	 * LACHESIS_REASON_PREFIX). The plugin shows it as the job's
-	 * reason (state_desc) while Slurm says it waits for resources. */
+	 * needs, when it is upgraded and the node Lachesis keeps it off
+	 * (starts with LACHESIS_REASON_PREFIX). The plugin shows it as the
+	 * job's reason (state_desc) while Slurm says it waits for resources,
+	 * or, for a guest whose exclusion leaves it no node, that its
+	 * constraints fit none (BadConstraints). */
 	char     blocked[128];
 	/* Pass, running jobs: when not empty, the job's GPU use so far as
 	 * node agents measured it (core/usage.go), one segment from

@@ -255,7 +255,9 @@ static bool _long_finished(job_record_t *job_ptr)
 /* Shows why, by Lachesis's preemption rule, a waiting job could not take a
  * running job's GPUs (why: the core's reason, "" for none) as its
  * state_desc, which squeue and scontrol show in place of the reason code.
- * Only while Slurm says the job waits for resources, and never over a
+ * Only while Slurm says the job waits for resources, or, for a guest that
+ * Lachesis's exclusion leaves no node (the core gives a held job a reason
+ * only then), that its constraints fit no node; and never over a
  * description Slurm or an admin wrote: only one of ours (it starts with
  * LACHESIS_REASON_PREFIX) is replaced or cleared. Slurm's schedulers
  * clear state_desc whenever they try the job again; the next pass sets it
@@ -266,7 +268,8 @@ static bool _show_blocked(job_record_t *job_ptr, const char *why)
 	bool ours = job_ptr->state_desc &&
 		    !strncmp(job_ptr->state_desc, LACHESIS_REASON_PREFIX, plen);
 
-	if (why[0] && (job_ptr->state_reason == WAIT_RESOURCES) &&
+	if (why[0] && ((job_ptr->state_reason == WAIT_RESOURCES) ||
+		       (job_ptr->state_reason == FAIL_BAD_CONSTRAINTS)) &&
 	    (!job_ptr->state_desc || ours)) {
 		if (ours && !strcmp(job_ptr->state_desc, why))
 			return false;

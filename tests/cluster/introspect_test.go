@@ -183,10 +183,15 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	e.eventually(180*time.Second, "the guest requeued for its neighbour's slowdown", func() (bool, string) {
 		return revertLine.MatchString(e.c.ControllerLog()) && e.restarts(evicted) == 1, e.c.ControllerLog()
 	})
-	e.eventually(60*time.Second, "the guest kept off the host's node, beside the user's own exclusion", func() (bool, string) {
-		f := e.show(evicted)
-		return f["ExcNodeList"] == "ghost1,lnode1" && f["JobState"] == "PENDING", fmt.Sprintf("%v %v", f["ExcNodeList"], f["JobState"])
+	// Its reason (squeue's %r, Slurm's BadConstraints once the list
+	// leaves it no node) says which node Lachesis keeps it off and why.
+	keptOffReason := line("kept off node lnode1: introspection requeued it from there: its neighbour job %d", slow)
+	e.eventually(60*time.Second, "the guest kept off the host's node, beside the user's own exclusion, and its reason saying so", func() (bool, string) {
+		f, r := e.show(evicted), e.jobs()[evicted].Reason
+		return f["ExcNodeList"] == "ghost1,lnode1" && f["JobState"] == "PENDING" && keptOffReason.MatchString(r),
+			fmt.Sprintf("%v %v, reason %q", f["ExcNodeList"], f["JobState"], r)
 	})
+	t.Logf("the kept-off guest's reason: %s", e.jobs()[evicted].Reason)
 	if !line("job %d kept off node lnode1: introspection requeued it from there: its neighbour job %d (model resnet-18/bs64) ran ", evicted, slow).MatchString(e.c.ControllerLog()) {
 		t.Fatalf("the log does not say why the guest is kept off lnode1:\n%s", e.c.ControllerLog())
 	}

@@ -254,7 +254,13 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 			j.seen = u.pass
 		}
 		if s.State == StatePending {
-			c.noteWaiting(s, out[i].Opportunistic || c.heldByItsExclusion(s))
+			held := c.heldByItsExclusion(s)
+			c.noteWaiting(s, out[i].Opportunistic || held)
+			if held {
+				// Slurm shows it as BadConstraints: say which of
+				// Lachesis's exclusions leaves it no node.
+				out[i].Blocked = c.guestReason(s.ID, 0, 0, true)
+			}
 		}
 		if s.State != StateRunning && s.State != StateSuspended {
 			continue
