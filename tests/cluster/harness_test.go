@@ -83,6 +83,9 @@ type shape struct {
 	Cgroups bool
 	// ShardsPerGPU > 0: gres/shard on every GPU, so jobs can share one.
 	ShardsPerGPU int
+	// GresCores: gres.conf names the GPUs' cores, so slurmctld writes
+	// each node's Gres with a socket suffix ("gpu:1(S:0)").
+	GresCores bool
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -146,6 +149,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		GPUTypes:     hw.GPUTypes,
 		Cgroups:      hw.Cgroups,
 		ShardsPerGPU: hw.ShardsPerGPU,
+		GresCores:    hw.GresCores,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

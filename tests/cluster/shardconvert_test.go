@@ -26,7 +26,9 @@ import (
 // (root's) job of light, whose history is empty (the attack: a user's
 // idle jobs must never change how another user's jobs are allocated).
 // Before the rewrite, the guaranteed job held the whole GPU and the guest
-// waited.
+// waited. gres.conf names the GPU's cores, so the node's Gres as
+// slurmctld holds it carries a socket suffix ("gpu:1(S:0)"), which the
+// rewrite reads like any node string.
 func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
 	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
 	if err != nil {
@@ -37,8 +39,11 @@ func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
 	fakeDir := filepath.Join(fakeRoot, "dev")
 	conf := func(string) []string { return []string{oppPartition, "JobSubmitPlugins=synergy"} }
 	yaml := oppYAML(0) + "  convert_below_pct: 50\n  convert_min_jobs: 2\n"
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, CPUs: 8, MemMB: 16000, ShardsPerGPU: 4, Cgroups: true}, "", yaml,
+	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, CPUs: 8, MemMB: 16000, ShardsPerGPU: 4, Cgroups: true, GresCores: true}, "", yaml,
 		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
+	if out, err := e.c.Run("scontrol", "-o", "show", "node", "lnode1"); err != nil || !regexp.MustCompile(`Gres=gpu:1\(S:0\)`).MatchString(out) {
+		t.Fatalf("the node's Gres has no socket suffix: %v\n%s", err, out)
+	}
 	u := testenv.EnsureUser(t, testUser)
 	uid, _ := strconv.Atoi(u.Uid)
 	synth := filepath.Join(e.bin, "lachesis-synth")

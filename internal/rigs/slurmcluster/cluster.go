@@ -44,6 +44,9 @@ type Options struct {
 	// ShardsPerGPU > 0 adds gres/shard, that many on each fake GPU, so
 	// jobs can share a GPU (scripts/cluster.sh's LACHESIS_SHARDS_PER_GPU).
 	ShardsPerGPU int
+	// GresCores: gres.conf ties the GPUs to the node's cores, so the
+	// node's Gres carries a socket suffix (LACHESIS_GRES_CORES).
+	GresCores bool
 }
 
 // Cluster is a running loopback cluster.
@@ -86,6 +89,9 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 	}
 	if o.Cgroups {
 		env["LACHESIS_CGROUPS"] = "1"
+	}
+	if o.GresCores {
+		env["LACHESIS_GRES_CORES"] = "1"
 	}
 	for k, v := range map[string]int{
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
