@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/sharing"
 )
 
@@ -64,10 +65,11 @@ const (
 	// is per model and node, not per job).
 	maxWaitingGuests = 1024
 	maxGuestModels   = 64
-	// maxExclusions bounds the jobs whose exclusions are tracked, and
-	// maxExcludedNodes the nodes one job is kept off (its ExcNodeList
-	// stays short; a guest that fits nowhere else still has promote_after).
-	maxExclusions    = 4096
+	// maxExclusions bounds the jobs whose exclusions are tracked (and
+	// saved: the ledger keeps as many), and maxExcludedNodes the nodes one
+	// job is kept off by judgement (its ExcNodeList stays short; a guest
+	// that fits nowhere else still has promote_after).
+	maxExclusions    = ledger.MaxExclusions
 	maxExcludedNodes = 64
 	// pinFor bounds how long (seconds) a revert keeps its guest off its
 	// host's node while the host still runs there.
