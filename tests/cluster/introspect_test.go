@@ -229,8 +229,26 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 		t.Fatalf("the predicted-bad guest is %s, %d restarts; want PENDING, never run beside the host", f["JobState"], e.restarts(bad))
 	}
 
+	// slurmctld restarts (cleanly; its jobs and the ledger kept): Lachesis
+	// still knows which nodes of both lists are its own, and keeps them
+	// while the host runs.
+	restarted := time.Now()
+	if err := e.c.StopController(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.RestartController(); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "the exclusions restored from the ledger", func() (bool, string) {
+		return line("exclusions restored from the ledger").MatchString(e.c.ControllerLog()), e.c.ControllerLog()
+	})
+	t.Logf("slurmctld stopped, restarted and its exclusions restored in %.1f s", time.Since(restarted).Seconds())
+	if f, g := e.show(evicted), e.show(bad); f["ExcNodeList"] != "ghost1,lnode1" || g["ExcNodeList"] != "lnode1" {
+		t.Fatalf("after the restart ExcNodeLists %q and %q; want ghost1,lnode1 and lnode1 kept while the host runs", f["ExcNodeList"], g["ExcNodeList"])
+	}
+
 	// The host ends: both exclusions are lifted, the reverted guest's
-	// list is exactly its user's again.
+	// list is exactly its user's again, and it runs.
 	e.cancel(slow)
 	e.eventually(90*time.Second, "the reverted guest's ExcNodeList back to the user's own", func() (bool, string) {
 		f := e.show(evicted)
@@ -243,4 +261,7 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	if !line("job %d may run on node lnode1 again", evicted).MatchString(e.c.ControllerLog()) {
 		t.Fatalf("the lift is not logged:\n%s", e.c.ControllerLog())
 	}
+	lifted := time.Now()
+	e.waitState(evicted, "RUNNING", 180*time.Second)
+	t.Logf("the reverted guest ran %.1f s after its exclusion was lifted", time.Since(lifted).Seconds())
 }

@@ -251,6 +251,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 	if err := c.restoreBadPairs(store); err != nil {
 		return nil, err
 	}
+	c.restoreExclusions(store, c.clock())
 	if err := c.restoreModelUse(store); err != nil {
 		return nil, err
 	}

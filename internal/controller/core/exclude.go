@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/sharing"
 )
 
@@ -45,9 +46,18 @@ import (
 // added, adds the ones it wants now, and writes the union; when none is
 // wanted any more, the user's list is written back exactly as it was read.
 // A node the user excluded is never Lachesis's, so never lifted. Each
-// change is logged with its reason. What is not kept across a slurmctld
-// restart: which nodes of a list Lachesis added (a node added before the
-// restart then stays, as if the user had excluded it).
+// change is logged with its reason.
+//
+// What a restart cannot recompute is kept in the ledger (exclusions,
+// exclusion_holds; written by the writer goroutine when a job's state
+// changed, dropped when Lachesis forgets the job): the user's list as
+// read, the nodes Lachesis added, and why each node is kept off (the host
+// job on it, a pin's end). Restored at start (restoreExclusions), a
+// judged node is held while its host runs for occupancyFresh (the agents'
+// reports that judge it again are not in yet), a pin while its host runs
+// until its end; the first passes then lift exactly Lachesis's nodes,
+// writing back the user's own list, once the reason has ended, and a job
+// that finished meanwhile is forgotten.
 
 const (
 	// maxWaitingGuests bounds the waiting opportunistic jobs judged per
@@ -55,10 +65,11 @@ const (
 	// is per model and node, not per job).
 	maxWaitingGuests = 1024
 	maxGuestModels   = 64
-	// maxExclusions bounds the jobs whose exclusions are tracked, and
-	// maxExcludedNodes the nodes one job is kept off (its ExcNodeList
-	// stays short; a guest that fits nowhere else still has promote_after).
-	maxExclusions    = 4096
+	// maxExclusions bounds the jobs whose exclusions are tracked (and
+	// saved: the ledger keeps as many), and maxExcludedNodes the nodes one
+	// job is kept off by judgement (its ExcNodeList stays short; a guest
+	// that fits nowhere else still has promote_after).
+	maxExclusions    = ledger.MaxExclusions
 	maxExcludedNodes = 64
 	// pinFor bounds how long (seconds) a revert keeps its guest off its
 	// host's node while the host still runs there.
@@ -92,13 +103,18 @@ type pin struct {
 }
 
 // exclusion is what Lachesis keeps one job off. The pass owns pins, want,
-// sent and seen; the requeuer writes userRaw, userSet, ours and applied
-// (what Slurm holds now); both under usage.mu.
+// judged, sent and seen; the requeuer writes userRaw, userSet, ours and
+// applied (what Slurm holds now); both under usage.mu. Every change to
+// what is saved (all but sent and seen) marks the job for the writer
+// (introState.saveExclusion).
 type exclusion struct {
 	pins map[string]pin
 	want map[string]string // node → why, as the last pass decided
-	sent string            // want's nodes as last queued (staleSent: send again)
-	seen uint64            // the pass that last saw the job not finished
+	// judged: the host job the pass's judgement found on each of its
+	// nodes (a verdict's map, shared, never written).
+	judged map[string]uint32
+	sent   string // want's nodes as last queued (staleSent: send again)
+	seen   uint64 // the pass that last saw the job not finished
 	// userRaw is the user's own list as read (written back verbatim),
 	// userSet its nodes; ours are the nodes Lachesis added to it.
 	userRaw string
@@ -133,6 +149,7 @@ type nodeUse struct {
 // guestVerdict is one model's judgement against the cluster this pass.
 type guestVerdict struct {
 	excluded map[string]string // node → why
+	hosts    map[string]uint32 // node → the host it may not go beside
 	score    float64           // best predicted speed of a host beside it
 }
 
@@ -240,9 +257,10 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 		}
 		if badHost != nil && blocked >= n.gpus && len(v.excluded) < maxExcludedNodes {
 			if v.excluded == nil {
-				v.excluded = map[string]string{}
+				v.excluded, v.hosts = map[string]string{}, map[string]uint32{}
 			}
 			v.excluded[n.name] = badPairWhy(rules, t, *badHost, m)
+			v.hosts[n.name] = badHost.id
 		}
 	}
 	return v
@@ -349,6 +367,7 @@ func (c *Core) excludeBadPairs(now int64) {
 				l, live := u.live[p.host]
 				if !live || !l.running || now >= p.until {
 					delete(ex.pins, node)
+					in.saveExclusion(id)
 					continue
 				}
 				if _, ok := want[node]; !ok {
@@ -357,7 +376,7 @@ func (c *Core) excludeBadPairs(now int64) {
 				}
 			}
 		}
-		c.setExclusion(id, ex, want)
+		c.setExclusion(id, ex, want, v.hosts)
 	}
 	for id, ex := range in.excl {
 		if _, waiting := in.waiting[id]; waiting {
@@ -368,11 +387,12 @@ func (c *Core) excludeBadPairs(now int64) {
 		}
 		if ex.seen != u.pass {
 			delete(in.excl, id) // finished or gone
+			in.saveExclusion(id)
 			continue
 		}
 		// Pending, no longer a waiting opportunistic job (held, upgraded
 		// to guaranteed): every node of Lachesis's is lifted.
-		c.setExclusion(id, ex, nil)
+		c.setExclusion(id, ex, nil, nil)
 	}
 }
 
@@ -385,11 +405,12 @@ func maps(m map[string]string) map[string]string {
 	return out
 }
 
-// setExclusion records what job id should be kept off now, logs the
-// nodes added and lifted, and queues the update when it changed since the
-// last one sent. Once the queue is full, the pass's other updates wait for
-// the next pass (one warning). Caller holds usage.mu.
-func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string) {
+// setExclusion records what job id should be kept off now (judged: the
+// host on each node the pass's judgement found), logs the nodes added and
+// lifted, and queues the update when it changed since the last one sent.
+// Once the queue is full, the pass's other updates wait for the next pass
+// (one warning). Caller holds usage.mu.
+func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
 	in := &c.usage.intro
 	if ex == nil {
 		if len(want) == 0 || len(in.excl) >= maxExclusions {
@@ -399,12 +420,18 @@ func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string) {
 		in.excl[id] = ex
 	}
 	ex.seen = c.usage.pass
+	if !sameHosts(ex.judged, judged) {
+		ex.judged = judged
+		in.saveExclusion(id)
+	}
 	if !sameNodes(ex.want, want) {
 		c.logExclusion(id, ex.want, want)
 		ex.want = want
+		in.saveExclusion(id)
 	} else if ex.sent != staleSent {
 		if len(want) == 0 && len(ex.ours) == 0 && len(ex.pins) == 0 && ex.sent == "" {
 			delete(in.excl, id)
+			in.saveExclusion(id)
 		}
 		return
 	}
@@ -433,6 +460,19 @@ func sameNodes(a, b map[string]string) bool {
 	}
 	for n := range a {
 		if _, ok := b[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sameHosts says whether a and b name the same hosts on the same nodes.
+func sameHosts(a, b map[string]uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, h := range a {
+		if g, ok := b[n]; !ok || g != h {
 			return false
 		}
 	}
@@ -490,6 +530,7 @@ func (c *Core) pinOff(guest, host uint32, node, why string, now int64) {
 	ex.want = want
 	ex.seen = c.usage.pass
 	ex.sent = sortedNodes(want)
+	in.saveExclusion(guest)
 }
 
 func sortedNodes(m map[string]string) string {
@@ -579,6 +620,7 @@ func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) err
 	u.mu.Lock()
 	if ex := u.intro.excl[job]; ex != nil {
 		ex.userRaw, ex.userSet, ex.ours, ex.applied = userRaw, user, ours, true
+		u.intro.saveExclusion(job)
 	}
 	u.mu.Unlock()
 	return nil

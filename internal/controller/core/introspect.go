@@ -260,6 +260,10 @@ type introState struct {
 	// nodes Lachesis keeps jobs off (exclude.go).
 	waiting map[uint32]waitingGuest
 	excl    map[uint32]*exclusion
+	// exclChanged: jobs whose saved exclusion changed since the writer
+	// last saved them (ledger exclusions; a job no longer in excl is
+	// dropped there).
+	exclChanged map[uint32]bool
 	// queueFull counts the exclusions a pass could not queue.
 	queueFull int
 }
@@ -273,6 +277,7 @@ func (in *introState) init() {
 		in.kept = map[uint32]uint32{}
 		in.waiting = map[uint32]waitingGuest{}
 		in.excl = map[uint32]*exclusion{}
+		in.exclChanged = map[uint32]bool{}
 	}
 }
 

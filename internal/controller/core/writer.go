@@ -104,6 +104,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 	}
 	n := len(c.records)
 	c.mu.Unlock()
+	c.saveAllExclusions()
 	c.log.Warn("ledger reopened; active jobs queued for rewrite", keyJobs, n)
 	return nil
 }
@@ -130,6 +131,7 @@ func (c *Core) flush() {
 		c.flushJobUsage()
 		c.flushBadPairs()
 		c.flushModelUse()
+		c.flushExclusions()
 	}
 	if len(batch) == 0 && fileErr == nil {
 		return

@@ -112,7 +112,7 @@ CREATE TABLE IF NOT EXISTS completed (
 	PRIMARY KEY (job_id, finished)
 );
 CREATE INDEX IF NOT EXISTS completed_recent ON completed(finished);
-` + jobGPUUseSchema + badPairsSchema + modelJobUseSchema + usageSchema
+` + jobGPUUseSchema + badPairsSchema + modelJobUseSchema + exclusionsSchema + usageSchema
 
 // Open opens (creating if needed) the ledger at path. synchronous=NORMAL:
 // a kill -9 of slurmctld loses nothing committed; only a power loss may
