@@ -11,17 +11,7 @@ import (
 
 // historyDB is a real ledger file holding rows of model_job_use.
 func historyDB(t *testing.T, rows ...ledger.ModelJobUse) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "lachesis.db")
-	s, err := ledger.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.SaveModelJobUse(rows); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return ledgerFile(t, func(s *ledger.SQLite) error { return s.SaveModelJobUse(rows) })
 }
 
 // withConfig points the profiler at a lachesis.yaml holding yaml.

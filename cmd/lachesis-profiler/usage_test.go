@@ -11,7 +11,14 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
+// usageDB is a real ledger file holding rows of job_gpu_use.
 func usageDB(t *testing.T, rows ...ledger.JobGPUUse) string {
+	return ledgerFile(t, func(s *ledger.SQLite) error { return s.SaveJobGPUUse(rows) })
+}
+
+// ledgerFile is a real ledger file in a test's temporary directory, with
+// what save writes into it.
+func ledgerFile(t *testing.T, save func(*ledger.SQLite) error) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "lachesis.db")
 	s, err := ledger.Open(path)
@@ -19,7 +26,7 @@ func usageDB(t *testing.T, rows ...ledger.JobGPUUse) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.SaveJobGPUUse(rows); err != nil {
+	if err := save(s); err != nil {
 		t.Fatal(err)
 	}
 	return path

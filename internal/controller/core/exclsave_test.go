@@ -111,12 +111,7 @@ func TestAPinSurvivesARestartAndAFinishedJobsIsForgotten(t *testing.T) {
 	c := introCore(t, &buf)
 	sj := newFakeSlurm()
 	sj.lists[2] = "u9"
-	got := runPair(t, c, owner, mallory, 10, 5)
-	if len(got) != 1 {
-		t.Fatalf("requeues %+v, want one", got)
-	}
-	c.usage.intro.queue <- got[0]
-	drain(t, c, sj)
+	revertOnce(t, c, sj)
 	if l := sj.list(2); l != "u9,n1" {
 		t.Fatalf("ExcNodeList %q, want the user's u9 and n1", l)
 	}

@@ -110,6 +110,19 @@ func drain(t *testing.T, c *Core, sj *fakeSlurm) []requeueRequest {
 	}
 }
 
+// revertOnce has the guest of runPair's pair (owner's host, mallory's
+// guest, 10 → 5 iterations/s) reverted once, its requeue carried out
+// against sj: the guest is pinned off the host's node n1.
+func revertOnce(t *testing.T, c *Core, sj *fakeSlurm) {
+	t.Helper()
+	got := runPair(t, c, owner, mallory, 10, 5)
+	if len(got) != 1 {
+		t.Fatalf("requeues %+v, want one", got)
+	}
+	c.usage.intro.queue <- got[0]
+	drain(t, c, sj)
+}
+
 type askedModel string
 
 func (m askedModel) ModelKey() string { return string(m) }
@@ -215,12 +228,7 @@ func TestARevertedGuestsExclusionJoinsTheUsersListAndIsLiftedWhenTheHostEnds(t *
 	defer c.Close()
 	sj := newFakeSlurm()
 	sj.lists[2] = "u9"
-	got := runPair(t, c, owner, mallory, 10, 5)
-	if len(got) != 1 {
-		t.Fatalf("requeues %+v, want one", got)
-	}
-	c.usage.intro.queue <- got[0]
-	drain(t, c, sj)
+	revertOnce(t, c, sj)
 	if l := sj.list(2); l != "u9,n1" {
 		t.Fatalf("ExcNodeList %q, want the user's u9 and n1", l)
 	}
@@ -424,12 +432,7 @@ func TestAGuestSlurmHoldsForItsExclusionKeepsItUntilTheHostEnds(t *testing.T) {
 	c := introCore(t, &buf)
 	defer c.Close()
 	sj := newFakeSlurm()
-	got := runPair(t, c, owner, mallory, 10, 5)
-	if len(got) != 1 {
-		t.Fatalf("requeues %+v, want one", got)
-	}
-	c.usage.intro.queue <- got[0]
-	drain(t, c, sj)
+	revertOnce(t, c, sj)
 	host := shardJob(1, owner, "gpu", "resnet")
 	held := waitingGuestJob(2, mallory, "lstm")
 	held.Held = true

@@ -52,12 +52,7 @@ func TestAHeldGuestsReasonSaysWhichExclusionHoldsIt(t *testing.T) {
 	c := introCore(t, &buf)
 	defer c.Close()
 	sj := newFakeSlurm()
-	got := runPair(t, c, owner, mallory, 10, 5)
-	if len(got) != 1 {
-		t.Fatalf("requeues %+v, want one", got)
-	}
-	c.usage.intro.queue <- got[0]
-	drain(t, c, sj)
+	revertOnce(t, c, sj)
 	host := shardJob(1, owner, "gpu", "resnet")
 	held := waitingGuestJob(2, mallory, "lstm")
 	held.Held = true
