@@ -29,16 +29,13 @@ var semicolon = C.CString(";")
 // servicePrefix is core.MarkerPrefix as a C string, made once.
 var servicePrefix = C.CString(core.MarkerPrefix)
 
-// shardName is gres/shard's name as it appears in a job's tres_per_*
-// strings ("gres:shard:2"), made once.
-var shardName = C.CString("shard")
-
-// asksForShards reports whether any of the job's request strings names
-// gres/shard: strstr on Slurm's strings, nothing copied, since the pass
-// asks it of every job without GPUs.
-func asksForShards(j *C.lachesis_job_t) bool {
+// asksForGPUShare reports whether any of the job's request strings asks
+// for a share of a GPU (gres.AsksForGPUShare: gres/shard or gres/mps).
+// Slurm's strings are read in place, nothing copied, since the pass asks
+// it of every job without GPUs; the rule keeps no reference to them.
+func asksForGPUShare(j *C.lachesis_job_t) bool {
 	for _, p := range []*C.char{j.tres_per_job, j.tres_per_node, j.tres_per_socket, j.tres_per_task} {
-		if p != nil && C.strstr(p, shardName) != nil {
+		if p != nil && gres.AsksForGPUShare(unsafe.String((*byte)(unsafe.Pointer(p)), int(C.strlen(p)))) {
 			return true
 		}
 	}
@@ -177,7 +174,7 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 		s.Asked = (*cRun)(j)
 	}
 	s.GresRequest.Nodes, s.GresRequest.Tasks = uint32(j.num_nodes), uint32(j.num_tasks)
-	s.Shards = (s.GPUs == 0 || s.GPUs == core.UnknownGPUs) && asksForShards(j)
+	s.GPUShare = (s.GPUs == 0 || s.GPUs == core.UnknownGPUs) && asksForGPUShare(j)
 	if s.GPUs == core.UnknownGPUs {
 		// Only copied when needed: most sites track gres/gpu as a TRES.
 		s.GresRequest = gres.Request{

@@ -20,6 +20,13 @@
 #                                   (Slurm spreads them evenly), so jobs can
 #                                   share a GPU with --gres=shard:K. A GPU is
 #                                   allocated as gpu or as shards, never both
+#   LACHESIS_MPS_PER_NODE  0        >0: GresTypes=gpu,mps and each node gets
+#                                   mps:N, all on its first fake GPU (Slurm
+#                                   22.05 gives MPS one GPU per node), so
+#                                   jobs can share it with --gres=mps:K. A
+#                                   GPU is allocated as gpu or as mps, never
+#                                   both; not with LACHESIS_SHARDS_PER_GPU
+#                                   (22.05 ties one shared gres to a GPU)
 #   LACHESIS_GRES_CORES    0        1: gres.conf ties each node's GPUs to
 #                                   its cores (Cores=), so slurmctld shows
 #                                   the node's Gres with a socket suffix,
@@ -74,6 +81,7 @@ nodes=${LACHESIS_NODES:-4}
 gpus=${LACHESIS_GPUS_PER_NODE:-4}
 gpu_types=${LACHESIS_GPU_TYPES:-}
 shards=${LACHESIS_SHARDS_PER_GPU:-0}
+mps=${LACHESIS_MPS_PER_NODE:-0}
 gres_cores=${LACHESIS_GRES_CORES:-0}
 cpus=${LACHESIS_CPUS_PER_NODE:-8}
 mem=${LACHESIS_MEM_PER_NODE:-16000}
@@ -153,7 +161,7 @@ node_list() {
 
 validate() {
   local v
-  for v in nodes gpus shards cpus mem port_base; do
+  for v in nodes gpus shards mps cpus mem port_base; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
   done
   ((nodes >= 1)) || die "LACHESIS_NODES must be >= 1"
@@ -167,6 +175,8 @@ validate() {
     ((gpus > 0)) || die "LACHESIS_GPU_TYPES needs LACHESIS_GPUS_PER_NODE > 0"
   fi
   ((shards == 0 || gpus > 0)) || die "LACHESIS_SHARDS_PER_GPU needs LACHESIS_GPUS_PER_NODE > 0"
+  ((mps == 0 || gpus > 0)) || die "LACHESIS_MPS_PER_NODE needs LACHESIS_GPUS_PER_NODE > 0"
+  ((mps == 0 || shards == 0)) || die "LACHESIS_MPS_PER_NODE and LACHESIS_SHARDS_PER_GPU do not go together"
   ((cpus >= 1)) || die "LACHESIS_CPUS_PER_NODE must be >= 1"
   ((mem >= 1)) || die "LACHESIS_MEM_PER_NODE must be >= 1"
   ((port_base + nodes <= 65535)) || die "ports beyond 65535"
@@ -404,10 +414,14 @@ filter_overridden() {
 }
 
 write_slurm_conf() {
-  local pdir k port tmp gres_types=gpu shard_gres=
+  local pdir k port tmp gres_types=gpu share_gres=
   if ((shards > 0)); then
     gres_types=gpu,shard
-    shard_gres=",shard:$((gpus * shards))"
+    share_gres=",shard:$((gpus * shards))"
+  fi
+  if ((mps > 0)); then
+    gres_types=gpu,mps
+    share_gres=",mps:$mps"
   fi
   pdir=$(slurm_plugin_dir)
   [[ -n $plugin_dir_extra ]] && pdir="$plugin_dir_extra:$pdir"
@@ -467,7 +481,7 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=$dbd_port
 AccountingStoragePass=$auth_info
-AccountingStorageTRES=gres/gpu$( ((shards > 0)) && echo ,gres/shard)
+AccountingStorageTRES=gres/gpu$( ((shards > 0)) && echo ,gres/shard)$( ((mps > 0)) && echo ,gres/mps)
 JobAcctGatherType=jobacct_gather/linux
 EOF
     else
@@ -508,9 +522,9 @@ EOF
       local typ
       typ=$(node_gpu_type "$k")
       if [[ -n $typ ]]; then
-        printf ' Gres=gpu:%s:%d%s Feature=gpu_%s' "$typ" "$gpus" "$shard_gres" "$typ"
+        printf ' Gres=gpu:%s:%d%s Feature=gpu_%s' "$typ" "$gpus" "$share_gres" "$typ"
       elif ((gpus > 0)); then
-        printf ' Gres=gpu:%d%s' "$gpus" "$shard_gres"
+        printf ' Gres=gpu:%d%s' "$gpus" "$share_gres"
       fi
       printf ' State=UNKNOWN\n'
     done
@@ -556,6 +570,11 @@ write_gres_conf() {
     # node's GPUs (gres.shtml, Sharding, case 2).
     if ((shards > 0)); then
       echo "NodeName=$(node_list) Name=shard Count=$((gpus * shards))"
+    fi
+    # MPS: File= puts the whole count on the first GPU (gres.shtml, MPS
+    # Management, case 3); the node's other GPUs get none.
+    if ((mps > 0)); then
+      echo "NodeName=$(node_list) Name=mps Count=$mps File=$devdir/nvidia0"
     fi
     true
   } >"$etc/gres.conf"

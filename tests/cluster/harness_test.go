@@ -83,6 +83,8 @@ type shape struct {
 	Cgroups bool
 	// ShardsPerGPU > 0: gres/shard on every GPU, so jobs can share one.
 	ShardsPerGPU int
+	// MPSPerNode > 0: gres/mps on each node's first GPU (not with shards).
+	MPSPerNode int
 	// GresCores: gres.conf names the GPUs' cores, so slurmctld writes
 	// each node's Gres with a socket suffix ("gpu:1(S:0)").
 	GresCores bool
@@ -149,6 +151,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		GPUTypes:     hw.GPUTypes,
 		Cgroups:      hw.Cgroups,
 		ShardsPerGPU: hw.ShardsPerGPU,
+		MPSPerNode:   hw.MPSPerNode,
 		GresCores:    hw.GresCores,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),

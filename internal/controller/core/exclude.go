@@ -189,7 +189,7 @@ func (c *Core) occupancy(now int64) []nodeUse {
 				n.use[uuid] = g
 			}
 			switch {
-			case !l.shards:
+			case !l.gpuShare:
 				g.whole = true
 			case !l.opportunistic && l.model != "":
 				g.hosts = append(g.hosts, pairHost{id: id, model: l.model})

@@ -128,7 +128,7 @@ type askedModel string
 func (m askedModel) ModelKey() string { return string(m) }
 
 func waitingGuestJob(id, uid uint32, model string) Snapshot {
-	s := Snapshot{ID: id, State: StatePending, SubmitTime: 900, User: uid, Partition: "opp", Shards: true, Asked: askedModel(model)}
+	s := Snapshot{ID: id, State: StatePending, SubmitTime: 900, User: uid, Partition: "opp", GPUShare: true, Asked: askedModel(model)}
 	return s
 }
 
@@ -334,7 +334,7 @@ func BenchmarkExcludeBadPairs(b *testing.B) {
 		node := fmt.Sprintf("n%d", n)
 		for g := 0; g < 4; g++ {
 			u.live[id] = liveJob{uid: owner, pass: 1, running: true, model: sharing.ModelKey(models[int(id)%len(models)]),
-				shards: true, oneNode: true, nodeGPUs: 4}
+				gpuShare: true, oneNode: true, nodeGPUs: 4}
 			u.jobs[id] = &jobUsage{rates: introRates{node: node, gpus: []string{fmt.Sprintf("%s-g%d", node, g)}, at: now}}
 			id++
 		}

@@ -128,7 +128,7 @@ func (m modelRun) ModelKey() string { return string(m) }
 
 func shardJob(id, uid uint32, partition, model string) Snapshot {
 	s := runningAs(id, uid)
-	s.GPUs, s.Shards, s.Partition, s.Run = 0, true, partition, modelRun(model)
+	s.GPUs, s.GPUShare, s.Partition, s.Run = 0, true, partition, modelRun(model)
 	return s
 }
 

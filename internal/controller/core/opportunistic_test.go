@@ -214,7 +214,7 @@ func TestJobsOnShardsCountAsGPUJobs(t *testing.T) {
 	defer c.Close()
 	now := int64(1100)
 	c.clock = func() int64 { return now }
-	onShards := func(s Snapshot) Snapshot { s.GPUs, s.Shards = 0, true; return s }
+	onShards := func(s Snapshot) Snapshot { s.GPUs, s.GPUShare = 0, true; return s }
 	d := pass(c, now,
 		onShards(inClassPartition(running(1, 0, 1000, 1090), "opp")), // an opportunistic job on a share
 		onShards(inClassPartition(pending(2, 0, 1095), "gpu")),       // a guaranteed job asking for a share

@@ -32,13 +32,14 @@ type Snapshot struct {
 	Held        bool
 	GPUs        uint32
 	GresRequest gres.Request // read only when GPUs == UnknownGPUs
-	// Shards: the job asks for gres/shard, a share of one GPU on each of
-	// its nodes, and for no whole GPU. Slurm 22.05 gives none of a GPU
-	// whole while any of its shards is held, so such a job counts as one
-	// GPU per node (gpuCount): it is charged, preempts and is preempted
-	// as a GPU job, and an opportunistic job on a share is a first victim
-	// like one on a whole GPU.
-	Shards      bool
+	// GPUShare: the job asks for a share of one GPU on each of its nodes,
+	// gres/shard or gres/mps (gres.AsksForGPUShare), and for no whole
+	// GPU. Slurm 22.05 gives none of a GPU whole while any of its shards
+	// or its MPS share is held, so such a job counts as one GPU per node
+	// (gpuCount): it is charged, preempts and is preempted as a GPU job,
+	// and an opportunistic job on a share is a first victim like one on a
+	// whole GPU.
+	GPUShare    bool
 	Nice        int32
 	SubmitTime  int64
 	BeginTime   int64
@@ -131,7 +132,7 @@ type RunInfo interface {
 }
 
 // gpuCount resolves the job's GPU count, falling back to its request
-// strings; a job on shards counts one GPU per node (Shards).
+// strings; a job on a share of a GPU counts one GPU per node (GPUShare).
 func (s *Snapshot) gpuCount() uint32 {
 	n := uint64(s.GPUs)
 	if s.GPUs == UnknownGPUs {
@@ -140,7 +141,7 @@ func (s *Snapshot) gpuCount() uint32 {
 			n = 0
 		}
 	}
-	if n == 0 && s.Shards {
+	if n == 0 && s.GPUShare {
 		return min(max(s.GresRequest.Nodes, 1), gres.MaxCount)
 	}
 	return uint32(n)

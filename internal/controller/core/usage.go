@@ -89,14 +89,15 @@ type liveJob struct {
 	uid  uint32
 	pass uint64 // the pass that last saw it
 	// running (not suspended), opportunistic (ranked in that class) and
-	// model (its model key; read only for jobs on shards) are what
+	// model (its model key; read only for jobs on a share of a GPU) are what
 	// introspection pairs jobs by (introspect.go).
 	running, opportunistic bool
 	model                  string
-	// shards: it holds shards, not whole GPUs; oneNode: on one node,
-	// which has nodeGPUs GPUs (occupancy, exclude.go).
-	shards, oneNode bool
-	nodeGPUs        uint32
+	// gpuShare: it holds a share of a GPU (shards or MPS), not whole
+	// GPUs; oneNode: on one node, which has nodeGPUs GPUs (occupancy,
+	// exclude.go).
+	gpuShare, oneNode bool
+	nodeGPUs          uint32
 }
 
 // jobUsage is a running job's summary and what the core last did with it.
@@ -267,8 +268,8 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 		prev := u.live[s.ID]
 		l := liveJob{uid: s.User, pass: u.pass, running: s.State == StateRunning, opportunistic: out[i].Opportunistic, model: prev.model,
-			shards: s.Shards, oneNode: s.GresRequest.Nodes <= 1, nodeGPUs: s.NodeGPUs}
-		if l.model == "" && s.Shards && s.Run != nil {
+			gpuShare: s.GPUShare, oneNode: s.GresRequest.Nodes <= 1, nodeGPUs: s.NodeGPUs}
+		if l.model == "" && s.GPUShare && s.Run != nil {
 			l.model = s.Run.ModelKey() // once per run: it copies a string out of slurmctld
 		}
 		if ex := u.intro.excl[s.ID]; ex != nil {

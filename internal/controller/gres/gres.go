@@ -36,6 +36,36 @@ func NodeGPUs(s string) (uint64, error) { return count(s, "gpu", true) }
 // forms NodeGPUs accepts with "shard" for "gpu".
 func Shards(s string) (uint64, error) { return count(s, "shard", true) }
 
+// AsksForGPUShare reports whether a job's comma-separated TRES request
+// string (tres_per_job/node/socket/task) asks for a share of a GPU: an
+// entry named exactly "shard" or "mps", the two shared gres Slurm 22.05
+// knows (gres.c, _is_shared_name), in the forms GPUs accepts ("gres:mps",
+// "gres:mps:100", "gres:shard:TYPE:2", "gres/mps=100", "mps:50"). A name
+// that only contains one ("gres:myshard:1", a GPU type "mps2") is not a
+// share. An entry with a count of 0 asks for nothing; one whose count
+// cannot be read still counts (slurmctld took it, so it may hold a share).
+// The names are compared before anything is parsed, so a string without
+// such an entry costs no allocation: the pass asks this of every job
+// without GPUs.
+func AsksForGPUShare(s string) bool {
+	for s != "" {
+		var e string
+		e, s, _ = strings.Cut(s, ",")
+		e = strings.TrimSpace(e)
+		name := trimPrefix(e)
+		if i := strings.IndexAny(name, ":="); i >= 0 {
+			name = name[:i]
+		}
+		if name != "shard" && name != "mps" {
+			continue
+		}
+		if n, _, err := parseEntry(e, name, false); err != nil || n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // maxSuffix bounds a node entry's "(S:...)"/"(IDX:...)" suffix; slurmctld
 // formats them into buffers of 256 and 64 bytes.
 const maxSuffix = 256

@@ -315,3 +315,54 @@ func TestShardsCountsOnlyShardEntries(t *testing.T) {
 		}
 	}
 }
+
+func TestAsksForGPUShare(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"mps_count_as_slurm_writes_it_is_a_share", "gres:mps:100", true},
+		{"bare_mps_is_a_share", "gres:mps", true},
+		{"typed_mps_is_a_share", "gres:mps:a100:50", true},
+		{"mps_in_tres_form_is_a_share", "gres/mps=100", true},
+		{"mps_as_a_user_types_it_is_a_share", "mps:25", true},
+		{"shard_count_is_a_share", "gres:shard:2", true},
+		{"typed_shard_is_a_share", "gres:shard:a100:2", true},
+		{"share_beside_other_gres_is_a_share", "gres:nic:1, gres:mps:10", true},
+		{"unreadable_mps_count_still_counts", "gres:mps:x", true},
+		{"zero_mps_is_no_share", "gres:mps:0", false},
+		{"empty_is_no_share", "", false},
+		{"whole_gpu_is_no_share", "gres:gpu:1", false},
+		{"gres_whose_name_ends_in_shard_is_no_share", "gres:myshard:1", false},
+		{"gres_whose_name_starts_with_mps_is_no_share", "gres:mpsx:1,gres/mps2=4", false},
+		{"gpu_type_named_mps_is_no_share", "gres:gpu:mps:1", false},
+		{"gpu_type_containing_shard_is_no_share", "gres/gpu:shardy=1", false},
+		{"other_gres_is_no_share", "gres:nic:1,license:mps", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := AsksForGPUShare(c.in); got != c.want {
+				t.Fatalf("AsksForGPUShare(%q) = %v; want %v", c.in, got, c.want)
+			}
+		})
+	}
+	if a := testing.AllocsPerRun(100, func() { AsksForGPUShare("gres:nic:1,gres:gpu:a100:2,gres:mpsx:4") }); a != 0 {
+		t.Fatalf("AsksForGPUShare allocates %v times on a string without a share; the pass asks it of every job", a)
+	}
+}
+
+// BenchmarkAsksForGPUShare: the pass asks it of every job without GPUs,
+// most of which ask for no share (a CPU job's empty string, another gres).
+func BenchmarkAsksForGPUShare(b *testing.B) {
+	for _, c := range []struct{ name, in string }{
+		{"empty", ""}, {"other_gres", "gres:nic:1,gres:gpu:a100:2"}, {"mps", "gres:mps:100"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				AsksForGPUShare(c.in)
+			}
+		})
+	}
+}

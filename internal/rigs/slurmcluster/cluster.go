@@ -44,6 +44,10 @@ type Options struct {
 	// ShardsPerGPU > 0 adds gres/shard, that many on each fake GPU, so
 	// jobs can share a GPU (scripts/cluster.sh's LACHESIS_SHARDS_PER_GPU).
 	ShardsPerGPU int
+	// MPSPerNode > 0 adds gres/mps, that count on each node's first fake
+	// GPU, so jobs can share it with CUDA MPS (scripts/cluster.sh's
+	// LACHESIS_MPS_PER_NODE; not with ShardsPerGPU).
+	MPSPerNode int
 	// GresCores: gres.conf ties the GPUs to the node's cores, so the
 	// node's Gres carries a socket suffix (LACHESIS_GRES_CORES).
 	GresCores bool
@@ -97,6 +101,7 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
 		"LACHESIS_CPUS_PER_NODE": o.CPUsPerNode, "LACHESIS_MEM_PER_NODE": o.MemPerNode,
 		"LACHESIS_PORT_BASE": o.PortBase, "LACHESIS_SHARDS_PER_GPU": o.ShardsPerGPU,
+		"LACHESIS_MPS_PER_NODE": o.MPSPerNode,
 	} {
 		if v != 0 {
 			env[k] = strconv.Itoa(v)
