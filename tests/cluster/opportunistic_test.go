@@ -91,7 +91,7 @@ func TestOpportunisticJobNeverPreemptsAGuaranteedJob(t *testing.T) {
 	// One at a time: a job behind another of its partitions waits for
 	// "Priority", and is never tried against running jobs.
 	e.cancel(opp)
-	listed := e.submitAsUser("-p", "gpu,opp", "-J", "gpu", "--comment", "partition=gpu", "--gpus=1", "--wrap", "sleep 600")
+	listed := e.submitAs("-p", "gpu,opp", "-J", "gpu", "--comment", "partition=gpu", "--gpus=1", "--wrap", "sleep 600")
 	e.triedAndStaysPending(listed)
 	if r := e.restarts(running); r != 0 || e.jobs()[running].State != "RUNNING" {
 		t.Fatalf("guaranteed job: %s, %d restarts; want it running, never preempted by an opportunistic job", e.jobs()[running].State, r)

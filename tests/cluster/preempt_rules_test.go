@@ -27,18 +27,6 @@ func (e *env) asUser(name string, args ...string) string {
 	return out
 }
 
-// submitAsUser is sbatch as the test user (output discarded: the test's
-// working directory is not theirs).
-func (e *env) submitAsUser(args ...string) uint32 {
-	e.t.Helper()
-	out := e.asUser("sbatch", append([]string{"--parsable", "-D", "/tmp", "-o", "/dev/null"}, args...)...)
-	id, err := strconv.ParseUint(strings.SplitN(strings.TrimSpace(out), ";", 2)[0], 10, 32)
-	if err != nil {
-		e.t.Fatalf("sbatch said %q", out)
-	}
-	return uint32(id)
-}
-
 func (e *env) restarts(id uint32) int {
 	e.t.Helper()
 	d, err := e.c.ShowJob(id)
@@ -268,7 +256,7 @@ func TestPreemptedRunIsChargedToThePreemption(t *testing.T) {
 // they asked for stays.
 func TestOwnersHoldOnARunningJobDoesNotBlockPreemption(t *testing.T) {
 	e := startCluster(t, 1, demotedYAML)
-	long := e.submitAsUser("-J", "long", "--gpus=4", "--wrap", "sleep 600")
+	long := e.submitAs("-J", "long", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(long, "RUNNING", 30*time.Second)
 	e.waitQueue(long, 1, 40*time.Second)
 	e.asUser("scontrol", "hold", strconv.Itoa(int(long)))
@@ -296,7 +284,7 @@ func TestOwnersHoldOnARunningJobDoesNotBlockPreemption(t *testing.T) {
 // they do not spend the job's max_per_job budget.
 func TestOwnersRequeueDoesNotSpendThePreemptionBudget(t *testing.T) {
 	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: 0, max_per_job: 1}\n")
-	long := e.submitAsUser("-J", "long", "--gpus=4", "--wrap", "sleep 600")
+	long := e.submitAs("-J", "long", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(long, "RUNNING", 30*time.Second)
 	e.asUser("scontrol", "requeue", strconv.Itoa(int(long)))
 	e.eventually(60*time.Second, "the job to run again", func() (bool, string) {
