@@ -72,9 +72,7 @@ func TestAJudgedExclusionSurvivesARestartAndIsLiftedWhenTheHostEnds(t *testing.T
 	host := hostOn(1, "resnet-18/bs64")
 	bad := waitingGuestJob(2, mallory, "ResNet-50/bs64")
 	sj.lists[2] = "u[1-2]"
-	pass(c, 1000, host, bad)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
-	pass(c, 1010, host, bad)
+	judgeBesideHost(c, host, bad)
 	drain(t, c, sj)
 	if got := sj.list(2); got != "u[1-2],n1" {
 		t.Fatalf("ExcNodeList %q, want the user's u[1-2] and n1", got)

@@ -123,6 +123,17 @@ func revertOnce(t *testing.T, c *Core, sj *fakeSlurm) {
 	drain(t, c, sj)
 }
 
+// judgeBesideHost runs the two passes that judge waiting guests against
+// host (job 1 of owner on n1's GPU g0, measured at 90%): the first sees
+// them, the second has the host's report. It returns the second pass's
+// decisions.
+func judgeBesideHost(c *Core, host Snapshot, guests ...Snapshot) []Decision {
+	snaps := append([]Snapshot{host}, guests...)
+	pass(c, 1000, snaps...)
+	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	return pass(c, 1010, snaps...)
+}
+
 type askedModel string
 
 func (m askedModel) ModelKey() string { return string(m) }
@@ -161,9 +172,7 @@ func TestAWaitingGuestPredictedToSlowTheOnlyHostOfANodeIsKeptOffIt(t *testing.T)
 	bad := waitingGuestJob(2, mallory, "ResNet-50/bs64")
 	good := waitingGuestJob(3, mallory, "lm/bs80")
 	sj.lists[2] = "u[1-2]" // the user's own list
-	pass(c, 1000, host, bad, good)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
-	d := pass(c, 1010, host, bad, good)
+	d := judgeBesideHost(c, host, bad, good)
 	drain(t, c, sj)
 	if got := sj.list(2); got != "u[1-2],n1" {
 		t.Fatalf("bad guest's ExcNodeList %q, want the user's u[1-2] and n1", got)
@@ -202,9 +211,7 @@ func TestAGuestIsKeptOffANodeOnlyWhenEveryGPUThereIsTaken(t *testing.T) {
 	host := shardJob(1, owner, "gpu", "resnet-18/bs64")
 	host.NodeGPUs, host.GresRequest.Nodes = 2, 1
 	bad := waitingGuestJob(2, mallory, "resnet-50/bs64")
-	pass(c, 1000, host, bad)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
-	pass(c, 1010, host, bad)
+	judgeBesideHost(c, host, bad)
 	if got := drain(t, c, newFakeSlurm()); len(got) != 0 {
 		t.Fatalf("kept off a node with an idle GPU: %+v", got)
 	}
@@ -257,9 +264,7 @@ func TestAnExclusionThatFindsTheJobRunningIsSentAgainWhenItWaits(t *testing.T) {
 	sj := newFakeSlurm()
 	host := hostOn(1, "resnet-18/bs64")
 	bad := waitingGuestJob(2, mallory, "resnet-50/bs64")
-	pass(c, 1000, host, bad)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
-	pass(c, 1010, host, bad)
+	judgeBesideHost(c, host, bad)
 	sj.running[2] = true // started before the update landed
 	drain(t, c, sj)
 	sj.running[2] = false
@@ -402,9 +407,7 @@ func TestAGuestNotJudgedInAPassKeepsItsExclusion(t *testing.T) {
 	sj := newFakeSlurm()
 	host := hostOn(1, "resnet-18/bs64")
 	snaps := []Snapshot{host, waitingGuestJob(2, mallory, "resnet-50/bs64")}
-	pass(c, 1000, snaps...)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
-	pass(c, 1010, snaps...)
+	judgeBesideHost(c, snaps[0], snaps[1:]...)
 	drain(t, c, sj)
 	if sj.list(2) != "n1" {
 		t.Fatalf("ExcNodeList %q, want n1", sj.list(2))

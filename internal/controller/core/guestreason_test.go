@@ -20,9 +20,7 @@ func TestAWaitingGuestsReasonNamesTheNodeItIsKeptOff(t *testing.T) {
 	host := hostOn(1, "resnet-18/bs64")
 	bad := waitingGuestJob(2, mallory, "ResNet-50/bs64")
 	good := waitingGuestJob(3, mallory, "lm/bs80")
-	pass(c, 1000, host, bad, good)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
-	pass(c, 1010, host, bad, good) // judges: bad kept off n1
+	judgeBesideHost(c, host, bad, good) // bad kept off n1
 	drain(t, c, sj)
 	d := pass(c, 1020, host, bad, good)
 	plain := ReasonPrefix + "opportunistic: waits for GPUs no guaranteed job needs; guaranteed from "
