@@ -70,7 +70,7 @@ test:
 	@bash scripts/make-test.sh
 
 test-unit: deps
-	CGO_ENABLED=0 $(GO) test ./priority/... ./sim/... ./profile/...
+	CGO_ENABLED=0 $(GO) test ./policy/... ./sim/... ./profile/...
 	$(GO) test -race $$($(GO) list ./... | grep -v /tests/)
 
 # Cluster tests run CLUSTER_PARALLEL at a time, each on its own cluster
@@ -93,7 +93,7 @@ test-cluster: build deb
 	exit $$rc
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./priority/
+	$(GO) test -run '^$$' -bench . -benchmem ./policy/priority/
 	$(GO) test -run '^$$' -bench Philly512 -benchtime 1x ./sim/
 	$(BIN)/lachesis-sim -trace data/philly/philly_jobs.csv -policies gittins -parallel 1 -bench
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
@@ -132,10 +132,10 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime 2m ./internal/protocol/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAck$$' -fuzztime 1m ./internal/protocol/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzReply$$' -fuzztime 1m ./node-agent/deliver
-	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./internal/controller/synergy
-	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./internal/controller/gres
+	$(GO) test -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime 1m ./policy/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./policy/gres
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime 1m ./internal/controller/core
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./internal/controller/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./policy/synergy
 	$(GO) test -run '^$$' -fuzz '^FuzzField$$' -fuzztime 1m ./internal/util/reasontext
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
@@ -169,7 +169,7 @@ fmt:
 
 vet: deps
 	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) vet ./priority/...
+	CGO_ENABLED=0 $(GO) vet ./policy/...
 
 clean:
 	rm -rf $(BIN) $(PLUGINS)

@@ -16,9 +16,9 @@ import (
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/core"
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 // sizedMarker is core.SizedMarker as a C string, made once.

@@ -10,7 +10,7 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/placement"
+	"github.com/lachesis-sched/lachesis/policy/placement"
 )
 
 func placeNodesFromC(nodes *C.lachesis_place_node_t, n C.int32_t) []placement.Node {

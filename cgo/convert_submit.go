@@ -11,8 +11,8 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 // maxSubmitString bounds what is copied of any user-controlled string: a

@@ -201,7 +201,7 @@ typedef struct lachesis_prio {
 	 * its SystemComment (Slurm saves it with the job; core/restore.go). */
 	char     marker[192];
 	/* Fair-share factor of the job's account in [0,1]; under 0.5 the
-	 * account is over its share (priority/fairshare.go). */
+	 * account is over its share (policy/priority/fairshare.go). */
 	double   fairshare;
 	/* Pass, waiting jobs: when not empty, why a preemption the job asked
 	 * for lately was refused (min_run, max_per_job, queue_gap), or, for

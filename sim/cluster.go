@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 

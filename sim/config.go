@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
-	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 // ErrStalled means jobs remain but nothing can ever run them; it indicates

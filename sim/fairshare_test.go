@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // floodAndLate: account "flood" queues ten 100 s jobs at 0 on two GPUs,

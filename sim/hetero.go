@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // HeteroPolicy is how a heterogeneous run places jobs on GPU types and

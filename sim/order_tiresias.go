@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // tiresiasOrder ranks jobs with priority.Ranker, the same code that runs

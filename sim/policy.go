@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // ErrBadConfig is wrapped by every error about a simulation's settings.
@@ -123,7 +123,7 @@ func DefaultPolicyOptions() PolicyOptions {
 	// of 0 guards against names users make up, which traces have none of).
 	o.Tiresias.FairShare.DefaultShares = 1
 	// Nor do traces have users or cancellations: no job replaces another,
-	// so none inherits service (priority/inherit.go; the core's only).
+	// so none inherits service (policy/priority/inherit.go; the core's only).
 	o.Tiresias.InheritService = false
 	return o
 }

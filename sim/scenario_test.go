@@ -6,7 +6,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // handTrace builds a small trace from (submit, GPUs, duration) triples, IDs

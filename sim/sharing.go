@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // SharingConfig is GPU sharing between guaranteed and opportunistic jobs

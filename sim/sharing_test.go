@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // pairs is a pair table of two models that each leave half a GPU: host

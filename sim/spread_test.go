@@ -3,7 +3,7 @@ package sim
 import (
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // Two long jobs share two GPUs in the last queue; six short jobs arrive

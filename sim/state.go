@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 

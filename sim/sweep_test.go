@@ -3,7 +3,7 @@ package sim
 import (
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 func TestChosen_PrefersFewerPreemptionsAmongNearTies(t *testing.T) {

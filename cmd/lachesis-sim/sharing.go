@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/sim"
 	"github.com/lachesis-sched/lachesis/sim/report"
 	"github.com/lachesis-sched/lachesis/sim/trace"

@@ -27,8 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/profiler/synth"
-	"github.com/lachesis-sched/lachesis/sharing"
 )
 
 func main() {

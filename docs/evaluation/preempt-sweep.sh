@@ -54,7 +54,7 @@ declare -A CAND=(
  [mr600k0q5999l]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -gittins-learn 50 -sibling-window 0"
  [mr600k0l]="$FIXED -min-run 600 -max-preemptions 0 -promote-knob 0 -gittins-learn 50 -sibling-window 0"
  [mr1800k0]="$FIXED -min-run 1800 -max-preemptions 0 -promote-knob 0 -sibling-window 0"
- # Sweeps (priority/siblings.go), first with the quantiles above, then
+ # Sweeps (policy/priority/siblings.go), first with the quantiles above, then
  # with the defaults' 0.5/0.75/0.99, chosen with sweeps on, and around them.
  [mr600k0q5999]="-min-run 600 -max-preemptions 0 -promote-knob 0 $Q -sibling-window 600"
  [defaults]="-min-run 600 -max-preemptions 0 -promote-knob 0 -threshold-quantiles 0.5,0.75,0.99 -sibling-window 600"

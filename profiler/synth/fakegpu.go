@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // FakeGPU puts the job "on" fake GPUs (the node agent's fake device,

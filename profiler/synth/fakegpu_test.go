@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 func TestParseVisibleDevices(t *testing.T) {

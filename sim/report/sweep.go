@@ -5,7 +5,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // ErrBadTrace is wrapped by every error about a trace's content or format.

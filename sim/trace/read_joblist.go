@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // ReadJobList reads Lachesis's plain job list, the format for feeding any

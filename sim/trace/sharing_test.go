@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 func TestJobListSharesAndClasses(t *testing.T) {

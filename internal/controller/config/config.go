@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/placement"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
-	"github.com/lachesis-sched/lachesis/priority"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/placement"
+	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 // ErrInvalid is wrapped by every validation or parse error.

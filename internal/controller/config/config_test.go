@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )

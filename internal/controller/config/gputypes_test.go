@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 const gpuTypesYAML = `

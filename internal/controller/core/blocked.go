@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // ReasonPrefix starts every reason the core gives Slurm for a waiting job

@@ -14,10 +14,10 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )

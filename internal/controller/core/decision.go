@@ -1,6 +1,6 @@
 package core
 
-import "github.com/lachesis-sched/lachesis/priority"
+import "github.com/lachesis-sched/lachesis/policy/priority"
 
 // Decision is what the core last decided for a job: its priority and every
 // component of it, so sprio can explain it.
@@ -30,7 +30,7 @@ type Decision struct {
 	// UsagePrefix), to replace Lachesis's segment of its AdminComment.
 	Usage string
 	// Opportunistic: the job is ranked in the opportunistic class
-	// (priority/opportunistic.go): it preempts nothing and is the first
+	// (policy/priority/opportunistic.go): it preempts nothing and is the first
 	// victim of every guaranteed job.
 	Opportunistic bool
 }

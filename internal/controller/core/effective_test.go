@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/internal/controller/placement"
+	"github.com/lachesis-sched/lachesis/policy/placement"
 )
 
 // fakeRun is a RunInfo with fixed answers that counts how often it is read.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 

@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // Which opportunistic job goes beside which guaranteed one, the Slurm way.

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // fakeSlurm holds jobs' ExcNodeLists as slurmctld would: edited only while

@@ -4,11 +4,11 @@ import (
 	"sync"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // Fair share between accounts: the core's bookkeeping. The rule itself is
-// priority's (priority/fairshare.go); here each account's usage is fed from
+// priority's (policy/priority/fairshare.go); here each account's usage is fed from
 // what the pass already accounts per job (the growth of each job's
 // attained service), decayed, persisted, and turned into the factor every
 // job of the account carries into the ranker.

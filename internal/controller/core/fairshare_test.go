@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 func withAccount(s Snapshot, account string) Snapshot {

@@ -2,7 +2,7 @@ package core
 
 import (
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // A finished job stays in slurmctld's list for MinJobAge. The pass that

@@ -2,10 +2,10 @@ package core
 
 import (
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
-// Service across resubmission (priority/inherit.go) in the core: every end
+// Service across resubmission (policy/priority/inherit.go) in the core: every end
 // leaves the job's queue service, keyed by its user, account and GPU count,
 // for the window; a job that replaces it inherits it in the pass that first
 // sees it (and at placement before that). The ends live in memory only: a

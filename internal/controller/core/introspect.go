@@ -9,7 +9,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // Introspection (Gandiva, OSDI'18), the core's half of sharing's rule

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // ratesOf builds a job's introRates from samples (sharers, iterations/s

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // The marker comes back from Slurm's saved job state, so it is parsed as

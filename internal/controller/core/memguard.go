@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // The measured memory bound of opportunistic jobs (issue 22: guests "are

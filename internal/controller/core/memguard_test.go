@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // memOn is a job's memory sample on node n1's GPU gpu of an 80 GiB GPU

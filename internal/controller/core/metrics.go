@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 // Metric names the core registers (etc/grafana/lachesis-core.json queries

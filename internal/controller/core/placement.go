@@ -1,6 +1,6 @@
 package core
 
-import "github.com/lachesis-sched/lachesis/internal/controller/placement"
+import "github.com/lachesis-sched/lachesis/policy/placement"
 
 const (
 	keyPrefer   = "prefer"

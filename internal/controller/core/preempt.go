@@ -7,7 +7,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // preemptionState is what the core keeps of preemption between passes;
@@ -169,7 +169,7 @@ func (c *Core) PreemptionPossible() bool {
 // Preemptable reports whether preemptor may requeue preemptee, by
 // priority.Preemption.Decide, the rule the simulator measures: an
 // opportunistic job preempts nothing and is the first victim of any
-// guaranteed one (priority/opportunistic.go); between guaranteed jobs, the victim
+// guaranteed one (policy/priority/opportunistic.go); between guaranteed jobs, the victim
 // must sit Preemption.QueueGap queues below the preemptor, in a partition
 // of no higher PriorityTier, not be a task of the preemptor's own job
 // array, have run at least min_run seconds in its current run, not have

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 func TestPreemptableNeedsGPUsOnBothSidesAndALowerQueue(t *testing.T) {

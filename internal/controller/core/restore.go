@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // A second record of each job's attained service lives in the job itself,

@@ -7,10 +7,10 @@ import (
 	"sync"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
+	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 // maxReasonField bounds the model key in the reason, as synergy's own.

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 var testConvert = config.ShardConvert{BelowPct: 50, MemBelowMB: 16384, MinJobs: 2, HeadroomPct: 10}

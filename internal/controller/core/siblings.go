@@ -2,10 +2,10 @@ package core
 
 import (
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
-// Sibling prediction (priority/siblings.go) in the core: each job joins the
+// Sibling prediction (policy/priority/siblings.go) in the core: each job joins the
 // sweep of its user, account and GPU count by its first submit time, and
 // each job's end gives its sweep one more sample. Sweeps live in memory;
 // each ended job's key and first submit time go into the completed-job

@@ -1,8 +1,8 @@
 package core
 
 import (
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // JobState is a job's state as the core needs to know it.

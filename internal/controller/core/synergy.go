@@ -3,7 +3,7 @@ package core
 import (
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 

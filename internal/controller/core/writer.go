@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // Writer retry bounds: a failed write is retried after retryFirst, then

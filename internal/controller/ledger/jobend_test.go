@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 func TestCorrectedRunOnlyEverLowersTheCharge(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // ErrStore is wrapped by every error the store returns.
@@ -42,7 +42,7 @@ type Record struct {
 	// sweep; a cancelled or failed job's end only ends its membership.
 	SweepSample bool
 	// Inherited is the queue service the job took over from an ended job
-	// it replaces (priority/inherit.go), included in ServiceClosed; kept so
+	// it replaces (policy/priority/inherit.go), included in ServiceClosed; kept so
 	// that it is added once, across passes and restarts.
 	Inherited float64
 }

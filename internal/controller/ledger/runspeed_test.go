@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // A ledger made before effective service has no run_speed column: opening

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
-// Sweeps (priority/siblings.go) are kept in the core's memory; what a
+// Sweeps (policy/priority/siblings.go) are kept in the core's memory; what a
 // restart needs to rebuild them is each ended member's sweep key, first
 // submit time and GPU-time. The completed-job history holds the GPU-time;
 // these columns, added to ledgers made before sweeps existed, hold the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/util/sqlitedb"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 func finishedIn(id uint32, submit, finished int64, key priority.SiblingKey, inSweep bool, gpuSeconds float64) Record {

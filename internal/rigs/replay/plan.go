@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/sim"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
 	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
-	"github.com/lachesis-sched/lachesis/priority"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
 )

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/policy/gres"
 )
 
 // ErrBadRequest is wrapped by every reason to refuse a job outright.

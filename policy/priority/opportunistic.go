@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/lachesis-sched/lachesis/internal/util/configerr"
-	"github.com/lachesis-sched/lachesis/sharing"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // AntMan's two job classes (Xiao et al., OSDI'20). A guaranteed job is

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
+	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 

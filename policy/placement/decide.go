@@ -6,9 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
-	"github.com/lachesis-sched/lachesis/internal/controller/synergy"
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
+	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
 // Request is the part of a submission placement looks at, as copied out of

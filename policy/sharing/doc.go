@@ -48,7 +48,7 @@
 //     GuestMemoryHeadroomPct): a guest is requeued (memory.go).
 //
 // Who may preempt whom is not here: priority.Preemption.Decide and
-// priority.CompareVictims hold it for slurmctld (priority/opportunistic.go:
+// priority.CompareVictims hold it for slurmctld (policy/priority/opportunistic.go:
 // opportunistic jobs never preempt and are every guaranteed job's first
 // victims), and the simulator's sharing mode takes opportunistic jobs back
 // before its policy preempts anything.
@@ -67,7 +67,7 @@
 //     pending time and the guaranteed jobs waiting; a promoted job is
 //     guaranteed from then on, queued as a job submitted then.
 //  3. Place guaranteed jobs; an opportunistic job on whole GPUs is the
-//     first victim, and never a preemptor (priority/opportunistic.go).
+//     first victim, and never a preemptor (policy/priority/opportunistic.go).
 //  4. Place opportunistic jobs: idle whole GPUs first, then for each
 //     one-GPU guaranteed job whose model's Table.Usage leaves room,
 //     Config.Choose among the waiting models; Config.Move a guest that
@@ -78,7 +78,7 @@
 // (internal/controller/core/introspect.go: pairs from the node agents'
 // usage reports, the requeue by scontrol outside slurmctld's locks), and
 // MemoryOver beside it (memguard.go); steps 2 and 3 are
-// priority/opportunistic.go's, and step 4 is Slurm's own scheduling of the
+// policy/priority/opportunistic.go's, and step 4 is Slurm's own scheduling of the
 // opportunistic partition, steered by the core with Choose's rule for each
 // pair (Config.Fits; core/exclude.go): a waiting guest is kept off nodes
 // where it could only land beside a host it does not fit, and the best
@@ -86,5 +86,5 @@
 // table keys every entry by it.
 //
 // The package is pure Go without I/O (it parses from an io.Reader), like
-// priority/, and builds with CGO_ENABLED=0.
+// policy/priority/, and builds with CGO_ENABLED=0.
 package sharing

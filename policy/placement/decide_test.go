@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
 	"github.com/lachesis-sched/lachesis/internal/util/configerr"
+	"github.com/lachesis-sched/lachesis/policy/gres"
 )
 
 // Two node groups of 2 GPUs each: type a on lnode1-2, type b on lnode3-4.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/gres"
+	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
 
