@@ -237,11 +237,11 @@ func recoverInto(rc *C.int, where string) {
 }
 
 // reasonPrefixC is the header's LACHESIS_REASON_PREFIX, which must be
-// core.ReasonPrefix (convert_test.go).
+// reasontext.WaitingPrefix (convert_test.go).
 func reasonPrefixC() string { return C.LACHESIS_REASON_PREFIX }
 
 // usagePrefixC is LACHESIS_USAGE_PREFIX, for the test that it is
-// core.UsagePrefix.
+// gpushare.UsagePrefix.
 func usagePrefixC() string { return C.LACHESIS_USAGE_PREFIX }
 
 // usageBufC is the size of lachesis_prio_t.usage.

@@ -20,7 +20,7 @@ const maxHistoryModel = 48
 
 // userModel is one user's history of one model, as the ledger keeps it
 // (model_job_use): what job_submit/synergy reads to decide whether the
-// user's next one-GPU job of the model becomes shards (core/shardconvert.go).
+// user's next one-GPU job of the model becomes shards (gpushare/shardconvert.go).
 type userModel struct {
 	uid       uint32
 	model     string

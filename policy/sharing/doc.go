@@ -75,12 +75,12 @@
 //
 // The simulator (sim/sharing.go) is this loop; docs/evaluation section 8
 // measures it. In slurmctld, the core applies step 1 at every pass
-// (internal/controller/core/introspect.go: pairs from the node agents'
+// (internal/controller/gpushare/introspect.go: pairs from the node agents'
 // usage reports, the requeue by scontrol outside slurmctld's locks), and
 // MemoryOver beside it (memguard.go); steps 2 and 3 are
 // policy/priority/opportunistic.go's, and step 4 is Slurm's own scheduling of the
 // opportunistic partition, steered by the core with Choose's rule for each
-// pair (Config.Fits; core/exclude.go): a waiting guest is kept off nodes
+// pair (Config.Fits; gpushare/exclude.go): a waiting guest is kept off nodes
 // where it could only land beside a host it does not fit, and the best
 // predicted pair ranks first. Model names meet through ModelKey: the
 // table keys every entry by it.

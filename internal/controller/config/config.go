@@ -53,7 +53,7 @@ type Config struct {
 	// profiled or tabled speed there (priority.Speeds).
 	GPUTypes map[string]float64
 	// Usage: what the per-job GPU usage the node agents measure is
-	// compared with (usage.go of the core).
+	// compared with (gpushare/usage.go).
 	Usage Usage
 	// Sharing: the opportunistic class (its rules are
 	// Tiresias.Opportunistic, which this section fills).
@@ -81,16 +81,16 @@ type Sharing struct {
 	// MaxSlowdown is the largest share of its solo rate a guaranteed job
 	// may lose to an opportunistic job beside it on one GPU before the
 	// core requeues the opportunistic one (sharing.Config.Revert; the
-	// core's introspect.go). 0.05 by default.
+	// gpushare/introspect.go). 0.05 by default.
 	MaxSlowdown float64
 	// Convert: job_submit/synergy's rewrite of a guaranteed 1-GPU job
 	// whose user's past jobs of its model left most of a GPU unused into
-	// shards of one GPU, so a guest fits beside it (core/shardconvert.go).
+	// shards of one GPU, so a guest fits beside it (gpushare/shardconvert.go).
 	Convert ShardConvert
 	// GuestMemoryHeadroomPct is the share of a GPU's memory (percent) kept
 	// free beside the guaranteed jobs' measured peak while opportunistic
 	// jobs share the GPU; a guest holding more than the rest is requeued
-	// (sharing.Config.MemoryOver; the core's memguard.go). 10 by default.
+	// (sharing.Config.MemoryOver; gpushare/memguard.go). 10 by default.
 	GuestMemoryHeadroomPct float64
 	// PairTable is the directory of the pair table's seeds, Gavel's
 	// throughputs.csv and colocated.csv (sharing.ReadGavel), read once at
@@ -135,7 +135,7 @@ const (
 // highest of their peak utilisations in percent, the most GPU memory any
 // held) says of the rewrite: "" when it allows it, else why not. The rule
 // is on (Enabled) or the answer means nothing; the request and the nodes
-// decide the rest (core/shardconvert.go).
+// decide the rest (gpushare/shardconvert.go).
 func (s ShardConvert) JudgeHistory(jobs int, utilPeak, memPeakMB float64) string {
 	switch {
 	case jobs < s.MinJobs:
@@ -149,7 +149,7 @@ func (s ShardConvert) JudgeHistory(jobs int, utilPeak, memPeakMB float64) string
 }
 
 // Bounds of the sharing.convert_* keys. MaxConvertMinJobs is the history
-// the core keeps per user and model (core/shardconvert.go).
+// the core keeps per user and model (gpushare/shardconvert.go).
 const (
 	MaxConvertMinJobs     = 8
 	MaxConvertHeadroomPct = 50

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
@@ -92,21 +93,16 @@ type Core struct {
 	// under mu.
 	sizing startSizing
 
-	// oppReasons: the reason shown for each waiting opportunistic job
-	// (blocked.go); under mu.
-	oppReasons map[uint32]oppReason
-
 	// ends: the true ends nodes reported (jobend.go).
 	ends jobEnds
-	// usage: per-job GPU use reported by node agents (usage.go); under
-	// its own mutex.
-	usage usageState
+	// share: GPU sharing and per-job GPU use (gpushare), a stage of the
+	// pass; its own state and locks.
+	share *gpushare.Sharing
+	// shareJobs: scratch, the pass's jobs as sharing reads them; under mu.
+	shareJobs []gpushare.Job
 	// pairScores: each waiting opportunistic job's pair score from the
-	// last pass (exclude.go), read by the next pass's ranking; under mu.
+	// last pass (gpushare), read by the next pass's ranking; under mu.
 	pairScores map[uint32]float64
-	// hist: each user's history of each model's GPU use, for the shard
-	// rewrite at submit (shardconvert.go); under its own mutex.
-	hist modelUse
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
 	// their records (nil when not known), which continue if the job is
@@ -177,11 +173,10 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c.agents.SetJobEndHandler(c.ReportEnd)
-	c.agents.SetJobUsageHandler(c.ReportUsage)
-	// Introspection's requeues run here, outside slurmctld's locks
-	// (introspect.go's requeuer says why).
-	queue := c.usage.intro.queue
-	safego.Loop(log, "sharing requeuer", func() { c.requeuer(queue, scontrolJobs{}) }, nil)
+	c.agents.SetJobUsageHandler(c.share.ReportUsage)
+	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
+	// requeuer says why).
+	safego.Loop(log, "sharing requeuer", func() { c.share.RunRequeuer(c.stop) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -222,11 +217,11 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		kick:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		stopped:    make(chan struct{}),
-		met:        newMetricsIf(cfg.Metrics.Listen),
+		share:      gpushare.New(cfg, log),
 		pairScores: map[uint32]float64{},
 	}
+	c.met = newMetricsIf(cfg.Metrics.Listen, c.share.Collectors()...)
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
-	c.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
 	c.speedBase = *cfg.Speeds(nil)
 	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
 	c.heirs = newHeirs(cfg.Tiresias)
@@ -243,16 +238,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c.restoreSweeps(store)
-	if err := c.restoreUsage(store); err != nil {
-		return nil, err
-	}
-	c.usage.intro.init()
-	c.seedPairTable()
-	if err := c.restoreBadPairs(store); err != nil {
-		return nil, err
-	}
-	c.restoreExclusions(store, c.clock())
-	if err := c.restoreModelUse(store); err != nil {
+	if err := c.share.Restore(store, c.clock()); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()
@@ -385,7 +371,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.account(now, snaps, out)
 	c.fairShare(snaps)
 	c.rank(now, snaps, out)
-	c.observeUsage(now, snaps, out)
+	c.shareGPUs(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
 	return len(c.sizing.candidates)
@@ -421,7 +407,7 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		j := policyJob(rec, s)
 		j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))
 		if j.Opportunistic && s.State == StatePending {
-			j.Pair = c.pairScores[s.ID] // the last pass's (exclude.go)
+			j.Pair = c.pairScores[s.ID] // the last pass's (gpushare)
 		}
 		c.joinSweep(s, rec, &j)
 		c.jobs = append(c.jobs, j)
@@ -464,6 +450,41 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 	c.preemption.view.fromPass(c.jobs, c.results, func(k int) *Snapshot { return &snaps[c.jobIndex[k]] })
 	c.preemption.view.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.preemptions)
 	c.showBlocked(now, out)
+}
+
+// shareGPUs is a pass's sharing stage: gpushare judges per-job GPU use and
+// sharing from the pass's jobs as it ranked them, and the pass applies its
+// answers (each job's GPU-use segment, each waiting guest's reason, the
+// pair scores the next pass ranks by).
+func (c *Core) shareGPUs(now int64, snaps []Snapshot, out []Decision) {
+	jobs := c.shareJobs[:0]
+	for i := range snaps {
+		s := &snaps[i]
+		j := gpushare.Job{ID: s.ID, User: s.User, State: gpushare.State(s.State), Held: s.Held, Partition: s.Partition,
+			Opportunistic: out[i].Opportunistic, Blocked: out[i].Blocked != "", GPUShare: s.GPUShare,
+			OneNode: s.GresRequest.Nodes <= 1, NodeGPUs: s.NodeGPUs}
+		if s.Run != nil && (s.State == StateRunning || s.State == StateSuspended) {
+			j.Run, j.OneGPU = s.Run, s.gpuCount() == 1
+		}
+		if s.Asked != nil {
+			j.Asked = s.Asked
+		}
+		jobs = append(jobs, j)
+	}
+	for k := range c.jobs {
+		jobs[c.jobIndex[k]].WaitingSince = c.jobs[k].WaitingSince
+	}
+	c.share.Judge(now, c.cfg, jobs, c.pairScores)
+	for i := range jobs {
+		if jobs[i].GPUUse != "" {
+			out[i].Usage = jobs[i].GPUUse
+		}
+		if jobs[i].Reason != "" {
+			out[i].Blocked = jobs[i].Reason
+		}
+	}
+	clear(jobs) // no pointers into slurmctld kept past the pass
+	c.shareJobs = jobs
 }
 
 // preemptions is how many times the preemption rule had job id requeued,

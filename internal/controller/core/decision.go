@@ -23,11 +23,11 @@ type Decision struct {
 	// refused lately for a cost (min_run, max_per_job, queue_gap), says
 	// so, and for a waiting opportunistic job, that it waits for idle GPUs
 	// and when it is upgraded; the plugin shows it as the job's reason
-	// (blocked.go). It starts with ReasonPrefix.
+	// (blocked.go). It starts with reasontext.WaitingPrefix.
 	Blocked string
 	// Usage, set by a pass for a running job whose GPU-use summary
-	// changed, is its new usage segment (usage.go, starting with
-	// UsagePrefix), to replace Lachesis's segment of its AdminComment.
+	// changed, is its new usage segment (gpushare/usage.go, starting with
+	// gpushare.UsagePrefix), to replace Lachesis's segment of its AdminComment.
 	Usage string
 	// Opportunistic: the job is ranked in the opportunistic class
 	// (policy/priority/opportunistic.go): it preempts nothing and is the first

@@ -189,26 +189,6 @@ func TestMarkerWithoutUpgradeKeepsItsOldForm(t *testing.T) {
 	}
 }
 
-func TestWaitingOpportunisticJobSaysWhyAndWhenItIsUpgraded(t *testing.T) {
-	c := openOppCore(t, filepath.Join(t.TempDir(), "l.db"), &bytes.Buffer{})
-	defer c.Close()
-	d := pass(c, 1000, inClassPartition(pending(1, 1, 900), "opp"), inClassPartition(pending(2, 1, 900), "gpu"),
-		inClassPartition(running(3, 1, 900, 950), "opp"))
-	want := opportunisticReason(900, 300)
-	if d[0].Blocked != want || !strings.HasPrefix(want, ReasonPrefix+"opportunistic: ") || !strings.Contains(want, "guaranteed from ") {
-		t.Fatalf("waiting opportunistic job's reason %q, want %q", d[0].Blocked, want)
-	}
-	if len(want) >= 128 {
-		t.Fatalf("reason %q does not fit lachesis_prio_t.blocked", want)
-	}
-	if d[1].Blocked != "" || d[2].Blocked != "" {
-		t.Fatalf("reasons of a guaranteed and a running job: %q, %q", d[1].Blocked, d[2].Blocked)
-	}
-	if d2 := pass(c, 1010, inClassPartition(pending(1, 1, 900), "opp")); d2[0].Blocked != want {
-		t.Fatalf("the reason changed from one pass to the next: %q", d2[0].Blocked)
-	}
-}
-
 func TestJobsOnShardsCountAsGPUJobs(t *testing.T) {
 	c := openOppCore(t, filepath.Join(t.TempDir(), "l.db"), &bytes.Buffer{})
 	defer c.Close()

@@ -104,7 +104,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 	}
 	n := len(c.records)
 	c.mu.Unlock()
-	c.saveAllExclusions()
+	c.share.SaveAllExclusions()
 	c.log.Warn("ledger reopened; active jobs queued for rewrite", keyJobs, n)
 	return nil
 }
@@ -128,10 +128,7 @@ func (c *Core) flush() {
 	fileErr := c.checkFile(batch)
 	if fileErr == nil {
 		c.flushUsage()
-		c.flushJobUsage()
-		c.flushBadPairs()
-		c.flushModelUse()
-		c.flushExclusions()
+		c.share.Flush(c.store)
 	}
 	if len(batch) == 0 && fileErr == nil {
 		return

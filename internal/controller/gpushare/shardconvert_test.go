@@ -1,9 +1,7 @@
-package core
+package gpushare
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,9 +81,9 @@ func TestDecideShards(t *testing.T) {
 
 // finishJob runs job id of uid and model on one GPU through passes with
 // three usage reports of util percent and memMB, then lets it end.
-func finishJob(c *Core, now int64, id, uid uint32, model string, util, memMB float64) int64 {
+func finishJob(c *testCore, now int64, id, uid uint32, model string, util, memMB float64) int64 {
 	s := runningAs(id, uid)
-	s.GPUs, s.Run = 1, &fakeRun{model: model}
+	s.OneGPU, s.Run = true, modelRun(model)
 	pass(c, now, s)
 	for i := range int64(3) {
 		c.ReportUsage(usageReport("n1", now+1+i, id, uid, []float64{util}, memMB, nil))
@@ -95,7 +93,7 @@ func finishJob(c *Core, now int64, id, uid uint32, model string, util, memMB flo
 	return now + 30
 }
 
-func convertCore(t *testing.T, db string) *Core {
+func convertCore(t *testing.T, db string) *testCore {
 	t.Helper()
 	cfg := testConfig(db)
 	cfg.Sharing.Convert = testConvert
@@ -209,14 +207,7 @@ func BenchmarkSizeJobShards(b *testing.B) {
 			if on {
 				cfg.Sharing.Convert = testConvert
 			}
-			store, err := ledger.Open(cfg.DBPath)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				b.Fatal(err)
-			}
+			c := openCoreWith(b, cfg)
 			defer c.Close()
 			for i := range historyKeys {
 				for j := range 2 {

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"bytes"
@@ -107,7 +107,7 @@ func memReport(t int64, job, uid uint32, usedMB float64) *wire.JobUsageReport {
 		GPUs: []wire.JobGPUUsage{{UUID: "g0", UtilPct: 50, MemUsedMB: usedMB, MemTotalMB: 81920, Sharers: 2}}}}}
 }
 
-func drainRequeues(c *Core) []requeueRequest {
+func drainRequeues(c *testCore) []requeueRequest {
 	var got []requeueRequest
 	for {
 		select {

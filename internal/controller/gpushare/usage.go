@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"fmt"
@@ -150,7 +150,7 @@ func (u *usageState) init() {
 
 // ReportUsage takes a node's per-job GPU usage report (validated by the
 // listener). It touches memory only; safe from any goroutine.
-func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
+func (c *Sharing) ReportUsage(rep *wire.JobUsageReport) {
 	now := time.Now().Unix()
 	at := rep.At.Unix()
 	if rep.At.IsZero() || at > now {
@@ -213,7 +213,7 @@ func sampleOf(e *wire.JobUsage, at int64) ledger.JobGPUSample {
 
 // dropUsage counts a dropped entry and logs the drops at most once every
 // dropLogEvery seconds. Caller holds usage.mu.
-func (c *Core) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node string) {
+func (c *Sharing) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node string) {
 	u := &c.usage
 	u.drops[reason]++
 	c.met.usageDropped(dropReasons[reason])
@@ -237,9 +237,9 @@ func (c *Core) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node st
 // ReportUsage checks entries against), the usage segment of each running
 // job's AdminComment when its summary changed, and the idle rule. A job
 // that has finished (or is gone) has its summary closed and handed to the
-// writer; a requeued one keeps it for its next run. Caller holds mu (not
-// usage.mu).
-func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
+// writer; a requeued one keeps it for its next run. Caller holds the
+// core's mu (not usage.mu).
+func (c *Sharing) observeUsage(now int64, jobs []Job, pairScores map[uint32]float64) {
 	u := &c.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -248,27 +248,27 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 	u.idleBelow = c.cfg.Usage.IdleBelowPct
 	after := int64(c.cfg.Usage.IdleAfter / time.Second)
 	idle := 0
-	for i := range snaps {
-		s := &snaps[i]
+	for i := range jobs {
+		s := &jobs[i]
 		j := u.jobs[s.ID]
-		if j != nil && s.State != StateFinished {
+		if j != nil && s.State != Finished {
 			j.seen = u.pass
 		}
-		if s.State == StatePending {
+		if s.State == Pending {
 			held := c.heldByItsExclusion(s)
-			c.noteWaiting(s, out[i].Opportunistic || held)
+			c.noteWaiting(s, s.Opportunistic || held)
 			if held {
 				// Slurm shows it as BadConstraints: say which of
 				// Lachesis's exclusions leaves it no node.
-				out[i].Blocked = c.guestReason(s.ID, 0, 0, true)
+				s.Reason = c.guestReason(s.ID, 0, 0, true)
 			}
 		}
-		if s.State != StateRunning && s.State != StateSuspended {
+		if s.State != Running && s.State != Suspended {
 			continue
 		}
 		prev := u.live[s.ID]
-		l := liveJob{uid: s.User, pass: u.pass, running: s.State == StateRunning, opportunistic: out[i].Opportunistic, model: prev.model,
-			gpuShare: s.GPUShare, oneNode: s.GresRequest.Nodes <= 1, nodeGPUs: s.NodeGPUs}
+		l := liveJob{uid: s.User, pass: u.pass, running: s.State == Running, opportunistic: s.Opportunistic, model: prev.model,
+			gpuShare: s.GPUShare, oneNode: s.OneNode, nodeGPUs: s.NodeGPUs}
 		if l.model == "" && s.GPUShare && s.Run != nil {
 			l.model = s.Run.ModelKey() // once per run: it copies a string out of slurmctld
 		}
@@ -280,10 +280,10 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 			continue
 		}
 		if j.model == "" && s.Run != nil {
-			j.model, j.oneGPU = s.Run.ModelKey(), s.gpuCount() == 1 // once per job
+			j.model, j.oneGPU = s.Run.ModelKey(), s.OneGPU // once per job
 		}
 		if j.sum.Samples != j.shown && (j.shownAt == 0 || now-j.shownAt >= usageShowEvery) {
-			out[i].Usage = usageSegment(&j.sum)
+			s.GPUUse = usageSegment(&j.sum)
 			j.shown, j.shownAt = j.sum.Samples, now
 		}
 		if j.sum.Idle(now, after) {
@@ -314,7 +314,7 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 	u.intro.init()
 	c.guardMemory(now)
 	c.introspect(now)
-	c.excludeBadPairs(now)
+	c.excludeBadPairs(now, pairScores)
 }
 
 // usageSegment is the AdminComment text of a summary, e.g.
@@ -358,8 +358,8 @@ func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 // flushJobUsage saves the summaries changed since the last flush; a failed
 // save keeps them for the next one unless a newer copy came meanwhile.
 // Writer goroutine only.
-func (c *Core) flushJobUsage() {
-	store, ok := c.store.(ledger.JobGPUUseStore)
+func (c *Sharing) flushJobUsage(st ledger.Store) {
+	store, ok := st.(ledger.JobGPUUseStore)
 	if !ok {
 		return
 	}
@@ -390,7 +390,7 @@ func (c *Core) flushJobUsage() {
 // restoreUsage takes back the summaries of jobs that were running when
 // slurmctld stopped, so a restart continues them instead of overwriting
 // their rows; a job that ended meanwhile is closed by the first pass.
-func (c *Core) restoreUsage(store ledger.Store) error {
+func (c *Sharing) restoreUsage(store ledger.Store) error {
 	l, ok := store.(ledger.JobGPUUseLoader)
 	if !ok {
 		return nil
@@ -411,7 +411,7 @@ func (c *Core) restoreUsage(store ledger.Store) error {
 }
 
 // JobUsage returns a job's summary as the core holds it (running jobs).
-func (c *Core) JobUsage(id uint32) (ledger.JobGPUUse, bool) {
+func (c *Sharing) JobUsage(id uint32) (ledger.JobGPUUse, bool) {
 	u := &c.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"bytes"
@@ -110,7 +110,7 @@ func TestJudgePairs(t *testing.T) {
 
 // introCore is a core with the opportunistic partition "opp", its log in
 // buf.
-func introCore(t *testing.T, buf *bytes.Buffer) *Core {
+func introCore(t *testing.T, buf *bytes.Buffer) *testCore {
 	t.Helper()
 	cfg := testConfig(filepath.Join(t.TempDir(), "l.db"))
 	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
@@ -126,9 +126,9 @@ type modelRun string
 func (m modelRun) GPUType() string  { return "" }
 func (m modelRun) ModelKey() string { return string(m) }
 
-func shardJob(id, uid uint32, partition, model string) Snapshot {
+func shardJob(id, uid uint32, partition, model string) Job {
 	s := runningAs(id, uid)
-	s.GPUs, s.GPUShare, s.Partition, s.Run = 0, true, partition, modelRun(model)
+	s.OneGPU, s.GPUShare, s.Partition, s.Run = true, true, partition, modelRun(model)
 	return s
 }
 
@@ -145,7 +145,7 @@ func shardReport(t int64, job, uid uint32, gpu string, sharers int, util, iters 
 // soloIters, then job 2 (guestUID, opportunistic, model lstm) beside it
 // while job 1 runs at sharedIters; hostUID reports for job 1's entries.
 // It returns the requeues asked.
-func runPair(t *testing.T, c *Core, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
+func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
 	t.Helper()
 	host := shardJob(1, owner, "gpu", "resnet")
 	guest := shardJob(2, guestUID, "opp", "lstm")
@@ -276,7 +276,7 @@ func TestRequeuerRunsRequestsAndAsksAgainAfterAFailure(t *testing.T) {
 	sj := newFakeSlurm()
 	sj.requeueErr = context.DeadlineExceeded
 	q := make(chan requeueRequest, 1)
-	go c.requeuer(q, sj)
+	go c.requeuer(c.stop, q, sj)
 	q <- requeueRequest{job: 7, node: "n1"}
 	if r := <-sj.requeued; r != 7 {
 		t.Fatalf("requeued %d", r)

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"fmt"
@@ -153,9 +153,9 @@ func (h *modelUse) summary(uid uint32, model string) historySummary {
 	return s
 }
 
-// convertToShards is SizeJob's second step: d, the sizing of req, or
+// ConvertToShards is SizeJob's second step: d, the sizing of req, or
 // the shard rewrite when decideShards says so. Memory only (hist.mu).
-func (c *Core) convertToShards(sharing config.Sharing, req synergy.Request, nodes []synergy.Node, d synergy.Decision) synergy.Decision {
+func (c *Sharing) ConvertToShards(sharing config.Sharing, req synergy.Request, nodes []synergy.Node, d synergy.Decision) synergy.Decision {
 	conv := sharing.Convert
 	if d.Action == synergy.Reject || !conv.Enabled() {
 		return d
@@ -181,7 +181,7 @@ func (c *Core) convertToShards(sharing config.Sharing, req synergy.Request, node
 // noteFinishedUse is called by the pass (usage.go) for a job whose
 // summary it closes: a job that held one GPU and was measured enough
 // joins its user's history of its model. Caller holds usage.mu.
-func (c *Core) noteFinishedUse(j *jobUsage) {
+func (c *Sharing) noteFinishedUse(j *jobUsage) {
 	if j.model == "" || !j.oneGPU || j.sum.Samples < historyMinSamples {
 		return
 	}
@@ -200,8 +200,8 @@ func (c *Core) noteFinishedUse(j *jobUsage) {
 
 // flushModelUse saves the history entries added since the last flush; a
 // failed save keeps them for the next. Writer goroutine only.
-func (c *Core) flushModelUse() {
-	store, ok := c.store.(ledger.ModelJobUseStore)
+func (c *Sharing) flushModelUse(st ledger.Store) {
+	store, ok := st.(ledger.ModelJobUseStore)
 	if !ok {
 		return
 	}
@@ -225,7 +225,7 @@ func (c *Core) flushModelUse() {
 
 // restoreModelUse replays the saved histories, oldest first, within the
 // same bounds as at run time.
-func (c *Core) restoreModelUse(store ledger.Store) error {
+func (c *Sharing) restoreModelUse(store ledger.Store) error {
 	l, ok := store.(ledger.ModelJobUseStore)
 	if !ok {
 		return nil

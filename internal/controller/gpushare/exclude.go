@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"context"
@@ -154,7 +154,7 @@ type guestVerdict struct {
 }
 
 // pairRules is sharing's rules as the core applies them.
-func (c *Core) pairRules() sharing.Config {
+func (c *Sharing) pairRules() sharing.Config {
 	r := sharing.DefaultConfig()
 	r.MaxSlowdown = c.cfg.Sharing.MaxSlowdown
 	return r
@@ -162,7 +162,7 @@ func (c *Core) pairRules() sharing.Config {
 
 // occupancy is every node in the reports with its GPUs' holders. Caller
 // holds usage.mu.
-func (c *Core) occupancy(now int64) []nodeUse {
+func (c *Sharing) occupancy(now int64) []nodeUse {
 	u := &c.usage
 	type building struct {
 		gpus uint32
@@ -292,7 +292,7 @@ func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) st
 // rank it again (an ExcNodeList update resets its priority). Taken for a
 // job that no longer waits, its nodes were lifted at once and set again
 // at the next pass, one update per pass. Caller holds usage.mu.
-func (c *Core) heldByItsExclusion(s *Snapshot) bool {
+func (c *Sharing) heldByItsExclusion(s *Job) bool {
 	ex := c.usage.intro.excl[s.ID]
 	return s.Held && ex != nil && len(ex.ours) > 0 && c.cfg.Sharing.Opportunistic(s.Partition)
 }
@@ -300,7 +300,7 @@ func (c *Core) heldByItsExclusion(s *Snapshot) bool {
 // noteWaiting is the pass's record of a pending job (observeUsage):
 // opportunistic ones are judged, and an exclusion of any pending job is
 // kept alive. Caller holds usage.mu.
-func (c *Core) noteWaiting(s *Snapshot, opportunistic bool) {
+func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 	in := &c.usage.intro
 	if ex := in.excl[s.ID]; ex != nil {
 		ex.seen = c.usage.pass
@@ -324,7 +324,7 @@ func (c *Core) noteWaiting(s *Snapshot, opportunistic bool) {
 // excludeBadPairs is the pass's step after introspection: every waiting
 // opportunistic job's exclusions and pair score. Caller holds mu and
 // usage.mu; nothing here blocks (updates go to the requeuer).
-func (c *Core) excludeBadPairs(now int64) {
+func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 	u := &c.usage
 	in := &u.intro
 	in.queueFull = 0
@@ -333,7 +333,7 @@ func (c *Core) excludeBadPairs(now int64) {
 			c.log.Warn("requeue queue full; the next pass sends these exclusions again", keyJobs, in.queueFull)
 		}
 	}()
-	clear(c.pairScores)
+	clear(pairScores)
 	for id, g := range in.waiting {
 		if g.pass != u.pass {
 			delete(in.waiting, id)
@@ -359,7 +359,7 @@ func (c *Core) excludeBadPairs(now int64) {
 			verdicts[g.model] = v
 		}
 		if v.score > 0 {
-			c.pairScores[id] = v.score
+			pairScores[id] = v.score
 		}
 		want := v.excluded
 		if ex != nil {
@@ -410,7 +410,7 @@ func maps(m map[string]string) map[string]string {
 // lifted, and queues the update when it changed since the last one sent.
 // Once the queue is full, the pass's other updates wait for the next pass
 // (one warning). Caller holds usage.mu.
-func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
+func (c *Sharing) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
 	in := &c.usage.intro
 	if ex == nil {
 		if len(want) == 0 || len(in.excl) >= maxExclusions {
@@ -481,7 +481,7 @@ func sameHosts(a, b map[string]uint32) bool {
 
 // logExclusion logs the nodes a job is newly kept off (one line per
 // reason's first node, the count of the others) and the ones lifted.
-func (c *Core) logExclusion(id uint32, was, now map[string]string) {
+func (c *Sharing) logExclusion(id uint32, was, now map[string]string) {
 	var added, lifted []string
 	for n := range now {
 		if _, ok := was[n]; !ok {
@@ -511,7 +511,7 @@ func (c *Core) logExclusion(id uint32, was, now map[string]string) {
 // pinOff is a revert's exclusion: its guest kept off node while host runs
 // there (at most pinFor). Caller holds usage.mu; the revert's request
 // applies it.
-func (c *Core) pinOff(guest, host uint32, node, why string, now int64) {
+func (c *Sharing) pinOff(guest, host uint32, node, why string, now int64) {
 	in := &c.usage.intro
 	ex := in.excl[guest]
 	if ex == nil {
@@ -562,7 +562,7 @@ type slurmJobs interface {
 // applyExclusion makes the job's ExcNodeList the user's own list plus the
 // nodes Lachesis wants it off now. Requeuer goroutine only: Slurm is asked
 // outside every lock; usage.mu is held only to read and record.
-func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) error {
+func (c *Sharing) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) error {
 	u := &c.usage
 	u.mu.Lock()
 	ex := u.intro.excl[job]
@@ -627,7 +627,7 @@ func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) err
 }
 
 // markStale makes the next pass send the job's exclusion again.
-func (c *Core) markStale(job uint32) {
+func (c *Sharing) markStale(job uint32) {
 	c.usage.mu.Lock()
 	if ex := c.usage.intro.excl[job]; ex != nil {
 		ex.sent = staleSent
@@ -763,7 +763,7 @@ const maxGavelFile = 8 << 20
 // sharing.ReadGavel) is logged and leaves the table empty: introspection
 // then learns each pair by trying it. Bad pairs the ledger remembers are
 // marked after (restoreBadPairs).
-func (c *Core) seedPairTable() {
+func (c *Sharing) seedPairTable() {
 	dir, gpu := c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU
 	if dir == "" || c.cfg.Sharing.OpportunisticPartition == "" {
 		return // no seeds, or no opportunistic class to steer

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"context"
@@ -284,7 +284,7 @@ func (in *introState) init() {
 // introspect is the pass's introspection step, called by observeUsage
 // with usage.mu held: it judges every pair and asks for the requeues.
 // Nothing here blocks: a requeue is handed to the requeuer goroutine.
-func (c *Core) introspect(now int64) {
+func (c *Sharing) introspect(now int64) {
 	u := &c.usage
 	in := &u.intro
 	in.init()
@@ -375,7 +375,7 @@ func (c *Core) introspect(now int64) {
 // replaces the seed). The guest's own fraction needs its solo rate, which
 // a guest that never ran alone lacks; the table's earlier figure for it
 // is kept then, and a pair with neither is left for a later pass.
-func (c *Core) measurePair(v pairVerdict) {
+func (c *Sharing) measurePair(v pairVerdict) {
 	if v.host.model == "" || v.guest.model == "" {
 		return
 	}
@@ -398,8 +398,8 @@ func (c *Core) measurePair(v pairVerdict) {
 
 // flushBadPairs saves the bad pairs marked since the last flush; a failed
 // save keeps them for the next one. Writer goroutine only.
-func (c *Core) flushBadPairs() {
-	store, ok := c.store.(ledger.BadPairStore)
+func (c *Sharing) flushBadPairs(st ledger.Store) {
+	store, ok := st.(ledger.BadPairStore)
 	if !ok {
 		return
 	}
@@ -423,7 +423,7 @@ func (c *Core) flushBadPairs() {
 
 // restoreBadPairs marks the pairs the ledger remembers as bad; a name the
 // table refuses (the ledger is a file: hostile too) is skipped.
-func (c *Core) restoreBadPairs(store ledger.Store) error {
+func (c *Sharing) restoreBadPairs(store ledger.Store) error {
 	s, ok := store.(ledger.BadPairStore)
 	if !ok {
 		return nil
@@ -443,7 +443,7 @@ func (c *Core) restoreBadPairs(store ledger.Store) error {
 }
 
 // PairBad says whether introspection marked the pair of models bad.
-func (c *Core) PairBad(host, guest string) bool {
+func (c *Sharing) PairBad(host, guest string) bool {
 	u := &c.usage
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -483,10 +483,10 @@ func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) }
 // may requeue and update any job). A requeued job is held for Slurm's
 // requeue delay (about two minutes) before it may start again, so the
 // ExcNodeList update lands while it is pending.
-func (c *Core) requeuer(queue <-chan requeueRequest, sj slurmJobs) {
+func (c *Sharing) requeuer(stop <-chan struct{}, queue <-chan requeueRequest, sj slurmJobs) {
 	for {
 		select {
-		case <-c.stop:
+		case <-stop:
 			return
 		case r := <-queue:
 			ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)

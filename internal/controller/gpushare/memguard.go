@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"cmp"
@@ -154,7 +154,7 @@ type memGuardState struct {
 // usage.mu held, before introspect: it requeues the guests over the room
 // through introspection's queue (never blocking: a full queue drops the
 // request and the next pass asks again).
-func (c *Core) guardMemory(now int64) {
+func (c *Sharing) guardMemory(now int64) {
 	u := &c.usage
 	in := &u.intro
 	in.init()

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"fmt"
@@ -49,8 +49,8 @@ func (ex *exclusion) row(id uint32) ledger.Exclusion {
 // flushExclusions saves the exclusions changed since the last flush and
 // drops the forgotten ones; a failed save keeps them for the next.
 // Writer goroutine only: usage.mu is held only to copy.
-func (c *Core) flushExclusions() {
-	store, ok := c.store.(ledger.ExclusionStore)
+func (c *Sharing) flushExclusions(st ledger.Store) {
+	store, ok := st.(ledger.ExclusionStore)
 	if !ok {
 		return
 	}
@@ -85,9 +85,9 @@ func (c *Core) flushExclusions() {
 	}
 }
 
-// saveAllExclusions marks every exclusion for the writer (a new ledger
+// SaveAllExclusions marks every exclusion for the writer (a new ledger
 // file has none of them).
-func (c *Core) saveAllExclusions() {
+func (c *Sharing) SaveAllExclusions() {
 	u := &c.usage
 	u.mu.Lock()
 	for id := range u.intro.excl {
@@ -100,7 +100,7 @@ func (c *Core) saveAllExclusions() {
 // is a file: every row is checked, and one refused is logged, skipped and
 // dropped; a failed read is logged (nothing is restored). See exclude.go
 // for what the first passes then do.
-func (c *Core) restoreExclusions(store ledger.Store, now int64) {
+func (c *Sharing) restoreExclusions(store ledger.Store, now int64) {
 	s, ok := store.(ledger.ExclusionStore)
 	if !ok {
 		return

@@ -1,9 +1,8 @@
-package core
+package gpushare
 
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -16,12 +15,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 )
 
-const (
-	owner   = 1001
-	mallory = 1002
-)
-
-func runningAs(id, uid uint32) Snapshot {
+func runningAs(id, uid uint32) Job {
 	s := running(id, 2, 1000, 1000)
 	s.User = uid
 	return s
@@ -45,20 +39,20 @@ func TestUsageSummaryOfARunningJobShowsInItsAdminComment(t *testing.T) {
 	c.ReportUsage(usageReport("n1", 1030, 1, owner, []float64{80, 80}, 9318, &wire.JobProgress{Iterations: 100, ItersPerSec: 12.5}))
 	d := pass(c, 1040, runningAs(1, owner))
 	want := "[GPU use: mean 55%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 2 samples]"
-	if d[0].Usage != want {
-		t.Fatalf("usage segment %q, want %q", d[0].Usage, want)
+	if d[0].GPUUse != want {
+		t.Fatalf("usage segment %q, want %q", d[0].GPUUse, want)
 	}
 	// Unchanged since: nothing for the plugin to rewrite.
-	if d := pass(c, 1050, runningAs(1, owner)); d[0].Usage != "" {
-		t.Fatalf("unchanged summary sent again: %q", d[0].Usage)
+	if d := pass(c, 1050, runningAs(1, owner)); d[0].GPUUse != "" {
+		t.Fatalf("unchanged summary sent again: %q", d[0].GPUUse)
 	}
 	// Changed, but shown less than a minute ago: it waits for the minute.
 	c.ReportUsage(usageReport("n1", 1060, 1, owner, []float64{10, 10}, 100, nil))
-	if d := pass(c, 1070, runningAs(1, owner)); d[0].Usage != "" {
-		t.Fatalf("segment rewritten within a minute: %q", d[0].Usage)
+	if d := pass(c, 1070, runningAs(1, owner)); d[0].GPUUse != "" {
+		t.Fatalf("segment rewritten within a minute: %q", d[0].GPUUse)
 	}
-	if d := pass(c, 1100, runningAs(1, owner)); !strings.Contains(d[0].Usage, "3 samples]") {
-		t.Fatalf("segment after a minute %q, want 3 samples", d[0].Usage)
+	if d := pass(c, 1100, runningAs(1, owner)); !strings.Contains(d[0].GPUUse, "3 samples]") {
+		t.Fatalf("segment after a minute %q, want 3 samples", d[0].GPUUse)
 	}
 	u, ok := c.JobUsage(1)
 	if !ok || u.Samples != 3 || u.UtilPeak != 80 || u.MemPeakMB != 9318 || u.FirstSeen != 1020 || u.LastSeen != 1060 ||
@@ -89,8 +83,8 @@ func TestUsageEntriesThatNameNoRunningJobOfTheirUIDAreDropped(t *testing.T) {
 			c.ReportUsage(tc.rep)
 			c.ReportUsage(tc.rep) // the second is counted, not logged again
 			d := pass(c, 1030, runningAs(1, owner), p)
-			if d[0].Usage != "" || d[1].Usage != "" {
-				t.Fatalf("a dropped entry changed a comment: %q %q", d[0].Usage, d[1].Usage)
+			if d[0].GPUUse != "" || d[1].GPUUse != "" {
+				t.Fatalf("a dropped entry changed a comment: %q %q", d[0].GPUUse, d[1].GPUUse)
 			}
 			for _, id := range []uint32{1, 2, 7} {
 				if u, ok := c.JobUsage(id); ok {
@@ -160,7 +154,7 @@ func TestUsageIsSavedClosedWhenTheJobEndsAndContinuedAfterARestart(t *testing.T)
 	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{60}, 100, nil))
 	c.ReportUsage(usageReport("n1", 1020, 2, owner, []float64{30}, 100, nil))
 	fin := runningAs(1, owner)
-	fin.State, fin.EndTime = StateFinished, 1025
+	fin.State = Finished
 	pass(c, 1030, fin, runningAs(2, owner))
 	store := closedLedger(t, c, db)
 	u1, ok1, err1 := store.JobGPUUseOf(1)
@@ -229,23 +223,11 @@ func BenchmarkReportUsage(b *testing.B) {
 			c := openCoreB(b)
 			defer c.Close()
 			const running = 25000
-			snaps := make([]Snapshot, running)
+			snaps := make([]Job, running)
 			for i := range snaps {
 				snaps[i] = runningAs(uint32(i+1), owner)
 			}
-			c.Pass(1000, snaps, make([]Decision, running))
-			// The writer saves the pass's 25000 new records first: not
-			// part of what is measured.
-			for {
-				active, err := c.store.Active()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(active) == running {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			pass(c, 1000, snaps...)
 			rep := &wire.JobUsageReport{Node: "n1", IntervalSec: 10}
 			for i := range perReport {
 				rep.Jobs = append(rep.Jobs, wire.JobUsage{JobID: uint32(i + 1), UID: owner,
@@ -263,21 +245,12 @@ func BenchmarkReportUsage(b *testing.B) {
 	}
 }
 
-func openCoreB(b *testing.B) *Core {
-	db := filepath.Join(b.TempDir(), "l.db")
-	store, err := ledger.Open(db)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := New(testConfig(db), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
+func openCoreB(b *testing.B) *testCore {
+	return openCore(b, filepath.Join(b.TempDir(), "l.db"))
 }
 
 // BenchmarkObserveUsage measures what per-job GPU use adds to a pass (the
-// pass's other stages are BenchmarkPass's): n jobs, a quarter running, each
+// pass's other stages are the core's BenchmarkPass's): n jobs, a quarter running, each
 // running one with a summary that changed since the last pass (agents
 // report more often than passes run), passes 30 s apart: a job's segment
 // is made at most once a minute (usageShowEvery), so every other pass.
@@ -286,18 +259,15 @@ func BenchmarkObserveUsage(b *testing.B) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			c := openCoreB(b)
 			defer c.Close()
-			snaps := make([]Snapshot, n)
+			snaps := make([]Job, n)
 			for i := range snaps {
 				snaps[i] = pending(uint32(i+1), 1, 1000)
 				if i%4 == 0 {
 					snaps[i] = runningAs(uint32(i+1), owner)
 				}
 			}
-			out := make([]Decision, n)
 			now := int64(1000)
-			c.mu.Lock()
-			c.observeUsage(now, snaps, out)
-			c.mu.Unlock()
+			c.Judge(now, c.cfg, snaps, c.pairScores)
 			for i := 0; i < n; i += 4 {
 				c.ReportUsage(usageReport("n1", 1000, uint32(i+1), owner, []float64{40}, 1000, nil))
 			}
@@ -310,9 +280,7 @@ func BenchmarkObserveUsage(b *testing.B) {
 				}
 				now += 30
 				b.StartTimer()
-				c.mu.Lock()
-				c.observeUsage(now, snaps, out)
-				c.mu.Unlock()
+				c.Judge(now, c.cfg, snaps, c.pairScores)
 			}
 		})
 	}

@@ -1,0 +1,95 @@
+package gpushare
+
+import (
+	"log/slog"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+)
+
+// Sharing is GPU sharing and per-job GPU use inside slurmctld: what the
+// node agents report each job does with its GPUs, and what the core's
+// pass does with it. Its methods are safe for concurrent use.
+type Sharing struct {
+	log *slog.Logger
+	met *metrics // nil unless metrics.listen is set
+	// cfg is the config of the last pass (or of New); under the pass.
+	cfg config.Config
+	// usage: per-job GPU use, the pair table, exclusions and requeues;
+	// under usage.mu.
+	usage usageState
+	// hist: each user's history of each model's GPU use, for the shard
+	// rewrite at submit (shardconvert.go); under its own mutex.
+	hist modelUse
+	// oppReasons: the reason shown for each waiting opportunistic job
+	// (reasons.go); under usage.mu.
+	oppReasons map[uint32]oppReason
+	reasonPass uint64 // counts showOpportunistic's calls
+}
+
+// Log keys, constant so slurmctld's log can be grepped.
+const (
+	keyJob   = "job_id"
+	keyJobs  = "jobs"
+	keyErr   = "err"
+	keyPath  = "path"
+	keyModel = "model"
+	keyCPUs  = "cpus_per_gpu"
+)
+
+// New makes the sharing state for cfg, logging to log; metrics are kept
+// when cfg.Metrics.Listen is set (Collectors).
+func New(cfg config.Config, log *slog.Logger) *Sharing {
+	s := &Sharing{log: log, cfg: cfg}
+	if cfg.Metrics.Listen != "" {
+		s.met = newMetrics()
+	}
+	s.usage.init()
+	s.usage.intro.init()
+	s.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
+	return s
+}
+
+// Restore takes back what store kept (the summaries of running jobs, bad
+// pairs, exclusions, users' model histories) and seeds the pair table; at
+// start, before the first pass. now is Slurm's clock.
+func (c *Sharing) Restore(store ledger.Store, now int64) error {
+	if err := c.restoreUsage(store); err != nil {
+		return err
+	}
+	c.seedPairTable()
+	if err := c.restoreBadPairs(store); err != nil {
+		return err
+	}
+	c.restoreExclusions(store, now)
+	return c.restoreModelUse(store)
+}
+
+// Flush saves what changed since the last flush to store: the per-job
+// summaries, bad pairs, model histories and exclusions. Writer goroutine
+// only.
+func (c *Sharing) Flush(store ledger.Store) {
+	c.flushJobUsage(store)
+	c.flushBadPairs(store)
+	c.flushModelUse(store)
+	c.flushExclusions(store)
+}
+
+// Judge is the pass's sharing stage, under the core's lock: the reason of
+// every waiting guest, each running job's GPU use and the idle rule, the
+// memory bound, introspection and the exclusions of waiting guests. It
+// fills each job's answers (Job.GPUUse, Job.Reason) and pairScores (each
+// waiting guest's best predicted pair, which the next pass ranks by), and
+// hands requeues and ExcNodeList updates to the requeuer. Memory only.
+func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map[uint32]float64) {
+	c.cfg = cfg
+	c.showOpportunistic(jobs)
+	c.observeUsage(now, jobs, pairScores)
+}
+
+// RunRequeuer carries out the requeues and ExcNodeList updates the passes
+// queue, with Slurm's own commands, until stop closes (a goroutine of its
+// own: requeuer says why).
+func (c *Sharing) RunRequeuer(stop <-chan struct{}) {
+	c.requeuer(stop, c.usage.intro.queue, scontrolJobs{})
+}
