@@ -60,7 +60,7 @@ type Core struct {
 	log        *slog.Logger
 	configPath string
 	env        Env
-	store      ledger.Store
+	store      Ledger
 
 	mu         sync.Mutex // guards the fields below
 	cfg        config.Config
@@ -105,8 +105,8 @@ type Core struct {
 	pairScores map[uint32]float64
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
-	// their records (nil when not known), which continue if the job is
-	// requeued (finished.go); under mu.
+	// their records, which continue if the job is requeued (finished.go);
+	// under mu.
 	finished map[uint32]*ledger.Record
 	// heirs: the service of recently ended jobs, which a job replacing one
 	// inherits (inherit.go); nil when off; under mu.
@@ -138,6 +138,20 @@ type Core struct {
 	stop       chan struct{}
 	stopped    chan struct{}
 }
+
+// Ledger is what the core keeps in its store (internal/controller/ledger),
+// each capability named by the part that uses it; ledger.SQLite has them
+// all, checked here, so a store without one does not compile.
+type Ledger interface {
+	ledger.Store                // records, the completed-job history, fair-share usage (writer.go)
+	ledger.FinishedRecordLister // the jobs that finished before a restart (finished.go)
+	ledger.SweepLister          // the sweeps' ended members (siblings.go)
+	ledger.EndCorrector         // a node's true end of a completed job (jobend.go)
+	fileStore                   // a ledger file deleted or replaced (writer.go)
+	gpushare.Store              // per-job GPU use and sharing (gpushare)
+}
+
+var _ Ledger = (*ledger.SQLite)(nil)
 
 // Env is what slurmctld tells the core when it starts.
 type Env struct {
@@ -198,7 +212,7 @@ func (c *Core) Profile(model string, uid uint32) (profile.Record, bool) {
 }
 
 // New builds a Core on an already opened store (tests use it directly).
-func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error) {
+func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 	active, err := store.Active()
 	if err != nil {
 		return nil, err

@@ -24,6 +24,8 @@ type fileStore interface {
 	Reopen() error
 }
 
+var _ fileStore = (*ledger.SQLite)(nil)
+
 // writerState is the writer goroutine's own bookkeeping; only it touches
 // these fields.
 type writerState struct {
@@ -83,11 +85,7 @@ func (c *Core) writer() {
 // It returns an error when the file is gone and could not be reopened:
 // writing on would land in the unlinked file, so the batch must wait.
 func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
-	fs, ok := c.store.(fileStore)
-	if !ok {
-		return nil
-	}
-	err := fs.CheckFile()
+	err := c.store.CheckFile()
 	if err == nil {
 		return nil
 	}
@@ -95,7 +93,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 		return err
 	}
 	c.log.Error("LEDGER FILE DELETED OR REPLACED; reopening it and rewriting every active job", keyErr, err)
-	if err := fs.Reopen(); err != nil {
+	if err := c.store.Reopen(); err != nil {
 		return err
 	}
 	c.mu.Lock()

@@ -49,11 +49,7 @@ func (ex *exclusion) row(id uint32) ledger.Exclusion {
 // flushExclusions saves the exclusions changed since the last flush and
 // drops the forgotten ones; a failed save keeps them for the next.
 // Writer goroutine only: usage.mu is held only to copy.
-func (c *Sharing) flushExclusions(st ledger.Store) {
-	store, ok := st.(ledger.ExclusionStore)
-	if !ok {
-		return
-	}
+func (c *Sharing) flushExclusions(store ledger.ExclusionStore) {
 	u := &c.usage
 	u.mu.Lock()
 	in := &u.intro
@@ -100,12 +96,8 @@ func (c *Sharing) SaveAllExclusions() {
 // is a file: every row is checked, and one refused is logged, skipped and
 // dropped; a failed read is logged (nothing is restored). See exclude.go
 // for what the first passes then do.
-func (c *Sharing) restoreExclusions(store ledger.Store, now int64) {
-	s, ok := store.(ledger.ExclusionStore)
-	if !ok {
-		return
-	}
-	rows, err := s.Exclusions()
+func (c *Sharing) restoreExclusions(store ledger.ExclusionStore, now int64) {
+	rows, err := store.Exclusions()
 	if err != nil {
 		c.log.Error("exclusions not restored: the ledger could not be read; nodes Lachesis added before the restart stay in those jobs' ExcNodeList", keyErr, err)
 		return

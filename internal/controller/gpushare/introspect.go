@@ -398,11 +398,7 @@ func (c *Sharing) measurePair(v pairVerdict) {
 
 // flushBadPairs saves the bad pairs marked since the last flush; a failed
 // save keeps them for the next one. Writer goroutine only.
-func (c *Sharing) flushBadPairs(st ledger.Store) {
-	store, ok := st.(ledger.BadPairStore)
-	if !ok {
-		return
-	}
+func (c *Sharing) flushBadPairs(store ledger.BadPairStore) {
 	u := &c.usage
 	u.mu.Lock()
 	pairs := u.intro.unsaved
@@ -423,12 +419,8 @@ func (c *Sharing) flushBadPairs(st ledger.Store) {
 
 // restoreBadPairs marks the pairs the ledger remembers as bad; a name the
 // table refuses (the ledger is a file: hostile too) is skipped.
-func (c *Sharing) restoreBadPairs(store ledger.Store) error {
-	s, ok := store.(ledger.BadPairStore)
-	if !ok {
-		return nil
-	}
-	pairs, err := s.BadPairs()
+func (c *Sharing) restoreBadPairs(store ledger.BadPairStore) error {
+	pairs, err := store.BadPairs()
 	if err != nil {
 		return err
 	}

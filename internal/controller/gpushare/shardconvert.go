@@ -200,11 +200,7 @@ func (c *Sharing) noteFinishedUse(j *jobUsage) {
 
 // flushModelUse saves the history entries added since the last flush; a
 // failed save keeps them for the next. Writer goroutine only.
-func (c *Sharing) flushModelUse(st ledger.Store) {
-	store, ok := st.(ledger.ModelJobUseStore)
-	if !ok {
-		return
-	}
+func (c *Sharing) flushModelUse(store ledger.ModelJobUseStore) {
 	h := &c.hist
 	h.mu.Lock()
 	rows := h.dirty
@@ -225,12 +221,8 @@ func (c *Sharing) flushModelUse(st ledger.Store) {
 
 // restoreModelUse replays the saved histories, oldest first, within the
 // same bounds as at run time.
-func (c *Sharing) restoreModelUse(store ledger.Store) error {
-	l, ok := store.(ledger.ModelJobUseStore)
-	if !ok {
-		return nil
-	}
-	rows, err := l.ModelJobUses()
+func (c *Sharing) restoreModelUse(store ledger.ModelJobUseStore) error {
+	rows, err := store.ModelJobUses()
 	if err != nil {
 		return err
 	}

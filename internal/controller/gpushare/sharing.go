@@ -50,10 +50,23 @@ func New(cfg config.Config, log *slog.Logger) *Sharing {
 	return s
 }
 
+// Store is what sharing keeps in the ledger (internal/controller/ledger),
+// each capability named by the part that uses it; ledger.SQLite has them
+// all, checked here, so a store without one does not compile.
+type Store interface {
+	ledger.JobGPUUseStore   // each job's GPU-use summary (usage.go)
+	ledger.JobGPUUseLoader  // the summaries of running jobs, at start (usage.go)
+	ledger.BadPairStore     // pairs introspection marked bad (introspect.go)
+	ledger.ExclusionStore   // the nodes Lachesis keeps jobs off (exclsave.go)
+	ledger.ModelJobUseStore // users' histories of their models (shardconvert.go)
+}
+
+var _ Store = (*ledger.SQLite)(nil)
+
 // Restore takes back what store kept (the summaries of running jobs, bad
 // pairs, exclusions, users' model histories) and seeds the pair table; at
 // start, before the first pass. now is Slurm's clock.
-func (c *Sharing) Restore(store ledger.Store, now int64) error {
+func (c *Sharing) Restore(store Store, now int64) error {
 	if err := c.restoreUsage(store); err != nil {
 		return err
 	}
@@ -68,7 +81,7 @@ func (c *Sharing) Restore(store ledger.Store, now int64) error {
 // Flush saves what changed since the last flush to store: the per-job
 // summaries, bad pairs, model histories and exclusions. Writer goroutine
 // only.
-func (c *Sharing) Flush(store ledger.Store) {
+func (c *Sharing) Flush(store Store) {
 	c.flushJobUsage(store)
 	c.flushBadPairs(store)
 	c.flushModelUse(store)

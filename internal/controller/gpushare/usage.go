@@ -358,11 +358,7 @@ func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 // flushJobUsage saves the summaries changed since the last flush; a failed
 // save keeps them for the next one unless a newer copy came meanwhile.
 // Writer goroutine only.
-func (c *Sharing) flushJobUsage(st ledger.Store) {
-	store, ok := st.(ledger.JobGPUUseStore)
-	if !ok {
-		return
-	}
+func (c *Sharing) flushJobUsage(store ledger.JobGPUUseStore) {
 	u := &c.usage
 	u.mu.Lock()
 	if len(u.dirty) == 0 {
@@ -390,12 +386,8 @@ func (c *Sharing) flushJobUsage(st ledger.Store) {
 // restoreUsage takes back the summaries of jobs that were running when
 // slurmctld stopped, so a restart continues them instead of overwriting
 // their rows; a job that ended meanwhile is closed by the first pass.
-func (c *Sharing) restoreUsage(store ledger.Store) error {
-	l, ok := store.(ledger.JobGPUUseLoader)
-	if !ok {
-		return nil
-	}
-	rows, err := l.ActiveJobGPUUse()
+func (c *Sharing) restoreUsage(store ledger.JobGPUUseLoader) error {
+	rows, err := store.ActiveJobGPUUse()
 	if err != nil {
 		return err
 	}
