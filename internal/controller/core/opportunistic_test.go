@@ -10,14 +10,16 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // oppConfig is testConfig with the opportunistic class on partition "opp",
 // upgrading after 300 s of waiting.
 func oppConfig(db string) config.Config {
 	c := testConfig(db)
-	c.Sharing = config.Sharing{OpportunisticPartition: "opp"}
-	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, PromoteAfter: 300}
+	c.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharing.DefaultConfig()}
+	c.Sharing.Rules.MaxSlowdown, c.Sharing.Rules.GuestMemoryHeadroomPct, c.Sharing.Rules.PromoteAfter = 0, 0, 300
+	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: c.Sharing.Rules}
 	return c
 }
 

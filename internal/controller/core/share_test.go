@@ -11,6 +11,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // The pass's sharing stage (gpushare) judges the jobs the way the pass
@@ -72,7 +73,7 @@ func TestTheSharingStageGivesRankedWaitingGuestsTheirReason(t *testing.T) {
 // full speed, so LM/bs80 goes first.
 func TestTheGuestWithTheBetterPredictedPairRanksFirst(t *testing.T) {
 	cfg := testConfig(filepath.Join(t.TempDir(), "l.db"))
-	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05,
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharing.DefaultConfig(),
 		PairTable: filepath.Dir(refdata.Path(t, "gavel/colocated.csv")), PairTableGPU: "v100"}
 	cfg.Tiresias.Opportunistic.Enabled = true
 	c := openCoreWith(t, cfg)

@@ -153,13 +153,6 @@ type guestVerdict struct {
 	score    float64           // best predicted speed of a host beside it
 }
 
-// pairRules is sharing's rules as the core applies them.
-func (c *Sharing) pairRules() sharing.Config {
-	r := sharing.DefaultConfig()
-	r.MaxSlowdown = c.cfg.Sharing.MaxSlowdown
-	return r
-}
-
 // occupancy is every node in the reports with its GPUs' holders. Caller
 // holds usage.mu.
 func (c *Sharing) occupancy(now int64) []nodeUse {
@@ -341,7 +334,7 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 	}
 	var occ []nodeUse
 	verdicts := map[string]guestVerdict{}
-	rules := c.pairRules()
+	rules := c.cfg.Sharing.Rules
 	if len(in.waiting) > 0 {
 		occ = c.occupancy(now)
 	}

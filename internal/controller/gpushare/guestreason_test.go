@@ -92,8 +92,9 @@ func TestAKeptOffReasonIsBoundedAndClean(t *testing.T) {
 // upgrading after 300 s of waiting.
 func oppConfig(db string) config.Config {
 	c := testConfig(db)
-	c.Sharing = config.Sharing{OpportunisticPartition: "opp"}
-	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, PromoteAfter: 300}
+	c.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0)}
+	c.Sharing.Rules.PromoteAfter = 300
+	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: c.Sharing.Rules}
 	return c
 }
 

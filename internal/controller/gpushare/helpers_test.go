@@ -10,6 +10,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -34,6 +35,15 @@ func testConfig(db string) config.Config {
 	c := config.Default()
 	c.DBPath = db
 	return c
+}
+
+// sharingRules is the sharing rules with maxSlowdown and no memory
+// headroom (what a config.Sharing literal with only max_slowdown set gave
+// before the rules were one sharing.Config).
+func sharingRules(maxSlowdown float64) sharing.Config {
+	r := sharing.DefaultConfig()
+	r.MaxSlowdown, r.GuestMemoryHeadroomPct = maxSlowdown, 0
+	return r
 }
 
 func openCore(t testing.TB, db string) *testCore {

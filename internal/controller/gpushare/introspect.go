@@ -312,7 +312,7 @@ func (c *Sharing) introspect(now int64) {
 	if len(members) < 2 {
 		return
 	}
-	cfg := sharing.Config{MaxSlowdown: c.cfg.Sharing.MaxSlowdown}
+	cfg := c.cfg.Sharing.Rules
 	for _, v := range judgePairs(cfg, members) {
 		if !v.revert {
 			c.measurePair(v)

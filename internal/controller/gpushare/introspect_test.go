@@ -113,7 +113,7 @@ func TestJudgePairs(t *testing.T) {
 func introCore(t *testing.T, buf *bytes.Buffer) *testCore {
 	t.Helper()
 	cfg := testConfig(filepath.Join(t.TempDir(), "l.db"))
-	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0.05)}
 	cfg.Tiresias.Opportunistic.Enabled = true
 	cfg.Metrics.Listen = "127.0.0.1:0"
 	c := openCoreWith(t, cfg)
@@ -318,7 +318,7 @@ func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(db)
-	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0.05)}
 	again := openCoreWith(t, cfg)
 	defer again.Close()
 	if !again.PairBad("resnet", "lstm") {

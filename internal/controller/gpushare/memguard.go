@@ -178,7 +178,7 @@ func (c *Sharing) guardMemory(now int64) {
 	if len(members) < 2 {
 		return
 	}
-	cfg := sharing.Config{GuestMemoryHeadroomPct: c.cfg.Sharing.GuestMemoryHeadroomPct}
+	cfg := c.cfg.Sharing.Rules
 	over, fits := judgeMemory(cfg, members)
 	for _, f := range fits {
 		if h, ok := mg.fits[f.guest]; ok && h == f.host {

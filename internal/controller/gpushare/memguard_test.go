@@ -127,7 +127,7 @@ func TestAGuestThatGrowsPastItsMemoryRoomIsRequeuedWithinAPass(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
 	pass(c, 1000, host, guest)
 	c.ReportUsage(memReport(1010, 1, owner, 60000))
@@ -169,7 +169,7 @@ func TestAHostThatGrowsPushesItsGuestOut(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
 	pass(c, 1000, host, guest)
 	c.ReportUsage(memReport(1010, 1, owner, 40000))
@@ -198,7 +198,7 @@ func TestMemoryReportsCannotRequeueBeyondTheRule(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	a, b := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "gpu", "lstm")
 	guest := shardJob(3, 1003, "opp", "lstm")
 	pass(c, 1000, a, b, guest)
@@ -218,7 +218,7 @@ func TestAGuestRequeuedForItsMemoryIsNotAlsoReportedKept(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	report := func(at int64, job, uid uint32, sharers int, iters, memMB float64) *wire.JobUsageReport {
 		r := shardReport(at, job, uid, "g0", sharers, 60, iters)
 		r.Jobs[0].GPUs[0].MemUsedMB, r.Jobs[0].GPUs[0].MemTotalMB = memMB, 81920

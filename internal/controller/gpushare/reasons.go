@@ -14,7 +14,7 @@ import (
 // core's mu, before observeUsage; takes usage.mu (the exclusions', as the
 // last pass left them), the order observeUsage takes them in.
 func (c *Sharing) showOpportunistic(jobs []Job) {
-	after := c.cfg.Tiresias.Opportunistic.PromoteAfter
+	after := c.cfg.Tiresias.Opportunistic.Rules.PromoteAfter
 	if len(c.oppReasons) > 0 {
 		c.reasonPass++
 		for i := range jobs {

@@ -1,28 +1,20 @@
 package gpushare
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"sync"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
-	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
-// maxReasonField bounds the model key in the reason, as synergy's own.
-const maxReasonField = 64
-
-// Whole GPUs into shards (issue 22, AntMan's "guaranteed jobs leave room").
-// An opportunistic job can share a GPU only with a guaranteed job on
-// gres/shard of it: Slurm 22.05 gives a GPU out whole or as shards, never
-// both. So job_submit/synergy rewrites a guaranteed job asking for one GPU
-// on one node into S_host shards of one GPU when its user's past jobs of
-// its model, as the node agents measured them, all left most of the GPU
-// unused; the rest of the GPU's shards are room for a guest.
+// Whole GPUs into shards at submit (issue 22, AntMan's "guaranteed jobs
+// leave room"): the rule is policy/sharing's (ShardConvert: Plan,
+// Rewrite); here is what it reads, each user's history of each model's
+// GPU use, kept from the node agents' measurements.
 //
 // Why per user and model: a model key is the user's own text (a comment
 // or a job name), so a history keyed by model alone would let anyone's
@@ -49,14 +41,14 @@ const maxReasonField = 64
 // milliseconds); the ledger is written by the writer goroutine.
 
 const (
-	historyJobs        = ledger.MaxModelJobUsePerKey // = config.MaxConvertMinJobs
+	historyJobs        = ledger.MaxModelJobUsePerKey // = sharing.MaxConvertMinJobs
 	historyMinSamples  = 3
 	historyKeysPerUser = 64
 	historyKeys        = ledger.MaxModelJobUseRows / historyJobs
 )
 
 // The history length is also the most convert_min_jobs may ask for.
-var _ = [1]int{}[historyJobs-config.MaxConvertMinJobs]
+var _ = [1]int{}[historyJobs-sharing.MaxConvertMinJobs]
 
 // histKey is one user's model (lower case, as the pass reads it).
 type histKey struct {
@@ -129,18 +121,11 @@ func (h *modelUse) evictOldest(of func(histKey) bool) {
 	}
 }
 
-// historySummary is what the decision reads of one history.
-type historySummary struct {
-	Jobs      int     // measured jobs kept
-	UtilPeak  float64 // the highest of their peak utilisations, percent
-	MemPeakMB float64 // the most GPU memory any of them held
-}
-
 // summary of uid's history of model (lower-cased here).
-func (h *modelUse) summary(uid uint32, model string) historySummary {
+func (h *modelUse) summary(uid uint32, model string) sharing.ShardHistory {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var s historySummary
+	var s sharing.ShardHistory
 	mh := h.m[histKey{uid, strings.ToLower(model)}]
 	if mh == nil {
 		return s
@@ -154,24 +139,25 @@ func (h *modelUse) summary(uid uint32, model string) historySummary {
 }
 
 // ConvertToShards is SizeJob's second step: d, the sizing of req, or
-// the shard rewrite when decideShards says so. Memory only (hist.mu).
-func (c *Sharing) ConvertToShards(sharing config.Sharing, req synergy.Request, nodes []synergy.Node, d synergy.Decision) synergy.Decision {
-	conv := sharing.Convert
+// the shard rewrite when the rule (sharing.ShardConvert.Plan) says so on
+// the user's history of the model. Memory only (hist.mu).
+func (c *Sharing) ConvertToShards(cfg config.Sharing, req synergy.Request, nodes []synergy.Node, d synergy.Decision) synergy.Decision {
+	conv := cfg.Rules.Convert
 	if d.Action == synergy.Reject || !conv.Enabled() {
 		return d
 	}
 	model := req.ModelKey()
-	p := decideShards(conv, sharing.Opportunistic(req.Partition), req, nodes, c.hist.summary(req.UserID, model))
+	p := conv.Plan(cfg.Opportunistic(req.Partition), req, nodes, c.hist.summary(req.UserID, model))
 	switch p.Outcome {
-	case shardsConverted:
-	case shardsFewJobs, shardsBusy, shardsMemory, shardsNoRoom, shardsOptedOut:
+	case sharing.ShardsConverted:
+	case sharing.ShardsFewJobs, sharing.ShardsBusy, sharing.ShardsMemory, sharing.ShardsNoRoom, sharing.ShardsOptedOut:
 		c.log.Debug("one-GPU job kept whole", keyUID, req.UserID, keyModel, model, "why", p.Outcome,
 			"jobs", p.Hist.Jobs, "util_peak_pct", round1(p.Hist.UtilPeak), "mem_peak_mb", round1(p.Hist.MemPeakMB))
 		return d
 	default:
 		return d
 	}
-	out := toShards(req, d, p, conv)
+	out := conv.Rewrite(req, d, p)
 	c.log.Info("one-GPU job rewritten into shards of one GPU, room for a guest", keyUID, req.UserID, keyModel, model,
 		"shards", p.Shards, "shards_per_gpu", p.ShardsPerGPU, "jobs", p.Hist.Jobs, "util_peak_pct", round1(p.Hist.UtilPeak),
 		"mem_peak_mb", round1(p.Hist.MemPeakMB), keyCPUs, out.CPUsPerGPU, "mem_mb", out.MemMBPerGPU)
@@ -233,155 +219,4 @@ func (c *Sharing) restoreModelUse(store ledger.ModelJobUseStore) error {
 		h.add(r)
 	}
 	return nil
-}
-
-// Why a job is or is not rewritten into shards: the outcome of
-// decideShards, named for tests and logs.
-const (
-	shardsConverted     = "converted"
-	shardsOff           = "off"           // sharing.convert_below_pct is 0
-	shardsOpportunistic = "opportunistic" // a guest already: left alone
-	shardsNotOneGPU     = "not_one_gpu"   // anything but one untyped GPU on one node, one task
-	shardsOptedOut      = "opted_out"     // --comment=whole_gpu or --exclusive
-	shardsNoShards      = "no_shards"     // a GPU node of the partition has no shards, or they differ
-	shardsFewJobs       = config.ConvertFewJobs
-	shardsBusy          = config.ConvertBusy
-	shardsMemory        = config.ConvertMemory
-	shardsNoRoom        = "no_room" // the host's shards would be all of the GPU's
-)
-
-// shardPlan is decideShards' answer.
-type shardPlan struct {
-	Outcome      string
-	Shards       int // the host's, with shardsConverted
-	ShardsPerGPU int
-	Hist         historySummary
-}
-
-// decideShards is the rule: is a job of req, whose user's history of its
-// model is hist, rewritten into shards of one GPU of the partition's
-// nodes, and into how many. Pure.
-func decideShards(conv config.ShardConvert, opportunistic bool, req synergy.Request, nodes []synergy.Node, hist historySummary) shardPlan {
-	p := shardPlan{Hist: hist}
-	switch {
-	case !conv.Enabled():
-		p.Outcome = shardsOff
-	case opportunistic:
-		p.Outcome = shardsOpportunistic
-	case !oneWholeGPU(req):
-		p.Outcome = shardsNotOneGPU
-	case req.Exclusive || req.WantsWholeGPU():
-		p.Outcome = shardsOptedOut
-	}
-	if p.Outcome != "" {
-		return p
-	}
-	if p.ShardsPerGPU = shardsPerGPU(nodes); p.ShardsPerGPU == 0 {
-		p.Outcome = shardsNoShards
-		return p
-	}
-	if p.Outcome = conv.JudgeHistory(hist.Jobs, hist.UtilPeak, hist.MemPeakMB); p.Outcome != "" {
-		return p
-	}
-	s := p.ShardsPerGPU
-	// Its measured peak plus headroom, in whole shards, never below half
-	// the GPU (rounded up).
-	host := int(math.Ceil((hist.UtilPeak + conv.HeadroomPct) / 100 * float64(s)))
-	host = max(host, (s+1)/2)
-	if host >= s {
-		p.Outcome = shardsNoRoom
-		return p
-	}
-	p.Outcome, p.Shards = shardsConverted, host
-	return p
-}
-
-// oneWholeGPU: the job asks for exactly one untyped GPU, by --gpus=1 or
-// per node (--gres=gpu:1, --gpus-per-node=1), on at most one node, with at
-// most one task, and for nothing else in its TRES strings. Anything else
-// is left as submitted.
-func oneWholeGPU(req synergy.Request) bool {
-	g := req.GPU
-	if g.PerSocket != "" || g.PerTask != "" || g.Nodes > 1 || g.Tasks > 1 || g.Typed() {
-		return false
-	}
-	one := func(s string) bool {
-		if strings.Contains(s, ",") {
-			return false
-		}
-		n, err := gres.GPUs(s)
-		return err == nil && n == 1
-	}
-	switch {
-	case g.PerJob != "" && g.PerNode == "":
-		return one(g.PerJob)
-	case g.PerNode != "" && g.PerJob == "":
-		return one(g.PerNode)
-	}
-	return false
-}
-
-// shardsPerGPU is the shards each GPU of the partition's GPU nodes has,
-// when every one of them has shards, the same number per GPU, at least 2
-// (0 otherwise: a job's shard count would mean different shares of a GPU
-// on different nodes).
-func shardsPerGPU(nodes []synergy.Node) int {
-	per := 0
-	for _, n := range nodes {
-		g, err := gres.NodeGPUs(n.Gres)
-		if err != nil || g == 0 {
-			continue
-		}
-		sh, err := gres.Shards(n.Gres)
-		if err != nil || sh == 0 || sh%g != 0 {
-			return 0
-		}
-		if p := int(sh / g); per == 0 {
-			per = p
-		} else if p != per {
-			return 0
-		}
-	}
-	if per < 2 {
-		return 0
-	}
-	return per
-}
-
-// toShards turns the sizing d of req into the shard rewrite of plan: the
-// job's CPUs and memory become per task and per node (one of each). A
-// profile's best case is the model's need and stays; a GPU-proportional
-// share shrinks with the job's share of the GPU, so the guest's shards
-// come with the rest; the user's own --cpus-per-gpu / --mem-per-gpu carry
-// over; their --cpus-per-task / --mem stay as they are (0 here).
-func toShards(req synergy.Request, d synergy.Decision, p shardPlan, conv config.ShardConvert) synergy.Decision {
-	out := synergy.Decision{Action: synergy.ToShards, ModelKey: req.ModelKey(), Profiled: d.Profiled, NoProfile: d.NoProfile, Shards: p.Shards}
-	scale := func(v float64) float64 {
-		if d.Profiled {
-			return v
-		}
-		return math.Ceil(v * float64(p.Shards) / float64(p.ShardsPerGPU))
-	}
-	cpus, mem := "CPUs as requested", "memory as requested"
-	if d.Action == synergy.Set && d.CPUsPerGPU != 0 {
-		out.CPUsPerGPU = int(scale(float64(d.CPUsPerGPU)))
-	} else if n, ok, err := gres.CPUsPerGPU(req.CPUsPerTRES); err == nil && ok {
-		out.CPUsPerGPU = int(n)
-	}
-	if d.Action == synergy.Set && d.MemMBPerGPU != 0 {
-		out.MemMBPerGPU = uint64(scale(float64(d.MemMBPerGPU)))
-	} else if n, ok, err := gres.MemMBPerGPU(req.MemPerTRES); err == nil && ok {
-		out.MemMBPerGPU = n
-	}
-	if out.CPUsPerGPU != 0 {
-		cpus = fmt.Sprintf("%d CPUs", out.CPUsPerGPU)
-	}
-	if out.MemMBPerGPU != 0 {
-		mem = fmt.Sprintf("%d MB", out.MemMBPerGPU)
-	}
-	out.Reason = reasontext.Clip(fmt.Sprintf(
-		"lachesis: model=%s: shard:%d of a GPU's %d instead of a whole GPU, room for a guest: its user's last %d jobs of it peaked at %.0f%% GPU, %.0f MB GPU memory (below %g%%, %d MB); %s, %s; --comment=%s keeps a whole GPU",
-		reasontext.Field(out.ModelKey, maxReasonField), p.Shards, p.ShardsPerGPU, p.Hist.Jobs, p.Hist.UtilPeak, p.Hist.MemPeakMB,
-		conv.BelowPct, conv.MemBelowMB, cpus, mem, synergy.WholeGPUToken), synergy.MaxReasonText)
-	return out
 }

@@ -6,77 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/policy/gres"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
-var testConvert = config.ShardConvert{BelowPct: 50, MemBelowMB: 16384, MinJobs: 2, HeadroomPct: 10}
+var testConvert = sharing.ShardConvert{BelowPct: 50, MemBelowMB: 16384, MinJobs: 2, HeadroomPct: 10}
 
 // shardNodes: one node of 8 CPUs, 16000 MB and one GPU of 4 shards.
 var shardNodes = []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1,shard:4"}}
 
 func oneGPU(uid uint32, model string) synergy.Request {
 	return synergy.Request{UserID: uid, Comment: "model=" + model, Partition: "gpu", GPU: gres.Request{PerJob: "gres:gpu:1"}}
-}
-
-func TestDecideShards(t *testing.T) {
-	quiet := historySummary{Jobs: 3, UtilPeak: 20, MemPeakMB: 2000}
-	req := oneGPU(owner, "bert")
-	with := func(f func(*synergy.Request)) synergy.Request { r := req; f(&r); return r }
-	off := testConvert
-	off.BelowPct = 0
-	tests := []struct {
-		name          string
-		conv          config.ShardConvert
-		opportunistic bool
-		req           synergy.Request
-		nodes         []synergy.Node
-		hist          historySummary
-		want          string
-		shards        int
-	}{
-		{"converted_to_half_a_gpu", testConvert, false, req, shardNodes, quiet, shardsConverted, 2},
-		{"converted_by_gres_gpu_1", testConvert, false, with(func(r *synergy.Request) { r.GPU = gres.Request{PerNode: "gres:gpu:1"} }), shardNodes, quiet, shardsConverted, 2},
-		{"converted_to_measured_peak_plus_headroom", config.ShardConvert{BelowPct: 70, MemBelowMB: 16384, MinJobs: 2, HeadroomPct: 10},
-			false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1,shard:10"}}, historySummary{Jobs: 2, UtilPeak: 61, MemPeakMB: 1}, shardsConverted, 8},
-		{"off_by_default", config.Default().Sharing.Convert, false, req, shardNodes, quiet, shardsOff, 0},
-		{"off", off, false, req, shardNodes, quiet, shardsOff, 0},
-		{"opportunistic", testConvert, true, req, shardNodes, quiet, shardsOpportunistic, 0},
-		{"two_gpus", testConvert, false, with(func(r *synergy.Request) { r.GPU.PerJob = "gres:gpu:2" }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"absurd_gpu_count", testConvert, false, with(func(r *synergy.Request) { r.GPU.PerJob = "gres:gpu:99999999999999999999" }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"typed_gpu", testConvert, false, with(func(r *synergy.Request) { r.GPU.PerJob = "gres:gpu:a100:1" }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"one_gpu_per_node_on_two_nodes", testConvert, false, with(func(r *synergy.Request) { r.GPU = gres.Request{PerNode: "gres:gpu:1", Nodes: 2} }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"two_tasks", testConvert, false, with(func(r *synergy.Request) { r.GPU.Tasks = 2 }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"gpu_per_task", testConvert, false, with(func(r *synergy.Request) { r.GPU = gres.Request{PerTask: "gres:gpu:1"} }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"gpu_and_other_gres", testConvert, false, with(func(r *synergy.Request) { r.GPU.PerJob = "gres:gpu:1,gres:license:1" }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"gpu_per_job_and_per_node", testConvert, false, with(func(r *synergy.Request) { r.GPU.PerNode = "gres:gpu:1" }), shardNodes, quiet, shardsNotOneGPU, 0},
-		{"opted_out_by_comment", testConvert, false, with(func(r *synergy.Request) { r.Comment = "model=bert,whole_gpu" }), shardNodes, quiet, shardsOptedOut, 0},
-		{"opted_out_by_exclusive", testConvert, false, with(func(r *synergy.Request) { r.Exclusive = true }), shardNodes, quiet, shardsOptedOut, 0},
-		{"no_shards_on_the_nodes", testConvert, false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1"}}, quiet, shardsNoShards, 0},
-		{"a_gpu_node_without_shards", testConvert, false, req, append([]synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:2"}}, shardNodes...), quiet, shardsNoShards, 0},
-		{"nodes_of_different_shards_per_gpu", testConvert, false, req, append([]synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1,shard:8"}}, shardNodes...), quiet, shardsNoShards, 0},
-		{"absurd_shard_count", testConvert, false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1,shard:99999999999999"}}, quiet, shardsNoShards, 0},
-		{"one_shard_per_gpu", testConvert, false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1,shard:1"}}, quiet, shardsNoShards, 0},
-		{"converted_on_nodes_with_socket_suffixes", testConvert, false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1(S:0),shard:4(S:0)"}}, quiet, shardsConverted, 2},
-		{"converted_on_typed_nodes_over_two_sockets", testConvert, false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:a100:2(S:0-1),shard:8(S:0,1)"}}, quiet, shardsConverted, 2},
-		{"malformed_socket_suffix_is_no_shards", testConvert, false, req, []synergy.Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:1(S:0),shard:4(S:x)"}}, quiet, shardsNoShards, 0},
-		{"few_jobs", testConvert, false, req, shardNodes, historySummary{Jobs: 1, UtilPeak: 5, MemPeakMB: 1}, shardsFewJobs, 0},
-		{"no_history", testConvert, false, req, shardNodes, historySummary{}, shardsFewJobs, 0},
-		{"busy", testConvert, false, req, shardNodes, historySummary{Jobs: 3, UtilPeak: 50, MemPeakMB: 1}, shardsBusy, 0},
-		{"memory", testConvert, false, req, shardNodes, historySummary{Jobs: 3, UtilPeak: 5, MemPeakMB: 16384}, shardsMemory, 0},
-		{"no_room", config.ShardConvert{BelowPct: 95, MemBelowMB: 16384, MinJobs: 1, HeadroomPct: 10}, false, req, shardNodes,
-			historySummary{Jobs: 3, UtilPeak: 80, MemPeakMB: 1}, shardsNoRoom, 0},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := decideShards(tc.conv, tc.opportunistic, tc.req, tc.nodes, tc.hist)
-			if p.Outcome != tc.want || p.Shards != tc.shards {
-				t.Fatalf("outcome %q with %d shards; want %q with %d", p.Outcome, p.Shards, tc.want, tc.shards)
-			}
-		})
-	}
 }
 
 // finishJob runs job id of uid and model on one GPU through passes with
@@ -96,7 +38,7 @@ func finishJob(c *testCore, now int64, id, uid uint32, model string, util, memMB
 func convertCore(t *testing.T, db string) *testCore {
 	t.Helper()
 	cfg := testConfig(db)
-	cfg.Sharing.Convert = testConvert
+	cfg.Sharing.Rules.Convert = testConvert
 	return openCoreWith(t, cfg)
 }
 
@@ -158,24 +100,6 @@ func TestShardConversionFollowsTheUsersOwnHistoryOnly(t *testing.T) {
 	}
 }
 
-// A job's user-given CPUs and memory per GPU carry over as per task and
-// per node; a profile's best case is the model's need and is not scaled.
-func TestShardConversionKeepsTheUsersAndTheProfilesNumbers(t *testing.T) {
-	p := shardPlan{Outcome: shardsConverted, Shards: 2, ShardsPerGPU: 4, Hist: historySummary{Jobs: 2}}
-	req := oneGPU(owner, "bert")
-	req.CPUsPerTRES, req.MemPerTRES = "gres:gpu:3", "gres:gpu:5000"
-	if d := toShards(req, synergy.Decision{Action: synergy.Leave}, p, testConvert); d.CPUsPerGPU != 3 || d.MemMBPerGPU != 5000 {
-		t.Fatalf("user's numbers became %d CPUs, %d MB; want 3, 5000", d.CPUsPerGPU, d.MemMBPerGPU)
-	}
-	prof := synergy.Decision{Action: synergy.Set, CPUsPerGPU: 6, MemMBPerGPU: 12000, Profiled: true}
-	if d := toShards(oneGPU(owner, "bert"), prof, p, testConvert); d.CPUsPerGPU != 6 || d.MemMBPerGPU != 12000 {
-		t.Fatalf("profile's best case became %d CPUs, %d MB; want 6, 12000", d.CPUsPerGPU, d.MemMBPerGPU)
-	}
-	if d := toShards(oneGPU(owner, "bert"), synergy.Decision{Action: synergy.Leave}, p, testConvert); d.CPUsPerGPU != 0 || d.MemMBPerGPU != 0 {
-		t.Fatalf("nothing asked, nothing sized: got %d CPUs, %d MB; want both left alone", d.CPUsPerGPU, d.MemMBPerGPU)
-	}
-}
-
 // A user who invents model keys without end keeps only their newest
 // historyKeysPerUser histories and never evicts another user's.
 func TestShardHistoryIsBoundedPerUser(t *testing.T) {
@@ -205,7 +129,7 @@ func BenchmarkSizeJobShards(b *testing.B) {
 		b.Run(fmt.Sprintf("convert=%v", on), func(b *testing.B) {
 			cfg := testConfig(filepath.Join(b.TempDir(), "l.db"))
 			if on {
-				cfg.Sharing.Convert = testConvert
+				cfg.Sharing.Rules.Convert = testConvert
 			}
 			c := openCoreWith(b, cfg)
 			defer c.Close()
