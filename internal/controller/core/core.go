@@ -56,6 +56,21 @@ var ErrNotFound = errors.New("job not known to lachesis")
 
 // Core is Lachesis's state inside slurmctld. Its methods are safe for
 // concurrent use.
+//
+// Its locks, and the one order they nest in (a lock is never taken while
+// a later one is held):
+//
+//	mu             the pass, Enqueue, sprio, the preempt plugin's questions,
+//	               placement, the config
+//	  pendMu       what the writer goroutine takes next: queued records,
+//	               the fair-share table, nodes' end corrections
+//	  share's      gpushare's own (per-job GPU use and sharing: Judge under
+//	               mu; a node's report, SizeJob's shard lookup and the
+//	               requeuer take them alone), in their order (gpushare)
+//
+// The writer goroutine takes each alone, never nested, and never mu while
+// it holds pendMu; a node's report (ReportUsage, ReportEnd) never waits
+// for a pass's mu to reach sharing's.
 type Core struct {
 	log        *slog.Logger
 	configPath string
@@ -265,6 +280,21 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 	return c, nil
 }
 
+// refreshRanker rebuilds the ranker when the writer goroutine swapped in a
+// new Gittins distribution since the last pass. Caller holds mu.
+func (c *Core) refreshRanker() {
+	d := c.dist.Load()
+	if d == c.rankerDist {
+		return
+	}
+	before := c.ranker.Config().Thresholds
+	if err := c.rebuildRanker(); err != nil {
+		c.log.Error("new Gittins distribution rejected", keyErr, err)
+	} else if !slices.Equal(before, c.ranker.Config().Thresholds) {
+		c.logThresholds(slog.LevelDebug, "new distribution")
+	}
+}
+
 // rebuildRanker makes a ranker for the current config and distribution.
 // Caller holds mu (or is the constructor).
 func (c *Core) rebuildRanker() error {
@@ -362,26 +392,23 @@ func (c *Core) Reconfigure() error {
 // no I/O: ledger changes go to the writer goroutine. It returns how many
 // pending jobs are candidates for the Synergy fallback (see Fallback).
 //
-// A pass is three stages, each a method of its own: account (fold every
-// snapshot into its job's ledger record, charging the growth of its
-// service to its Slurm account; fairShare then gives each job its
-// account's fair-share factor), rank (priority.Ranker, then fold
-// each Result back into the record and into a Decision), and forget (close
-// the records of jobs slurmctld no longer has). Fallback candidates are
-// noted while accounting, since that stage sees every pending job.
+// A pass is five stages, each a method of its own, in this order
+// (docs/architecture.md, flow 2):
+//
+//  1. account: every snapshot is folded into its job's ledger record, the
+//     growth of its service charged to its Slurm account; the jobs to
+//     rank are collected, start-time sizing's candidates noted;
+//  2. fairShare: each job to rank gets its account's fair-share factor;
+//  3. rank: priority.Ranker orders them, each Result is folded back into
+//     its record and becomes its Decision, with the preemption view and
+//     the reasons of refused preemptions;
+//  4. shareGPUs: GPU sharing and per-job GPU use (gpushare) judge the
+//     ranked jobs, and their answers join the decisions;
+//  5. forget: the records of jobs slurmctld no longer has are closed.
 func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.met.passDone(time.Now())
-	if d := c.dist.Load(); d != c.rankerDist {
-		before := c.ranker.Config().Thresholds
-		if err := c.rebuildRanker(); err != nil {
-			c.log.Error("new Gittins distribution rejected", keyErr, err)
-		} else if !slices.Equal(before, c.ranker.Config().Thresholds) {
-			c.logThresholds(slog.LevelDebug, "new distribution")
-		}
-	}
-	c.fs.decay(now, c.cfg.Tiresias.FairShare.HalfLife)
 	c.account(now, snaps, out)
 	c.fairShare(snaps)
 	c.rank(now, snaps, out)
@@ -391,11 +418,13 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	return len(c.sizing.candidates)
 }
 
-// account is a pass's first stage: every snapshot updates its job's
-// record; the jobs to rank (not finished, not held) are collected in c.jobs
-// with their snapshot's index in c.jobIndex, and pending jobs that Synergy
-// enlarged are noted as fallback candidates.
+// account is a pass's first stage: fair-share usage decays to now, every
+// snapshot updates its job's record (and charges its account); the jobs to
+// rank (not finished, not held) are collected in c.jobs with their
+// snapshot's index in c.jobIndex, and pending jobs that Synergy enlarged
+// are noted as fallback candidates.
 func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
+	c.fs.decay(now, c.cfg.Tiresias.FairShare.HalfLife)
 	c.sizing.candidates = c.sizing.candidates[:0]
 	clear(c.seen)
 	c.jobs, c.jobIndex = c.jobs[:0], c.jobIndex[:0]
@@ -429,9 +458,11 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 	}
 }
 
-// rank is a pass's second stage: the policy orders c.jobs, each Result is
-// folded into the job's record (promotion, queue) and becomes its Decision.
+// rank is a pass's third stage: the policy orders c.jobs (on the latest
+// Gittins distribution), each Result is folded into the job's record
+// (promotion, queue) and becomes its Decision.
 func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
+	c.refreshRanker()
 	c.results = c.ranker.Rank(now, c.jobs, c.results[:0])
 	w := c.cfg.Tiresias.Weights
 	for k := range c.results {
@@ -466,7 +497,7 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 	c.showBlocked(now, out)
 }
 
-// shareGPUs is a pass's sharing stage: gpushare judges per-job GPU use and
+// shareGPUs is a pass's fourth stage: gpushare judges per-job GPU use and
 // sharing from the pass's jobs as it ranked them, and the pass applies its
 // answers (each job's GPU-use segment, each waiting guest's reason, the
 // pair scores the next pass ranks by).
@@ -510,11 +541,11 @@ func (c *Core) preemptions(id uint32) int {
 	return 0
 }
 
-// forget is a pass's last stage: jobs slurmctld no longer has (purged
-// before a pass saw them end) are finished, and decisions made by Enqueue
-// for jobs that were gone before any pass (cancelled at once), which have
-// no record, are dropped, and so are the SystemComment markers of jobs that
-// are gone.
+// forget is a pass's fifth and last stage: jobs slurmctld no longer has
+// (purged before a pass saw them end) are finished, and decisions made by
+// Enqueue for jobs that were gone before any pass (cancelled at once),
+// which have no record, are dropped, and so are the SystemComment markers
+// of jobs that are gone.
 func (c *Core) forget(now int64) {
 	for id, rec := range c.records {
 		if !c.seen[id] {

@@ -98,8 +98,9 @@ func (f *fairShareState) charge(account string, gpuSeconds float64) {
 	f.table.Charge(account, gpuSeconds)
 }
 
-// fairShare is a pass's stage between account and rank: it gives every job
-// to rank its account's factor among the accounts with jobs in this pass.
+// fairShare is a pass's second stage, between account and rank: it gives
+// every job to rank its account's factor among the accounts with jobs in
+// this pass.
 func (c *Core) fairShare(snaps []Snapshot) {
 	fs := &c.fs
 	fs.init()

@@ -290,7 +290,7 @@ func (c *Sharing) heldByItsExclusion(s *Job) bool {
 	return s.Held && ex != nil && len(ex.ours) > 0 && c.cfg.Sharing.Opportunistic(s.Partition)
 }
 
-// noteWaiting is the pass's record of a pending job (observeUsage):
+// noteWaiting is the pass's record of a pending job (observe):
 // opportunistic ones are judged, and an exclusion of any pending job is
 // kept alive. Caller holds usage.mu.
 func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
@@ -315,8 +315,8 @@ func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 }
 
 // excludeBadPairs is the pass's step after introspection: every waiting
-// opportunistic job's exclusions and pair score. Caller holds mu and
-// usage.mu; nothing here blocks (updates go to the requeuer).
+// opportunistic job's exclusions and pair score. Caller holds usage.mu
+// (Judge); nothing here blocks (updates go to the requeuer).
 func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 	u := &c.usage
 	in := &u.intro

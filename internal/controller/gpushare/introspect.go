@@ -281,7 +281,7 @@ func (in *introState) init() {
 	}
 }
 
-// introspect is the pass's introspection step, called by observeUsage
+// introspect is the pass's introspection step (Judge), called
 // with usage.mu held: it judges every pair and asks for the requeues.
 // Nothing here blocks: a requeue is handed to the requeuer goroutine.
 func (c *Sharing) introspect(now int64) {

@@ -150,7 +150,7 @@ type memGuardState struct {
 	fits map[uint32]uint32
 }
 
-// guardMemory is the pass's memory bound, called by observeUsage with
+// guardMemory is the pass's memory bound (Judge), called with
 // usage.mu held, before introspect: it requeues the guests over the room
 // through introspection's queue (never blocking: a full queue drops the
 // request and the next pass asks again).

@@ -7,13 +7,15 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
 )
 
-// showOpportunistic gives every waiting opportunistic job ranked by the
-// pass, unless a refusal is shown already, the reason it waits: its class,
-// when it is upgraded to guaranteed if it still waits then, and the node
-// Lachesis keeps it off, if any, with why (guestReason). Called under the
-// core's mu, before observeUsage; takes usage.mu (the exclusions', as the
-// last pass left them), the order observeUsage takes them in.
-func (c *Sharing) showOpportunistic(jobs []Job) {
+// showReasons is the pass's first step (Judge): every waiting
+// opportunistic job the pass ranked, unless a refusal is shown already,
+// gets the reason it waits: its class, when it is upgraded to guaranteed
+// if it still waits then, and the node Lachesis keeps it off, if any,
+// with why (guestReason); a guest Slurm holds because its exclusion
+// leaves it no node (BadConstraints) gets which exclusion that is. The
+// exclusions are the last pass's: this pass's are decided last. Caller
+// holds usage.mu.
+func (c *Sharing) showReasons(jobs []Job) {
 	after := c.cfg.Tiresias.Opportunistic.Rules.PromoteAfter
 	if len(c.oppReasons) > 0 {
 		c.reasonPass++
@@ -29,14 +31,15 @@ func (c *Sharing) showOpportunistic(jobs []Job) {
 			}
 		}
 	}
-	c.usage.mu.Lock()
-	defer c.usage.mu.Unlock()
 	for i := range jobs {
 		j := &jobs[i]
-		if j.State != Pending || j.Held || !j.Opportunistic || j.Blocked {
-			continue
+		switch {
+		case j.State != Pending:
+		case !j.Held && j.Opportunistic && !j.Blocked:
+			j.Reason = c.guestReason(j.ID, j.WaitingSince, after, false)
+		case c.heldByItsExclusion(j):
+			j.Reason = c.guestReason(j.ID, 0, 0, true)
 		}
-		j.Reason = c.guestReason(j.ID, j.WaitingSince, after, false)
 	}
 }
 

@@ -10,6 +10,12 @@ import (
 // Sharing is GPU sharing and per-job GPU use inside slurmctld: what the
 // node agents report each job does with its GPUs, and what the core's
 // pass does with it. Its methods are safe for concurrent use.
+//
+// Its two locks nest in one order, below the core's (core.Core says which):
+// usage.mu (Judge, a node's report, the requeuer's bookkeeping, the
+// writer's copies), then hist.mu (a finished job joining its user's
+// history, under usage.mu; SizeJob's lookup and the writer take it alone).
+// The requeuer runs Slurm's commands holding neither.
 type Sharing struct {
 	log *slog.Logger
 	met *metrics // nil unless metrics.listen is set
@@ -24,7 +30,7 @@ type Sharing struct {
 	// oppReasons: the reason shown for each waiting opportunistic job
 	// (reasons.go); under usage.mu.
 	oppReasons map[uint32]oppReason
-	reasonPass uint64 // counts showOpportunistic's calls
+	reasonPass uint64 // counts showReasons' calls
 }
 
 // Log keys, constant so slurmctld's log can be grepped.
@@ -88,16 +94,33 @@ func (c *Sharing) Flush(store Store) {
 	c.flushExclusions(store)
 }
 
-// Judge is the pass's sharing stage, under the core's lock: the reason of
-// every waiting guest, each running job's GPU use and the idle rule, the
-// memory bound, introspection and the exclusions of waiting guests. It
-// fills each job's answers (Job.GPUUse, Job.Reason) and pairScores (each
-// waiting guest's best predicted pair, which the next pass ranks by), and
-// hands requeues and ExcNodeList updates to the requeuer. Memory only.
+// Judge is the pass's sharing stage, under the core's lock: it fills each
+// job's answers (Job.GPUUse, Job.Reason) and pairScores (each waiting
+// guest's best predicted pair, which the next pass ranks by), and hands
+// requeues and ExcNodeList updates to the requeuer. Memory only. Its
+// steps, in order:
+//
+//  1. reasons (reasons.go): each waiting guest's reason, from the
+//     exclusions the last pass left;
+//  2. observe (usage.go): which jobs run, wait and own what, each running
+//     job's GPU-use segment and the idle rule; the summaries of ended
+//     jobs closed;
+//  3. the memory bound (memguard.go): guests over the room their hosts
+//     leave are requeued;
+//  4. introspection (introspect.go): each pair on one GPU judged, a
+//     harmful guest requeued, a kept pair's speeds measured;
+//  5. exclusions (exclude.go): where each waiting guest may not go, and
+//     its pair score.
 func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map[uint32]float64) {
+	u := &c.usage
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	c.cfg = cfg
-	c.showOpportunistic(jobs)
-	c.observeUsage(now, jobs, pairScores)
+	c.showReasons(jobs)
+	c.observe(now, jobs)
+	c.guardMemory(now)
+	c.introspect(now)
+	c.excludeBadPairs(now, pairScores)
 }
 
 // RunRequeuer carries out the requeues and ExcNodeList updates the passes

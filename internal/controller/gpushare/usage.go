@@ -233,17 +233,14 @@ func (c *Sharing) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node
 	u.loggedAt = now
 }
 
-// observeUsage is the pass's part: which jobs run and who owns them (what
-// ReportUsage checks entries against), the usage segment of each running
-// job's AdminComment when its summary changed, and the idle rule. A job
-// that has finished (or is gone) has its summary closed and handed to the
-// writer; a requeued one keeps it for its next run. Caller holds the
-// core's mu (not usage.mu).
-func (c *Sharing) observeUsage(now int64, jobs []Job, pairScores map[uint32]float64) {
+// observe is the pass's observing step (Judge): which jobs run and who
+// owns them (what ReportUsage checks entries against), which wait, the
+// usage segment of each running job's AdminComment when its summary
+// changed, and the idle rule. A job that has finished (or is gone) has its
+// summary closed and handed to the writer; a requeued one keeps it for its
+// next run. It decides nothing about sharing. Caller holds usage.mu.
+func (c *Sharing) observe(now int64, jobs []Job) {
 	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.init()
 	u.pass++
 	u.idleBelow = c.cfg.Usage.IdleBelowPct
 	after := int64(c.cfg.Usage.IdleAfter / time.Second)
@@ -255,13 +252,7 @@ func (c *Sharing) observeUsage(now int64, jobs []Job, pairScores map[uint32]floa
 			j.seen = u.pass
 		}
 		if s.State == Pending {
-			held := c.heldByItsExclusion(s)
-			c.noteWaiting(s, s.Opportunistic || held)
-			if held {
-				// Slurm shows it as BadConstraints: say which of
-				// Lachesis's exclusions leaves it no node.
-				s.Reason = c.guestReason(s.ID, 0, 0, true)
-			}
+			c.noteWaiting(s, s.Opportunistic || c.heldByItsExclusion(s))
 		}
 		if s.State != Running && s.State != Suspended {
 			continue
@@ -311,10 +302,6 @@ func (c *Sharing) observeUsage(now int64, jobs []Job, pairScores map[uint32]floa
 		}
 	}
 	c.met.idleJobs(idle)
-	u.intro.init()
-	c.guardMemory(now)
-	c.introspect(now)
-	c.excludeBadPairs(now, pairScores)
 }
 
 // usageSegment is the AdminComment text of a summary, e.g.
