@@ -294,14 +294,20 @@ func (e *engine) sharePrePass(now float64) {
 		if h == nil || g.pairChecked || g.pairedAt >= now {
 			continue
 		}
+		// Introspection, as slurmctld runs it (sharing.JudgePair, then
+		// Table.Learn), on the table's truth: the host alone at 1 and at
+		// truth.Of beside its guest, the guest at its speed beside the host
+		// (its share's limit included). The table learns the pair's own
+		// fractions: a share's limit is the guest's, applied when it is
+		// placed (sharePostPass).
 		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
-		if sh.cfg.Rules.RevertPair(1, truth.Of, 1, g.shareFactor) {
-			_ = sh.known.MarkBad(h.pairModel, g.pairModel)
+		v := sh.cfg.Rules.JudgePair(sharing.PairRates{HostSolo: 1, HostShared: truth.Of, GuestSolo: 1, GuestShared: g.shareFactor})
+		_, _ = sh.known.Learn(h.pairModel, g.pairModel, v, truth.Of, truth.Beside)
+		if v.Revert {
 			sh.sum.Reverted++
 			e.requeueOpp(g, now)
 			continue
 		}
-		_ = sh.known.Measure(h.pairModel, g.pairModel, truth.Of, truth.Beside)
 		g.pairChecked = true
 	}
 	kept := sh.opps[:0]

@@ -164,27 +164,27 @@ type pairMember struct {
 	rates         *introRates
 }
 
-// pairVerdict is what judgePairs decided for one shared GPU.
+// pairVerdict is what judgePairs decided for one shared GPU: the rules'
+// verdict (sharing.Config.JudgePair) on the pair's measured rates.
 type pairVerdict struct {
-	host, guest         pairMember
-	solo, shared        float64
-	signal              string
-	revert              bool
-	node                string
-	guestSolo, hasGuest bool // the guest's own fraction is known
-	guestFraction       float64
-	// futile: reverted because the pair's measured fractions do not gain
-	// over the host alone (sharing.Gains), the host being within bounds.
-	futile bool
+	host, guest pairMember
+	node        string
+	signal      string
+	// rates: the host's solo and shared rate; the guest's when it was
+	// measured alone and is the GPU's only guest (guestKnown), else NaN.
+	rates      sharing.PairRates
+	guestKnown bool
+	sharing.PairVerdict
 }
 
 // judgePairs finds the pairs among the jobs on shared GPUs and judges
 // each: per GPU (node and uuid) with exactly one guaranteed job and at
-// least one opportunistic job in the same window, the guaranteed job's
-// rates against cfg.Revert. On a revert the guest is the one that came
-// last (Gandiva reverts the last packing). A GPU with several guaranteed
-// jobs (two guaranteed shard jobs, and a guest) is not judged: whose
-// loss is whose cannot be told. Pure: the caller applies the verdicts.
+// least one opportunistic job in the same window, the pair's measured
+// rates against cfg.JudgePair (the simulator's introspection too). On a
+// revert the guest is the one that came last (Gandiva reverts the last
+// packing). A GPU with several guaranteed jobs (two guaranteed shard
+// jobs, and a guest) is not judged: whose loss is whose cannot be told.
+// Pure: the caller applies the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	order, groups := sharedGPUs(members, func(m pairMember) (string, string, bool) {
 		return m.rates.node, m.rates.gpu, m.rates.sharers >= 2 && m.rates.gpu != ""
@@ -214,17 +214,15 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 				last = g
 			}
 		}
-		v := pairVerdict{host: host, guest: last, solo: solo, shared: shared, signal: signal,
-			revert: cfg.Revert(solo, shared), node: k.node}
+		v := pairVerdict{host: host, guest: last, node: k.node, signal: signal,
+			rates: sharing.PairRates{HostSolo: solo, HostShared: shared, GuestSolo: math.NaN(), GuestShared: math.NaN()}}
 		if gs, gsh, _, ok := last.rates.rates(); ok && len(guests) == 1 {
-			v.guestSolo, v.guestFraction = true, gsh/gs
-			// With both jobs measured, the simulator's rule: a pair
+			// With both jobs measured, the simulator's rule too: a pair
 			// whose fractions do not add up to more than the host alone
 			// is futile even when the host is within max_slowdown.
-			if !v.revert && cfg.RevertPair(solo, shared, gs, gsh) {
-				v.revert, v.futile = true, true
-			}
+			v.rates.GuestSolo, v.rates.GuestShared, v.guestKnown = gs, gsh, true
 		}
+		v.PairVerdict = cfg.JudgePair(v.rates)
 		out = append(out, v)
 	}
 	return out
@@ -314,7 +312,8 @@ func (c *Sharing) introspect(now int64) {
 	}
 	cfg := c.cfg.Sharing.Rules
 	for _, v := range judgePairs(cfg, members) {
-		if !v.revert {
+		solo, shared := v.rates.HostSolo, v.rates.HostShared
+		if !v.Revert {
 			c.measurePair(v)
 			if in.asked[v.guest.id] {
 				// Its requeue is asked (by the memory bound this pass,
@@ -325,20 +324,18 @@ func (c *Sharing) introspect(now int64) {
 			if h, ok := in.kept[v.guest.id]; !ok || h != v.host.id {
 				in.kept[v.guest.id] = v.host.id
 				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
-					v.guest.id, v.host.id, pct(max(0, sharing.Loss(v.solo, v.shared))), pct(cfg.MaxSlowdown)),
-					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared)
+					v.guest.id, v.host.id, pct(max(0, sharing.Loss(solo, shared))), pct(cfg.MaxSlowdown)),
+					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared)
 			}
 			continue
 		}
 		if in.asked[v.guest.id] {
 			continue
 		}
-		if v.host.model != "" && v.guest.model != "" && !in.table.Bad(v.host.model, v.guest.model) {
-			if err := in.table.MarkBad(v.host.model, v.guest.model); err != nil {
-				c.log.Warn("pair table refused a bad pair", keyErr, err)
-			} else if len(in.unsaved) < ledger.MaxBadPairs {
-				in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
-			}
+		if marked, err := in.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), v.rates.Beside()); err != nil {
+			c.log.Warn("pair table refused a bad pair", keyErr, err)
+		} else if marked && len(in.unsaved) < ledger.MaxBadPairs {
+			in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
 		}
 		node := v.node
 		if !slurmNodeName(node) {
@@ -353,12 +350,12 @@ func (c *Sharing) introspect(now int64) {
 		}
 		// why: the log line's reason; the exclusion's names the host's model.
 		why := fmt.Sprintf("its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
-			v.host.id, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown))
+			v.host.id, pct(sharing.Loss(solo, shared)), pct(cfg.MaxSlowdown))
 		pinWhy := fmt.Sprintf("its neighbour job %d (model %s) ran %s%% slower than alone (max_slowdown %s%%)",
-			v.host.id, v.host.model, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown))
-		if v.futile {
+			v.host.id, v.host.model, pct(sharing.Loss(solo, shared)), pct(cfg.MaxSlowdown))
+		if v.Futile {
 			why = fmt.Sprintf("beside its neighbour job %d (at %s%% of its solo rate) it ran at %s%% of its own: the pair does less than the host alone",
-				v.host.id, pct(v.shared/v.solo), pct(v.guestFraction))
+				v.host.id, pct(v.rates.Of()), pct(v.rates.Beside()))
 			pinWhy = fmt.Sprintf("%s (host model %s)", why, v.host.model)
 		}
 		if node != "" {
@@ -366,34 +363,24 @@ func (c *Sharing) introspect(now int64) {
 		}
 		c.met.revert(v.signal)
 		c.log.Info(fmt.Sprintf("job %d requeued: %s", v.guest.id, why),
-			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared,
+			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared,
 			"node", v.node, "host_model", v.host.model, "guest_model", v.guest.model)
 	}
 }
 
 // measurePair records a kept pair's measured fractions (introspection
-// replaces the seed). The guest's own fraction needs its solo rate, which
-// a guest that never ran alone lacks; the table's earlier figure for it
-// is kept then, and a pair with neither is left for a later pass.
+// replaces the seed: sharing.Table.Learn). The guest's own fraction needs
+// its solo rate, which a guest that never ran alone lacks; the table's
+// earlier figure for it is kept then, and a pair with neither is left for
+// a later pass.
 func (c *Sharing) measurePair(v pairVerdict) {
-	if v.host.model == "" || v.guest.model == "" {
-		return
-	}
-	t := c.usage.intro.table
-	if t.Bad(v.host.model, v.guest.model) {
-		return
-	}
-	host := v.shared / v.solo
-	guest := v.guestFraction
-	if !v.guestSolo {
-		s, _, ok := t.Lookup(v.host.model, v.guest.model)
-		if !ok {
-			return
+	beside := math.NaN() // not measured: the table's figure stays
+	if v.guestKnown {
+		if beside = v.rates.Beside(); math.IsNaN(beside) {
+			return // a guest measured at 0 alone and beside: nothing the table takes
 		}
-		guest = s.Beside
 	}
-	lim := sharing.DefaultLimits().MaxFraction
-	_ = t.Measure(v.host.model, v.guest.model, min(host, lim), min(guest, lim))
+	_, _ = c.usage.intro.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
 }
 
 // flushBadPairs saves the bad pairs marked since the last flush; a failed

@@ -101,8 +101,8 @@ func TestJudgePairs(t *testing.T) {
 				return
 			}
 			v := got[0]
-			if v.revert != tc.wantRevert || v.guest.id != tc.wantGuest || v.host.id != 1 || v.signal != tc.wantSignal {
-				t.Fatalf("verdict %+v (solo %v shared %v), want revert %v guest %d signal %s", v, v.solo, v.shared, tc.wantRevert, tc.wantGuest, tc.wantSignal)
+			if v.Revert != tc.wantRevert || v.guest.id != tc.wantGuest || v.host.id != 1 || v.signal != tc.wantSignal {
+				t.Fatalf("verdict %+v (solo %v shared %v), want revert %v guest %d signal %s", v, v.rates.HostSolo, v.rates.HostShared, tc.wantRevert, tc.wantGuest, tc.wantSignal)
 			}
 		})
 	}
