@@ -205,7 +205,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	c.agents.SetJobUsageHandler(c.share.ReportUsage)
 	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
 	// requeuer says why).
-	safego.Loop(log, "sharing requeuer", func() { c.share.RunRequeuer(c.stop) }, nil)
+	safego.Loop(log, "sharing requeuer", func() { c.share.RunRequeuer(c.stop, gpushare.SlurmCommands{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err

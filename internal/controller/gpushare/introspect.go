@@ -1,11 +1,9 @@
 package gpushare
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
@@ -43,12 +41,6 @@ const (
 	// judged on it. The first shared sample after a change of sharers is
 	// not counted (the agent's rate spans the change).
 	introMinSamples = 2
-	// introRequeueQueue bounds the requeues waiting for the requeuer
-	// goroutine; a pass never blocks on it (a full queue drops the
-	// request, and the next pass asks again).
-	introRequeueQueue = 64
-	// requeueTimeout bounds one scontrol call.
-	requeueTimeout = 30 * time.Second
 )
 
 // MetricReverts counts opportunistic jobs requeued by introspection.
@@ -226,15 +218,6 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 		out = append(out, v)
 	}
 	return out
-}
-
-// requeueRequest asks the requeuer to take a guest off its host's node
-// (requeue it, then apply its exclusion), or with exclude only to bring
-// a waiting job's ExcNodeList to what the pass wants (exclude.go).
-type requeueRequest struct {
-	job     uint32
-	node    string
-	exclude bool
 }
 
 // introState is the core's introspection between passes; under usage.mu.
@@ -446,47 +429,6 @@ func slurmNodeName(name string) bool {
 }
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) }
-
-// requeuer runs what the pass queued, one request at a time, until stop
-// closes: a revert's requeue and then its guest's exclusion, or an
-// exclusion alone. Its own goroutine (safego), never under a lock; each
-// request's Slurm commands share one requeueTimeout.
-//
-// Why scontrol in a goroutine rather than Slurm's job_requeue() from the
-// pass: job_requeue() needs slurmctld's job and node write locks and
-// sends RPCs to the job's nodes (the kill), which the pass must not do
-// under the locks it holds (nothing under slurmctld's locks may block);
-// preempt/tiresias only answers Slurm's questions and never requeues by
-// itself. scontrol goes through slurmctld's ordinary RPC, which takes
-// those locks itself, as an admin's requeue would (slurmctld's SlurmUser
-// may requeue and update any job). A requeued job is held for Slurm's
-// requeue delay (about two minutes) before it may start again, so the
-// ExcNodeList update lands while it is pending.
-func (c *Sharing) requeuer(stop <-chan struct{}, queue <-chan requeueRequest, sj slurmJobs) {
-	for {
-		select {
-		case <-stop:
-			return
-		case r := <-queue:
-			ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
-			if !r.exclude {
-				if err := sj.Requeue(ctx, r.job); err != nil {
-					c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
-					c.usage.mu.Lock()
-					delete(c.usage.intro.asked, r.job) // the next pass asks again
-					c.usage.mu.Unlock()
-					cancel()
-					continue
-				}
-			}
-			if err := c.applyExclusion(ctx, sj, r.job); err != nil {
-				c.log.Error("updating a job's ExcNodeList failed; the next pass tries again", keyJob, r.job, keyErr, err)
-				c.markStale(r.job)
-			}
-			cancel()
-		}
-	}
-}
 
 // gpuKey names one GPU: its node and NVML uuid.
 type gpuKey struct{ node, uuid string }

@@ -52,7 +52,7 @@ func New(cfg config.Config, log *slog.Logger) *Sharing {
 	}
 	s.usage.init()
 	s.usage.intro.init()
-	s.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
+	s.usage.intro.queue = make(chan requeueRequest, requeueQueue)
 	return s
 }
 
@@ -124,8 +124,8 @@ func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map
 }
 
 // RunRequeuer carries out the requeues and ExcNodeList updates the passes
-// queue, with Slurm's own commands, until stop closes (a goroutine of its
-// own: requeuer says why).
-func (c *Sharing) RunRequeuer(stop <-chan struct{}) {
-	c.requeuer(stop, c.usage.intro.queue, scontrolJobs{})
+// queue, through slurm (SlurmCommands in slurmctld), until stop closes: a
+// goroutine of its own (requeuer says why).
+func (c *Sharing) RunRequeuer(stop <-chan struct{}, slurm SlurmJobs) {
+	c.requeuer(stop, c.usage.intro.queue, slurm)
 }
