@@ -15,6 +15,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/policy/priority"
@@ -205,7 +206,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	c.agents.SetJobUsageHandler(c.share.ReportUsage)
 	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
 	// requeuer says why).
-	safego.Loop(log, "sharing requeuer", func() { c.share.RunRequeuer(c.stop, gpushare.SlurmCommands{}) }, nil)
+	safego.Loop(log, "sharing requeuer", func() { c.share.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err

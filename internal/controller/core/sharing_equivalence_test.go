@@ -377,14 +377,14 @@ func (f *replaySlurm) Requeue(_ context.Context, job uint32) error {
 	return nil
 }
 
-func (f *replaySlurm) Excluded(_ context.Context, job uint32) (string, bool, error) {
+func (f *replaySlurm) ExcNodeList(_ context.Context, job uint32) (string, bool, error) {
 	if (f.h.isRunning(job, f.at) && !f.requeued[job]) || f.h.finish[job] <= float64(f.at) {
 		return "", false, nil
 	}
 	return f.lists[job], true, nil
 }
 
-func (f *replaySlurm) SetExcluded(_ context.Context, job uint32, list string) error {
+func (f *replaySlurm) SetExcNodeList(_ context.Context, job uint32, list string) error {
 	f.lists[job] = list
 	return nil
 }

@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
@@ -554,7 +556,7 @@ func (c *Sharing) applyExclusion(ctx context.Context, sj SlurmJobs, job uint32) 
 	prev := *ex
 	u.mu.Unlock()
 
-	raw, pending, err := sj.Excluded(ctx, job)
+	raw, pending, err := sj.ExcNodeList(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -586,8 +588,8 @@ func (c *Sharing) applyExclusion(ctx context.Context, sj SlurmJobs, job uint32) 
 		next += strings.Join(ours, ",")
 	}
 	if next != raw {
-		if err := sj.SetExcluded(ctx, job, next); err != nil {
-			if strings.Contains(err.Error(), "pending") {
+		if err := sj.SetExcNodeList(ctx, job, next); err != nil {
+			if errors.Is(err, slurmcmd.ErrJobNotPending) {
 				c.markStale(job) // started meanwhile: again when it waits
 				return nil
 			}

@@ -3,7 +3,6 @@ package gpushare
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
@@ -42,17 +42,17 @@ func (f *fakeSlurm) Requeue(_ context.Context, job uint32) error {
 	return nil
 }
 
-func (f *fakeSlurm) Excluded(_ context.Context, job uint32) (string, bool, error) {
+func (f *fakeSlurm) ExcNodeList(_ context.Context, job uint32) (string, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lists[job], !f.running[job], nil
 }
 
-func (f *fakeSlurm) SetExcluded(_ context.Context, job uint32, list string) error {
+func (f *fakeSlurm) SetExcNodeList(_ context.Context, job uint32, list string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.running[job] {
-		return errors.New("job not pending")
+		return fmt.Errorf("%w: job %d", slurmcmd.ErrJobNotPending, job)
 	}
 	f.lists[job] = list
 	f.sets = append(f.sets, fmt.Sprintf("%d=%s", job, list))

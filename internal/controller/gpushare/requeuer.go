@@ -2,11 +2,9 @@ package gpushare
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 )
 
 // The requeuer: what a pass decides about running and waiting jobs of
@@ -32,19 +30,24 @@ type requeueRequest struct {
 	exclude bool
 }
 
-// SlurmJobs is what the requeuer asks of Slurm: SlurmCommands in slurmctld,
-// a fake in tests.
+// SlurmJobs is what the requeuer asks of Slurm: slurmcmd.Runner, the one
+// runner of Slurm's commands, in slurmctld; a fake in tests.
 type SlurmJobs interface {
 	// Requeue requeues a running job.
 	Requeue(ctx context.Context, job uint32) error
-	// Excluded is the job's ExcNodeList as Slurm holds it ("" for none)
-	// and whether the job is pending (the only state Slurm edits it in).
-	Excluded(ctx context.Context, job uint32) (list string, pending bool, err error)
-	// SetExcluded replaces the job's ExcNodeList ("" clears it).
-	SetExcluded(ctx context.Context, job uint32, list string) error
+	// ExcNodeList is the job's ExcNodeList as Slurm holds it ("" for
+	// none) and whether the job is pending (the only state Slurm edits it
+	// in).
+	ExcNodeList(ctx context.Context, job uint32) (list string, pending bool, err error)
+	// SetExcNodeList replaces the job's ExcNodeList ("" clears it); a
+	// refusal because the job no longer waits wraps
+	// slurmcmd.ErrJobNotPending.
+	SetExcNodeList(ctx context.Context, job uint32, list string) error
 	// Hostnames expands a Slurm host list ("n[1-3],m1").
 	Hostnames(ctx context.Context, list string) ([]string, error)
 }
+
+var _ SlurmJobs = slurmcmd.Runner{}
 
 // requeuer runs what the pass queued, one request at a time, until stop
 // closes: a revert's requeue and then its guest's exclusion, or an
@@ -108,78 +111,4 @@ func (c *Sharing) CarryOutQueued(sj SlurmJobs) int {
 			return n
 		}
 	}
-}
-
-// SlurmCommands runs Slurm's own commands, as SlurmUser (slurmctld's user
-// may requeue and update any job), each bounded by the caller's context.
-type SlurmCommands struct{}
-
-// maxSlurmOutput bounds what is read of one command's output.
-const maxSlurmOutput = 1 << 20
-
-func runSlurm(ctx context.Context, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	var out limitedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w: %.200s", name, strings.Join(args, " "), err, out.b)
-	}
-	if out.over {
-		return "", fmt.Errorf("%s %s: output over %d bytes", name, strings.Join(args, " "), maxSlurmOutput)
-	}
-	return string(out.b), nil
-}
-
-// limitedBuffer keeps the first maxSlurmOutput bytes written to it.
-type limitedBuffer struct {
-	b    []byte
-	over bool
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxSlurmOutput - len(l.b); room < len(p) {
-		l.over = true
-		p = p[:max(room, 0)]
-	}
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (SlurmCommands) Requeue(ctx context.Context, job uint32) error {
-	_, err := runSlurm(ctx, "scontrol", "requeue", strconv.FormatUint(uint64(job), 10))
-	return err
-}
-
-// Excluded reads the job's state and ExcNodeList with squeue's %T and %x:
-// two fields no user text can hold (a node list has no spaces), unlike
-// `scontrol show job`, whose one-line form has the job's name and comment
-// unquoted beside them. A job just requeued shows as COMPLETING or
-// REQUEUED while Slurm already counts it pending (and edits it), so only
-// the states Slurm never edits count as not pending; a refusal by
-// slurmctld is handled by the caller.
-func (SlurmCommands) Excluded(ctx context.Context, job uint32) (string, bool, error) {
-	out, err := runSlurm(ctx, "squeue", "-h", "-j", strconv.FormatUint(uint64(job), 10), "-o", "%T %x")
-	if err != nil {
-		return "", false, err
-	}
-	state, list, _ := strings.Cut(strings.TrimSpace(out), " ")
-	switch state {
-	case "", "RUNNING", "SUSPENDED", "STOPPED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
-		"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT":
-		return "", false, nil
-	}
-	return strings.TrimSpace(list), true, nil
-}
-
-func (SlurmCommands) SetExcluded(ctx context.Context, job uint32, list string) error {
-	_, err := runSlurm(ctx, "scontrol", "update", "JobId="+strconv.FormatUint(uint64(job), 10), "ExcNodeList="+list)
-	return err
-}
-
-func (SlurmCommands) Hostnames(ctx context.Context, list string) ([]string, error) {
-	out, err := runSlurm(ctx, "scontrol", "show", "hostnames", list)
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(out), nil
 }

@@ -124,8 +124,8 @@ func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map
 }
 
 // RunRequeuer carries out the requeues and ExcNodeList updates the passes
-// queue, through slurm (SlurmCommands in slurmctld), until stop closes: a
-// goroutine of its own (requeuer says why).
+// queue, through slurm (slurmcmd.Runner in slurmctld), until stop closes:
+// a goroutine of its own (requeuer says why).
 func (c *Sharing) RunRequeuer(stop <-chan struct{}, slurm SlurmJobs) {
 	c.requeuer(stop, c.usage.intro.queue, slurm)
 }
