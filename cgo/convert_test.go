@@ -21,10 +21,10 @@ func TestReasonPrefixMatchesTheHeader(t *testing.T) {
 // header's prefix; the core's segment must start with the same text, and
 // fit the struct's buffer whole.
 func TestUsagePrefixMatchesTheHeader(t *testing.T) {
-	if got := usagePrefixC(); got != gpushare.UsagePrefix {
-		t.Fatalf("LACHESIS_USAGE_PREFIX %q, gpushare.UsagePrefix %q", got, gpushare.UsagePrefix)
+	if got := usagePrefixC(); got != gpushare.GPUUsePrefix {
+		t.Fatalf("LACHESIS_USAGE_PREFIX %q, gpushare.GPUUsePrefix %q", got, gpushare.GPUUsePrefix)
 	}
-	if n := usageBufC(); gpushare.UsageMax >= n {
-		t.Fatalf("gpushare.UsageMax %d does not fit lachesis_prio_t.usage[%d]", gpushare.UsageMax, n)
+	if n := usageBufC(); gpushare.GPUUseMax >= n {
+		t.Fatalf("gpushare.GPUUseMax %d does not fit lachesis_prio_t.usage[%d]", gpushare.GPUUseMax, n)
 	}
 }

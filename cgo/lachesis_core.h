@@ -213,7 +213,7 @@ typedef struct lachesis_prio {
 	 * constraints fit none (BadConstraints). */
 	char     blocked[128];
 	/* Pass, running jobs: when not empty, the job's GPU use so far as
-	 * node agents measured it (gpushare/usage.go), one segment from
+	 * node agents measured it (gpushare/gpuuse.go), one segment from
 	 * LACHESIS_USAGE_PREFIX through its closing ']', to replace
 	 * Lachesis's segment of the job's AdminComment. Set only when it
 	 * changed. */

@@ -52,16 +52,16 @@ type Config struct {
 	// GPU of speed 1 (gpu_types.TYPE.speed), for models without a
 	// profiled or tabled speed there (priority.Speeds).
 	GPUTypes map[string]float64
-	// Usage: what the per-job GPU usage the node agents measure is
-	// compared with (gpushare/usage.go).
-	Usage Usage
+	// GPUUse: what each job's GPU use, as the node agents measure it, is
+	// compared with (lachesis.yaml's usage section; gpushare/gpuuse.go).
+	GPUUse GPUUse
 	// Sharing: the opportunistic class and GPU sharing (its rules are
 	// Sharing.Rules, which Tiresias.Opportunistic carries to the ranker).
 	Sharing Sharing
 }
 
-// Usage configures the per-job GPU usage summary.
-type Usage struct {
+// GPUUse configures the per-job GPU-use summary (the usage section).
+type GPUUse struct {
 	// IdleBelowPct: a job whose GPUs' utilisation stays below this
 	// percentage (each report's mean over the job's GPUs) ...
 	IdleBelowPct float64
@@ -317,7 +317,7 @@ func Default() Config {
 		Synergy:   synergy.DefaultConfig(),
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
-		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
+		GPUUse:    GPUUse{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
 		Sharing:   Sharing{Rules: rules, PairTable: DefaultPairTable, PairTableGPU: "v100"},
 	}
 }
@@ -376,8 +376,8 @@ func defaultFile() file {
 	f.FairShare.Enabled = d.Tiresias.FairShare.Enabled
 	f.FairShare.HalfLife = d.Tiresias.FairShare.HalfLife
 	f.FairShare.DefaultShares = d.Tiresias.FairShare.DefaultShares
-	f.Usage.IdleBelowPct = d.Usage.IdleBelowPct
-	f.Usage.IdleAfter = d.Usage.IdleAfter.Seconds()
+	f.Usage.IdleBelowPct = d.GPUUse.IdleBelowPct
+	f.Usage.IdleAfter = d.GPUUse.IdleAfter.Seconds()
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
 	f.Sharing.PromoteAfter = d.Sharing.Rules.PromoteAfter
 	f.Sharing.MaxSlowdown = d.Sharing.Rules.MaxSlowdown
@@ -695,7 +695,7 @@ func (f file) checkUsage(c *Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	c.Usage = Usage{IdleBelowPct: u.IdleBelowPct, IdleAfter: after}
+	c.GPUUse = GPUUse{IdleBelowPct: u.IdleBelowPct, IdleAfter: after}
 	return nil
 }
 

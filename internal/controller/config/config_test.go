@@ -72,8 +72,8 @@ usage:
 	if c.Metrics.Listen != "127.0.0.1:9830" {
 		t.Errorf("metrics.listen = %q, want 127.0.0.1:9830", c.Metrics.Listen)
 	}
-	if c.Usage.IdleBelowPct != 25 || c.Usage.IdleAfter != 10*time.Minute {
-		t.Errorf("usage keys not read: %+v", c.Usage)
+	if c.GPUUse.IdleBelowPct != 25 || c.GPUUse.IdleAfter != 10*time.Minute {
+		t.Errorf("usage keys not read: %+v", c.GPUUse)
 	}
 }
 

@@ -70,7 +70,7 @@ var ErrNotFound = errors.New("job not known to lachesis")
 //	               requeuer take them alone), in their order (gpushare)
 //
 // The writer goroutine takes each alone, never nested, and never mu while
-// it holds pendMu; a node's report (ReportUsage, ReportEnd) never waits
+// it holds pendMu; a node's report (ReportGPUUse, ReportEnd) never waits
 // for a pass's mu to reach sharing's.
 type Core struct {
 	log        *slog.Logger
@@ -111,11 +111,11 @@ type Core struct {
 
 	// ends: the true ends nodes reported (jobend.go).
 	ends jobEnds
-	// share: GPU sharing and per-job GPU use (gpushare), a stage of the
+	// sharing: GPU sharing and per-job GPU use (gpushare), a stage of the
 	// pass; its own state and locks.
-	share *gpushare.Sharing
-	// shareJobs: scratch, the pass's jobs as sharing reads them; under mu.
-	shareJobs []gpushare.Job
+	sharing *gpushare.Sharing
+	// sharingJobs: scratch, the pass's jobs as sharing reads them; under mu.
+	sharingJobs []gpushare.Job
 	// pairScores: each waiting opportunistic job's pair score from the
 	// last pass (gpushare), read by the next pass's ranking; under mu.
 	pairScores map[uint32]float64
@@ -146,13 +146,13 @@ type Core struct {
 	w       writerState              // writer-only: retries (writer.go)
 	marks   markerState              // under mu: SystemComment markers (restore.go)
 	fs      fairShareState           // under mu: usage per account (fairshare.go)
-	// pendUsage is the latest fair-share table for the writer; under
-	// pendMu, saved when usageDirty.
-	pendUsage  []ledger.AccountUsage
-	usageDirty bool
-	kick       chan struct{}
-	stop       chan struct{}
-	stopped    chan struct{}
+	// pendAccountUsage is the latest fair-share table for the writer; under
+	// pendMu, saved when accountUsageDirty.
+	pendAccountUsage  []ledger.AccountUsage
+	accountUsageDirty bool
+	kick              chan struct{}
+	stop              chan struct{}
+	stopped           chan struct{}
 }
 
 // Ledger is what the core keeps in its store (internal/controller/ledger),
@@ -203,10 +203,10 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c.agents.SetJobEndHandler(c.ReportEnd)
-	c.agents.SetJobUsageHandler(c.share.ReportUsage)
+	c.agents.SetJobUsageHandler(c.sharing.ReportGPUUse)
 	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
 	// requeuer says why).
-	safego.Loop(log, "sharing requeuer", func() { c.share.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
+	safego.Loop(log, "sharing requeuer", func() { c.sharing.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -247,10 +247,10 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 		kick:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		stopped:    make(chan struct{}),
-		share:      gpushare.New(cfg, log),
+		sharing:    gpushare.New(cfg, log),
 		pairScores: map[uint32]float64{},
 	}
-	c.met = newMetricsIf(cfg.Metrics.Listen, c.share.Collectors()...)
+	c.met = newMetricsIf(cfg.Metrics.Listen, c.sharing.Collectors()...)
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.speedBase = *cfg.Speeds(nil)
 	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
@@ -268,7 +268,7 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c.restoreSweeps(store)
-	if err := c.share.Restore(store, c.clock()); err != nil {
+	if err := c.sharing.Restore(store, c.clock()); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()
@@ -403,7 +403,7 @@ func (c *Core) Reconfigure() error {
 //  3. rank: priority.Ranker orders them, each Result is folded back into
 //     its record and becomes its Decision, with the preemption view and
 //     the reasons of refused preemptions;
-//  4. shareGPUs: GPU sharing and per-job GPU use (gpushare) judge the
+//  4. judgeSharing: GPU sharing and per-job GPU use (gpushare) judge the
 //     ranked jobs, and their answers join the decisions;
 //  5. forget: the records of jobs slurmctld no longer has are closed.
 func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
@@ -413,7 +413,7 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.account(now, snaps, out)
 	c.fairShare(snaps)
 	c.rank(now, snaps, out)
-	c.shareGPUs(now, snaps, out)
+	c.judgeSharing(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
 	return len(c.sizing.candidates)
@@ -498,12 +498,12 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 	c.showBlocked(now, out)
 }
 
-// shareGPUs is a pass's fourth stage: gpushare judges per-job GPU use and
+// judgeSharing is a pass's fourth stage: gpushare judges per-job GPU use and
 // sharing from the pass's jobs as it ranked them, and the pass applies its
 // answers (each job's GPU-use segment, each waiting guest's reason, the
 // pair scores the next pass ranks by).
-func (c *Core) shareGPUs(now int64, snaps []Snapshot, out []Decision) {
-	jobs := c.shareJobs[:0]
+func (c *Core) judgeSharing(now int64, snaps []Snapshot, out []Decision) {
+	jobs := c.sharingJobs[:0]
 	for i := range snaps {
 		s := &snaps[i]
 		j := gpushare.Job{ID: s.ID, User: s.User, State: gpushare.State(s.State), Held: s.Held, Partition: s.Partition,
@@ -520,17 +520,17 @@ func (c *Core) shareGPUs(now int64, snaps []Snapshot, out []Decision) {
 	for k := range c.jobs {
 		jobs[c.jobIndex[k]].WaitingSince = c.jobs[k].WaitingSince
 	}
-	c.share.Judge(now, c.cfg, jobs, c.pairScores)
+	c.sharing.Judge(now, c.cfg, jobs, c.pairScores)
 	for i := range jobs {
 		if jobs[i].GPUUse != "" {
-			out[i].Usage = jobs[i].GPUUse
+			out[i].GPUUse = jobs[i].GPUUse
 		}
 		if jobs[i].Reason != "" {
 			out[i].Blocked = jobs[i].Reason
 		}
 	}
 	clear(jobs) // no pointers into slurmctld kept past the pass
-	c.shareJobs = jobs
+	c.sharingJobs = jobs
 }
 
 // preemptions is how many times the preemption rule had job id requeued,

@@ -25,10 +25,11 @@ type Decision struct {
 	// and when it is upgraded; the plugin shows it as the job's reason
 	// (blocked.go). It starts with reasontext.WaitingPrefix.
 	Blocked string
-	// Usage, set by a pass for a running job whose GPU-use summary
-	// changed, is its new usage segment (gpushare/usage.go, starting with
-	// gpushare.UsagePrefix), to replace Lachesis's segment of its AdminComment.
-	Usage string
+	// GPUUse, set by a pass for a running job whose GPU-use summary
+	// changed, is its new GPU-use segment (gpushare/gpuuse.go, starting
+	// with gpushare.GPUUsePrefix), to replace Lachesis's segment of its
+	// AdminComment (lachesis_prio_t.usage).
+	GPUUse string
 	// Opportunistic: the job is ranked in the opportunistic class
 	// (policy/priority/opportunistic.go): it preempts nothing and is the first
 	// victim of every guaranteed job.

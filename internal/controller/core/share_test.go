@@ -36,15 +36,15 @@ func useReport(t int64, job, uid uint32, gpu string, util, iters float64) *wire.
 		Progress: &wire.JobProgress{Iterations: uint64(t), ItersPerSec: iters}}}}
 }
 
-// A running job's GPU use becomes its AdminComment segment (Decision.Usage).
+// A running job's GPU use becomes its AdminComment segment (Decision.GPUUse).
 func TestTheSharingStageGivesARunningJobItsGPUUseSegment(t *testing.T) {
 	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
 	defer c.Close()
 	pass(c, 1010, runningAs(1, owner))
-	c.share.ReportUsage(useReport(1020, 1, owner, "g0", 80, 12.5))
+	c.sharing.ReportGPUUse(useReport(1020, 1, owner, "g0", 80, 12.5))
 	d := pass(c, 1040, runningAs(1, owner))
-	if want := "[GPU use: mean 80%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 1 sample]"; d[0].Usage != want {
-		t.Fatalf("usage segment %q, want %q", d[0].Usage, want)
+	if want := "[GPU use: mean 80%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 1 sample]"; d[0].GPUUse != want {
+		t.Fatalf("usage segment %q, want %q", d[0].GPUUse, want)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestTheGuestWithTheBetterPredictedPairRanksFirst(t *testing.T) {
 	}
 	bad, good := guest(2, "ResNet-50/bs64"), guest(3, "lm/bs80")
 	pass(c, 1000, host, bad, good)
-	c.share.ReportUsage(useReport(1005, 1, owner, "g0", 90, 10))
+	c.sharing.ReportGPUUse(useReport(1005, 1, owner, "g0", 90, 10))
 	pass(c, 1010, host, bad, good) // judges the guests beside the host
 	d := pass(c, 1020, host, bad, good)
 	if !(d[2].Priority > d[1].Priority) || d[2].Factors.Pair < 0.95 {

@@ -419,7 +419,7 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 		clock = base + tick
 		pass(c, base+tick, h.snapshotsAt(tick, reported)...)
 		slurm.at = tick
-		c.share.CarryOutQueued(slurm)
+		c.sharing.CarryOutQueued(slurm)
 		// Every opportunistic job the simulator starts at tick starts on
 		// a node the core does not keep it off, but for its pins.
 		for id, runs := range h.runs {
@@ -450,10 +450,10 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 		pass(c, base+tick+1, h.snapshotsAt(tick+1, reported)...)
 		slurm.at = tick + 1
 		clear(slurm.requeued)
-		c.share.CarryOutQueued(slurm)
+		c.sharing.CarryOutQueued(slurm)
 		for at := tick + 2; at <= tick+passInterval; at++ {
 			for _, rep := range h.reportsAt(at) {
-				c.share.ReportUsage(rep)
+				c.sharing.ReportGPUUse(rep)
 			}
 		}
 	}
@@ -466,7 +466,7 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 		if p.Judged == 0 {
 			continue
 		}
-		if bad := c.share.PairBad(p.HostModel, p.GuestModel); bad != p.Reverted {
+		if bad := c.sharing.PairBad(p.HostModel, p.GuestModel); bad != p.Reverted {
 			problems = append(problems, fmt.Sprintf("pair %s beside %s: bad in the core %v, reverted by the simulator %v", p.GuestModel, p.HostModel, bad, p.Reverted))
 		}
 	}

@@ -99,9 +99,9 @@ func TestAPinSurvivesARestartAndAFinishedJobsIsForgotten(t *testing.T) {
 		t.Fatalf("ExcNodeList %q, want the user's u9 and n1", l)
 	}
 	// Job 3, pinned too, finishes while slurmctld is down.
-	c.usage.mu.Lock()
+	c.mu.Lock()
 	c.pinOff(3, 1, "n1", "introspection requeued it from there", 1100)
-	c.usage.mu.Unlock()
+	c.mu.Unlock()
 	c = restartCore(t, c, &buf)
 	defer c.Close()
 	host := shardJob(1, owner, "gpu", "resnet")
@@ -137,9 +137,9 @@ func TestAHostileExclusionRowIsSkippedAndDropped(t *testing.T) {
 	}
 	c = restartCore(t, c, &buf)
 	defer c.Close()
-	c.usage.mu.Lock()
-	n, ok := len(c.usage.intro.excl), c.usage.intro.excl[2] != nil
-	c.usage.mu.Unlock()
+	c.mu.Lock()
+	n, ok := len(c.intro.excl), c.intro.excl[2] != nil
+	c.mu.Unlock()
 	if n != 1 || !ok || strings.Count(buf.String(), "exclusion in the ledger refused") != 3 {
 		t.Fatalf("%d restored (job 2: %v), want job 2's alone and three refusals logged:\n%s", n, ok, buf.String())
 	}

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
@@ -104,7 +100,7 @@ type pin struct {
 
 // exclusion is what Lachesis keeps one job off. The pass owns pins, want,
 // judged, sent and seen; the requeuer writes userRaw, userSet, ours and
-// applied (what Slurm holds now); both under usage.mu. Every change to
+// applied (what Slurm holds now); both under mu. Every change to
 // what is saved (all but sent and seen) marks the job for the writer
 // (introState.saveExclusion).
 type exclusion struct {
@@ -154,9 +150,9 @@ type guestVerdict struct {
 }
 
 // occupancy is every node in the reports with its GPUs' holders. Caller
-// holds usage.mu.
+// holds mu.
 func (c *Sharing) occupancy(now int64) []nodeUse {
-	u := &c.usage
+	u := &c.use
 	type building struct {
 		gpus uint32
 		use  map[string]*gpuUse
@@ -284,19 +280,19 @@ func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) st
 // while the reason lasts and is lifted when it ends, which makes Slurm
 // rank it again (an ExcNodeList update resets its priority). Taken for a
 // job that no longer waits, its nodes were lifted at once and set again
-// at the next pass, one update per pass. Caller holds usage.mu.
+// at the next pass, one update per pass. Caller holds mu.
 func (c *Sharing) heldByItsExclusion(s *Job) bool {
-	ex := c.usage.intro.excl[s.ID]
+	ex := c.intro.excl[s.ID]
 	return s.Held && ex != nil && len(ex.ours) > 0 && c.cfg.Sharing.Opportunistic(s.Partition)
 }
 
 // noteWaiting is the pass's record of a pending job (observe):
 // opportunistic ones are judged, and an exclusion of any pending job is
-// kept alive. Caller holds usage.mu.
+// kept alive. Caller holds mu.
 func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
-	in := &c.usage.intro
+	in := &c.intro
 	if ex := in.excl[s.ID]; ex != nil {
-		ex.seen = c.usage.pass
+		ex.seen = c.use.pass
 	}
 	if !opportunistic {
 		return
@@ -310,16 +306,16 @@ func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 			g.model = sharing.ModelKey(s.Asked.ModelKey()) // once per job: it copies out of slurmctld
 		}
 	}
-	g.pass = c.usage.pass
+	g.pass = c.use.pass
 	in.waiting[s.ID] = g
 }
 
 // excludeBadPairs is the pass's step after introspection: every waiting
-// opportunistic job's exclusions and pair score. Caller holds usage.mu
+// opportunistic job's exclusions and pair score. Caller holds mu
 // (Judge); nothing here blocks (updates go to the requeuer).
 func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
-	u := &c.usage
-	in := &u.intro
+	u := &c.use
+	in := &c.intro
 	in.queueFull = 0
 	defer func() {
 		if in.queueFull > 0 {
@@ -402,9 +398,9 @@ func maps(m map[string]string) map[string]string {
 // host on each node the pass's judgement found), logs the nodes added and
 // lifted, and queues the update when it changed since the last one sent.
 // Once the queue is full, the pass's other updates wait for the next pass
-// (one warning). Caller holds usage.mu.
+// (one warning). Caller holds mu.
 func (c *Sharing) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
-	in := &c.usage.intro
+	in := &c.intro
 	if ex == nil {
 		if len(want) == 0 || len(in.excl) >= maxExclusions {
 			return
@@ -412,7 +408,7 @@ func (c *Sharing) setExclusion(id uint32, ex *exclusion, want map[string]string,
 		ex = &exclusion{pins: map[string]pin{}}
 		in.excl[id] = ex
 	}
-	ex.seen = c.usage.pass
+	ex.seen = c.use.pass
 	if !sameHosts(ex.judged, judged) {
 		ex.judged = judged
 		in.saveExclusion(id)
@@ -502,10 +498,10 @@ func (c *Sharing) logExclusion(id uint32, was, now map[string]string) {
 }
 
 // pinOff is a revert's exclusion: its guest kept off node while host runs
-// there (at most pinFor). Caller holds usage.mu; the revert's request
+// there (at most pinFor). Caller holds mu; the revert's request
 // applies it.
 func (c *Sharing) pinOff(guest, host uint32, node, why string, now int64) {
-	in := &c.usage.intro
+	in := &c.intro
 	ex := in.excl[guest]
 	if ex == nil {
 		if len(in.excl) >= maxExclusions {
@@ -521,7 +517,7 @@ func (c *Sharing) pinOff(guest, host uint32, node, why string, now int64) {
 	}
 	want[node] = why
 	ex.want = want
-	ex.seen = c.usage.pass
+	ex.seen = c.use.pass
 	ex.sent = sortedNodes(want)
 	in.saveExclusion(guest)
 }
@@ -540,13 +536,12 @@ func sortedNodes(m map[string]string) string {
 
 // applyExclusion makes the job's ExcNodeList the user's own list plus the
 // nodes Lachesis wants it off now. Requeuer goroutine only: Slurm is asked
-// outside every lock; usage.mu is held only to read and record.
+// outside every lock; mu is held only to read and record.
 func (c *Sharing) applyExclusion(ctx context.Context, sj SlurmJobs, job uint32) error {
-	u := &c.usage
-	u.mu.Lock()
-	ex := u.intro.excl[job]
+	c.mu.Lock()
+	ex := c.intro.excl[job]
 	if ex == nil {
-		u.mu.Unlock()
+		c.mu.Unlock()
 		return nil
 	}
 	want := strings.Split(sortedNodes(ex.want), ",")
@@ -554,7 +549,7 @@ func (c *Sharing) applyExclusion(ctx context.Context, sj SlurmJobs, job uint32) 
 		want = nil
 	}
 	prev := *ex
-	u.mu.Unlock()
+	c.mu.Unlock()
 
 	raw, pending, err := sj.ExcNodeList(ctx, job)
 	if err != nil {
@@ -596,22 +591,22 @@ func (c *Sharing) applyExclusion(ctx context.Context, sj SlurmJobs, job uint32) 
 			return err
 		}
 	}
-	u.mu.Lock()
-	if ex := u.intro.excl[job]; ex != nil {
+	c.mu.Lock()
+	if ex := c.intro.excl[job]; ex != nil {
 		ex.userRaw, ex.userSet, ex.ours, ex.applied = userRaw, user, ours, true
-		u.intro.saveExclusion(job)
+		c.intro.saveExclusion(job)
 	}
-	u.mu.Unlock()
+	c.mu.Unlock()
 	return nil
 }
 
 // markStale makes the next pass send the job's exclusion again.
 func (c *Sharing) markStale(job uint32) {
-	c.usage.mu.Lock()
-	if ex := c.usage.intro.excl[job]; ex != nil {
+	c.mu.Lock()
+	if ex := c.intro.excl[job]; ex != nil {
 		ex.sent = staleSent
 	}
-	c.usage.mu.Unlock()
+	c.mu.Unlock()
 }
 
 // expandNodes is a Slurm node list's names, sorted, without repeats;
@@ -655,76 +650,4 @@ func without(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// maxGavelFile bounds each of the pair table's seed files (Gavel's are
-// 20 and 110 KB).
-const maxGavelFile = 8 << 20
-
-// seedPairTable fills the pair table from Gavel's two files in
-// sharing.pair_table, on sharing.pair_table_gpu's rows, at start, when the
-// opportunistic class is on (the table steers nothing else). Any
-// problem (missing, not a regular file, too large, refused by
-// sharing.ReadGavel) is logged and leaves the table empty: introspection
-// then learns each pair by trying it. Bad pairs the ledger remembers are
-// marked after (restoreBadPairs).
-func (c *Sharing) seedPairTable() {
-	dir, gpu := c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU
-	if dir == "" || c.cfg.Sharing.OpportunisticPartition == "" {
-		return // no seeds, or no opportunistic class to steer
-	}
-	files := [2]io.Reader{}
-	for i, name := range []string{"throughputs.csv", "colocated.csv"} {
-		f, err := openRegular(filepath.Join(dir, name))
-		if err != nil {
-			c.log.Error("pair table not seeded: its file cannot be read; it starts empty", keyPath, filepath.Join(dir, name), keyErr, err)
-			return
-		}
-		defer f.Close()
-		files[i] = &capReader{r: f, left: maxGavelFile}
-	}
-	t, err := sharing.ReadGavel(files[0], files[1], gpu, sharing.DefaultLimits())
-	if err != nil {
-		c.log.Error("pair table not seeded: its files were refused; it starts empty", keyPath, dir, "gpu_type", gpu, keyErr, err)
-		return
-	}
-	c.usage.mu.Lock()
-	c.usage.intro.table = t
-	c.usage.mu.Unlock()
-	c.log.Info("pair table seeded from Gavel's measurements", keyPath, dir, "gpu_type", gpu, "pairs", t.Len())
-}
-
-// openRegular opens a regular file without following a FIFO or a device
-// into a blocking read (O_NONBLOCK only matters for those).
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("not a regular file")
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
-// capReader fails once more than left bytes were read.
-type capReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, fmt.Errorf("%w: file over %d bytes", sharing.ErrBadEntry, maxGavelFile)
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
 }

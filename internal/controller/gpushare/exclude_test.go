@@ -91,7 +91,7 @@ func drain(t *testing.T, c *testCore, sj *fakeSlurm) []requeueRequest {
 	var got []requeueRequest
 	for {
 		select {
-		case r := <-c.usage.intro.queue:
+		case r := <-c.intro.queue:
 			got = append(got, r)
 			if !r.exclude {
 				if err := sj.Requeue(context.Background(), r.job); err != nil {
@@ -117,7 +117,7 @@ func revertOnce(t *testing.T, c *testCore, sj *fakeSlurm) {
 	if len(got) != 1 {
 		t.Fatalf("requeues %+v, want one", got)
 	}
-	c.usage.intro.queue <- got[0]
+	c.intro.queue <- got[0]
 	drain(t, c, sj)
 }
 
@@ -128,7 +128,7 @@ func revertOnce(t *testing.T, c *testCore, sj *fakeSlurm) {
 func judgeBesideHost(c *testCore, host Job, guests ...Job) []Job {
 	snaps := append([]Job{host}, guests...)
 	pass(c, 1000, snaps...)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	c.ReportGPUUse(shardReport(1005, 1, owner, "g0", 1, 90, 10))
 	return pass(c, 1010, snaps...)
 }
 
@@ -217,7 +217,7 @@ func TestAGuestIsKeptOffANodeOnlyWhenEveryGPUThereIsTaken(t *testing.T) {
 	whole := runningAs(4, owner)
 	whole.NodeGPUs, whole.OneNode = 2, true
 	pass(c, 1020, host, bad, whole)
-	c.ReportUsage(shardReport(1025, 4, owner, "g1", 1, 90, 10))
+	c.ReportGPUUse(shardReport(1025, 4, owner, "g1", 1, 90, 10))
 	pass(c, 1030, host, bad, whole)
 	if got := drain(t, c, newFakeSlurm()); len(got) != 1 || got[0] != (requeueRequest{job: 2, exclude: true}) {
 		t.Fatalf("exclusions %+v, want job 2's once the node's other GPU is held whole", got)
@@ -296,7 +296,7 @@ func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
 			defer c.Close()
 			c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU = tc.dir, "v100"
 			c.seedPairTable()
-			if n := c.usage.intro.table.Len(); n != 0 {
+			if n := c.intro.table.Len(); n != 0 {
 				t.Fatalf("%d pairs, want an empty table", n)
 			}
 			if !strings.Contains(buf.String(), "pair table not seeded") || !strings.Contains(buf.String(), tc.want) {
@@ -308,7 +308,7 @@ func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
 		var buf bytes.Buffer
 		c := seededCore(t, &buf)
 		defer c.Close()
-		if _, _, ok := c.usage.intro.table.Lookup("resnet-18/bs64", "resnet-50/bs64"); !ok {
+		if _, _, ok := c.intro.table.Lookup("resnet-18/bs64", "resnet-50/bs64"); !ok {
 			t.Fatal("the seeded table lacks resnet-18/bs64 × resnet-50/bs64")
 		}
 	})
@@ -325,11 +325,11 @@ func BenchmarkExcludeBadPairs(b *testing.B) {
 	c.cfg.Sharing.PairTable = filepath.Dir(refdata.Path(b, "gavel/colocated.csv"))
 	c.cfg.Sharing.PairTableGPU = "v100"
 	c.seedPairTable()
-	u := &c.usage
-	u.mu.Lock()
+	u := &c.use
+	c.mu.Lock()
 	u.init()
-	u.intro.init()
-	models := u.intro.table.Models()
+	c.intro.init()
+	models := c.intro.table.Models()
 	u.pass = 1
 	now := int64(1000)
 	id := uint32(1)
@@ -338,34 +338,34 @@ func BenchmarkExcludeBadPairs(b *testing.B) {
 		for g := 0; g < 4; g++ {
 			u.live[id] = liveJob{uid: owner, pass: 1, running: true, model: sharing.ModelKey(models[int(id)%len(models)]),
 				gpuShare: true, oneNode: true, nodeGPUs: 4}
-			u.jobs[id] = &jobUsage{rates: introRates{node: node, gpus: []string{fmt.Sprintf("%s-g%d", node, g)}, at: now}}
+			u.jobs[id] = &jobGPUUse{rates: introRates{node: node, gpus: []string{fmt.Sprintf("%s-g%d", node, g)}, at: now}}
 			id++
 		}
 	}
 	for k := 0; k < maxWaitingGuests; k++ {
-		u.intro.waiting[id] = waitingGuest{model: sharing.ModelKey(models[k%len(models)]), pass: 1}
+		c.intro.waiting[id] = waitingGuest{model: sharing.ModelKey(models[k%len(models)]), pass: 1}
 		id++
 	}
-	u.mu.Unlock()
+	c.mu.Unlock()
 	// The first pass logs and sends every exclusion; the steady state
 	// (nothing changed) is what every later pass pays.
 	for range 2 {
-		u.mu.Lock()
+		c.mu.Lock()
 		c.excludeBadPairs(now, c.pairScores)
-		u.mu.Unlock()
-		for len(u.intro.queue) > 0 {
-			<-u.intro.queue
+		c.mu.Unlock()
+		for len(c.intro.queue) > 0 {
+			<-c.intro.queue
 		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		u.mu.Lock()
+		c.mu.Lock()
 		c.excludeBadPairs(now, c.pairScores)
-		u.mu.Unlock()
+		c.mu.Unlock()
 		b.StopTimer()
-		for len(u.intro.queue) > 0 {
-			<-u.intro.queue
+		for len(c.intro.queue) > 0 {
+			<-c.intro.queue
 		}
 		b.StartTimer()
 	}
@@ -410,7 +410,7 @@ func TestAGuestNotJudgedInAPassKeepsItsExclusion(t *testing.T) {
 		snaps = append(snaps, waitingGuestJob(uint32(100+k), mallory, fmt.Sprintf("model-%d", k)))
 	}
 	for p := int64(0); p < 5; p++ {
-		c.ReportUsage(shardReport(1015+10*p, 1, owner, "g0", 1, 90, 10))
+		c.ReportGPUUse(shardReport(1015+10*p, 1, owner, "g0", 1, 90, 10))
 		pass(c, 1020+10*p, snaps...)
 		drain(t, c, sj)
 		if sj.list(2) != "n1" {

@@ -10,16 +10,18 @@ import (
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
-// Introspection (Gandiva, OSDI'18), the core's half of sharing's rule
-// Revert: a guaranteed job and an opportunistic job whose processes share
-// one GPU (the same node and GPU uuid in the agents' usage reports) are a
-// pair. The guaranteed job's rate while it had the GPU alone is its solo
-// rate; its rate since the guest came (the samples since the GPU's
-// sharer count last changed) is its shared rate. When sharing.Config's
-// Revert says the loss is above sharing.max_slowdown, the guest is
-// requeued, the pair of models is marked bad in the core's pair table,
-// and the guest is kept off that node; otherwise the measured fractions
-// replace whatever the table held for the pair.
+// Introspection (Gandiva, OSDI'18) in slurmctld: a guaranteed job and an
+// opportunistic job whose processes share one GPU (the same node and GPU
+// uuid in the agents' GPU-use reports) are a pair. The guaranteed job's
+// rate while it had the GPU alone is its solo rate; its rate since the
+// guest came (the samples since the GPU's sharer count last changed) is
+// its shared rate, and the guest's are measured the same way when it ran
+// alone before. The pair is judged as the simulator judges its pairs
+// (sharing.Config.JudgePair, then sharing.Table.Learn): when the host lost
+// more than sharing.max_slowdown, or the pair does no more than the host
+// alone, the guest is requeued, the pair of models is marked bad in the
+// pair table, and the guest is kept off that node; otherwise the measured
+// fractions replace whatever the table held for the pair.
 //
 // The rate is iterations/s when the guaranteed job reported progress both
 // alone and shared: that is useful work, what the rule is about. Failing
@@ -28,7 +30,7 @@ import (
 // loss of a job whose kernels merely wait longer, so it is the fallback
 // only (issue 22: "utilisation is the fallback signal").
 //
-// Everything here reads the agents' reports, which ReportUsage already
+// Everything here reads the agents' reports, which ReportGPUUse already
 // checked (the job runs, the uid owns it). The guaranteed job's rate is
 // its owner's word: a host can fake a slowdown (report fewer iterations
 // once a guest arrives) and so evict guests beside it. That only ever
@@ -220,7 +222,7 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	return out
 }
 
-// introState is the core's introspection between passes; under usage.mu.
+// introState is the core's introspection between passes; under mu.
 type introState struct {
 	// table: the pair table (sharing.Table), seeded at start from
 	// sharing.pair_table (seedPairTable), then filled by introspection:
@@ -263,11 +265,11 @@ func (in *introState) init() {
 }
 
 // introspect is the pass's introspection step (Judge), called
-// with usage.mu held: it judges every pair and asks for the requeues.
+// with mu held: it judges every pair and asks for the requeues.
 // Nothing here blocks: a requeue is handed to the requeuer goroutine.
 func (c *Sharing) introspect(now int64) {
-	u := &c.usage
-	in := &u.intro
+	u := &c.use
+	in := &c.intro
 	in.init()
 	var members []pairMember
 	for id, l := range u.live {
@@ -363,54 +365,7 @@ func (c *Sharing) measurePair(v pairVerdict) {
 			return // a guest measured at 0 alone and beside: nothing the table takes
 		}
 	}
-	_, _ = c.usage.intro.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
-}
-
-// flushBadPairs saves the bad pairs marked since the last flush; a failed
-// save keeps them for the next one. Writer goroutine only.
-func (c *Sharing) flushBadPairs(store ledger.BadPairStore) {
-	u := &c.usage
-	u.mu.Lock()
-	pairs := u.intro.unsaved
-	u.intro.unsaved = nil
-	u.mu.Unlock()
-	if len(pairs) == 0 {
-		return
-	}
-	if err := store.SaveBadPairs(pairs); err != nil {
-		c.log.Error("saving bad pairs failed; retrying with the next flush", keyErr, err)
-		u.mu.Lock()
-		if room := ledger.MaxBadPairs - len(u.intro.unsaved); room > 0 {
-			u.intro.unsaved = append(u.intro.unsaved, pairs[:min(len(pairs), room)]...)
-		}
-		u.mu.Unlock()
-	}
-}
-
-// restoreBadPairs marks the pairs the ledger remembers as bad; a name the
-// table refuses (the ledger is a file: hostile too) is skipped.
-func (c *Sharing) restoreBadPairs(store ledger.BadPairStore) error {
-	pairs, err := store.BadPairs()
-	if err != nil {
-		return err
-	}
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.intro.init()
-	for _, p := range pairs {
-		_ = u.intro.table.MarkBad(p.Host, p.Guest)
-	}
-	return nil
-}
-
-// PairBad says whether introspection marked the pair of models bad.
-func (c *Sharing) PairBad(host, guest string) bool {
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.intro.init()
-	return u.intro.table.Bad(host, guest)
+	_, _ = c.intro.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
 }
 
 // slurmNodeName says whether name is one plain Slurm node name, safe to

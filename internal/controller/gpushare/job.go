@@ -50,7 +50,7 @@ type Job struct {
 
 	// GPUUse, set by Judge for a running job whose GPU-use summary
 	// changed, is its new AdminComment segment (starting with
-	// UsagePrefix).
+	// GPUUsePrefix).
 	GPUUse string
 	// Reason, set by Judge for a waiting guest, is the reason Slurm shows
 	// for it (starting with reasontext.WaitingPrefix).

@@ -27,7 +27,7 @@ import (
 // near the GPU's total makes its guests go the same way.
 //
 // Every figure is an agent's measurement (root on the node, NVML's
-// per-process memory), checked by ReportUsage (the job runs, the uid
+// per-process memory), checked by ReportGPUUse (the job runs, the uid
 // owns it); a job's own processes say nothing about their memory. The
 // bound acts after the fact, a sampling interval late at worst; where
 // CUDA MPS is configured, its per-client limit can stop the allocation
@@ -143,7 +143,7 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 }
 
 // memGuardState is what the memory bound keeps between passes; under
-// usage.mu.
+// mu.
 type memGuardState struct {
 	// fits: the host each guest was last logged as fitting beside (one
 	// line per pair and run, not one per pass).
@@ -151,14 +151,14 @@ type memGuardState struct {
 }
 
 // guardMemory is the pass's memory bound (Judge), called with
-// usage.mu held, before introspect: it requeues the guests over the room
+// mu held, before introspect: it requeues the guests over the room
 // through introspection's queue (never blocking: a full queue drops the
 // request and the next pass asks again).
 func (c *Sharing) guardMemory(now int64) {
-	u := &c.usage
-	in := &u.intro
+	u := &c.use
+	in := &c.intro
 	in.init()
-	mg := &u.memGuard
+	mg := &c.memGuard
 	if mg.fits == nil {
 		mg.fits = map[uint32]uint32{}
 	}

@@ -14,7 +14,7 @@ import (
 // with why (guestReason); a guest Slurm holds because its exclusion
 // leaves it no node (BadConstraints) gets which exclusion that is. The
 // exclusions are the last pass's: this pass's are decided last. Caller
-// holds usage.mu.
+// holds mu.
 func (c *Sharing) showReasons(jobs []Job) {
 	after := c.cfg.Tiresias.Opportunistic.Rules.PromoteAfter
 	if len(c.oppReasons) > 0 {
@@ -66,7 +66,7 @@ type oppReason struct {
 // keeps it off nodes, the first of them with why, all within
 // maxGuestReason. The pass runs under slurmctld's locks: the text is kept
 // while nothing it says changes (oppReasons), so a pass formats only the
-// reasons that changed since the last. Caller holds mu and usage.mu.
+// reasons that changed since the last. Caller holds mu (Judge, under the core's lock).
 func (c *Sharing) guestReason(id uint32, since int64, after float64, held bool) string {
 	node, others, why := c.keptOff(id)
 	r, ok := c.oppReasons[id]
@@ -88,9 +88,9 @@ func (c *Sharing) guestReason(id uint32, since int64, after float64, held bool) 
 }
 
 // keptOff is the first node (by name) the last pass kept waiting job id
-// off, how many others, and why; "" when none. Caller holds usage.mu.
+// off, how many others, and why; "" when none. Caller holds mu.
 func (c *Sharing) keptOff(id uint32) (node string, others int, why string) {
-	ex := c.usage.intro.excl[id]
+	ex := c.intro.excl[id]
 	if ex == nil {
 		return "", 0, ""
 	}

@@ -84,9 +84,9 @@ func (c *Sharing) carryOut(sj SlurmJobs, r requeueRequest) {
 	if !r.exclude {
 		if err := sj.Requeue(ctx, r.job); err != nil {
 			c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
-			c.usage.mu.Lock()
-			delete(c.usage.intro.asked, r.job) // the next pass asks again
-			c.usage.mu.Unlock()
+			c.mu.Lock()
+			delete(c.intro.asked, r.job) // the next pass asks again
+			c.mu.Unlock()
 			return
 		}
 	}
@@ -104,7 +104,7 @@ func (c *Sharing) CarryOutQueued(sj SlurmJobs) int {
 	n := 0
 	for {
 		select {
-		case r := <-c.usage.intro.queue:
+		case r := <-c.intro.queue:
 			c.carryOut(sj, r)
 			n++
 		default:

@@ -37,7 +37,7 @@ import (
 // New replays them.
 //
 // Nothing here runs under slurmctld's locks but SizeJob's lookup, which
-// takes only hist.mu (never usage.mu, which a pass may hold for tens of
+// takes only hist.mu (never mu, which a pass may hold for tens of
 // milliseconds); the ledger is written by the writer goroutine.
 
 const (
@@ -166,8 +166,8 @@ func (c *Sharing) ConvertToShards(cfg config.Sharing, req synergy.Request, nodes
 
 // noteFinishedUse is called by the pass (usage.go) for a job whose
 // summary it closes: a job that held one GPU and was measured enough
-// joins its user's history of its model. Caller holds usage.mu.
-func (c *Sharing) noteFinishedUse(j *jobUsage) {
+// joins its user's history of its model. Caller holds mu.
+func (c *Sharing) noteFinishedUse(j *jobGPUUse) {
 	if j.model == "" || !j.oneGPU || j.sum.Samples < historyMinSamples {
 		return
 	}

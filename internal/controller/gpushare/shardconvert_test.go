@@ -28,7 +28,7 @@ func finishJob(c *testCore, now int64, id, uid uint32, model string, util, memMB
 	s.OneGPU, s.Run = true, modelRun(model)
 	pass(c, now, s)
 	for i := range int64(3) {
-		c.ReportUsage(usageReport("n1", now+1+i, id, uid, []float64{util}, memMB, nil))
+		c.ReportGPUUse(usageReport("n1", now+1+i, id, uid, []float64{util}, memMB, nil))
 	}
 	pass(c, now+10, s)
 	pass(c, now+20) // gone: its summary closes and joins the history

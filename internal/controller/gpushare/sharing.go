@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"log/slog"
+	"sync"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
@@ -12,23 +13,30 @@ import (
 // pass does with it. Its methods are safe for concurrent use.
 //
 // Its two locks nest in one order, below the core's (core.Core says which):
-// usage.mu (Judge, a node's report, the requeuer's bookkeeping, the
+// mu (Judge, a node's report, the requeuer's bookkeeping, the
 // writer's copies), then hist.mu (a finished job joining its user's
-// history, under usage.mu; SizeJob's lookup and the writer take it alone).
+// history, under mu; SizeJob's lookup and the writer take it alone).
 // The requeuer runs Slurm's commands holding neither.
 type Sharing struct {
 	log *slog.Logger
 	met *metrics // nil unless metrics.listen is set
 	// cfg is the config of the last pass (or of New); under the pass.
 	cfg config.Config
-	// usage: per-job GPU use, the pair table, exclusions and requeues;
-	// under usage.mu.
-	usage usageState
+	// mu guards use, intro, memGuard and oppReasons: its own, so a flood
+	// of reports never waits for a pass nor a pass for the ledger.
+	mu sync.Mutex
+	// use: per-job GPU use and which jobs run (gpuuse.go).
+	use gpuUseState
+	// intro: the pair table, the guests whose requeue was asked, the
+	// exclusions and the requeuer's queue (introspect.go, exclude.go).
+	intro introState
+	// memGuard: the memory bound's log state (memguard.go).
+	memGuard memGuardState
 	// hist: each user's history of each model's GPU use, for the shard
 	// rewrite at submit (shardconvert.go); under its own mutex.
 	hist modelUse
 	// oppReasons: the reason shown for each waiting opportunistic job
-	// (reasons.go); under usage.mu.
+	// (reasons.go); under mu.
 	oppReasons map[uint32]oppReason
 	reasonPass uint64 // counts showReasons' calls
 }
@@ -50,9 +58,9 @@ func New(cfg config.Config, log *slog.Logger) *Sharing {
 	if cfg.Metrics.Listen != "" {
 		s.met = newMetrics()
 	}
-	s.usage.init()
-	s.usage.intro.init()
-	s.usage.intro.queue = make(chan requeueRequest, requeueQueue)
+	s.use.init()
+	s.intro.init()
+	s.intro.queue = make(chan requeueRequest, requeueQueue)
 	return s
 }
 
@@ -73,7 +81,7 @@ var _ Store = (*ledger.SQLite)(nil)
 // pairs, exclusions, users' model histories) and seeds the pair table; at
 // start, before the first pass. now is Slurm's clock.
 func (c *Sharing) Restore(store Store, now int64) error {
-	if err := c.restoreUsage(store); err != nil {
+	if err := c.restoreGPUUse(store); err != nil {
 		return err
 	}
 	c.seedPairTable()
@@ -88,7 +96,7 @@ func (c *Sharing) Restore(store Store, now int64) error {
 // summaries, bad pairs, model histories and exclusions. Writer goroutine
 // only.
 func (c *Sharing) Flush(store Store) {
-	c.flushJobUsage(store)
+	c.flushGPUUse(store)
 	c.flushBadPairs(store)
 	c.flushModelUse(store)
 	c.flushExclusions(store)
@@ -112,9 +120,8 @@ func (c *Sharing) Flush(store Store) {
 //  5. exclusions (exclude.go): where each waiting guest may not go, and
 //     its pair score.
 func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map[uint32]float64) {
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.cfg = cfg
 	c.showReasons(jobs)
 	c.observe(now, jobs)
@@ -127,5 +134,5 @@ func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map
 // queue, through slurm (slurmcmd.Runner in slurmctld), until stop closes:
 // a goroutine of its own (requeuer says why).
 func (c *Sharing) RunRequeuer(stop <-chan struct{}, slurm SlurmJobs) {
-	c.requeuer(stop, c.usage.intro.queue, slurm)
+	c.requeuer(stop, c.intro.queue, slurm)
 }
