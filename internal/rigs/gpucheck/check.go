@@ -335,25 +335,36 @@ func readRound(ctx context.Context, src Sources, cfg Config, index int, window t
 			}
 		}
 	}
-	pids := map[int]bool{}
-	for _, p := range r.Agent {
-		pids[p.PID] = true
-	}
-	for _, a := range r.Apps {
-		pids[a.PID] = true
-	}
-	for _, p := range r.MPS {
-		pids[p.PID] = true
-	}
-	for _, l := range cfg.Loads {
-		pids[l.PID] = true
-	}
-	for pid := range pids {
+	for _, pid := range r.pids(cfg.Loads) {
 		if n := src.Name(pid); n != "" {
 			r.Names[pid] = n
 		}
 	}
 	return r
+}
+
+// pids are the processes a round is about, ascending: the loads, and
+// every one the agent or the driver lists.
+func (r Round) pids(loads []Load) []int {
+	set := map[int]bool{}
+	for _, l := range loads {
+		set[l.PID] = true
+	}
+	for _, p := range r.Agent {
+		set[p.PID] = true
+	}
+	for _, a := range r.Apps {
+		set[a.PID] = true
+	}
+	for _, p := range r.MPS {
+		set[p.PID] = true
+	}
+	out := make([]int, 0, len(set))
+	for pid := range set {
+		out = append(out, pid)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // procName is a process's command as the kernel keeps it (15 bytes at
@@ -423,22 +434,7 @@ func printRound(w io.Writer, cfg Config, r Round, fs []Finding) {
 	fmt.Fprintf(w, "-- round %d/%d: %.1f s since the agent's last call\n", r.Index, len(cfg.Intervals), r.Window.Seconds())
 	fmt.Fprintf(w, "  %-8s %-16s %-5s %8s %10s %9s %8s %10s %8s %8s\n",
 		"pid", "command", "load", "busy set", "agent util", "pmon sm", "MiB set", "agent MiB", "smi MiB", "pmon fb")
-	rows := map[int]bool{}
-	for _, l := range cfg.Loads {
-		rows[l.PID] = true
-	}
-	for _, p := range r.Agent {
-		rows[p.PID] = true
-	}
-	for _, a := range r.Apps {
-		rows[a.PID] = true
-	}
-	pids := make([]int, 0, len(rows))
-	for pid := range rows {
-		pids = append(pids, pid)
-	}
-	sort.Ints(pids)
-	for _, pid := range pids {
+	for _, pid := range r.pids(cfg.Loads) {
 		load, busy, set := "-", "-", "-"
 		for _, l := range cfg.Loads {
 			if l.PID == pid {

@@ -105,7 +105,14 @@ func (g *simGPU) GPUs(context.Context) ([]GPUInfo, error) {
 	return []GPUInfo{{UUID: "GPU-a", MemUsedMiB: 9300, MemTotalMiB: 81559, UtilPct: 85, UtilKnown: true}}, nil
 }
 
-func runSim(t *testing.T, g *simGPU, mps bool) (Result, string) {
+// pairOf is a phase of g's loads over rounds of 5 and 30 s.
+func pairOf(g *simGPU, mps bool) Config {
+	return Config{Phase: "pair", Loads: g.loads, MPS: mps,
+		Intervals: []time.Duration{5 * time.Second, 30 * time.Second}, Tol: DefaultTolerance}
+}
+
+// runSim runs the phase cfg on g, through the agent's own source.
+func runSim(t *testing.T, g *simGPU, cfg Config) (Result, string) {
 	t.Helper()
 	lib := g.lib()
 	gpus, procs, err := OpenAgent(lib, slog.New(slog.DiscardHandler))
@@ -114,8 +121,7 @@ func runSim(t *testing.T, g *simGPU, mps bool) (Result, string) {
 	}
 	defer gpus.Close()
 	var out strings.Builder
-	res, err := Run(context.Background(), Config{Phase: "pair", Loads: g.loads, MPS: mps,
-		Intervals: []time.Duration{5 * time.Second, 30 * time.Second}, Tol: DefaultTolerance},
+	res, err := Run(context.Background(), cfg,
 		Sources{Agent: procs, AgentGPUs: gpus, Driver: g, Raw: NVMLRaw{Lib: lib}, Clock: g.clock,
 			Name: func(int) string { return "lachesis-gpuload" }}, &out)
 	if err != nil {
@@ -130,7 +136,8 @@ func newSim() *simGPU {
 }
 
 func TestRunPassesWhenTheAgentReadsWhatTheDriverReports(t *testing.T) {
-	res, out := runSim(t, newSim(), false)
+	g := newSim()
+	res, out := runSim(t, g, pairOf(g, false))
 	if res.Fails != 0 || len(res.Rounds) != 2 {
 		t.Fatalf("%d fails over %d rounds, want 0 over 2:\n%s", res.Fails, len(res.Rounds), out)
 	}
@@ -142,7 +149,7 @@ func TestRunPassesWhenTheAgentReadsWhatTheDriverReports(t *testing.T) {
 	if u := r.Raw[0]; u.Samples != 600 || u.PerPID[100] != 300 || u.Last-u.First != 29_900_000 {
 		t.Fatalf("raw samples %+v, want 300 per pid over 29.9 s", u)
 	}
-	for _, want := range []string{
+	wantAll(t, out,
 		"== phase pair: a pid 100 busy 60% 2048 MiB; b pid 200 busy 25% 6144 MiB",
 		"agent's first call (not judged",
 		"-- round 2/2: 30.0 s since the agent's last call",
@@ -150,17 +157,13 @@ func TestRunPassesWhenTheAgentReadsWhatTheDriverReports(t *testing.T) {
 		"[ok] pid 200 utilisation vs busy set: agent 25.0% over 30.0 s, busy set 25%",
 		"NVML samples (diagnostic), GPU 0: 600 per-process utilisation samples spanning 29.9 s (per pid 100:300 200:300)",
 		"== phase pair: PASS (2 rounds, 0 disagreement(s) of the agent with the driver beyond tolerance; 0 where the driver's own figure was as far off the load)",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 func TestRunFailsWhenTheAgentsUtilisationIsOff(t *testing.T) {
 	g := newSim()
 	g.scale = 0.5
-	res, out := runSim(t, g, false)
+	res, out := runSim(t, g, pairOf(g, false))
 	// Load a (60% read as 30%) is off the busy share and pmon in both
 	// rounds; load b (25% as 12%) stays within 15 points.
 	if res.Fails != 4 || !strings.Contains(out, "[FAIL] pid 100 utilisation vs pmon: agent 30.0%, pmon mean 60.0%") ||
@@ -172,7 +175,7 @@ func TestRunFailsWhenTheAgentsUtilisationIsOff(t *testing.T) {
 func TestRunFailsWhenTheAgentsMemoryIsOff(t *testing.T) {
 	g := newSim()
 	g.smiMemDiff = 64
-	res, out := runSim(t, g, false)
+	res, out := runSim(t, g, pairOf(g, false))
 	if res.Fails != 4 || !strings.Contains(out, "[FAIL] pid 200 memory vs nvidia-smi: agent 6662.0 MiB, nvidia-smi 6726 MiB (-64.0") {
 		t.Fatalf("%d fails, want 4:\n%s", res.Fails, out)
 	}
@@ -181,23 +184,20 @@ func TestRunFailsWhenTheAgentsMemoryIsOff(t *testing.T) {
 func TestRunFailsWhenTheAgentsPathFails(t *testing.T) {
 	g := newSim()
 	g.procsErr = nvml.ERROR_GPU_IS_LOST
-	res, out := runSim(t, g, false)
+	res, out := runSim(t, g, pairOf(g, false))
 	if res.Fails != 2 || !strings.Contains(out, "[FAIL] agent: the agent's NVML path failed: nvml: GPU 0: running processes: ERROR_GPU_IS_LOST") {
 		t.Fatalf("%d fails, want 2:\n%s", res.Fails, out)
 	}
 }
 
 func TestRunPrintsWhatTheAgentSeesOfMPSClients(t *testing.T) {
-	_, out := runSim(t, newSim(), true)
-	for _, want := range []string{
+	g := newSim()
+	_, out := runSim(t, g, pairOf(g, true))
+	wantAll(t, out,
 		"MPS: client a pid 100: in the agent's list, 2566.0 MiB (allocated 2048), utilisation 60.0%",
 		"MPS: NVML's MPS list (not read by the agent): 0 process(es) []",
 		"MPS: => the agent's list shows 2 of 2 MPS clients by their own pid (2 with memory)",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("report lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }
 
 func TestOpenAgentFailsWhereTheAgentWouldRunWithoutTelemetry(t *testing.T) {
@@ -214,25 +214,24 @@ func TestOpenAgentFailsWhereTheAgentWouldRunWithoutTelemetry(t *testing.T) {
 
 func TestRunCadenceShowsHowOftenNVMLHandsOutASample(t *testing.T) {
 	g := newSim()
-	lib := g.lib()
-	gpus, procs, err := OpenAgent(lib, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gpus.Close()
-	var out strings.Builder
-	res, err := Run(context.Background(), Config{Phase: "cadence", Loads: g.loads[:1], Cadence: time.Second, Tol: DefaultTolerance},
-		Sources{Agent: procs, AgentGPUs: gpus, Driver: g, Raw: NVMLRaw{Lib: lib}, Clock: g.clock}, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, out := runSim(t, g, Config{Phase: "cadence", Loads: g.loads[:1], Cadence: time.Second, Tol: DefaultTolerance})
 	// The simulated driver keeps a sample every 100 ms: polled every
 	// 50 ms for 1 s, each pid shows a new one every other poll (its
 	// first poll takes the newest of the history).
 	if len(res.Cadence) != 2 || res.Cadence[0].PID != 100 || res.Cadence[0].Polls != 20 || len(res.Cadence[0].AtMs) != 10 {
 		t.Fatalf("cadence %+v", res.Cadence)
 	}
-	if !strings.Contains(out.String(), "GPU 0 pid 100: 10 new samples in 20 polls (at most 110 kept at once), one every 100 ms: 60@0.0s 60@0.1s") {
-		t.Fatalf("report:\n%s", out.String())
+	if !strings.Contains(out, "GPU 0 pid 100: 10 new samples in 20 polls (at most 110 kept at once), one every 100 ms: 60@0.0s 60@0.1s") {
+		t.Fatalf("report:\n%s", out)
+	}
+}
+
+// wantAll fails t for each of wants that out does not contain.
+func wantAll(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -152,33 +152,55 @@ func notShown(s string) bool {
 // gpu_uuid,process_name --format=csv,noheader,nounits`. The process name
 // is last: it is the only field that may hold a comma.
 func ParseComputeApps(out string) ([]App, error) {
+	rows, err := csvRows(out, 4, "compute apps", "pid, used_memory, gpu_uuid, process_name")
+	if err != nil {
+		return nil, err
+	}
 	var apps []App
-	for i, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "No running") {
-			continue
-		}
-		f := strings.SplitN(line, ",", 4)
-		if len(f) != 4 {
-			return nil, fmt.Errorf("compute apps line %d: %q: want pid, used_memory, gpu_uuid, process_name", i+1, line)
-		}
-		for j := range f {
-			f[j] = strings.TrimSpace(f[j])
-		}
+	for _, r := range rows {
+		f := r.fields
 		pid, err := strconv.Atoi(f[0])
 		if err != nil || pid <= 0 {
-			return nil, fmt.Errorf("compute apps line %d: pid %q", i+1, f[0])
+			return nil, fmt.Errorf("compute apps line %d: pid %q", r.line, f[0])
 		}
 		a := App{PID: pid, UUID: f[2], Name: f[3]}
 		if !notShown(f[1]) {
 			if a.MemMiB, err = strconv.ParseFloat(f[1], 64); err != nil || a.MemMiB < 0 {
-				return nil, fmt.Errorf("compute apps line %d: used_memory %q", i+1, f[1])
+				return nil, fmt.Errorf("compute apps line %d: used_memory %q", r.line, f[1])
 			}
 			a.MemKnown = true
 		}
 		apps = append(apps, a)
 	}
 	return apps, nil
+}
+
+// csvRow is one line of nvidia-smi's --format=csv,noheader,nounits output.
+type csvRow struct {
+	line   int
+	fields []string
+}
+
+// csvRows splits such output into rows of n trimmed fields, the last of
+// which may hold commas; blank lines and "No running processes found" are
+// no rows. want names the fields for the error.
+func csvRows(out string, n int, what, want string) ([]csvRow, error) {
+	var rows []csvRow
+	for i, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "No running") {
+			continue
+		}
+		f := strings.SplitN(line, ",", n)
+		if len(f) != n {
+			return nil, fmt.Errorf("%s line %d: %q: want %s", what, i+1, line, want)
+		}
+		for j := range f {
+			f[j] = strings.TrimSpace(f[j])
+		}
+		rows = append(rows, csvRow{line: i + 1, fields: f})
+	}
+	return rows, nil
 }
 
 // ParsePmon reads `nvidia-smi pmon -s um`: its first header line names the
@@ -256,19 +278,13 @@ func ParsePmon(out string) ([]PmonSample, error) {
 // memory.used,utilization.gpu,driver_version,name --format=csv,noheader,
 // nounits`.
 func ParseGPUs(out string) ([]GPUInfo, error) {
+	rows, err := csvRows(out, 7, "GPU", "index, uuid, memory.total, memory.used, utilization.gpu, driver_version, name")
+	if err != nil {
+		return nil, err
+	}
 	var gpus []GPUInfo
-	for i, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		f := strings.SplitN(line, ",", 7)
-		if len(f) != 7 {
-			return nil, fmt.Errorf("GPU line %d: %q: want 7 fields", i+1, line)
-		}
-		for j := range f {
-			f[j] = strings.TrimSpace(f[j])
-		}
+	for _, r := range rows {
+		f := r.fields
 		g := GPUInfo{UUID: f[1], DriverVersion: f[5], Name: f[6]}
 		var errs []error
 		num := func(what, s string) float64 {
@@ -289,7 +305,7 @@ func ParseGPUs(out string) ([]GPUInfo, error) {
 			g.UtilPct, g.UtilKnown = num("utilization.gpu", f[4]), true
 		}
 		if err := errors.Join(errs...); err != nil {
-			return nil, fmt.Errorf("GPU line %d: %w", i+1, err)
+			return nil, fmt.Errorf("GPU line %d: %w", r.line, err)
 		}
 		gpus = append(gpus, g)
 	}
