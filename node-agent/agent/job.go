@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
 	"github.com/lachesis-sched/lachesis/profiler"
 )
@@ -152,35 +152,26 @@ func stepdJobID(cmdline string) uint32 {
 // squeueTimeout bounds the agent's question to Slurm.
 const squeueTimeout = 15 * time.Second
 
-// runningJobOwner asks Slurm for the uid of job id if it is running on
-// node; ErrNoJob if it is not.
-func runningJobOwner(ctx context.Context, id uint32, node string) (uint32, error) {
-	ctx, cancel := context.WithTimeout(ctx, squeueTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "squeue", "--noheader", "--jobs", strconv.FormatUint(uint64(id), 10),
-		"--nodelist", node, "--states", "RUNNING", "--format", "%U").Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return 0, fmt.Errorf("%w (squeue: %s)", ErrNoJob, bytes.TrimSpace(ee.Stderr))
-		}
-		return 0, fmt.Errorf("asking Slurm about job %d: %w", id, err)
-	}
-	return parseOwner(string(out), id)
-}
+// runningJobOwner asks Slurm (squeue) for the uid of a job if it is
+// running on a node.
+var runningJobOwner = slurmJobOwner(slurmcmd.Runner{Timeout: squeueTimeout})
 
-// parseOwner reads squeue's "%U" answer: one uid, or nothing when the job
-// does not run there.
-func parseOwner(out string, id uint32) (uint32, error) {
-	f := strings.Fields(out)
-	if len(f) == 0 {
-		return 0, fmt.Errorf("%w (job %d does not run on this node)", ErrNoJob, id)
+// slurmJobOwner is a jobOwnerFunc that asks Slurm through r: ErrNoJob if
+// the job does not run on the node, or if squeue refused to say.
+func slurmJobOwner(r slurmcmd.Runner) jobOwnerFunc {
+	return func(ctx context.Context, id uint32, node string) (uint32, error) {
+		uid, running, err := r.RunningJobOwner(ctx, id, node)
+		var exit *slurmcmd.ExitError
+		switch {
+		case errors.As(err, &exit):
+			return 0, fmt.Errorf("%w (squeue: %s)", ErrNoJob, exit.Stderr)
+		case err != nil:
+			return 0, fmt.Errorf("asking Slurm about job %d: %w", id, err)
+		case !running:
+			return 0, fmt.Errorf("%w (job %d does not run on this node)", ErrNoJob, id)
+		}
+		return uid, nil
 	}
-	uid, err := strconv.ParseUint(f[0], 10, 32)
-	if err != nil || len(f) != 1 {
-		return 0, fmt.Errorf("squeue's answer about job %d is not a uid: %q", id, out)
-	}
-	return uint32(uid), nil
 }
 
 // errJobEnded: the job the sweep ran in ended (or its step did).
