@@ -37,7 +37,7 @@ type Deps struct {
 	// (usage.go); nil means none is measured.
 	Processes telemetry.ProcessSource
 	// ProcessJob maps a GPU process to its job; nil means
-	// KernelProcessJob.
+	// procjob.GPUProcessJob.
 	ProcessJob ProcessJobLookup
 	// Progress says how far jobs that opted in got, for per-job usage
 	// reports; nil means ProgressTracker's, if there is one.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
-	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // ProgressSource says how far the jobs that opted in got (iterations and
@@ -24,48 +24,14 @@ type ProgressSource interface {
 }
 
 // ProcessJobLookup finds the Slurm job of a GPU process and the real uid
-// that owns it, from the kernel (KernelProcessJob in production).
+// that owns it, from the kernel (procjob.GPUProcessJob in production); why
+// says why it is in none (procjob.NoJob, procjob.Gone).
 type ProcessJobLookup func(pid int) (job, uid uint32, why string)
 
-// Why a GPU process is not attributed to a job (label of
-// MetricGPUProcessesOutsideJobs).
-const (
-	// outsideNoJob: the process is in no Slurm job: no root slurmstepd
-	// among its ancestors, or its job_<id> cgroups name another job.
-	outsideNoJob = "no_job"
-	// outsideGone: the process ended between the device's list and the
-	// look-up.
-	outsideGone = "gone"
-	// outsideOtherUID: the process runs under another uid than the job's
-	// other processes on this node.
-	outsideOtherUID = "other_uid"
-)
-
-// KernelProcessJob maps pid to its job the way SlurmCallerJob does,
-// without asking Slurm: its nearest ancestor that is Slurm's slurmstepd
-// running as root names the job, and the process's job_<id> cgroups, where
-// it has any, must agree (a cgroup alone can be forged where cgroup v2 is
-// delegated to users; a root slurmstepd cannot). The uid is the process's
-// real uid. A process that left its step's process tree (daemonised) is
-// outside any job.
-func KernelProcessJob(pid int) (job, uid uint32, why string) {
-	uid, alive := telemetry.ProcOwner(pid)
-	if !alive {
-		return 0, 0, outsideGone
-	}
-	job, _ = stepdOf(pid)
-	if job == 0 {
-		return 0, uid, outsideNoJob
-	}
-	cg, err := profiler.JobsOfProcess(pid)
-	switch {
-	case err != nil:
-		return 0, uid, outsideGone
-	case len(cg) > 0 && (len(cg) > 1 || cg[0] != job):
-		return 0, uid, outsideNoJob
-	}
-	return job, uid, ""
-}
+// outsideOtherUID: a GPU process runs under another uid than its job's
+// other processes on this node (a reason label of
+// MetricGPUProcessesOutsideJobs, beside procjob's NoJob and Gone).
+const outsideOtherUID = "other_uid"
 
 // usageOf aggregates the GPU processes of one sample into per-job usage
 // per GPU: utilisation (summed over the job's processes, at most 100),
@@ -74,7 +40,7 @@ func KernelProcessJob(pid int) (job, uid uint32, why string) {
 // outside by reason, never attributed. The jobs come sorted by id, their
 // GPUs by index, and within wire's bounds.
 func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
-	outside = map[string]int{outsideNoJob: 0, outsideGone: 0, outsideOtherUID: 0}
+	outside = map[string]int{procjob.NoJob: 0, procjob.Gone: 0, outsideOtherUID: 0}
 	type key struct {
 		job uint32
 		gpu int
@@ -99,7 +65,7 @@ func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.
 		}
 		if l.why != "" || l.job == 0 {
 			if l.why == "" {
-				l.why = outsideNoJob
+				l.why = procjob.NoJob
 			}
 			outside[l.why]++
 			continue
@@ -175,7 +141,7 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 	}
 	jobOf := a.deps.ProcessJob
 	if jobOf == nil {
-		jobOf = KernelProcessJob
+		jobOf = procjob.GPUProcessJob
 	}
 	t := time.NewTicker(a.cfg.TelemetryInterval)
 	defer t.Stop()
