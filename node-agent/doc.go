@@ -16,9 +16,9 @@
 //     of it (/proc: its root slurmstepd, its job_<id> cgroups), for
 //     requests on the socket and for GPU processes; the profiler reads
 //     /proc through it too;
-//   - progress: turns the iteration counts jobs report on the socket into
+//   - jobprogress: turns the iteration counts jobs report on the socket into
 //     iterations per second per job.
 //
 // The lachesis-profiler CLI draws a run's progress itself, with the
-// terminal pieces of internal/util/progress.
+// terminal pieces of internal/util/progressbar.
 package nodeagent

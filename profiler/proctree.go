@@ -11,9 +11,10 @@ import (
 	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
-// treeUsage is what a workload's processes have used so far, summed over
-// the process and all its descendants.
-type treeUsage struct {
+// treeTotals is what a workload's processes have consumed so far (bytes
+// read, CPU time, peak memory, run-queue wait), summed over the process
+// and all its descendants.
+type treeTotals struct {
 	readBytes int64 // rchar: bytes read through read(2) and friends, page-cache hits included
 	cpuTicks  int64 // user + system time, in clock ticks
 	peakRSS   int64 // sum of the processes' peak resident set sizes (VmHWM), bytes
@@ -22,11 +23,11 @@ type treeUsage struct {
 	waitNanos int64
 }
 
-// usageOf sums the usage of root and its descendants, found through their
-// parent pids in /proc. Processes that exit between two calls take their
-// counts with them; callers treat the sums as estimates.
-func usageOf(root int) treeUsage {
-	var u treeUsage
+// treeTotalsOf sums the counters of root and its descendants, found
+// through their parent pids in /proc. Processes that exit between two
+// calls take their counts with them; callers treat the sums as estimates.
+func treeTotalsOf(root int) treeTotals {
+	var u treeTotals
 	for _, pid := range descendants(root) {
 		dir := filepath.Join("/proc", strconv.Itoa(pid))
 		if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {

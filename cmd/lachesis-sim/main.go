@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/internal/util/progressbar"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -198,9 +198,9 @@ func run(args []string) error {
 	if o.sweep {
 		runs = sim.NumSweepRuns() * len(settings)
 	}
-	var bar *progress.Counter
-	if o.progress || progress.IsTerminal(os.Stderr) {
-		bar = progress.NewCounter(os.Stderr, "simulating", "jobs", runs*len(tr.Jobs))
+	var bar *progressbar.Counter
+	if o.progress || progressbar.IsTerminal(os.Stderr) {
+		bar = progressbar.NewCounter(os.Stderr, "simulating", "jobs", runs*len(tr.Jobs))
 		for i := range variants {
 			variants[i].Config.Progress = bar.Add
 		}

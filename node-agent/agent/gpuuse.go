@@ -33,13 +33,13 @@ type ProcessJobLookup func(pid int) (job, uid uint32, why string)
 // MetricGPUProcessesOutsideJobs, beside procjob's NoJob and Gone).
 const outsideOtherUID = "other_uid"
 
-// usageOf aggregates the GPU processes of one sample into per-job usage
+// gpuUseOf aggregates the GPU processes of one sample into per-job GPU use
 // per GPU: utilisation (summed over the job's processes, at most 100),
 // memory summed, the GPU's memory (what the device says), Sharers the
 // number of jobs on that GPU. Processes not in a job are counted in
 // outside by reason, never attributed. The jobs come sorted by id, their
 // GPUs by index, and within wire's bounds.
-func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
+func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
 	outside = map[string]int{procjob.NoJob: 0, procjob.Gone: 0, outsideOtherUID: 0}
 	type key struct {
 		job uint32
@@ -127,14 +127,14 @@ func withProgress(jobs []wire.JobUsage, prog map[uint32]wire.JobProgress) {
 	}
 }
 
-// refusalLogEvery bounds how often an undelivered usage report is logged:
+// refusalLogEvery bounds how often an undelivered GPU-use report is logged:
 // a controller without a handler for them refuses every one.
 const refusalLogEvery = time.Minute
 
-// reportJobUsage measures every interval which job uses which GPU and how
+// reportGPUUse measures every interval which job uses which GPU and how
 // much, exports it on /metrics and sends it to the controller, best
 // effort like telemetry: a lost sample is superseded by the next.
-func (a *Agent) reportJobUsage(ctx context.Context) {
+func (a *Agent) reportGPUUse(ctx context.Context) {
 	src := a.deps.Processes
 	if a.cfg.TelemetryInterval == 0 || src == nil {
 		return
@@ -152,7 +152,7 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 		procs, err := src.Processes()
 		switch {
 		case err != nil:
-			a.met.usage.set(nil, nil)
+			a.met.gpuUse.set(nil, nil)
 			if !sampleFailing {
 				a.log.Warn("per-job GPU usage sample failed", keyErr, err)
 			}
@@ -160,18 +160,18 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 		default:
 			sampleFailing = false
 			now := time.Now()
-			jobs, outside := usageOf(procs, jobOf)
+			jobs, outside := gpuUseOf(procs, jobOf)
 			if a.deps.Progress != nil {
 				withProgress(jobs, a.deps.Progress.Progress(now))
 			}
-			a.met.usage.set(jobs, outside)
+			a.met.gpuUse.set(jobs, outside)
 			rep := &wire.JobUsageReport{Node: a.cfg.Node, At: now,
 				IntervalSec: a.cfg.TelemetryInterval.Seconds(), Jobs: jobs}
 			if _, err := a.sender.Send(ctx, wire.TypeJobUsage, rep); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				a.met.failures.WithLabelValues(kindUsage).Inc()
+				a.met.failures.WithLabelValues(kindGPUUse).Inc()
 				msg := "per-job GPU usage not delivered (logged at most once a minute)"
 				if errors.Is(err, deliver.ErrRefused) {
 					msg = "the controller refused per-job GPU usage (logged at most once a minute)"
@@ -190,7 +190,7 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 	}
 }
 
-// Metric names of per-job GPU usage (labels job, gpu, uuid, as
+// Metric names of per-job GPU use (labels job, gpu, uuid, as
 // dcgm-exporter's HPC job mapping labels its series).
 const (
 	MetricJobGPUUtil    = "lachesis_agent_job_gpu_utilization_percent"
@@ -202,38 +202,38 @@ const (
 )
 
 var (
-	jobUsageLabels = []string{"hpc_job", "gpu", "uuid"}
-	jobUtilDesc    = prometheus.NewDesc(MetricJobGPUUtil,
-		"A Slurm job's utilisation of one GPU at the last sample (its processes' SM utilisation, summed), percent.", jobUsageLabels, nil)
+	gpuUseLabels = []string{"hpc_job", "gpu", "uuid"}
+	jobUtilDesc  = prometheus.NewDesc(MetricJobGPUUtil,
+		"A Slurm job's utilisation of one GPU at the last sample (its processes' SM utilisation, summed), percent.", gpuUseLabels, nil)
 	jobMemDesc = prometheus.NewDesc(MetricJobGPUMemUsed,
-		"GPU memory a Slurm job's processes held at the last sample, bytes.", jobUsageLabels, nil)
+		"GPU memory a Slurm job's processes held at the last sample, bytes.", gpuUseLabels, nil)
 	jobSharersDesc = prometheus.NewDesc(MetricJobGPUSharers,
-		"Jobs with processes on this GPU at the last sample, this one included.", jobUsageLabels, nil)
+		"Jobs with processes on this GPU at the last sample, this one included.", gpuUseLabels, nil)
 	outsideDesc = prometheus.NewDesc(MetricGPUProcessesOutsideJobs,
 		"GPU processes at the last sample that belong to no Slurm job, by reason (no_job, gone, other_uid).", []string{"reason"}, nil)
 )
 
-// usageCollector exports the last sample's per-job usage: a job that
+// gpuUseCollector exports the last sample's per-job GPU use: a job that
 // ended has no series at the next sample.
-type usageCollector struct {
+type gpuUseCollector struct {
 	mu      sync.Mutex
 	jobs    []wire.JobUsage
 	outside map[string]int
 }
 
-func (u *usageCollector) set(jobs []wire.JobUsage, outside map[string]int) {
+func (u *gpuUseCollector) set(jobs []wire.JobUsage, outside map[string]int) {
 	u.mu.Lock()
 	u.jobs, u.outside = jobs, outside
 	u.mu.Unlock()
 }
 
-func (*usageCollector) Describe(ch chan<- *prometheus.Desc) {
+func (*gpuUseCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobUtilDesc, jobMemDesc, jobSharersDesc, outsideDesc} {
 		ch <- d
 	}
 }
 
-func (u *usageCollector) Collect(ch chan<- prometheus.Metric) {
+func (u *gpuUseCollector) Collect(ch chan<- prometheus.Metric) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, j := range u.jobs {

@@ -23,7 +23,7 @@ func (l lookups) of(pid int) (uint32, uint32, string) {
 	return e.job, e.uid, e.why
 }
 
-func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
+func TestGPUUseIsAggregatedPerJobAndGPU(t *testing.T) {
 	jobOf := lookups{
 		10: {job: 7, uid: 1000}, 11: {job: 7, uid: 1000}, // job 7: two processes on GPU 0, one on GPU 1
 		20: {job: 9, uid: 2000},             // job 9 shares GPU 0
@@ -39,7 +39,7 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 		{GPU: 1, UUID: "GPU-b", PID: 40, UtilPct: 90, MemUsedMB: 9000},
 		{GPU: 1, UUID: "GPU-b", PID: 50, UtilPct: 90, MemUsedMB: 9000}, // vanished
 	}
-	jobs, outside := usageOf(procs, jobOf.of)
+	jobs, outside := gpuUseOf(procs, jobOf.of)
 	want := []wire.JobUsage{
 		{JobID: 7, UID: 1000, GPUs: []wire.JobGPUUsage{
 			{Index: 0, UUID: "GPU-a", UtilPct: 100, MemUsedMB: 1500, MemTotalMB: 81920, Sharers: 2},
@@ -61,7 +61,7 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 	}
 }
 
-func TestUsageStaysWithinTheWireBounds(t *testing.T) {
+func TestGPUUseStaysWithinTheWireBounds(t *testing.T) {
 	var procs []telemetry.GPUProcess
 	jobOf := lookups{}
 	for pid := 1; pid <= wire.MaxGPUs+10; pid++ {
@@ -71,7 +71,7 @@ func TestUsageStaysWithinTheWireBounds(t *testing.T) {
 			why      string
 		}{job: uint32(pid), uid: 1}
 	}
-	jobs, _ := usageOf(procs, jobOf.of)
+	jobs, _ := gpuUseOf(procs, jobOf.of)
 	rep := wire.JobUsageReport{Node: "n", Jobs: jobs}
 	if err := rep.Validate(); err != nil || len(jobs) != wire.MaxGPUs {
 		t.Fatalf("%d jobs, %v: want %d, valid", len(jobs), err, wire.MaxGPUs)
