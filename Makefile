@@ -99,7 +99,7 @@ bench: build
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
 	$(GO) test -run '^$$' -bench ProfileFlood -benchtime 5000x ./internal/controller/agentserver/
 	$(GO) test -run '^$$' -bench CacheFlood -benchtime 2000x ./internal/controller/profilestore/
-	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/progress/
+	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/jobprogress/
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~10 minutes on 2 cores.
