@@ -9,10 +9,10 @@ func TestInheritance(t *testing.T) {
 	alice := HeirKey{User: 1000, Account: "vision", GPUs: 2}
 	// Job 1, submitted at 100, ran from 1000 and was cancelled at 2000
 	// with 2000 GPU-s; "completed" is the same job having completed.
-	ended := Bequest{JobID: 1, Submit: 100, From: 1000, End: 2000, Service: 2000}
+	ended := Bequest{JobID: 1, Arrived: 100, From: 1000, End: 2000, Service: 2000}
 	completed := ended
 	completed.Completed = true
-	sweepMate := Bequest{JobID: 1, Submit: 1000, From: 1000, End: 2000, Service: 2000}
+	sweepMate := Bequest{JobID: 1, Arrived: 1000, From: 1000, End: 2000, Service: 2000}
 	cases := []struct {
 		name   string
 		ended  Bequest
@@ -38,11 +38,68 @@ func TestInheritance(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := NewInheritance(600)
 			h.Ended(alice, c.ended)
-			b, ok := h.For(c.key, c.id, c.submit)
+			b, ok := h.For(c.key, c.id, Arrival{Submit: c.submit, Ready: c.submit})
 			if ok != (c.want > 0) || b.Service != c.want {
 				t.Fatalf("For = %+v, %v; want service %v", b, ok, c.want)
 			}
 		})
+	}
+}
+
+// Issue 34.7: copies queued with the original (inside the window of its
+// submission at 100) that could not run while it ran: chained with
+// --dependency, held and released, or waiting on --begin. Each is an heir
+// of the copy it follows, however that copy ended, when it was let go
+// after the end (within the window) or shortly before it; what became
+// ready with the original's run, or before it, is a sweep's member.
+func TestDeferredCopiesInherit(t *testing.T) {
+	alice := HeirKey{User: 1000, Account: "vision", GPUs: 2}
+	// Job 1 arrived at 100, ran from 1000 and was cancelled at 2000 with
+	// 2000 GPU-s; "completed" is the same job having exited 0.
+	cancelled := Bequest{JobID: 1, Arrived: 100, From: 1000, End: 2000, Service: 2000}
+	completed := cancelled
+	completed.Completed = true
+	// Both released at 1000 by one command; job 1 started at once.
+	releasedTogether := Bequest{JobID: 1, Arrived: 1000, From: 1000, End: 2000, Service: 2000}
+	cases := []struct {
+		name  string
+		ended Bequest
+		ready int64 // the copy was submitted at 105
+		want  float64
+	}{
+		{"chained: ready when the original was cancelled", cancelled, 2001, 2000},
+		{"chained: ready when the original completed", completed, 2001, 2000},
+		{"released after the cancel", cancelled, 2100, 2000},
+		{"released at the window's end", cancelled, 2600, 2000},
+		{"released just before the cancel", cancelled, 1990, 2000},
+		{"released just before an exit 0", completed, 1990, 2000},
+		{"released the window before the cancel", cancelled, 1400, 2000},
+		{"released during the run past the window after the original, then it was cancelled", cancelled, 1300, 2000},
+		{"released during the run past the window after the original, then it completed", completed, 1300, 0},
+		{"released past the window after the end: new work", cancelled, 2601, 0},
+		{"released with the original, which started at once (one release of many)", releasedTogether, 1005, 0},
+		{"released before the original's run began", cancelled, 900, 0},
+		{"still held", cancelled, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := NewInheritance(600)
+			h.Ended(alice, c.ended)
+			b, ok := h.For(alice, 2, Arrival{Submit: 105, Ready: c.ready})
+			if ok != (c.want > 0) || b.Service != c.want {
+				t.Fatalf("For = %+v, %v; want service %v", b, ok, c.want)
+			}
+		})
+	}
+	// A job ready at its submission is judged as before, whatever its
+	// ready time says: one submitted (and ready) with the original
+	// inherits nothing from its cancel, as a sweep's member.
+	h := NewInheritance(600)
+	h.Ended(alice, cancelled)
+	for _, ready := range []int64{105, 105 + readyGap} {
+		if b, ok := h.For(alice, 2, Arrival{Submit: 105, Ready: ready}); ok {
+			t.Fatalf("a job ready at %d, submitted at 105 with the original, inherits %+v", ready, b)
+		}
 	}
 }
 
@@ -55,7 +112,7 @@ func TestInheritanceGivesEveryHeirTheLargest(t *testing.T) {
 	h.Ended(k, Bequest{JobID: 2, From: 0, End: 110, Service: 900})
 	h.Ended(k, Bequest{JobID: 3, From: 0, End: 120, Service: 0}) // nothing to pass on
 	for _, id := range []uint32{10, 11} {
-		if b, ok := h.For(k, id, 130); !ok || b.Service != 900 || b.JobID != 2 {
+		if b, ok := h.For(k, id, Arrival{Submit: 130}); !ok || b.Service != 900 || b.JobID != 2 {
 			t.Fatalf("job %d inherits %+v, want job 2's 900", id, b)
 		}
 	}
@@ -81,13 +138,13 @@ func TestInheritanceIsBounded(t *testing.T) {
 	if h.Len() != maxBequestsPerKey {
 		t.Fatalf("%d kept, want %d", h.Len(), maxBequestsPerKey)
 	}
-	if b, _ := h.For(k, 99999, 101); b.Service != float64(10*maxBequestsPerKey) {
+	if b, _ := h.For(k, 99999, Arrival{Submit: 101}); b.Service != float64(10*maxBequestsPerKey) {
 		t.Fatalf("the largest was dropped: %+v", b)
 	}
 	for _, bad := range []float64{math.NaN(), math.Inf(1), -5} {
 		h.Ended(HeirKey{User: 2}, Bequest{Service: bad})
 	}
-	if _, ok := h.For(HeirKey{User: 2}, 1, 0); ok {
+	if _, ok := h.For(HeirKey{User: 2}, 1, Arrival{}); ok {
 		t.Fatal("a non-finite or negative service was passed on")
 	}
 }
@@ -99,7 +156,7 @@ func TestInheritanceOffIsNil(t *testing.T) {
 	}
 	h.Ended(HeirKey{}, Bequest{Service: 5, End: 1})
 	h.Prune(5)
-	if _, ok := h.For(HeirKey{}, 2, 1); ok || h.Len() != 0 {
+	if _, ok := h.For(HeirKey{}, 2, Arrival{Submit: 1}); ok || h.Len() != 0 {
 		t.Fatal("the nil tracker passed service on")
 	}
 }

@@ -63,10 +63,11 @@ type Config struct {
 	// members set the others' Gittins index (siblings.go). 0 turns sibling
 	// prediction off; LAS mode ignores it.
 	SiblingWindow float64
-	// InheritService: a job submitted during or within SiblingWindow
-	// after the run of an ended job of the same user, account and GPU
-	// count starts with that job's queue service (inherit.go), so cancel
-	// and resubmit does not reset it. Off with SiblingWindow 0 too.
+	// InheritService: a job that arrives (is submitted, or can first
+	// run) during or within SiblingWindow after the run of an ended job of
+	// the same user, account and GPU count starts with that job's queue
+	// service (inherit.go), so cancel and resubmit, or a chain of held or
+	// dependent copies, does not reset it. Off with SiblingWindow 0 too.
 	InheritService bool
 	// Opportunistic is AntMan's opportunistic class (opportunistic.go).
 	// The zero value is off.

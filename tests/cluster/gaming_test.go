@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
@@ -224,6 +224,105 @@ func TestCancelAndResubmitKeepsTheQueue(t *testing.T) {
 	})
 	if !e.logMatches(fmt.Sprintf(`finished job requeued: its ledger record continues job_id=%d`, done)) {
 		t.Error("slurmctld's log does not say the requeued job's record continues")
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is down")
+	}
+}
+
+// TestChainedAndHeldCopiesInheritTheQueue (34.7): an ordinary user queues
+// copies of one job with the original, inside tiresias.sibling_window of
+// it, that cannot run while it runs: one chained with
+// --dependency=afterany, two held (sbatch -H). Each time the running copy
+// sinks to queue 1 they cancel it and let the next one go: the chained
+// copy starts when the original is cancelled, the first held one is
+// released after its predecessor's cancel, the second just before it
+// (waiting for the GPUs its predecessor holds). Each used to start from
+// zero in queue 0, since it was submitted with the original, like a
+// sweep's member. Each now inherits the service of the copy it replaces.
+// Two jobs submitted ready together (an honest sweep) still pass nothing
+// to each other.
+func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
+		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
+	// Another user's job holds half of the node's 4 GPUs throughout, so a
+	// copy released while its predecessor runs has to wait.
+	blocker := e.submit("-J", "other", "--gpus=2", "--wrap", "sleep 600")
+	e.waitState(blocker, "RUNNING", 30*time.Second)
+	orig := e.submitAs("-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	chained := e.submitAs("-J", "train", "--gpus=2", fmt.Sprintf("--dependency=afterany:%d", orig), "--wrap", "sleep 600")
+	held := e.submitAs("-H", "-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	early := e.submitAs("-H", "-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	e.waitState(orig, "RUNNING", 30*time.Second)
+	e.waitQueue(orig, 1, 60*time.Second)
+
+	// inherits cancels prev (its owner, as it sinks) and checks that next
+	// takes over its service in queue 1 within a few passes, while its own
+	// run could not have earned it. It reports, not stops, so that a run
+	// on older code shows every copy that starts fresh.
+	inherits := func(what string, prev, next uint32, release func()) {
+		t.Helper()
+		last := e.prio()[prev].Service
+		if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(prev)); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(prev, "CANCELLED", 30*time.Second)
+		if release != nil {
+			release()
+		}
+		e.waitState(next, "RUNNING", 30*time.Second)
+		logged := fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=%d\b`, next, prev)
+		var p slurmcluster.Prio
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			p = e.prio()[next]
+			if e.logMatches(logged) && p.Queue == 1 && p.Service >= last {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Errorf("%s: job %d runs in queue %d with %d GPU-s (logged: %v); want it in queue 1 with at least the %d its cancelled copy %d had",
+			what, next, p.Queue, p.Service, e.logMatches(logged), last, prev)
+	}
+	release := func(id uint32) {
+		if out, err := e.c.RunAs(testUser, "scontrol", "release", fmt.Sprint(id)); err != nil {
+			t.Fatalf("scontrol release %d: %v %s", id, err, out)
+		}
+	}
+
+	inherits("the chained copy", orig, chained, nil)
+	inherits("the copy released after the cancel", chained, held, func() { release(held) })
+	// The second held copy is released while its predecessor still runs
+	// (well after that run began) and waits for its GPUs: it can run the
+	// moment its predecessor is cancelled.
+	time.Sleep(15 * time.Second)
+	release(early)
+	e.eventually(15*time.Second, "the released copy to wait for resources", func() (bool, string) {
+		j := e.jobs()[early]
+		return j.State == "PENDING" && j.Reason == "Resources", fmt.Sprintf("%+v", j)
+	})
+	inherits("the copy released before the cancel", held, early, nil)
+
+	// An honest sweep: two runs of another width submitted ready together,
+	// run side by side; the first is stopped early. The second keeps its
+	// own service.
+	for _, id := range []uint32{early, blocker} {
+		if _, err := e.c.Run("scancel", fmt.Sprint(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lr1 := e.submitAs("-J", "lr-0.1", "--gpus=1", "--wrap", "sleep 600")
+	lr2 := e.submitAs("-J", "lr-0.2", "--gpus=1", "--wrap", "sleep 600")
+	e.waitState(lr1, "RUNNING", 30*time.Second)
+	e.waitState(lr2, "RUNNING", 30*time.Second)
+	e.waitQueue(lr1, 1, 60*time.Second)
+	if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(lr1)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(lr1, "CANCELLED", 30*time.Second)
+	e.waitPasses(3)
+	if e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d\b`, lr2)) {
+		t.Errorf("the sweep's second run %d inherited the service of the first, cancelled early", lr2)
 	}
 	if !e.c.Ping() {
 		t.Fatal("slurmctld is down")

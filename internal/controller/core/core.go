@@ -411,6 +411,7 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		if s.State == StateFinished {
 			continue
 		}
+		noteReady(now, s, rec)
 		c.inherit(s, rec)
 		if s.Held {
 			continue
@@ -613,7 +614,7 @@ func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priori
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	if known {
-		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Submit: rec.FirstSubmit, From: from, End: rec.Finished,
+		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Arrived: max(rec.Ready, rec.FirstSubmit), From: from, End: rec.Finished,
 			Completed: completed, Service: rec.QueueService()})
 	}
 	rec.SweepSample = completed
@@ -657,14 +658,17 @@ func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 		c.preemption.view.enqueued(s, d)
 		return d
 	}
-	rec, ok := c.records[s.ID]
-	if !ok {
+	rec, known := c.records[s.ID]
+	if !known {
 		acct := priority.NewAccount(s.SubmitTime)
 		acct.QueueEntry = now
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
-		if b, heir := c.heirs.For(heirKey(s), s.ID, s.SubmitTime); heir {
-			rec.ServiceClosed = b.Service // the pass that sees it inherits it for good
-		}
+	}
+	if b, heir := c.heirs.For(heirKey(s), s.ID, enqueueArrival(now, s, rec, known)); heir && b.Service > rec.Inherited {
+		// A view: the pass that sees it inherits it for good.
+		view := *rec
+		view.ServiceClosed += b.Service - rec.Inherited
+		rec = &view
 	}
 	j := policyJob(rec, s)
 	j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))

@@ -140,3 +140,107 @@ func TestRequeuedFinishedJobKeepsItsRecord(t *testing.T) {
 		t.Fatalf("requeued after a restart: %v GPU-s, want 1000", d[1].Service)
 	}
 }
+
+// Issue 34.7: copies queued with the original that could not run while it
+// ran (chained with --dependency: EligibleTime unset until the original
+// ends; held: priority 0 until released) used to start from zero when
+// let go, being submitted with it like a sweep's members. Job 1 of user 5
+// runs from 1000 to its cancel at 1500 (1000 GPU-s, queue 2); each copy,
+// submitted at 105, inherits when it can run: at the cancel, released
+// after it, or released just before it.
+func TestCopiesLetGoAsTheOriginalEndsInherit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// before is the copy while the original runs, after once let go
+		// (Slurm's EligibleTime set); letGo is when.
+		before, after func(s *Snapshot, at int64)
+		letGo         int64
+	}{
+		{"chained with --dependency=afterany", func(s *Snapshot, _ int64) {},
+			func(s *Snapshot, at int64) { s.BeginTime = at }, 1500},
+		{"held, released after the cancel", func(s *Snapshot, _ int64) { s.Held = true },
+			func(s *Snapshot, at int64) { s.Held, s.BeginTime = false, at }, 1505},
+		{"held, released just before the cancel", func(s *Snapshot, _ int64) { s.Held = true },
+			func(s *Snapshot, at int64) { s.Held, s.BeginTime = false, at }, 1490},
+		{"ready at its submission, then held, released after the cancel", func(s *Snapshot, _ int64) { s.Held, s.BeginTime = true, 0 },
+			func(s *Snapshot, at int64) { s.Held, s.BeginTime = false, at }, 1505},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			defer c.Close()
+			orig := owned(running(1, 2, 100, 1000), 5, "a")
+			orig.BeginTime = 100
+			cp := owned(pending(2, 2, 105), 5, "a")
+			cp.BeginTime = 105
+			pass(c, 120, orig, cp) // ready at 105, as Slurm sets it at submit
+			tc.before(&cp, 0)
+			pass(c, 1000, orig, cp)
+			if tc.letGo < 1500 {
+				tc.after(&cp, tc.letGo)
+				pass(c, tc.letGo+1, orig, cp)
+			}
+			orig.State, orig.EndTime, orig.EndState = StateFinished, 1500, EndCancelled
+			if tc.letGo >= 1500 {
+				pass(c, 1500, orig, cp) // the end, the copy still waiting
+				tc.after(&cp, tc.letGo)
+			}
+			d := pass(c, 1506, orig, cp)
+			if d[1].Queue != 2 || d[1].Service != 1000 {
+				t.Fatalf("copy let go at %d: queue %d with %v GPU-s, want queue 2 with the 1000 it inherited", tc.letGo, d[1].Queue, d[1].Service)
+			}
+		})
+	}
+}
+
+// What became ready with the original is a sweep's member, not its copy:
+// one submitted (and ready) with it, and one released with it, by the
+// same release, as it started. Neither inherits from its cancel.
+func TestJobsReadyWithTheOriginalDoNotInherit(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		origReady, mateSubmit int64
+	}{
+		{"submitted and ready with the original", 100, 110},
+		{"held with the original, both released at 1000 by one command", 1000, 105},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			defer c.Close()
+			orig := owned(running(1, 2, 100, 1000), 5, "a")
+			orig.BeginTime = tc.origReady
+			mate := owned(pending(2, 2, tc.mateSubmit), 5, "a")
+			mate.BeginTime = max(tc.origReady+2, tc.mateSubmit) // same release, a moment later
+			pass(c, 1003, orig, mate)
+			orig.State, orig.EndTime, orig.EndState = StateFinished, 1500, EndCancelled
+			pass(c, 1500, orig, mate)
+			if d := pass(c, 1501, orig, mate); d[1].Queue != 0 || d[1].Service != 0 {
+				t.Fatalf("sweep member in queue %d with %v GPU-s, want queue 0 with none", d[1].Queue, d[1].Service)
+			}
+		})
+	}
+}
+
+// A held copy whose job slurmctld restarted with (no decision kept) is
+// placed, when released, in the queue it is about to inherit.
+func TestReleasedCopyIsEnqueuedInTheQueueItInherits(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	orig := owned(running(1, 2, 100, 1000), 5, "a")
+	orig.BeginTime = 100
+	held := owned(pending(2, 2, 105), 5, "a")
+	held.Held = true
+	pass(c, 1499, orig, held)
+	delete(c.decisions, 2) // as after a restart
+	orig.State, orig.EndTime, orig.EndState = StateFinished, 1500, EndCancelled
+	pass(c, 1500, orig, held)
+	released := held
+	released.Held = false // Slurm cleared EligibleTime; it sets it after the call
+	if d := c.Enqueue(1510, &released); d.Queue != 2 {
+		t.Fatalf("released copy enqueued in queue %d, want 2 (the cancelled original's)", d.Queue)
+	}
+	// A waiting job of another width is left as it was.
+	other := owned(pending(3, 1, 105), 5, "a")
+	if d := c.Enqueue(1510, &other); d.Queue != 0 {
+		t.Fatalf("a job of another width enqueued in queue %d", d.Queue)
+	}
+}
