@@ -129,11 +129,16 @@ var _ = [1]int{}[C.LACHESIS_END_COMPLETED-int(core.EndCompleted)+
 	C.LACHESIS_END_CANCELLED-int(core.EndCancelled)+
 	C.LACHESIS_END_FAILED-int(core.EndFailed)]
 
-func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
+// snapshotFromC copies one job; now is the call's, for Deferred.
+func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 	s := core.Snapshot{
-		ID:          uint32(j.job_id),
-		State:       core.JobState(j.state),
-		Held:        j.held != 0,
+		ID:    uint32(j.job_id),
+		State: core.JobState(j.state),
+		Held:  j.held != 0,
+		// slurmctld sets EligibleTime (begin_time) once nothing but
+		// resources keeps the job, and clears it on a hold.
+		Deferred: j.state == C.LACHESIS_PENDING && j.held == 0 &&
+			(j.begin_time == 0 || int64(j.begin_time) > now),
 		GPUs:        uint32(j.gpus),
 		Nice:        int32(j.nice),
 		SubmitTime:  int64(j.submit_time),

@@ -143,6 +143,28 @@ func TestRankOrderLAS(t *testing.T) {
 			},
 			want: []placed{{2, 0, 500, 0, false}, {1, 0, 600, 1, false}, {3, 2, 50, 2, false}},
 		},
+		{
+			// A copy chained behind job 4 (--dependency), submitted
+			// first: it stands behind every job of its queue that can
+			// start, above the next queue, and keeps its entry.
+			name: "a job that cannot start yet goes last in its queue",
+			jobs: []Job{
+				{ID: 1, State: Pending, SubmitTime: 100, Queue: 0, QueueEntry: 100, Deferred: true},
+				{ID: 2, State: Pending, SubmitTime: 600, Queue: 0, QueueEntry: 600},
+				{ID: 3, State: Running, SubmitTime: 700, Queue: 0, QueueEntry: 700},
+				{ID: 4, State: Running, SubmitTime: 90, Service: 15, Queue: 1, QueueEntry: 90},
+			},
+			want: []placed{{2, 0, 600, 0, false}, {3, 0, 700, 1, false}, {1, 0, 100, 2, false}, {4, 1, 90, 3, false}},
+		},
+		{
+			name: "jobs that cannot start yet keep their order among themselves",
+			jobs: []Job{
+				{ID: 1, State: Pending, SubmitTime: 200, Queue: 0, QueueEntry: 200, Deferred: true},
+				{ID: 2, State: Pending, SubmitTime: 100, Queue: 0, QueueEntry: 100, Deferred: true},
+				{ID: 3, State: Pending, SubmitTime: 900, Queue: 0, QueueEntry: 900},
+			},
+			want: []placed{{3, 0, 900, 0, false}, {2, 0, 100, 1, false}, {1, 0, 200, 2, false}},
+		},
 	}
 	r := mustRanker(t, testConfig(), nil)
 	for _, tc := range tests {
@@ -459,6 +481,31 @@ func TestRankGittinsOrder(t *testing.T) {
 		g := got[w.id]
 		if g.Rank != w.rank || math.Abs(g.Factors.Gittins-w.gittins) > 1e-12 {
 			t.Errorf("job %d: rank %d gittins %.15g, want rank %d gittins %.15g", w.id, g.Rank, g.Factors.Gittins, w.rank, w.gittins)
+		}
+	}
+}
+
+// In Gittins mode too, a job that cannot start yet goes last in its queue,
+// whatever its index: job 2 would lead queue 0 by its index (6/19).
+func TestRankGittinsDeferredJobGoesLastInItsQueue(t *testing.T) {
+	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Mode = ModeGittins
+	cfg.FixThresholds([]float64{5})
+	r := mustRanker(t, cfg, dist)
+	jobs := []Job{
+		{ID: 1, State: Pending, Service: 0, QueueEntry: 100},
+		{ID: 2, State: Pending, Service: 1.5, QueueEntry: 400, Deferred: true},
+		{ID: 3, State: Pending, Service: 2, QueueEntry: 50},
+		{ID: 6, State: Pending, Service: 6, Queue: 1, QueueEntry: 1},
+	}
+	got := byID(r.Rank(now, jobs, nil))
+	for id, rank := range map[uint32]int{1: 0, 3: 1, 2: 2, 6: 3} {
+		if got[id].Rank != rank {
+			t.Errorf("job %d ranked %d, want %d", id, got[id].Rank, rank)
 		}
 	}
 }

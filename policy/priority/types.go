@@ -125,6 +125,12 @@ type Job struct {
 	// (held by its user or an admin). It holds no opportunistic upgrade
 	// back (opportunistic.go).
 	Held bool
+	// Deferred: a pending job that is not held but cannot start yet: it
+	// waits on a dependency or its begin time. It is ranked last in its
+	// queue (order.go), where a job just submitted stands, so that when
+	// it is let go between passes it does not overtake the jobs waiting
+	// in its queue with the place it held while it could not run.
+	Deferred bool
 	// Opportunistic: the job is in the opportunistic class and has not
 	// been upgraded (opportunistic.go). Ignored unless
 	// Config.Opportunistic.Enabled.

@@ -240,8 +240,11 @@ func TestCancelAndResubmitKeepsTheQueue(t *testing.T) {
 // (waiting for the GPUs its predecessor holds). Each used to start from
 // zero in queue 0, since it was submitted with the original, like a
 // sweep's member. Each now inherits the service of the copy it replaces.
-// Two jobs submitted ready together (an honest sweep) still pass nothing
-// to each other.
+// The chained copy, let go by the cancel between two passes, also took the
+// freed GPUs ahead of another user's job waiting in queue 0 (its place
+// there dated from its submission); it now stands last in its queue while
+// it cannot run, and waits. Two jobs submitted ready together (an honest
+// sweep) still pass nothing to each other.
 func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
 	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
 		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
@@ -260,9 +263,17 @@ func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
 	// takes over its service in queue 1 within a few passes, while its own
 	// run could not have earned it. It reports, not stops, so that a run
 	// on older code shows every copy that starts fresh.
+	floor := int64(0) // the service the last copy took over
 	inherits := func(what string, prev, next uint32, release func()) {
 		t.Helper()
+		// prev runs a little past what it took over, so that its
+		// service is its own: the next copy must have at least that.
+		e.eventually(30*time.Second, fmt.Sprintf("job %d to run past %d GPU-s", prev, floor+4), func() (bool, string) {
+			p := e.prio()[prev]
+			return p.Service >= floor+4, fmt.Sprintf("%+v", p)
+		})
 		last := e.prio()[prev].Service
+		floor = last
 		if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(prev)); err != nil {
 			t.Fatal(err)
 		}
@@ -270,8 +281,10 @@ func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
 		if release != nil {
 			release()
 		}
-		e.waitState(next, "RUNNING", 30*time.Second)
-		logged := fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=%d\b`, next, prev)
+		if release != nil || next != chained {
+			e.waitState(next, "RUNNING", 30*time.Second)
+		}
+		logged := fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=\d+`, next)
 		var p slurmcluster.Prio
 		deadline := time.Now().Add(8 * time.Second)
 		for time.Now().Before(deadline) {
@@ -290,7 +303,22 @@ func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
 		}
 	}
 
+	// Another user's job waits in queue 0 for the GPUs the original holds,
+	// ranked by a pass.
+	rival := e.submit("-J", "rival", "--gpus=2", "--wrap", "sleep 600")
+	e.waitPasses(2)
 	inherits("the chained copy", orig, chained, nil)
+	e.eventually(30*time.Second, "the freed GPUs to be taken", func() (bool, string) {
+		j := e.jobs()
+		return j[rival].State == "RUNNING" || j[chained].State == "RUNNING", fmt.Sprintf("rival %+v chained %+v", j[rival], j[chained])
+	})
+	if j := e.jobs()[chained]; j.State != "PENDING" {
+		t.Errorf("the chained copy let go by the cancel took the freed GPUs ahead of another user's job waiting in queue 0: %+v", j)
+	}
+	if _, err := e.c.Run("scancel", fmt.Sprint(rival)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(chained, "RUNNING", 30*time.Second)
 	inherits("the copy released after the cancel", chained, held, func() { release(held) })
 	// The second held copy is released while its predecessor still runs
 	// (well after that run began) and waits for its GPUs: it can run the

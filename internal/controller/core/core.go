@@ -643,6 +643,9 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 		QOS:          s.QOSFactor,
 		Nice:         s.Nice,
 		Held:         s.Held,
+		// Only before its first run: a requeued job's wait for its new
+		// begin time is no arrival, and its place in its queue is its own.
+		Deferred: s.Deferred && rec.Runs == 0,
 	}
 	rec.Describe(&j)
 	return j

@@ -244,3 +244,35 @@ func TestReleasedCopyIsEnqueuedInTheQueueItInherits(t *testing.T) {
 		t.Fatalf("a job of another width enqueued in queue %d", d.Queue)
 	}
 }
+
+// A copy chained behind a running job (deferred: its EligibleTime unset)
+// is ranked last in its queue while it waits, below another user's job
+// submitted after it, so that when the running job ends between passes
+// and Slurm lets the copy go, it does not take the freed GPUs ahead of
+// that job with the rank it held while it could not run. A requeued job
+// waiting on its new begin time keeps its place: it has run.
+func TestDeferredJobRanksLastInItsQueueUntilLetGo(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	orig := owned(running(1, 2, 100, 1000), 5, "a")
+	copied := owned(pending(2, 2, 105), 5, "a")
+	copied.Deferred = true
+	rival := owned(pending(3, 2, 900), 6, "a") // one account: fair share does not decide
+	d := pass(c, 1010, orig, copied, rival)
+	if d[1].Queue != 0 || d[2].Queue != 0 || d[1].Priority >= d[2].Priority {
+		t.Fatalf("waiting copy: queue %d priority %d; another user's later job: queue %d priority %d; want both in queue 0, the copy below",
+			d[1].Queue, d[1].Priority, d[2].Queue, d[2].Priority)
+	}
+	copied.Deferred, copied.BeginTime = false, 1010 // its dependency met
+	if d := pass(c, 1011, orig, copied, rival); d[1].Priority <= d[2].Priority {
+		t.Fatalf("copy let go, no heir of anything: priority %d, want above the later job's %d", d[1].Priority, d[2].Priority)
+	}
+
+	requeued := owned(running(4, 2, 50, 60), 7, "a")
+	pass(c, 70, requeued)
+	requeued.State, requeued.StartTime, requeued.Deferred, requeued.BeginTime = StatePending, 0, true, 1130
+	later := owned(pending(5, 2, 950), 8, "a")
+	if d := pass(c, 1012, orig, copied, rival, requeued, later); d[3].Queue != 0 || d[3].Priority <= d[4].Priority {
+		t.Fatalf("requeued job waiting on its begin time: queue %d priority %d, want queue 0 above a later job's %d", d[3].Queue, d[3].Priority, d[4].Priority)
+	}
+}

@@ -29,7 +29,12 @@ type Snapshot struct {
 	// admin set; tracked but neither ranked nor written back. A running
 	// job is never held: its owner's hold must not shield it from
 	// preemption (the plugin leaves its priority alone).
-	Held        bool
+	Held bool
+	// Deferred: a pending job, not held, that Slurm will not start yet:
+	// its EligibleTime is unset (it waits on a dependency) or ahead
+	// (--begin, the wait after a requeue). A job that has never run is
+	// ranked last in its queue while deferred (priority.Job.Deferred).
+	Deferred    bool
 	GPUs        uint32
 	GresRequest gres.Request // read only when GPUs == UnknownGPUs
 	// GPUShare: the job asks for a share of one GPU on each of its nodes,
