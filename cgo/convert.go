@@ -170,6 +170,7 @@ func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 	s.Partition = internFromC(&partitionNames, j.partition)
 	s.PartitionTier = uint32(j.partition_tier)
 	s.ArrayJobID = uint32(j.array_job_id)
+	s.ArrayThrottle = uint32(j.array_throttle)
 	s.PreemptTime = int64(j.preempt_time)
 	s.RequeueAllowed = j.requeue_allowed != 0
 	s.EndState = core.EndState(j.end_state)

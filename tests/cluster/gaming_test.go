@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -351,6 +352,88 @@ func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
 	e.waitPasses(3)
 	if e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d\b`, lr2)) {
 		t.Errorf("the sweep's second run %d inherited the service of the first, cancelled early", lr2)
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is down")
+	}
+}
+
+// TestArrayTasksLetGoOneAtATimeInherit (34.7): the chain of copies built
+// from one job array throttled to one task at a time (sbatch
+// --array=0-2%1): its owner cancels each task as it sinks and Slurm lets
+// the next one go. Each task used to start from zero in queue 0; now it
+// inherits. An array throttled to two (a sweep capped at two runs at
+// once) stays a sweep: the task its throttle lets go at a sibling's cancel
+// keeps its own service.
+func TestArrayTasksLetGoOneAtATimeInherit(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
+		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
+	// running is the task of the named array that runs, other than the
+	// ones given: its job id, and its name for scancel (12_3: a task's
+	// own id names, to scancel, an array of that id).
+	type task struct {
+		id   uint32
+		name string
+	}
+	running := func(array string, not ...uint32) task {
+		var got task
+		e.eventually(30*time.Second, "a task of "+array+" to run", func() (bool, string) {
+			out, err := e.c.Run("squeue", "-h", "-t", "running", "-n", array, "-o", "%A|%i")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Fields(out) {
+				var id uint32
+				var name string
+				if _, err := fmt.Sscanf(strings.Replace(line, "|", " ", 1), "%d %s", &id, &name); err == nil && !slices.Contains(not, id) {
+					got = task{id, name}
+					return true, ""
+				}
+			}
+			return false, out
+		})
+		return got
+	}
+	cancelSunk := func(tk task) int64 {
+		p := e.waitQueue(tk.id, 1, 60*time.Second)
+		if out, err := e.c.RunAs(testUser, "scancel", tk.name); err != nil {
+			t.Fatalf("scancel %s: %v %s", tk.name, err, out)
+		}
+		e.waitState(tk.id, "CANCELLED", 30*time.Second)
+		return p.Service
+	}
+	inherited := func(id uint32) bool {
+		return e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d\b`, id))
+	}
+
+	e.submitAs("--array=0-2%1", "-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	prev := running("train")
+	for range 2 {
+		last := cancelSunk(prev)
+		next := running("train", prev.id)
+		var p slurmcluster.Prio
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			if p = e.prio()[next.id]; inherited(next.id) && p.Queue == 1 && p.Service >= last {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if !inherited(next.id) || p.Queue != 1 || p.Service < last {
+			t.Errorf("task %s, let go as task %s was cancelled in queue 1 with %d GPU-s: queue %d with %d GPU-s (logged: %v)",
+				next.name, prev.name, last, p.Queue, p.Service, inherited(next.id))
+		}
+		prev = next
+	}
+
+	e.submitAs("--array=0-3%2", "-J", "lr", "--gpus=1", "--wrap", "sleep 600")
+	a := running("lr")
+	b := running("lr", a.id)
+	cancelSunk(a)
+	c := running("lr", a.id, b.id)
+	e.waitPasses(3)
+	if inherited(c.id) {
+		t.Errorf("task %s of a sweep throttled to two inherited the service of its sibling %s, cancelled", c.name, a.name)
 	}
 	if !e.c.Ping() {
 		t.Fatal("slurmctld is down")

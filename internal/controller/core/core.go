@@ -115,6 +115,9 @@ type Core struct {
 	// heirs: the service of recently ended jobs, which a job replacing one
 	// inherits (inherit.go); nil when off; under mu.
 	heirs *priority.Inheritance
+	// throttles: job arrays whose pending tasks wait on their throttle
+	// (inherit.go); under mu.
+	throttles arrayThrottles
 	// siblings: the sweep of each job and its completed members
 	// (siblings.go); nil when sibling prediction is off; under mu.
 	siblings *priority.Siblings
@@ -224,6 +227,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		stopped:    make(chan struct{}),
 		met:        newMetricsIf(cfg.Metrics.Listen),
 		pairScores: map[uint32]float64{},
+		throttles:  arrayThrottles{},
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
@@ -406,12 +410,15 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		if c.finishedEarlier(s) {
 			continue
 		}
+		// Before the marker: a task split off a job array carries the
+		// marker of the array's record, from which a record is made.
+		_, known := c.records[s.ID]
 		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
 		if s.State == StateFinished {
 			continue
 		}
-		noteReady(now, s, rec)
+		c.noteReady(now, s, rec, !known)
 		c.inherit(s, rec)
 		if s.Held {
 			continue
@@ -500,6 +507,7 @@ func (c *Core) forget(now int64) {
 	c.forgetPreemptions()
 	c.siblings.Prune(now)
 	c.heirs.Prune(now)
+	c.throttles.prune(now)
 	for id := range c.ends.held {
 		if !c.seen[id] {
 			delete(c.ends.held, id)
@@ -645,7 +653,9 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 		Held:         s.Held,
 		// Only before its first run: a requeued job's wait for its new
 		// begin time is no arrival, and its place in its queue is its own.
-		Deferred: s.Deferred && rec.Runs == 0,
+		// Nor is a wait on its array's throttle of two or more: its
+		// tasks are a sweep's members (inherit.go).
+		Deferred: s.Deferred && rec.Runs == 0 && s.ArrayThrottle < 2,
 	}
 	rec.Describe(&j)
 	return j

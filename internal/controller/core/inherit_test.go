@@ -149,21 +149,21 @@ func TestRequeuedFinishedJobKeepsItsRecord(t *testing.T) {
 // submitted at 105, inherits when it can run: at the cancel, released
 // after it, or released just before it.
 func TestCopiesLetGoAsTheOriginalEndsInherit(t *testing.T) {
+	waits := func(s *Snapshot) { s.BeginTime, s.Deferred = 0, true } // EligibleTime unset
+	held := func(s *Snapshot) { s.BeginTime, s.Held = 0, true }
+	ready := func(s *Snapshot) { s.BeginTime = 105 } // as Slurm sets it at submit
+	letGo := func(s *Snapshot, at int64) { s.Held, s.Deferred, s.BeginTime = false, false, at }
 	for _, tc := range []struct {
 		name string
-		// before is the copy while the original runs, after once let go
-		// (Slurm's EligibleTime set); letGo is when.
-		before, after func(s *Snapshot, at int64)
+		// first is the copy at its submission, before while the
+		// original runs; letGo is when Slurm lets it run.
+		first, before func(s *Snapshot)
 		letGo         int64
 	}{
-		{"chained with --dependency=afterany", func(s *Snapshot, _ int64) {},
-			func(s *Snapshot, at int64) { s.BeginTime = at }, 1500},
-		{"held, released after the cancel", func(s *Snapshot, _ int64) { s.Held = true },
-			func(s *Snapshot, at int64) { s.Held, s.BeginTime = false, at }, 1505},
-		{"held, released just before the cancel", func(s *Snapshot, _ int64) { s.Held = true },
-			func(s *Snapshot, at int64) { s.Held, s.BeginTime = false, at }, 1490},
-		{"ready at its submission, then held, released after the cancel", func(s *Snapshot, _ int64) { s.Held, s.BeginTime = true, 0 },
-			func(s *Snapshot, at int64) { s.Held, s.BeginTime = false, at }, 1505},
+		{"chained with --dependency=afterany", waits, waits, 1500},
+		{"held, released after the cancel", held, held, 1505},
+		{"held, released just before the cancel", held, held, 1490},
+		{"ready at its submission, then held, released after the cancel", ready, held, 1505},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
@@ -171,18 +171,18 @@ func TestCopiesLetGoAsTheOriginalEndsInherit(t *testing.T) {
 			orig := owned(running(1, 2, 100, 1000), 5, "a")
 			orig.BeginTime = 100
 			cp := owned(pending(2, 2, 105), 5, "a")
-			cp.BeginTime = 105
-			pass(c, 120, orig, cp) // ready at 105, as Slurm sets it at submit
-			tc.before(&cp, 0)
+			tc.first(&cp)
+			pass(c, 120, orig, cp)
+			tc.before(&cp)
 			pass(c, 1000, orig, cp)
 			if tc.letGo < 1500 {
-				tc.after(&cp, tc.letGo)
+				letGo(&cp, tc.letGo)
 				pass(c, tc.letGo+1, orig, cp)
 			}
 			orig.State, orig.EndTime, orig.EndState = StateFinished, 1500, EndCancelled
 			if tc.letGo >= 1500 {
 				pass(c, 1500, orig, cp) // the end, the copy still waiting
-				tc.after(&cp, tc.letGo)
+				letGo(&cp, tc.letGo)
 			}
 			d := pass(c, 1506, orig, cp)
 			if d[1].Queue != 2 || d[1].Service != 1000 {
@@ -274,5 +274,71 @@ func TestDeferredJobRanksLastInItsQueueUntilLetGo(t *testing.T) {
 	later := owned(pending(5, 2, 950), 8, "a")
 	if d := pass(c, 1012, orig, copied, rival, requeued, later); d[3].Queue != 0 || d[3].Priority <= d[4].Priority {
 		t.Fatalf("requeued job waiting on its begin time: queue %d priority %d, want queue 0 above a later job's %d", d[3].Queue, d[3].Priority, d[4].Priority)
+	}
+}
+
+// A job array's throttle holds its tasks back and lets one go as a sibling
+// ends, clearing and setting EligibleTime as a hold would. With %2 or more
+// the tasks are a sweep's members, capped in how many run at once: one
+// let go at a sibling's cancel starts from its own service, and the
+// waiting tasks keep their place in the queue. With %1 they run one after
+// another, a chain: the task let go inherits. A task its owner holds on
+// its own (scontrol hold 10_3, a record of its own) arrives at its release
+// whatever the throttle. Array 10 of user 5 (2 GPUs) was submitted at 100;
+// task 11 ran from 1000 and is cancelled at 1500 with 1000 GPU-s.
+func TestThrottledArrayTasksAreASweepButAChainOfOneIsNot(t *testing.T) {
+	task := func(id uint32) Snapshot {
+		s := owned(running(id, 2, 100, 1000), 5, "a")
+		s.ArrayJobID, s.BeginTime = 10, 100
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		throttle uint32
+		heldTask bool
+		want     float64
+	}{
+		{"%2: the task let go is the sweep's next member", 2, false, 0},
+		{"%8: the same", 8, false, 0},
+		{"%1: the task let go continues a chain", 1, false, 1000},
+		{"%2, a task held on its own, released after the cancel", 2, true, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			defer c.Close()
+			first := task(11)
+			meta := owned(pending(10, 2, 100), 5, "a") // the tasks still to run
+			meta.ArrayJobID, meta.Deferred, meta.ArrayThrottle = 10, true, tc.throttle
+			snaps := []Snapshot{first, meta}
+			next := task(12)
+			if tc.heldTask { // split off when its owner held it
+				next.State, next.StartTime, next.BeginTime, next.Held = StatePending, 0, 0, true
+				snaps = append(snaps, next)
+			}
+			later := owned(pending(20, 2, 900), 6, "a") // another user's, submitted later
+			snaps = append(snaps, later)
+			d := pass(c, 1499, snaps...)
+			if d[1].Marker == "" {
+				t.Fatal("the array's record got no marker")
+			}
+			if tc.throttle >= 2 && d[1].Priority <= d[len(d)-1].Priority {
+				t.Fatalf("array waiting on its throttle ranks below a job submitted after it: %d vs %d", d[1].Priority, d[len(d)-1].Priority)
+			}
+			first.State, first.EndTime, first.EndState = StateFinished, 1500, EndCancelled
+			snaps[0] = first
+			pass(c, 1500, snaps...)
+			// Let go at 1500: by the throttle (split, seen running,
+			// with the array record's SystemComment marker, as Slurm
+			// copies it), or by its owner's release.
+			next = task(12)
+			next.StartTime, next.BeginTime = 1501, 1500
+			if !tc.heldTask {
+				next.Marker = d[1].Marker
+			}
+			d = pass(c, 1502, first, meta, next, later)
+			if d[2].Service < tc.want || (tc.want == 0 && d[2].Service > 2*1) {
+				t.Fatalf("task let go at 1500 has %v GPU-s, want %v inherited (plus its own second)", d[2].Service, tc.want)
+			}
+		})
 	}
 }

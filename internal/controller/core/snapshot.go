@@ -85,6 +85,10 @@ type Snapshot struct {
 	PartitionTier uint32
 	// ArrayJobID is the job array the job is a task of, 0 for none.
 	ArrayJobID uint32
+	// ArrayThrottle, for the pending record of a job array's tasks that
+	// wait only on the array's throttle (%N), is that throttle; 0 for
+	// every other job.
+	ArrayThrottle uint32
 	// PreemptTime is when Slurm preempted the job's current run, 0 when
 	// it was not. Slurm clears it once a requeue completes, so a pass sees
 	// it only while the requeued job is still completing; Enqueue sees it at
