@@ -213,7 +213,7 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 		copyCString(unsafe.Pointer(&out.marker[0]), len(out.marker), d.Marker)
 	}
 	if d.Blocked != "" {
-		copyCString(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
+		copyCText(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
 	}
 	if d.Usage != "" && len(d.Usage) < len(out.usage) {
 		// Whole or not at all: a cut segment would lose its ']'.
@@ -226,7 +226,7 @@ func writeErr(buf *C.char, n C.int, err error) {
 	if buf == nil || n <= 0 {
 		return
 	}
-	copyCString(unsafe.Pointer(buf), int(n), err.Error())
+	copyCText(unsafe.Pointer(buf), int(n), err.Error())
 }
 
 // recoverInto turns a panic into LACHESIS_EPANIC and a log line: a bug in
