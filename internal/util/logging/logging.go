@@ -58,6 +58,7 @@ func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.
 // Handle implements slog.Handler.
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
+	b.Grow(len("lachesis: ") + len(r.Message) + len(h.attrs) + 32*r.NumAttrs())
 	b.WriteString("lachesis: ")
 	writeEscaped(&b, clip(r.Message, MaxMessageBytes), false)
 	b.WriteString(h.attrs)
@@ -118,8 +119,15 @@ func needsQuoting(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f {
+				return true
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || r == ' ' || r == '"' || r == '=' || r == '\\' || !unicode.IsPrint(r) {
+		if (r == utf8.RuneError && size == 1) || !unicode.IsPrint(r) {
 			return true
 		}
 		i += size
@@ -134,6 +142,16 @@ func needsQuoting(s string) bool {
 // key=value pairs.
 func writeEscaped(b *strings.Builder, s string, key bool) {
 	for i := 0; i < len(s); {
+		if c := s[i]; c >= ' ' && c < 0x7f && (!key || (c != ' ' && c != '=' && c != '"')) {
+			// Printable ASCII: as it is, up to the next byte that is not.
+			j := i + 1
+			for j < len(s) && s[j] >= ' ' && s[j] < 0x7f && (!key || (s[j] != ' ' && s[j] != '=' && s[j] != '"')) {
+				j++
+			}
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
