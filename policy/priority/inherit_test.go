@@ -5,14 +5,19 @@ import (
 	"testing"
 )
 
+// alice's job 1 arrived at 100, ran from 1000 and was cancelled at 2000
+// with 2000 GPU-s; job1Completed is the same job having exited 0;
+// job1ArrivedAtItsStart arrived (was submitted, or released) at 1000 and
+// started at once.
+var (
+	alice                 = HeirKey{User: 1000, Account: "vision", GPUs: 2}
+	job1                  = Bequest{JobID: 1, Arrived: 100, From: 1000, End: 2000, Service: 2000}
+	job1Completed         = Bequest{JobID: 1, Arrived: 100, From: 1000, End: 2000, Completed: true, Service: 2000}
+	job1ArrivedAtItsStart = Bequest{JobID: 1, Arrived: 1000, From: 1000, End: 2000, Service: 2000}
+)
+
 func TestInheritance(t *testing.T) {
-	alice := HeirKey{User: 1000, Account: "vision", GPUs: 2}
-	// Job 1, submitted at 100, ran from 1000 and was cancelled at 2000
-	// with 2000 GPU-s; "completed" is the same job having completed.
-	ended := Bequest{JobID: 1, Arrived: 100, From: 1000, End: 2000, Service: 2000}
-	completed := ended
-	completed.Completed = true
-	sweepMate := Bequest{JobID: 1, Arrived: 1000, From: 1000, End: 2000, Service: 2000}
+	ended, completed, sweepMate := job1, job1Completed, job1ArrivedAtItsStart
 	cases := []struct {
 		name   string
 		ended  Bequest
@@ -36,13 +41,20 @@ func TestInheritance(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := NewInheritance(600)
-			h.Ended(alice, c.ended)
-			b, ok := h.For(c.key, c.id, Arrival{Submit: c.submit, Ready: c.submit})
-			if ok != (c.want > 0) || b.Service != c.want {
-				t.Fatalf("For = %+v, %v; want service %v", b, ok, c.want)
-			}
+			inheritsOne(t, alice, c.ended, c.key, c.id, Arrival{Submit: c.submit, Ready: c.submit}, c.want)
 		})
+	}
+}
+
+// inheritsOne checks that a job of key, id and arrival a inherits want
+// (0: nothing) from the one job of owner that ended, b, in a 600 s window.
+func inheritsOne(t *testing.T, owner HeirKey, b Bequest, key HeirKey, id uint32, a Arrival, want float64) {
+	t.Helper()
+	h := NewInheritance(600)
+	h.Ended(owner, b)
+	got, ok := h.For(key, id, a)
+	if ok != (want > 0) || got.Service != want {
+		t.Fatalf("For = %+v, %v; want service %v", got, ok, want)
 	}
 }
 
@@ -53,14 +65,8 @@ func TestInheritance(t *testing.T) {
 // after the end (within the window) or shortly before it; what became
 // ready with the original's run, or before it, is a sweep's member.
 func TestDeferredCopiesInherit(t *testing.T) {
-	alice := HeirKey{User: 1000, Account: "vision", GPUs: 2}
-	// Job 1 arrived at 100, ran from 1000 and was cancelled at 2000 with
-	// 2000 GPU-s; "completed" is the same job having exited 0.
-	cancelled := Bequest{JobID: 1, Arrived: 100, From: 1000, End: 2000, Service: 2000}
-	completed := cancelled
-	completed.Completed = true
-	// Both released at 1000 by one command; job 1 started at once.
-	releasedTogether := Bequest{JobID: 1, Arrived: 1000, From: 1000, End: 2000, Service: 2000}
+	// releasedTogether: both released at 1000 by one command.
+	cancelled, completed, releasedTogether := job1, job1Completed, job1ArrivedAtItsStart
 	cases := []struct {
 		name  string
 		ended Bequest
@@ -80,26 +86,15 @@ func TestDeferredCopiesInherit(t *testing.T) {
 		{"released with the original, which started at once (one release of many)", releasedTogether, 1005, 0},
 		{"released before the original's run began", cancelled, 900, 0},
 		{"still held", cancelled, 0, 0},
+		// Ready at its submission, or within readyGap of it: judged as
+		// before, so one submitted with the original is a sweep's member.
+		{"ready at its submission, with the original", cancelled, 105, 0},
+		{"ready within readyGap of its submission", cancelled, 105 + readyGap, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := NewInheritance(600)
-			h.Ended(alice, c.ended)
-			b, ok := h.For(alice, 2, Arrival{Submit: 105, Ready: c.ready})
-			if ok != (c.want > 0) || b.Service != c.want {
-				t.Fatalf("For = %+v, %v; want service %v", b, ok, c.want)
-			}
+			inheritsOne(t, alice, c.ended, alice, 2, Arrival{Submit: 105, Ready: c.ready}, c.want)
 		})
-	}
-	// A job ready at its submission is judged as before, whatever its
-	// ready time says: one submitted (and ready) with the original
-	// inherits nothing from its cancel, as a sweep's member.
-	h := NewInheritance(600)
-	h.Ended(alice, cancelled)
-	for _, ready := range []int64{105, 105 + readyGap} {
-		if b, ok := h.For(alice, 2, Arrival{Submit: 105, Ready: ready}); ok {
-			t.Fatalf("a job ready at %d, submitted at 105 with the original, inherits %+v", ready, b)
-		}
 	}
 }
 

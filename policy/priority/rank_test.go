@@ -437,6 +437,24 @@ func TestStandingSitsBetweenBands(t *testing.T) {
 	}
 }
 
+// workedGittins is the ranker of TestRankGittinsOrder's worked example
+// (S = {1,2,3,4,10}, one threshold at 5), its config changed by edit when
+// not nil.
+func workedGittins(t testing.TB, edit func(*Config)) *Ranker {
+	t.Helper()
+	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Mode = ModeGittins
+	cfg.FixThresholds([]float64{5})
+	if edit != nil {
+		edit(&cfg)
+	}
+	return mustRanker(t, cfg, dist)
+}
+
 // TestRankGittinsOrder uses S = {1,2,3,4,10} and one threshold at 5, so Q0
 // ranks with Δ = 5 and Q1 with Δ = +Inf. Worked like TestIndexByHand:
 //
@@ -446,14 +464,7 @@ func TestStandingSitsBetweenBands(t *testing.T) {
 //	a=3.5: {4,10}, 1 ends by 8.5, Σmin = 0.5+5 = 5.5 → 2/11 ≈ 0.182
 //	a=6 (Q1, Δ=∞): {10}, Σ(s−6) = 4 → 1/4
 func TestRankGittinsOrder(t *testing.T) {
-	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig()
-	cfg.Mode = ModeGittins
-	cfg.FixThresholds([]float64{5})
-	r := mustRanker(t, cfg, dist)
+	r := workedGittins(t, nil)
 	// Queue entries are the reverse of the index order, so FIFO alone would
 	// get every position wrong.
 	jobs := []Job{
@@ -488,14 +499,7 @@ func TestRankGittinsOrder(t *testing.T) {
 // In Gittins mode too, a job that cannot start yet goes last in its queue,
 // whatever its index: job 2 would lead queue 0 by its index (6/19).
 func TestRankGittinsDeferredJobGoesLastInItsQueue(t *testing.T) {
-	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig()
-	cfg.Mode = ModeGittins
-	cfg.FixThresholds([]float64{5})
-	r := mustRanker(t, cfg, dist)
+	r := workedGittins(t, nil)
 	jobs := []Job{
 		{ID: 1, State: Pending, Service: 0, QueueEntry: 100},
 		{ID: 2, State: Pending, Service: 1.5, QueueEntry: 400, Deferred: true},
@@ -511,15 +515,7 @@ func TestRankGittinsDeferredJobGoesLastInItsQueue(t *testing.T) {
 }
 
 func TestPromotedJobIndexUsesZeroService(t *testing.T) {
-	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig()
-	cfg.Mode = ModeGittins
-	cfg.FixThresholds([]float64{5})
-	cfg.PromoteKnob = 1
-	r := mustRanker(t, cfg, dist)
+	r := workedGittins(t, func(c *Config) { c.PromoteKnob = 1 })
 	job := Job{ID: 1, Service: 7, Queue: 1, QueueEntry: 10, LastRun: 10, WaitingSince: now - 10}
 	got := r.Rank(now, []Job{job}, nil)[0]
 	if !got.Promoted || math.Abs(got.Factors.Gittins-4.0/15) > 1e-12 {
