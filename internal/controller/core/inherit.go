@@ -82,8 +82,8 @@ func (c *Core) noteReady(now int64, s *Snapshot, rec *ledger.Record, fresh bool)
 	if s.ArrayThrottle != 0 && s.ID == s.ArrayJobID {
 		c.throttles.saw(s.ArrayJobID, s.ArrayThrottle, now)
 	}
-	if rec.Runs > 1 || (rec.Runs == 1 && rec.Ready != 0) {
-		return
+	if rec.Runs > 1 || (rec.Runs == 1 && (rec.Ready != 0 || s.State == StatePending)) {
+		return // past its first run's start: a requeue is no arrival
 	}
 	switch {
 	case s.State == StatePending && s.ArrayThrottle >= 2:

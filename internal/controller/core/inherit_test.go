@@ -342,3 +342,25 @@ func TestThrottledArrayTasksAreASweepButAChainOfOneIsNot(t *testing.T) {
 		})
 	}
 }
+
+// A job's arrival is fixed once it has run: the EligibleTime Slurm gives
+// it after a requeue (its begin time, two minutes on) is no arrival, even
+// when no pass saw it ready before its first run (it started between
+// passes without one, or slurmctld restarted).
+func TestARequeuedJobDoesNotArriveAgain(t *testing.T) {
+	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+	defer c.Close()
+	job := owned(running(1, 2, 100, 1000), 5, "a") // its EligibleTime not known
+	pass(c, 1100, job)
+	requeued := owned(pending(1, 2, 1200), 5, "a")
+	requeued.BeginTime = 1320
+	pass(c, 1330, requeued)
+	if r, _ := c.Record(1); r.Ready != 0 {
+		t.Fatalf("requeued job ready at %d, want unknown (0)", r.Ready)
+	}
+	requeued.State, requeued.StartTime = StateRunning, 1340
+	pass(c, 1350, requeued)
+	if r, _ := c.Record(1); r.Ready != 0 {
+		t.Fatalf("requeued job running again ready at %d, want unknown (0)", r.Ready)
+	}
+}
