@@ -160,6 +160,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./policy/gres
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime 1m ./internal/controller/core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./policy/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzLogLineIsOneLineOfPrintableText$$' -fuzztime 1m ./internal/util/logging
 	$(GO) test -run '^$$' -fuzz '^FuzzField$$' -fuzztime 1m ./internal/util/reasontext
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
