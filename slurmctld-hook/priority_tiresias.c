@@ -33,6 +33,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "lachesis_hook.h"
+#include "reason_text.h"
 
 /* Defined here so the plugin also loads into programs other than slurmctld
  * (sshare dlopens priority plugins); slurmctld's own definitions take
@@ -164,11 +165,18 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 	    (!_per_gpu(job_ptr->cpus_per_tres, &cur_cpus) ||
 	     !_per_gpu(job_ptr->mem_per_tres, &cur_mem) ||
 	     (sh->cpus_per_gpu > cur_cpus) || (sh->mem_mb_per_gpu > cur_mem))) {
+		/* The job's owner wrote these strings: no control byte of
+		 * theirs goes into slurmctld's log. */
+		char cpus[64], mem[64];
+		lachesis_reason_clean(cpus, sizeof(cpus), job_ptr->cpus_per_tres ?
+				      job_ptr->cpus_per_tres : "", 0);
+		lachesis_reason_clean(mem, sizeof(mem), job_ptr->mem_per_tres ?
+				      job_ptr->mem_per_tres : "", 0);
 		error("%s: refused to resize JobId=%u to %u CPUs/%" PRIu64
 		      " MB per GPU: a lowering never raises a job's"
 		      " request (CpusPerTres=%s MemPerTres=%s)", plugin_type,
 		      sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu,
-		      job_ptr->cpus_per_tres, job_ptr->mem_per_tres);
+		      cpus, mem);
 		return;
 	}
 	slurm_init_job_desc_msg(&desc);

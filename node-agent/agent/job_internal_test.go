@@ -10,24 +10,6 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 )
 
-func TestStepdJobID(t *testing.T) {
-	for title, want := range map[string]uint32{
-		"slurmstepd: [1234.0]\x00\x00":     1234,
-		"slurmstepd: [7.batch]":            7,
-		"slurmstepd: [9.extern]\x00      ": 9,
-		"slurmstepd: [.0]":                 0,
-		"slurmstepd: [x.0]":                0,
-		"slurmstepd:[5.0]":                 0,
-		"/usr/sbin/slurmstepd":             0,
-		"python train.py":                  0,
-		"slurmstepd: [99999999999.0]":      0,
-	} {
-		if got := stepdJobID(title); got != want {
-			t.Errorf("stepdJobID(%q) = %d, want %d", title, got, want)
-		}
-	}
-}
-
 // Slurm's answers become the caller's job owner or ErrNoJob: squeue that
 // names nobody, or refuses, means no job of the caller's here.
 func TestSlurmJobOwnerMapsSlurmsAnswers(t *testing.T) {
@@ -51,13 +33,5 @@ func TestSlurmJobOwnerMapsSlurmsAnswers(t *testing.T) {
 				t.Fatalf("got %d, %v", uid, err)
 			}
 		})
-	}
-}
-
-// The test process is in no Slurm step: a process that only calls itself
-// slurmstepd (its own title) is not one.
-func TestStepdOf_ATitleIsNotAStep(t *testing.T) {
-	if id, pid := stepdOf(os.Getpid()); id != 0 || pid != 0 {
-		t.Fatalf("the test process is in job %d (stepd %d)", id, pid)
 	}
 }

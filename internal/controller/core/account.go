@@ -26,11 +26,15 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		if c.finishedEarlier(s) {
 			continue
 		}
+		// Before the marker: a task split off a job array carries the
+		// marker of the array's record, from which a record is made.
+		_, known := c.records[s.ID]
 		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
 		if s.State == StateFinished {
 			continue
 		}
+		c.noteReady(now, s, rec, !known)
 		c.inherit(s, rec)
 		if s.Held {
 			continue
@@ -156,7 +160,7 @@ func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priori
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	if known {
-		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Submit: rec.FirstSubmit, From: from, End: rec.Finished,
+		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Arrived: max(rec.Ready, rec.FirstSubmit), From: from, End: rec.Finished,
 			Completed: completed, Service: rec.QueueService()})
 	}
 	rec.SweepSample = completed
@@ -185,6 +189,11 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 		QOS:          s.QOSFactor,
 		Nice:         s.Nice,
 		Held:         s.Held,
+		// Only before its first run: a requeued job's wait for its new
+		// begin time is no arrival, and its place in its queue is its own.
+		// Nor is a wait on its array's throttle of two or more: its
+		// tasks are a sweep's members (inherit.go).
+		Deferred: s.Deferred && rec.Runs == 0 && s.ArrayThrottle < 2,
 	}
 	rec.Describe(&j)
 	return j

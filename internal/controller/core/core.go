@@ -126,6 +126,9 @@ type Core struct {
 	// heirs: the service of recently ended jobs, which a job replacing one
 	// inherits (inherit.go); nil when off; under mu.
 	heirs *priority.Inheritance
+	// throttles: job arrays whose pending tasks wait on their throttle
+	// (inherit.go); under mu.
+	throttles arrayThrottles
 	// siblings: the sweep of each job and its completed members
 	// (siblings.go); nil when sibling prediction is off; under mu.
 	siblings *priority.Siblings
@@ -248,6 +251,7 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 		stopped:    make(chan struct{}),
 		sharing:    gpushare.New(cfg, log),
 		pairScores: map[uint32]float64{},
+		throttles:  arrayThrottles{},
 	}
 	c.met = newMetricsIf(cfg.Metrics.Listen, c.sharing.Collectors()...)
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
@@ -413,14 +417,17 @@ func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 		c.preemption.view.enqueued(s, d)
 		return d
 	}
-	rec, ok := c.records[s.ID]
-	if !ok {
+	rec, known := c.records[s.ID]
+	if !known {
 		acct := priority.NewAccount(s.SubmitTime)
 		acct.QueueEntry = now
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
-		if b, heir := c.heirs.For(heirKey(s), s.ID, s.SubmitTime); heir {
-			rec.ServiceClosed = b.Service // the pass that sees it inherits it for good
-		}
+	}
+	if b, heir := c.heirs.For(heirKey(s), s.ID, enqueueArrival(now, s, rec, known)); heir && b.Service > rec.Inherited {
+		// A view: the pass that sees it inherits it for good.
+		view := *rec
+		view.ServiceClosed += b.Service - rec.Inherited
+		rec = &view
 	}
 	j := policyJob(rec, s)
 	j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))

@@ -30,6 +30,7 @@ func (c *Core) forget(now int64) {
 	c.forgetPreemptions()
 	c.siblings.Prune(now)
 	c.heirs.Prune(now)
+	c.throttles.prune(now)
 	for id := range c.ends.held {
 		if !c.seen[id] {
 			delete(c.ends.held, id)

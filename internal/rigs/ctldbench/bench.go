@@ -155,3 +155,22 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[min(len(d)-1, int(p*float64(len(d))))]
 }
+
+// SelectSetups keeps the setups named in a comma-separated list of
+// labels, in their original order; an empty list keeps all.
+func SelectSetups(all []Setup, only string) []Setup {
+	if only == "" {
+		return all
+	}
+	want := map[string]bool{}
+	for _, l := range strings.Split(only, ",") {
+		want[strings.TrimSpace(l)] = true
+	}
+	var out []Setup
+	for _, s := range all {
+		if want[s.Label] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
