@@ -215,9 +215,9 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 	if d.Blocked != "" {
 		copyCText(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
 	}
-	if d.Usage != "" && len(d.Usage) < len(out.usage) {
+	if d.GPUUse != "" && len(d.GPUUse) < len(out.usage) {
 		// Whole or not at all: a cut segment would lose its ']'.
-		copyCString(unsafe.Pointer(&out.usage[0]), len(out.usage), d.Usage)
+		copyCString(unsafe.Pointer(&out.usage[0]), len(out.usage), d.GPUUse)
 	}
 }
 
@@ -243,11 +243,11 @@ func recoverInto(rc *C.int, where string) {
 }
 
 // reasonPrefixC is the header's LACHESIS_REASON_PREFIX, which must be
-// core.ReasonPrefix (convert_test.go).
+// reasontext.WaitingPrefix (convert_test.go).
 func reasonPrefixC() string { return C.LACHESIS_REASON_PREFIX }
 
 // usagePrefixC is LACHESIS_USAGE_PREFIX, for the test that it is
-// core.UsagePrefix.
+// gpushare.GPUUsePrefix.
 func usagePrefixC() string { return C.LACHESIS_USAGE_PREFIX }
 
 // usageBufC is the size of lachesis_prio_t.usage.

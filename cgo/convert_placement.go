@@ -13,17 +13,17 @@ import (
 	"github.com/lachesis-sched/lachesis/policy/placement"
 )
 
-func placeNodesFromC(nodes *C.lachesis_place_node_t, n C.int32_t) []placement.Node {
+func placeNodesFromC(nodes *C.lachesis_place_node_t, n C.int32_t) []placement.TypedNode {
 	cn := unsafe.Slice(nodes, int(n))
-	pn := make([]placement.Node, len(cn))
+	pn := make([]placement.TypedNode, len(cn))
 	for i := range cn {
-		pn[i] = placement.Node{CPUs: int(cn[i].cpus), MemMB: uint64(cn[i].mem_mb),
+		pn[i] = placement.TypedNode{CPUs: int(cn[i].cpus), MemMB: uint64(cn[i].mem_mb),
 			Gres: boundedString(cn[i].gres), Features: boundedString(cn[i].features)}
 	}
 	return pn
 }
 
-func placementToC(d *placement.Decision, out *C.lachesis_place_t) {
+func placementToC(d *placement.Placement, out *C.lachesis_place_t) {
 	*out = C.lachesis_place_t{}
 	out.max_nodes = C.uint32_t(d.MaxNodes)
 	copyCString(unsafe.Pointer(&out.prefer[0]), len(out.prefer), d.Prefer)
@@ -33,8 +33,8 @@ func placementToC(d *placement.Decision, out *C.lachesis_place_t) {
 	}
 }
 
-func placeReqFromC(j *C.lachesis_place_req_t) placement.Request {
-	return placement.Request{
+func placeReqFromC(j *C.lachesis_place_req_t) placement.Job {
+	return placement.Job{
 		Name:        boundedString(j.name),
 		Comment:     boundedString(j.comment),
 		Partition:   boundedString(j.partition),

@@ -5,14 +5,15 @@ package main
 import (
 	"testing"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/core"
+	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
+	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
 )
 
 // The plugin replaces or clears only a state_desc that starts with the
 // header's prefix, so the core's reasons must start with the same text.
 func TestReasonPrefixMatchesTheHeader(t *testing.T) {
-	if got := reasonPrefixC(); got != core.ReasonPrefix {
-		t.Fatalf("LACHESIS_REASON_PREFIX %q, core.ReasonPrefix %q", got, core.ReasonPrefix)
+	if got := reasonPrefixC(); got != reasontext.WaitingPrefix {
+		t.Fatalf("LACHESIS_REASON_PREFIX %q, reasontext.WaitingPrefix %q", got, reasontext.WaitingPrefix)
 	}
 }
 
@@ -20,10 +21,10 @@ func TestReasonPrefixMatchesTheHeader(t *testing.T) {
 // header's prefix; the core's segment must start with the same text, and
 // fit the struct's buffer whole.
 func TestUsagePrefixMatchesTheHeader(t *testing.T) {
-	if got := usagePrefixC(); got != core.UsagePrefix {
-		t.Fatalf("LACHESIS_USAGE_PREFIX %q, core.UsagePrefix %q", got, core.UsagePrefix)
+	if got := usagePrefixC(); got != gpushare.GPUUsePrefix {
+		t.Fatalf("LACHESIS_USAGE_PREFIX %q, gpushare.GPUUsePrefix %q", got, gpushare.GPUUsePrefix)
 	}
-	if n := usageBufC(); core.UsageMax >= n {
-		t.Fatalf("core.UsageMax %d does not fit lachesis_prio_t.usage[%d]", core.UsageMax, n)
+	if n := usageBufC(); gpushare.GPUUseMax >= n {
+		t.Fatalf("gpushare.GPUUseMax %d does not fit lachesis_prio_t.usage[%d]", gpushare.GPUUseMax, n)
 	}
 }

@@ -137,7 +137,7 @@ typedef struct lachesis_job {
 	 * name and comment are also given for every pending job (pointers,
 	 * no copy): start-time sizing's model key, and a waiting
 	 * opportunistic job's, which the core pairs with the guaranteed jobs
-	 * on each node (core/exclude.go). Same layout as before: no ABI
+	 * on each node (gpushare/exclude.go). Same layout as before: no ABI
 	 * change. */
 	const char *gpu_type;
 	const char *name;
@@ -218,7 +218,7 @@ typedef struct lachesis_prio {
 	 * constraints fit none (BadConstraints). */
 	char     blocked[128];
 	/* Pass, running jobs: when not empty, the job's GPU use so far as
-	 * node agents measured it (core/usage.go), one segment from
+	 * node agents measured it (gpushare/gpuuse.go), one segment from
 	 * LACHESIS_USAGE_PREFIX through its closing ']', to replace
 	 * Lachesis's segment of the job's AdminComment. Set only when it
 	 * changed. */
@@ -226,10 +226,10 @@ typedef struct lachesis_prio {
 } lachesis_prio_t;
 
 /* Lachesis's GPU-use segment of an AdminComment starts with this
- * (core.UsagePrefix) and ends with the next ']'. */
+ * (gpushare.UsagePrefix) and ends with the next ']'. */
 #define LACHESIS_USAGE_PREFIX "[GPU use: "
 
-/* Every reason the core gives a job starts with this (core.ReasonPrefix):
+/* Every reason the core gives a job starts with this (reasontext.WaitingPrefix):
  * the plugin replaces or clears only a state_desc that does. */
 #define LACHESIS_REASON_PREFIX "Lachesis: "
 

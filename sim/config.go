@@ -87,7 +87,8 @@ type Config struct {
 	// different shapes (Synergy's sizing) needs it.
 	BackfillInterval float64
 	// RecordRuns keeps every run of every job in the Result (for checking
-	// invariants); it costs memory on long traces.
+	// invariants), and with sharing every pair and promotion
+	// (Result.SharingHistory); it costs memory on long traces.
 	RecordRuns bool
 	// Progress, if set, is called from the simulating goroutine with the
 	// number of jobs completed since its previous call.

@@ -27,6 +27,9 @@ type Result struct {
 	Accounts []AccountSummary
 	// Sharing is the sharing report of a run with Config.Sharing.
 	Sharing *SharingSummary
+	// SharingHistory is every pair and promotion of a run with
+	// Config.Sharing and Config.RecordRuns.
+	SharingHistory *SharingHistory
 }
 
 // JobResult is one job's outcome.
@@ -129,6 +132,9 @@ func (e *engine) result(trace *Trace) *Result {
 	r.Accounts = e.accts.summaries(r.Jobs)
 	r.Hetero = e.heteroSummary()
 	r.Sharing = e.sharingSummary(r)
+	if e.sh != nil {
+		r.SharingHistory = e.sh.hist
+	}
 	return r
 }
 

@@ -68,6 +68,54 @@ type shareState struct {
 	// scratch for placing guests
 	models []string
 	queues map[string][]*JobState
+	// hist: with Config.RecordRuns, every pair and promotion (Result's
+	// SharingHistory); open: each guest's pair in hist.Pairs.
+	hist *SharingHistory
+	open map[*JobState]int
+}
+
+// SharingHistory is what a run's sharing did, for checking it against
+// slurmctld's (internal/controller/core's sharing equivalence test): kept
+// with Config.RecordRuns. A guest's run beside its host is in Result.Runs
+// (with no slots: it holds none of the node).
+type SharingHistory struct {
+	Pairs    []PairRecord
+	Promoted []PromotionRecord
+}
+
+// PairRecord is one guest placed beside one host.
+type PairRecord struct {
+	Host, Guest           uint32
+	HostModel, GuestModel string
+	// Start: when the guest started beside the host; its run ends with
+	// the pair.
+	Start float64
+	// Of is the host's speed beside the guest and GuestSpeed the guest's
+	// (its share's limit included), each a fraction of alone.
+	Of, GuestSpeed float64
+	// Judged: when the revert rule judged the pair (0: never); Reverted:
+	// the guest was requeued for it; Moved: requeued to run alone
+	// (SharingConfig's Rules.MoveAfter).
+	Judged          float64
+	Reverted, Moved bool
+}
+
+// PromotionRecord is an opportunistic job promoted to guaranteed.
+type PromotionRecord struct {
+	Job uint32
+	At  float64
+}
+
+// pairRecord is g's open pair in the history, nil without one.
+func (sh *shareState) pairRecord(g *JobState) *PairRecord {
+	if sh.hist == nil {
+		return nil
+	}
+	i, ok := sh.open[g]
+	if !ok {
+		return nil
+	}
+	return &sh.hist.Pairs[i]
 }
 
 // SharingSummary is a run's sharing report. The window is from the first
@@ -206,6 +254,9 @@ func (e *engine) initSharing(trace *Trace) error {
 	}
 	sh.horizon = trace.Jobs[len(trace.Jobs)-1].Submit
 	sh.sum.On = sc.On
+	if e.cfg.RecordRuns {
+		sh.hist, sh.open = &SharingHistory{}, map[*JobState]int{}
+	}
 	e.sh = sh
 	return nil
 }
@@ -294,14 +345,23 @@ func (e *engine) sharePrePass(now float64) {
 		if h == nil || g.pairChecked || g.pairedAt >= now {
 			continue
 		}
+		// Introspection, as slurmctld runs it (sharing.JudgePair, then
+		// Table.Learn), on the table's truth: the host alone at 1 and at
+		// truth.Of beside its guest, the guest at its speed beside the host
+		// (its share's limit included). The table learns the pair's own
+		// fractions: a share's limit is the guest's, applied when it is
+		// placed (sharePostPass).
 		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
-		if sh.cfg.Rules.RevertPair(1, truth.Of, 1, g.shareFactor) {
-			_ = sh.known.MarkBad(h.pairModel, g.pairModel)
+		v := sh.cfg.Rules.JudgePair(sharing.PairRates{HostSolo: 1, HostShared: truth.Of, GuestSolo: 1, GuestShared: g.shareFactor})
+		_, _ = sh.known.Learn(h.pairModel, g.pairModel, v, truth.Of, truth.Beside)
+		if p := sh.pairRecord(g); p != nil {
+			p.Judged, p.Reverted = now, v.Revert
+		}
+		if v.Revert {
 			sh.sum.Reverted++
 			e.requeueOpp(g, now)
 			continue
 		}
-		_ = sh.known.Measure(h.pairModel, g.pairModel, truth.Of, truth.Beside)
 		g.pairChecked = true
 	}
 	kept := sh.opps[:0]
@@ -320,6 +380,9 @@ func (e *engine) sharePrePass(now float64) {
 			j.entry = now
 			j.opp = false
 			sh.sum.Promoted++
+			if sh.hist != nil {
+				sh.hist.Promoted = append(sh.hist.Promoted, PromotionRecord{Job: j.Job.ID, At: now})
+			}
 			e.active = append(e.active, j)
 			e.pending++
 			continue
@@ -363,6 +426,9 @@ func (e *engine) sharePostPass(now float64) float64 {
 		}
 		if g.host != nil && g.Status == Running && sh.cfg.Rules.Move(now-g.pairedAt) {
 			sh.sum.Moved++
+			if p := sh.pairRecord(g); p != nil {
+				p.Moved = true
+			}
 			moved++
 			e.requeueOpp(g, now)
 			if g.eligibleAt <= now && c.couldFit(g.Job.GPUs) {
@@ -451,6 +517,11 @@ func (e *engine) startGuest(g, h *JobState, now float64) {
 	limit := g.shareLimit()
 	e.start(g, truth.Beside*limit, now)
 	g.shareFactor = truth.Beside * limit
+	if sh.hist != nil {
+		sh.open[g] = len(sh.hist.Pairs)
+		sh.hist.Pairs = append(sh.hist.Pairs, PairRecord{Host: h.Job.ID, Guest: g.Job.ID, HostModel: h.pairModel, GuestModel: g.pairModel,
+			Start: now, Of: truth.Of, GuestSpeed: g.shareFactor})
+	}
 	h.soloSpeed = h.Speed
 	e.setSpeed(h, h.soloSpeed*truth.Of, truth.Of, now)
 }

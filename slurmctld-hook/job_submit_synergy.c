@@ -361,7 +361,7 @@ static bool _wants_gpus(const job_desc_msg_t *job_desc)
 
 /*
  * A job the core rewrites from one GPU into out->shards gres/shard of one
- * GPU (core/shardconvert.go): the core does so only for a job whose GPU
+ * GPU (gpushare/shardconvert.go): the core does so only for a job whose GPU
  * request is one untyped GPU in tres_per_job or tres_per_node and nothing
  * else, so both go. Slurm 22.05 allocates a GPU as gpu or as shards,
  * never both: the job keeps no gres/gpu, and its CPUs and memory, per GPU

@@ -161,7 +161,7 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 			out->admin_comment = job_ptr->admin_comment;
 		/* The model key of a waiting job: the core reads it (once per
 		 * job) for opportunistic ones, whose pair with the guaranteed
-		 * jobs on each node it judges (core/exclude.go). Pointers
+		 * jobs on each node it judges (gpushare/exclude.go). Pointers
 		 * only: nothing is copied here. */
 		out->name = job_ptr->name;
 		out->comment = job_ptr->comment;

@@ -11,6 +11,7 @@ import (
 	lconfig "github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // maxHistoryModel bounds a model key in the table (a user's own text).
@@ -60,15 +61,15 @@ func cmdHistory(args []string, stdout, stderr io.Writer) error {
 // shardConvertRule is sharing.convert_* of the controller's lachesis.yaml,
 // and where they come from: the file, or the defaults when it is missing
 // or refused.
-func shardConvertRule() (lconfig.ShardConvert, string) {
+func shardConvertRule() (sharing.ShardConvert, string) {
 	cfg, path, err := controllerConfig()
 	switch {
 	case err != nil:
-		return lconfig.Default().Sharing.Convert, fmt.Sprintf("defaults: %s not read: %v", path, err)
+		return lconfig.Default().Sharing.Rules.Convert, fmt.Sprintf("defaults: %s not read: %v", path, err)
 	case !fileExists(path):
-		return cfg.Sharing.Convert, "defaults: no " + path
+		return cfg.Sharing.Rules.Convert, "defaults: no " + path
 	}
-	return cfg.Sharing.Convert, "from " + path
+	return cfg.Sharing.Rules.Convert, "from " + path
 }
 
 func fileExists(path string) bool {
@@ -79,16 +80,16 @@ func fileExists(path string) bool {
 // nextJob is what the history says of the user's next one-GPU job of the
 // model; where it says shards, the job must also ask for one untyped GPU
 // on one node, and the partition's GPU nodes have shards.
-func nextJob(conv lconfig.ShardConvert, h ledger.ModelHistory) string {
+func nextJob(conv sharing.ShardConvert, h ledger.ModelHistory) string {
 	if !conv.Enabled() {
 		return "whole (convert_below_pct is 0: off)"
 	}
 	switch conv.JudgeHistory(h.Jobs, h.UtilPeak, h.MemPeakMB) {
-	case lconfig.ConvertFewJobs:
+	case sharing.ConvertFewJobs:
 		return fmt.Sprintf("whole: %d of %d jobs measured", h.Jobs, conv.MinJobs)
-	case lconfig.ConvertBusy:
+	case sharing.ConvertBusy:
 		return fmt.Sprintf("whole: peak util %.0f%% >= %g%%", h.UtilPeak, conv.BelowPct)
-	case lconfig.ConvertMemory:
+	case sharing.ConvertMemory:
 		return fmt.Sprintf("whole: peak mem %.0f MB >= %d MB", h.MemPeakMB, conv.MemBelowMB)
 	}
 	return "shards"

@@ -124,10 +124,10 @@ func cmdIdle(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("reading the idle rule: %w (or pass --below and --for)", err)
 		}
 		if math.IsNaN(*below) {
-			*below = cfg.Usage.IdleBelowPct
+			*below = cfg.GPUUse.IdleBelowPct
 		}
 		if *after < 0 {
-			*after = cfg.Usage.IdleAfter
+			*after = cfg.GPUUse.IdleAfter
 		}
 	}
 	if !(*below >= 0 && *below <= 100) {

@@ -11,9 +11,10 @@ import (
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
-// Request is the part of a submission placement looks at, as copied out of
+// Job is the part of a submission placement looks at (synergy.Request is
+// the part sizing looks at), as copied out of
 // job_desc_msg_t after job_submit/synergy sized it. Zero means "not given".
-type Request struct {
+type Job struct {
 	Name, Comment, Partition string
 	GPU                      gres.Request // GPU.Nodes is min_nodes
 	MaxNodes                 uint32
@@ -25,23 +26,24 @@ type Request struct {
 	CPUsPerTRES, MemPerTRES string
 }
 
-// Node is one node of the job's partition(s).
-type Node struct {
+// TypedNode is one node of the job's partition(s), with the features that
+// name its GPU type (synergy.Node is one without them).
+type TypedNode struct {
 	CPUs     int
 	MemMB    uint64
 	Gres     string // configured gres, e.g. "gpu:a:2"
 	Features string // configured features, comma-separated
 }
 
-// Decision is what to do with the job. Zero fields leave the job alone.
-type Decision struct {
+// Placement is what to do with the job. Zero fields leave the job alone.
+type Placement struct {
 	ModelKey string
 	Prefer   string // new --prefer, e.g. "gpu_a" or "gpu_a|gpu_c"
 	MaxNodes uint32 // new max_nodes
 	Reason   string // for the admin comment ("" = nothing to say)
 }
 
-// MaxReason bounds Decision.Reason (the C buffer is 512 bytes).
+// MaxReason bounds Placement.Reason (the C buffer is 512 bytes).
 const MaxReason = 400
 
 type nodeInfo struct {
@@ -51,13 +53,13 @@ type nodeInfo struct {
 	mem  uint64
 }
 
-// Decide picks a type preference and a node cap for one job.
-func Decide(cfg Config, req Request, nodes []Node) Decision {
+// Place picks a type preference and a node cap for one job.
+func Place(cfg Config, req Job, nodes []TypedNode) Placement {
 	if !cfg.Enabled {
-		return Decision{}
+		return Placement{}
 	}
 	key := strings.ToLower((&synergy.Request{Name: req.Name, Comment: req.Comment}).ModelKey())
-	d := Decision{ModelKey: key}
+	d := Placement{ModelKey: key}
 	m, profiled, ok := cfg.model(key)
 	if !ok {
 		return d
@@ -302,7 +304,7 @@ func fewestNodes(info []nodeInfo, f fitter) (int, uint64) {
 	return 0, 0
 }
 
-func describeNodes(prefix string, nodes []Node) []nodeInfo {
+func describeNodes(prefix string, nodes []TypedNode) []nodeInfo {
 	out := make([]nodeInfo, 0, len(nodes))
 	for _, n := range nodes {
 		g, err := gres.NodeGPUs(n.Gres)

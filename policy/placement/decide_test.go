@@ -10,7 +10,7 @@ import (
 )
 
 // Two node groups of 2 GPUs each: type a on lnode1-2, type b on lnode3-4.
-var twoTypes = []Node{
+var twoTypes = []TypedNode{
 	{CPUs: 8, MemMB: 16000, Gres: "gpu:a:2", Features: "gpu_a"},
 	{CPUs: 8, MemMB: 16000, Gres: "gpu:a:2", Features: "gpu_a"},
 	{CPUs: 8, MemMB: 16000, Gres: "gpu:b:2", Features: "gpu_b,ib"},
@@ -29,8 +29,8 @@ func table() Config {
 	return c
 }
 
-func job(model string, gpus string) Request {
-	return Request{Name: model, Partition: "gpu", GPU: gres.Request{PerJob: "gres:gpu:" + gpus}}
+func job(model string, gpus string) Job {
+	return Job{Name: model, Partition: "gpu", GPU: gres.Request{PerJob: "gres:gpu:" + gpus}}
 }
 
 func TestDecide(t *testing.T) {
@@ -38,7 +38,7 @@ func TestDecide(t *testing.T) {
 	off.Enabled = false
 	solo := table()
 	solo.Models = map[string]Model{"fast_on_a": table().Models["fast_on_a"]}
-	with := func(r Request, f func(*Request)) Request { f(&r); return r }
+	with := func(r Job, f func(*Job)) Job { f(&r); return r }
 	// Profiles measured on both types override the table's row (even:
 	// 2.1 in the table, 6 measured) and add a model the table lacks.
 	profiled := table()
@@ -50,8 +50,8 @@ func TestDecide(t *testing.T) {
 	cases := []struct {
 		name     string
 		cfg      Config
-		req      Request
-		nodes    []Node
+		req      Job
+		nodes    []TypedNode
 		prefer   string
 		maxNodes uint32
 		reason   string // substring; "" = no reason at all
@@ -60,26 +60,26 @@ func TestDecide(t *testing.T) {
 		{"model faster on a but less so than others prefers b", table(), job("mild_on_a", "1"), twoTypes, "gpu_b", 0, "prefers gpu_b"},
 		{"model with the table's average ratio gets no preference", table(), job("even", "1"), twoTypes, "", 0, "no GPU type gives"},
 		{"only model of the table is steered by absolute advantage", solo, job("fast_on_a", "1"), twoTypes, "gpu_a", 0, "vs 0 other"},
-		{"model key from the comment is used", table(), with(job("train.sh", "1"), func(r *Request) { r.Comment = "model=FAST_ON_A" }), twoTypes, "gpu_a", 0, "model=fast_on_a"},
+		{"model key from the comment is used", table(), with(job("train.sh", "1"), func(r *Job) { r.Comment = "model=FAST_ON_A" }), twoTypes, "gpu_a", 0, "model=fast_on_a"},
 		{"unknown model is left alone silently", table(), job("mystery", "1"), twoTypes, "", 0, ""},
 		{"disabled placement leaves every job alone", off, job("fast_on_a", "4"), twoTypes, "", 0, ""},
-		{"user's constraint is kept", table(), with(job("fast_on_a", "1"), func(r *Request) { r.Features = "ib" }), twoTypes, "", 0, "kept the user's"},
-		{"user's prefer is kept", table(), with(job("fast_on_a", "1"), func(r *Request) { r.Prefer = "gpu_b" }), twoTypes, "", 0, "kept the user's"},
-		{"user's node list is kept", table(), with(job("fast_on_a", "1"), func(r *Request) { r.ReqNodes = "lnode3" }), twoTypes, "", 0, "kept the user's"},
+		{"user's constraint is kept", table(), with(job("fast_on_a", "1"), func(r *Job) { r.Features = "ib" }), twoTypes, "", 0, "kept the user's"},
+		{"user's prefer is kept", table(), with(job("fast_on_a", "1"), func(r *Job) { r.Prefer = "gpu_b" }), twoTypes, "", 0, "kept the user's"},
+		{"user's node list is kept", table(), with(job("fast_on_a", "1"), func(r *Job) { r.ReqNodes = "lnode3" }), twoTypes, "", 0, "kept the user's"},
 		{"typed GPU request is kept", table(), job("fast_on_a", "b:1"), twoTypes, "", 0, "kept the user's GPU type"},
-		{"typed per-node GPU request is kept", table(), Request{Name: "fast_on_a", GPU: gres.Request{PerNode: "gres/gpu:b=1"}}, twoTypes, "", 0, "GPU type"},
+		{"typed per-node GPU request is kept", table(), Job{Name: "fast_on_a", GPU: gres.Request{PerNode: "gres/gpu:b=1"}}, twoTypes, "", 0, "GPU type"},
 		{"type without a node feature here gets no preference", table(), job("fast_on_a", "1"),
-			[]Node{{CPUs: 8, MemMB: 16000, Gres: "gpu:2", Features: "gpu_a"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:2"}}, "", 0, ""},
-		{"type whose nodes cannot hold the job is not preferred", table(), with(job("fast_on_a", "1"), func(r *Request) { r.CPUsPerTRES = "gres:gpu:6" }),
-			[]Node{{CPUs: 4, MemMB: 16000, Gres: "gpu:a:2", Features: "gpu_a"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:b:2", Features: "gpu_b"}}, "", 0, "cannot hold"},
+			[]TypedNode{{CPUs: 8, MemMB: 16000, Gres: "gpu:2", Features: "gpu_a"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:2"}}, "", 0, ""},
+		{"type whose nodes cannot hold the job is not preferred", table(), with(job("fast_on_a", "1"), func(r *Job) { r.CPUsPerTRES = "gres:gpu:6" }),
+			[]TypedNode{{CPUs: 4, MemMB: 16000, Gres: "gpu:a:2", Features: "gpu_a"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:b:2", Features: "gpu_b"}}, "", 0, "cannot hold"},
 		{"sensitive 4-GPU job on nodes of 2 gets at most 2 nodes", table(), job("fast_on_a", "4"), twoTypes, "gpu_a", 2, "at most 2 node(s)"},
 		{"insensitive 4-GPU job is free to spread", table(), job("mild_on_a", "4"), twoTypes, "gpu_b", 0, "free to spread"},
 		{"model of unknown sensitivity is not capped", table(), job("even", "4"), twoTypes, "", 0, "no GPU type"},
-		{"sensitive job with a node count is not capped", table(), with(job("fast_on_a", "4"), func(r *Request) { r.GPU.Nodes = 2 }), twoTypes, "gpu_a", 0, "prefers"},
-		{"job needing more nodes than type a has gets no preference", table(), with(job("fast_on_a", "4"), func(r *Request) { r.GPU.Nodes = 4 }), twoTypes, "", 0, "cannot hold"},
-		{"sensitive job with a node cap keeps it", table(), with(job("fast_on_a", "4"), func(r *Request) { r.MaxNodes = 3 }), twoTypes, "gpu_a", 0, "prefers"},
-		{"cap counts the GPUs CPUs let a node hold", table(), with(job("fast_on_a", "4"), func(r *Request) { r.CPUsPerTRES = "gres:gpu:8" }), twoTypes, "", 4, "at most 4 node(s) of up to 1"},
-		{"nodes whose gres carries sockets are sized the same", table(), job("fast_on_a", "4"), []Node{
+		{"sensitive job with a node count is not capped", table(), with(job("fast_on_a", "4"), func(r *Job) { r.GPU.Nodes = 2 }), twoTypes, "gpu_a", 0, "prefers"},
+		{"job needing more nodes than type a has gets no preference", table(), with(job("fast_on_a", "4"), func(r *Job) { r.GPU.Nodes = 4 }), twoTypes, "", 0, "cannot hold"},
+		{"sensitive job with a node cap keeps it", table(), with(job("fast_on_a", "4"), func(r *Job) { r.MaxNodes = 3 }), twoTypes, "gpu_a", 0, "prefers"},
+		{"cap counts the GPUs CPUs let a node hold", table(), with(job("fast_on_a", "4"), func(r *Job) { r.CPUsPerTRES = "gres:gpu:8" }), twoTypes, "", 4, "at most 4 node(s) of up to 1"},
+		{"nodes whose gres carries sockets are sized the same", table(), job("fast_on_a", "4"), []TypedNode{
 			{CPUs: 8, MemMB: 16000, Gres: "gpu:a:2(S:0-1)", Features: "gpu_a"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:a:2(S:0,1)", Features: "gpu_a"},
 			{CPUs: 8, MemMB: 16000, Gres: "gpu:b:2(S:0)", Features: "gpu_b"}, {CPUs: 8, MemMB: 16000, Gres: "gpu:b:2(S:1)", Features: "gpu_b"}}, "gpu_a", 2, "at most 2 node(s)"},
 		{"single-GPU sensitive job is not capped", table(), job("fast_on_a", "1"), twoTypes, "gpu_a", 0, "prefers"},
@@ -90,7 +90,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.cfg, tc.req, tc.nodes)
+			d := Place(tc.cfg, tc.req, tc.nodes)
 			if d.Prefer != tc.prefer || d.MaxNodes != tc.maxNodes {
 				t.Fatalf("prefer %q max_nodes %d, want %q %d (reason %q)", d.Prefer, d.MaxNodes, tc.prefer, tc.maxNodes, d.Reason)
 			}
@@ -108,7 +108,7 @@ func TestReasonStaysBoundedForHugeNames(t *testing.T) {
 	c := table()
 	long := strings.Repeat("m", 128)
 	c.Models[long] = Model{Speed: map[string]float64{"a": 9, "b": 1}, SpreadRatio: 0.1}
-	d := Decide(c, job(long, "4"), twoTypes)
+	d := Place(c, job(long, "4"), twoTypes)
 	if d.Prefer != "gpu_a" || len(d.Reason) > MaxReason {
 		t.Fatalf("prefer %q, reason of %d bytes", d.Prefer, len(d.Reason))
 	}

@@ -20,7 +20,7 @@
 //     model is left free to spread.
 //
 // It is pure: the job_submit plugin copies the request and the partition's
-// nodes in, applies the Decision and appends Decision.Reason to the job's
+// nodes in, applies the Placement and appends Placement.Reason to the job's
 // admin comment. It never overrides what the user asked for and never makes
 // a job unsatisfiable: a preferred feature must exist on a node of the
 // partition, and the node cap is computed from the largest node there.

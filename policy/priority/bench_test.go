@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 const benchNow int64 = 1_700_000_000
@@ -85,7 +87,7 @@ func BenchmarkRankOpportunistic(b *testing.B) {
 			b.Run("jobs="+strconv.Itoa(n)+"/class="+strconv.FormatBool(on), func(b *testing.B) {
 				cfg := DefaultConfig()
 				cfg.PromoteKnob = 2
-				cfg.Opportunistic = Opportunistic{Enabled: on, PromoteAfter: 2 * 3600}
+				cfg.Opportunistic = Opportunistic{Enabled: on, Rules: sharing.Config{PromoteAfter: 2 * 3600}}
 				r, err := NewRanker(cfg, SeedDistribution())
 				if err != nil {
 					b.Fatal(err)

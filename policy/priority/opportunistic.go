@@ -21,7 +21,7 @@ import (
 //     queue, before any guaranteed victim (CompareVictims), and neither
 //     min_run, max_per_job nor queue_gap shields it: its GPUs were only
 //     lent;
-//   - after waiting Opportunistic.PromoteAfter seconds it is upgraded to
+//   - after waiting Opportunistic.Rules.PromoteAfter seconds it is upgraded to
 //     guaranteed for good (Result.Upgraded, Account.Upgraded), at the first
 //     pass where no guaranteed GPU job waits: its starvation is bounded by
 //     PromoteAfter and the guaranteed backlog, as AntMan upgrades when the
@@ -37,10 +37,12 @@ type Opportunistic struct {
 	// Enabled says some jobs may be opportunistic: the ranker then keeps
 	// a band of queues below the guaranteed ones for them.
 	Enabled bool
-	// PromoteAfter is how long, in seconds, an opportunistic job may wait
-	// (since it last became pending) before it is upgraded to
-	// guaranteed. 0 never upgrades.
-	PromoteAfter float64
+	// Rules are the sharing rules (lachesis.yaml's sharing section, built
+	// once by the controller's config). The ranker reads PromoteAfter:
+	// how long, in seconds, an opportunistic job may wait (since it last
+	// became pending) before it is upgraded to guaranteed; 0 never
+	// upgrades.
+	Rules sharing.Config
 }
 
 // MaxPromoteAfter bounds sharing.promote_after: a year of waiting is no
@@ -52,9 +54,9 @@ const MaxPromoteAfter = 365 * 24 * 3600
 // section (like FairShare.Validate).
 func (o Opportunistic) Validate() error {
 	var errs []error
-	if !(o.PromoteAfter >= 0) || o.PromoteAfter > MaxPromoteAfter || math.IsInf(o.PromoteAfter, 0) {
+	if p := o.Rules.PromoteAfter; !(p >= 0) || p > MaxPromoteAfter || math.IsInf(p, 0) {
 		errs = append(errs, configerr.New(ErrInvalidConfig, "promote_after",
-			"%v must be between 0 (never) and %d seconds", o.PromoteAfter, MaxPromoteAfter))
+			"%v must be between 0 (never) and %d seconds", p, MaxPromoteAfter))
 	}
 	return errors.Join(errs...)
 }
@@ -66,8 +68,8 @@ func (o Opportunistic) Validate() error {
 // a job upgraded while guaranteed jobs wait competes with them, and under
 // FIFO-like orders it starts before them.
 func (o Opportunistic) upgrades(now int64, job *Job, guaranteedWaiting int) bool {
-	return o.Enabled && job.Opportunistic && job.State == Pending && o.PromoteAfter > 0 &&
-		sharing.Config{PromoteAfter: o.PromoteAfter}.PromoteNow(float64(now-job.WaitingSince), guaranteedWaiting)
+	return o.Enabled && job.Opportunistic && job.State == Pending && o.Rules.PromoteAfter > 0 &&
+		o.Rules.PromoteNow(float64(now-job.WaitingSince), guaranteedWaiting)
 }
 
 // waitsGuaranteed says whether job is a guaranteed GPU job waiting to

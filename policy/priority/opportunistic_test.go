@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/util/configerr"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 func TestOpportunisticPreemption(t *testing.T) {
@@ -67,7 +68,7 @@ func TestOpportunisticVictimsGoFirst(t *testing.T) {
 
 func TestOpportunisticRanking(t *testing.T) {
 	cfg := testConfig()
-	cfg.Opportunistic = Opportunistic{Enabled: true, PromoteAfter: 300}
+	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 300}}
 	r := mustRanker(t, cfg, nil)
 	jobs := []Job{
 		// Guaranteed, last queue (service 25 ≥ 20), waiting since long.
@@ -138,7 +139,7 @@ func TestOpportunisticRanking(t *testing.T) {
 	})
 	t.Run("promote_after 0 never upgrades", func(t *testing.T) {
 		c := cfg
-		c.Opportunistic.PromoteAfter = 0
+		c.Opportunistic.Rules.PromoteAfter = 0
 		got := byID(mustRanker(t, c, nil).Rank(now, jobs, nil))
 		if got[3].Upgraded || !got[3].Opportunistic {
 			t.Fatalf("job 3: %+v", got[3])
@@ -161,20 +162,20 @@ func TestOpportunisticRanking(t *testing.T) {
 
 func TestOpportunisticValidate(t *testing.T) {
 	for _, v := range []float64{-1, MaxPromoteAfter + 1} {
-		err := Opportunistic{Enabled: true, PromoteAfter: v}.Validate()
+		err := Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: v}}.Validate()
 		var ke *configerr.KeyError
 		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ke) || ke.Key != "promote_after" {
 			t.Errorf("promote_after %v: err %v", v, err)
 		}
 	}
-	if err := (Opportunistic{Enabled: true, PromoteAfter: 3600}).Validate(); err != nil {
+	if err := (Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 3600}}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestAWaitingOpportunisticJobWithABetterPairGoesFirstInItsQueue(t *testing.T) {
 	cfg := testConfig()
-	cfg.Opportunistic = Opportunistic{Enabled: true, PromoteAfter: 3600}
+	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 3600}}
 	r := mustRanker(t, cfg, nil)
 	jobs := []Job{
 		// Guaranteed, queue 0: a pair score on it decides nothing.

@@ -36,7 +36,9 @@
 //     against its solo rate; a loss above MaxSlowdown requeues the
 //     opportunistic job, and Table.MarkBad remembers the pair so it is not
 //     packed again. RevertPair adds the opportunistic job's measured rate:
-//     a pair that does not gain (Gains) is reverted too.
+//     a pair that does not gain (Gains) is reverted too. JudgePair is the
+//     two on one pair's measured rates, and Table.Learn what the table
+//     takes from its verdict (introspect.go).
 //   - Promote: an opportunistic job that has waited PromoteAfter becomes
 //     guaranteed; PromoteNow does it only at a pass where no guaranteed
 //     job waits, so a promoted job never competes with one that was
@@ -46,6 +48,10 @@
 //   - MemoryOver: the guests on a GPU hold more memory than the guaranteed
 //     jobs there leave (the GPU's memory less their measured peak less
 //     GuestMemoryHeadroomPct): a guest is requeued (memory.go).
+//   - ShardConvert: a guaranteed job asking for one GPU whose user's last
+//     jobs of its model left most of a GPU unused gets shards of one GPU
+//     instead, so a guest fits beside it (shards.go; Slurm's only: the
+//     simulator's guests share a GPU without shards).
 //
 // Who may preempt whom is not here: priority.Preemption.Decide and
 // priority.CompareVictims hold it for slurmctld (policy/priority/opportunistic.go:
@@ -59,10 +65,11 @@
 // under the caller's lock. At each pass, in this order:
 //
 //  1. For each pair that ran since the last pass, the guaranteed job's
-//     measured rate beside its guest and alone (iterations/s from its
-//     progress reports, else GPU utilisation): Config.Revert; if true,
-//     requeue the guest and Table.MarkBad the pair, else Table.Measure
-//     both fractions (introspection replaces the seed).
+//     measured rate beside its guest and alone, and the guest's where it
+//     was measured alone (iterations/s from its progress reports, else GPU
+//     utilisation): Config.JudgePair, then Table.Learn of the verdict (a
+//     revert marks the pair bad, a kept pair's fractions replace the
+//     seed); requeue the guest of a revert.
 //  2. Config.PromoteNow each waiting opportunistic job on its total
 //     pending time and the guaranteed jobs waiting; a promoted job is
 //     guaranteed from then on, queued as a job submitted then.
@@ -74,16 +81,19 @@
 //     has shared long enough when a whole GPU stays idle.
 //
 // The simulator (sim/sharing.go) is this loop; docs/evaluation section 8
-// measures it. In slurmctld, the core applies step 1 at every pass
-// (internal/controller/core/introspect.go: pairs from the node agents'
-// usage reports, the requeue by scontrol outside slurmctld's locks), and
-// MemoryOver beside it (memguard.go); steps 2 and 3 are
-// policy/priority/opportunistic.go's, and step 4 is Slurm's own scheduling of the
-// opportunistic partition, steered by the core with Choose's rule for each
-// pair (Config.Fits; core/exclude.go): a waiting guest is kept off nodes
+// measures it. In slurmctld, the pass's sharing stage
+// (internal/controller/gpushare) applies step 1 at every pass
+// (introspect.go: pairs from the node agents' GPU-use reports, the same
+// JudgePair and Learn, the requeue outside slurmctld's locks), and
+// MemoryOver before it (memguard.go); steps 2 and 3 are
+// policy/priority/opportunistic.go's, and step 4 is Slurm's own scheduling
+// of the opportunistic partition, steered with Choose's rule for each pair
+// (Config.Fits; gpushare/exclude.go): a waiting guest is kept off nodes
 // where it could only land beside a host it does not fit, and the best
-// predicted pair ranks first. Model names meet through ModelKey: the
-// table keys every entry by it.
+// predicted pair ranks first. The equivalence test of
+// internal/controller/core replays a simulated history into slurmctld's
+// core and finds the same requeues, bad pairs and promotions. Model names
+// meet through ModelKey: the table keys every entry by it.
 //
 // The package is pure Go without I/O (it parses from an io.Reader), like
 // policy/priority/, and builds with CGO_ENABLED=0.

@@ -70,6 +70,10 @@ type Config struct {
 	// kept free beside the guaranteed jobs' measured peak; guests hold
 	// the rest at most (MemoryOver, memory.go).
 	GuestMemoryHeadroomPct float64
+	// Convert: the rewrite of a guaranteed one-GPU job into shards of one
+	// GPU at submit (shards.go); the zero value is off. Slurm's only: the
+	// simulator's guests share a GPU without shards.
+	Convert ShardConvert
 }
 
 // DefaultPromoteAfter is 4 hours. An opportunistic job is one its owner
@@ -96,10 +100,11 @@ const DefaultMoveAfter = 600
 // DefaultConfig is the rules' default: 5% slowdown, promotion after
 // DefaultPromoteAfter, unmeasured pairs tried, guests moved after
 // DefaultMoveAfter, DefaultGuestMemoryHeadroomPct of a GPU's memory kept
-// free beside its guaranteed jobs.
+// free beside its guaranteed jobs, the shard rewrite off
+// (DefaultShardConvert).
 func DefaultConfig() Config {
 	return Config{MaxSlowdown: 0.05, PromoteAfter: DefaultPromoteAfter, TryUnmeasured: true, MoveAfter: DefaultMoveAfter,
-		GuestMemoryHeadroomPct: DefaultGuestMemoryHeadroomPct}
+		GuestMemoryHeadroomPct: DefaultGuestMemoryHeadroomPct, Convert: DefaultShardConvert()}
 }
 
 // Validate checks a configuration once, at load.

@@ -29,7 +29,7 @@ const (
 	// ToShards: give the job Decision.Shards gres/shard of one GPU
 	// instead of its one GPU; CPUsPerGPU is then its CPUs per task and
 	// MemMBPerGPU its memory per node (one task, one node), 0 = leave
-	// alone (core/shardconvert.go decides).
+	// alone (gpushare/shardconvert.go decides).
 	ToShards
 )
 

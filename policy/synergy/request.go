@@ -43,7 +43,7 @@ func (r *Request) ModelKey() string {
 }
 
 // WholeGPUToken in a job's comment keeps its GPUs whole: the job is
-// never rewritten into shards (core/shardconvert.go).
+// never rewritten into shards (gpushare/shardconvert.go).
 const WholeGPUToken = "whole_gpu"
 
 // WantsWholeGPU reports whether the job's comment has WholeGPUToken as

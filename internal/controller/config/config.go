@@ -52,16 +52,16 @@ type Config struct {
 	// GPU of speed 1 (gpu_types.TYPE.speed), for models without a
 	// profiled or tabled speed there (priority.Speeds).
 	GPUTypes map[string]float64
-	// Usage: what the per-job GPU usage the node agents measure is
-	// compared with (usage.go of the core).
-	Usage Usage
-	// Sharing: the opportunistic class (its rules are
-	// Tiresias.Opportunistic, which this section fills).
+	// GPUUse: what each job's GPU use, as the node agents measure it, is
+	// compared with (lachesis.yaml's usage section; gpushare/gpuuse.go).
+	GPUUse GPUUse
+	// Sharing: the opportunistic class and GPU sharing (its rules are
+	// Sharing.Rules, which Tiresias.Opportunistic carries to the ranker).
 	Sharing Sharing
 }
 
-// Usage configures the per-job GPU usage summary.
-type Usage struct {
+// GPUUse configures the per-job GPU-use summary (the usage section).
+type GPUUse struct {
 	// IdleBelowPct: a job whose GPUs' utilisation stays below this
 	// percentage (each report's mean over the job's GPUs) ...
 	IdleBelowPct float64
@@ -78,20 +78,14 @@ type Sharing struct {
 	// opportunistic ("" = no opportunistic class). A job that lists it
 	// among its partitions is opportunistic, whatever else it lists.
 	OpportunisticPartition string
-	// MaxSlowdown is the largest share of its solo rate a guaranteed job
-	// may lose to an opportunistic job beside it on one GPU before the
-	// core requeues the opportunistic one (sharing.Config.Revert; the
-	// core's introspect.go). 0.05 by default.
-	MaxSlowdown float64
-	// Convert: job_submit/synergy's rewrite of a guaranteed 1-GPU job
-	// whose user's past jobs of its model left most of a GPU unused into
-	// shards of one GPU, so a guest fits beside it (core/shardconvert.go).
-	Convert ShardConvert
-	// GuestMemoryHeadroomPct is the share of a GPU's memory (percent) kept
-	// free beside the guaranteed jobs' measured peak while opportunistic
-	// jobs share the GPU; a guest holding more than the rest is requeued
-	// (sharing.Config.MemoryOver; the core's memguard.go). 10 by default.
-	GuestMemoryHeadroomPct float64
+	// Rules are the sharing rules, one sharing.Config built and validated
+	// once here: max_slowdown (the largest share of its solo rate a
+	// guaranteed job may lose to an opportunistic job beside it before the
+	// opportunistic one is requeued, 0.05 by default), promote_after,
+	// guest_memory_headroom_pct (10 by default) and the convert_* keys
+	// (the rewrite of a quiet one-GPU job into shards at submit, off by
+	// default).
+	Rules sharing.Config
 	// PairTable is the directory of the pair table's seeds, Gavel's
 	// throughputs.csv and colocated.csv (sharing.ReadGavel), read once at
 	// start; PairTableGPU is the GPU type whose rows are read. The
@@ -101,59 +95,6 @@ type Sharing struct {
 	PairTable    string
 	PairTableGPU string
 }
-
-// ShardConvert configures the rewrite of whole-GPU jobs into shards.
-// Off while BelowPct is 0 (the default): a Slurm admin expects --gpus=1
-// to give a whole GPU unless the site decided otherwise.
-type ShardConvert struct {
-	// BelowPct: every remembered job of the user's model peaked below
-	// this GPU utilisation (percent; 0 = never convert).
-	BelowPct float64
-	// MemBelowMB: ... and below this much GPU memory on its GPU (shards
-	// fence no memory: the guest needs the rest).
-	MemBelowMB uint64
-	// MinJobs: at least this many such jobs were measured.
-	MinJobs int
-	// HeadroomPct: the host's shards cover its peak utilisation plus this
-	// (percentage points), never less than half the GPU.
-	HeadroomPct float64
-}
-
-// Enabled reports whether jobs are ever converted.
-func (s ShardConvert) Enabled() bool { return s.BelowPct > 0 }
-
-// Why a user's history of a model keeps their next one-GPU job whole
-// (ShardConvert.JudgeHistory), as slurmctld's log and `lachesis-profiler
-// history` name it.
-const (
-	ConvertFewJobs = "few_jobs" // fewer than convert_min_jobs measured
-	ConvertBusy    = "busy"     // a remembered job peaked at or above convert_below_pct
-	ConvertMemory  = "memory"   // ... or at or above convert_mem_below_mb
-)
-
-// JudgeHistory is what a user's history of a model (jobs measured, the
-// highest of their peak utilisations in percent, the most GPU memory any
-// held) says of the rewrite: "" when it allows it, else why not. The rule
-// is on (Enabled) or the answer means nothing; the request and the nodes
-// decide the rest (core/shardconvert.go).
-func (s ShardConvert) JudgeHistory(jobs int, utilPeak, memPeakMB float64) string {
-	switch {
-	case jobs < s.MinJobs:
-		return ConvertFewJobs
-	case !(utilPeak < s.BelowPct):
-		return ConvertBusy
-	case !(memPeakMB < float64(s.MemBelowMB)):
-		return ConvertMemory
-	}
-	return ""
-}
-
-// Bounds of the sharing.convert_* keys. MaxConvertMinJobs is the history
-// the core keeps per user and model (core/shardconvert.go).
-const (
-	MaxConvertMinJobs     = 8
-	MaxConvertHeadroomPct = 50
-)
 
 // DefaultPairTable is where the lachesis-slurmctld package installs
 // Gavel's measurements (data/gavel in the repository).
@@ -357,9 +298,11 @@ func Default() Config {
 	tiresias := priority.DefaultConfig()
 	tiresias.FairShare = priority.DefaultFairShare()
 	tiresias.FairShare.Shares = map[string]float64{}
-	// An hour of waiting bounds an opportunistic job's starvation; the
-	// class stays off until a partition is named.
-	tiresias.Opportunistic = priority.Opportunistic{PromoteAfter: sharing.DefaultPromoteAfter}
+	// sharing.DefaultPromoteAfter of waiting bounds an opportunistic job's
+	// starvation; the class stays off until a partition is named, the
+	// shard rewrite until convert_below_pct is set.
+	rules := sharing.DefaultConfig()
+	tiresias.Opportunistic = priority.Opportunistic{Rules: rules}
 	return Config{
 		Tiresias:          tiresias,
 		PassInterval:      30 * time.Second,
@@ -374,11 +317,8 @@ func Default() Config {
 		Synergy:   synergy.DefaultConfig(),
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
-		Usage:     Usage{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
-		Sharing: Sharing{MaxSlowdown: sharing.DefaultConfig().MaxSlowdown,
-			Convert:                ShardConvert{MemBelowMB: 16384, MinJobs: 3, HeadroomPct: 10},
-			GuestMemoryHeadroomPct: sharing.DefaultConfig().GuestMemoryHeadroomPct,
-			PairTable:              DefaultPairTable, PairTableGPU: "v100"},
+		GPUUse:    GPUUse{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
+		Sharing:   Sharing{Rules: rules, PairTable: DefaultPairTable, PairTableGPU: "v100"},
 	}
 }
 
@@ -436,16 +376,16 @@ func defaultFile() file {
 	f.FairShare.Enabled = d.Tiresias.FairShare.Enabled
 	f.FairShare.HalfLife = d.Tiresias.FairShare.HalfLife
 	f.FairShare.DefaultShares = d.Tiresias.FairShare.DefaultShares
-	f.Usage.IdleBelowPct = d.Usage.IdleBelowPct
-	f.Usage.IdleAfter = d.Usage.IdleAfter.Seconds()
+	f.Usage.IdleBelowPct = d.GPUUse.IdleBelowPct
+	f.Usage.IdleAfter = d.GPUUse.IdleAfter.Seconds()
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
-	f.Sharing.PromoteAfter = d.Tiresias.Opportunistic.PromoteAfter
-	f.Sharing.MaxSlowdown = d.Sharing.MaxSlowdown
-	f.Sharing.ConvertBelowPct = d.Sharing.Convert.BelowPct
-	f.Sharing.ConvertMemBelowMB = float64(d.Sharing.Convert.MemBelowMB)
-	f.Sharing.ConvertMinJobs = float64(d.Sharing.Convert.MinJobs)
-	f.Sharing.ConvertHeadroomPct = d.Sharing.Convert.HeadroomPct
-	f.Sharing.GuestMemoryHeadroomPct = d.Sharing.GuestMemoryHeadroomPct
+	f.Sharing.PromoteAfter = d.Sharing.Rules.PromoteAfter
+	f.Sharing.MaxSlowdown = d.Sharing.Rules.MaxSlowdown
+	f.Sharing.ConvertBelowPct = d.Sharing.Rules.Convert.BelowPct
+	f.Sharing.ConvertMemBelowMB = float64(d.Sharing.Rules.Convert.MemBelowMB)
+	f.Sharing.ConvertMinJobs = float64(d.Sharing.Rules.Convert.MinJobs)
+	f.Sharing.ConvertHeadroomPct = d.Sharing.Rules.Convert.HeadroomPct
+	f.Sharing.GuestMemoryHeadroomPct = d.Sharing.Rules.GuestMemoryHeadroomPct
 	f.Sharing.PairTable = d.Sharing.PairTable
 	f.Sharing.PairTableGPU = d.Sharing.PairTableGPU
 	return f
@@ -693,9 +633,7 @@ func (f file) checkSharing(c *Config) error {
 	if err != nil {
 		return err
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name, MaxSlowdown: f.Sharing.MaxSlowdown, Convert: conv,
-		GuestMemoryHeadroomPct: f.Sharing.GuestMemoryHeadroomPct,
-		PairTable:              f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU}
+	c.Sharing = Sharing{OpportunisticPartition: name, PairTable: f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU}
 	if p := c.Sharing.PairTable; p != "" && (len(p) > MaxPairTablePath || !filepath.IsAbs(p) || strings.ContainsRune(p, 0)) {
 		return fmt.Errorf("%w: sharing.pair_table must be an absolute directory path of at most %d bytes (or empty: no seeds), got %q",
 			ErrInvalid, MaxPairTablePath, p)
@@ -703,16 +641,19 @@ func (f file) checkSharing(c *Config) error {
 	if g := c.Sharing.PairTableGPU; g == "" || len(g) > 32 || strings.ContainsAny(g, ", \t\n\r") {
 		return fmt.Errorf("%w: sharing.pair_table_gpu must be one GPU type of Gavel's table (k80, p100, v100), got %q", ErrInvalid, g)
 	}
-	// sharing.Config holds max_slowdown's and guest_memory_headroom_pct's
-	// rules; its other fields are checked here (promote_after) or not
-	// used by the core.
+	// The one sharing.Config: validated by its own rules, except
+	// promote_after, whose 0 (never) the ranker allows and checks
+	// (priority.Opportunistic.Validate); move_after is the simulator's.
 	rules := sharing.DefaultConfig()
 	rules.MaxSlowdown = f.Sharing.MaxSlowdown
 	rules.GuestMemoryHeadroomPct = f.Sharing.GuestMemoryHeadroomPct
+	rules.Convert = conv
 	if err := rules.Validate(); err != nil {
 		return fmt.Errorf("%w: sharing.%s", ErrInvalid, strings.TrimPrefix(err.Error(), sharing.ErrBadConfig.Error()+": "))
 	}
-	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: name != "", PromoteAfter: f.Sharing.PromoteAfter}
+	rules.PromoteAfter = f.Sharing.PromoteAfter
+	c.Sharing.Rules = rules
+	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: name != "", Rules: rules}
 	if err := c.Tiresias.Opportunistic.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("sharing", err))
 	}
@@ -721,19 +662,19 @@ func (f file) checkSharing(c *Config) error {
 
 // shardConvert checks the sharing.convert_* keys (whole numbers where a
 // count is meant; NaN fails every range check).
-func (f file) shardConvert() (ShardConvert, error) {
+func (f file) shardConvert() (sharing.ShardConvert, error) {
 	s := f.Sharing
 	switch {
 	case !(s.ConvertBelowPct >= 0 && s.ConvertBelowPct < 100):
-		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_below_pct must be at least 0 (0: off) and below 100, got %v", ErrInvalid, s.ConvertBelowPct)
+		return sharing.ShardConvert{}, fmt.Errorf("%w: sharing.convert_below_pct must be at least 0 (0: off) and below 100, got %v", ErrInvalid, s.ConvertBelowPct)
 	case !(s.ConvertMemBelowMB >= 1 && s.ConvertMemBelowMB <= 1<<24) || s.ConvertMemBelowMB != math.Trunc(s.ConvertMemBelowMB):
-		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_mem_below_mb must be a whole number of MB from 1 to %d, got %v", ErrInvalid, 1<<24, s.ConvertMemBelowMB)
-	case !(s.ConvertMinJobs >= 1 && s.ConvertMinJobs <= MaxConvertMinJobs) || s.ConvertMinJobs != math.Trunc(s.ConvertMinJobs):
-		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_min_jobs must be a whole number from 1 to %d, got %v", ErrInvalid, MaxConvertMinJobs, s.ConvertMinJobs)
-	case !(s.ConvertHeadroomPct >= 0 && s.ConvertHeadroomPct <= MaxConvertHeadroomPct):
-		return ShardConvert{}, fmt.Errorf("%w: sharing.convert_headroom_pct must be between 0 and %d, got %v", ErrInvalid, MaxConvertHeadroomPct, s.ConvertHeadroomPct)
+		return sharing.ShardConvert{}, fmt.Errorf("%w: sharing.convert_mem_below_mb must be a whole number of MB from 1 to %d, got %v", ErrInvalid, 1<<24, s.ConvertMemBelowMB)
+	case !(s.ConvertMinJobs >= 1 && s.ConvertMinJobs <= sharing.MaxConvertMinJobs) || s.ConvertMinJobs != math.Trunc(s.ConvertMinJobs):
+		return sharing.ShardConvert{}, fmt.Errorf("%w: sharing.convert_min_jobs must be a whole number from 1 to %d, got %v", ErrInvalid, sharing.MaxConvertMinJobs, s.ConvertMinJobs)
+	case !(s.ConvertHeadroomPct >= 0 && s.ConvertHeadroomPct <= sharing.MaxConvertHeadroomPct):
+		return sharing.ShardConvert{}, fmt.Errorf("%w: sharing.convert_headroom_pct must be between 0 and %d, got %v", ErrInvalid, sharing.MaxConvertHeadroomPct, s.ConvertHeadroomPct)
 	}
-	return ShardConvert{BelowPct: s.ConvertBelowPct, MemBelowMB: uint64(s.ConvertMemBelowMB),
+	return sharing.ShardConvert{BelowPct: s.ConvertBelowPct, MemBelowMB: uint64(s.ConvertMemBelowMB),
 		MinJobs: int(s.ConvertMinJobs), HeadroomPct: s.ConvertHeadroomPct}, nil
 }
 
@@ -754,7 +695,7 @@ func (f file) checkUsage(c *Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	c.Usage = Usage{IdleBelowPct: u.IdleBelowPct, IdleAfter: after}
+	c.GPUUse = GPUUse{IdleBelowPct: u.IdleBelowPct, IdleAfter: after}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 )
@@ -71,8 +72,8 @@ usage:
 	if c.Metrics.Listen != "127.0.0.1:9830" {
 		t.Errorf("metrics.listen = %q, want 127.0.0.1:9830", c.Metrics.Listen)
 	}
-	if c.Usage.IdleBelowPct != 25 || c.Usage.IdleAfter != 10*time.Minute {
-		t.Errorf("usage keys not read: %+v", c.Usage)
+	if c.GPUUse.IdleBelowPct != 25 || c.GPUUse.IdleAfter != 10*time.Minute {
+		t.Errorf("usage keys not read: %+v", c.GPUUse)
 	}
 }
 
@@ -327,21 +328,23 @@ func TestParseReadsSharing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := priority.Opportunistic{Enabled: true, PromoteAfter: 120}
-	if c.Sharing.OpportunisticPartition != "opp" || c.Tiresias.Opportunistic != want {
+	rules := Default().Sharing.Rules
+	rules.PromoteAfter = 120
+	want := priority.Opportunistic{Enabled: true, Rules: rules}
+	if c.Sharing.OpportunisticPartition != "opp" || c.Tiresias.Opportunistic != want || c.Sharing.Rules != rules {
 		t.Fatalf("sharing %+v, opportunistic %+v", c.Sharing, c.Tiresias.Opportunistic)
 	}
-	if c.Sharing.MaxSlowdown != 0.05 {
-		t.Fatalf("max_slowdown %v, want the default 0.05", c.Sharing.MaxSlowdown)
+	if c.Sharing.Rules.MaxSlowdown != 0.05 {
+		t.Fatalf("max_slowdown %v, want the default 0.05", c.Sharing.Rules.MaxSlowdown)
 	}
-	if c.Sharing.GuestMemoryHeadroomPct != 10 {
-		t.Fatalf("guest_memory_headroom_pct %v, want the default 10", c.Sharing.GuestMemoryHeadroomPct)
+	if c.Sharing.Rules.GuestMemoryHeadroomPct != 10 {
+		t.Fatalf("guest_memory_headroom_pct %v, want the default 10", c.Sharing.Rules.GuestMemoryHeadroomPct)
 	}
-	if c, err := Parse(strings.NewReader("sharing:\n  guest_memory_headroom_pct: 25\n")); err != nil || c.Sharing.GuestMemoryHeadroomPct != 25 {
-		t.Fatalf("guest_memory_headroom_pct 25 read as %v (%v)", c.Sharing.GuestMemoryHeadroomPct, err)
+	if c, err := Parse(strings.NewReader("sharing:\n  guest_memory_headroom_pct: 25\n")); err != nil || c.Sharing.Rules.GuestMemoryHeadroomPct != 25 {
+		t.Fatalf("guest_memory_headroom_pct 25 read as %v (%v)", c.Sharing.Rules.GuestMemoryHeadroomPct, err)
 	}
-	if c, err := Parse(strings.NewReader("sharing:\n  max_slowdown: 0.2\n")); err != nil || c.Sharing.MaxSlowdown != 0.2 {
-		t.Fatalf("max_slowdown 0.2 read as %v (%v)", c.Sharing.MaxSlowdown, err)
+	if c, err := Parse(strings.NewReader("sharing:\n  max_slowdown: 0.2\n")); err != nil || c.Sharing.Rules.MaxSlowdown != 0.2 {
+		t.Fatalf("max_slowdown 0.2 read as %v (%v)", c.Sharing.Rules.MaxSlowdown, err)
 	}
 	if d := Default(); d.Tiresias.Opportunistic.Enabled || d.Sharing.OpportunisticPartition != "" {
 		t.Fatalf("the class must be off by default: %+v %+v", d.Sharing, d.Tiresias.Opportunistic)
@@ -353,12 +356,12 @@ func TestParseReadsSharing(t *testing.T) {
 	if err != nil || c.Sharing.PairTable != "/srv/gavel" || c.Sharing.PairTableGPU != "p100" {
 		t.Fatalf("pair table read as %q on %q (%v)", c.Sharing.PairTable, c.Sharing.PairTableGPU, err)
 	}
-	if d := Default(); d.Sharing.Convert.Enabled() {
-		t.Fatalf("the shard rewrite must be off by default: %+v", d.Sharing.Convert)
+	if d := Default(); d.Sharing.Rules.Convert.Enabled() {
+		t.Fatalf("the shard rewrite must be off by default: %+v", d.Sharing.Rules.Convert)
 	}
 	c, err = Parse(strings.NewReader("sharing:\n  convert_below_pct: 40\n  convert_mem_below_mb: 8000\n  convert_min_jobs: 5\n  convert_headroom_pct: 0\n"))
-	if want := (ShardConvert{BelowPct: 40, MemBelowMB: 8000, MinJobs: 5}); err != nil || c.Sharing.Convert != want {
-		t.Fatalf("convert keys read as %+v (%v), want %+v", c.Sharing.Convert, err, want)
+	if want := (sharing.ShardConvert{BelowPct: 40, MemBelowMB: 8000, MinJobs: 5}); err != nil || c.Sharing.Rules.Convert != want {
+		t.Fatalf("convert keys read as %+v (%v), want %+v", c.Sharing.Rules.Convert, err, want)
 	}
 }
 

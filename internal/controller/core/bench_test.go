@@ -152,7 +152,7 @@ func BenchmarkPassOpportunistic(b *testing.B) {
 			cfg := oppConfig(db)
 			// No upgrade during the run: the steady state, not the
 			// one-time cost of upgrading thousands of jobs at once.
-			cfg.Tiresias.Opportunistic.PromoteAfter = 1e6
+			cfg.Tiresias.Opportunistic.Rules.PromoteAfter = 1e6
 			if !on {
 				cfg = testConfig(db)
 			}

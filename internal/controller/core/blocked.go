@@ -2,16 +2,10 @@ package core
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 )
-
-// ReasonPrefix starts every reason the core gives Slurm for a waiting job
-// (Decision.Blocked; cgo/lachesis_core.h LACHESIS_REASON_PREFIX): the
-// plugin replaces or clears only a state_desc that starts with it.
-const ReasonPrefix = "Lachesis: "
 
 // A refusal is shown as the job's reason for this long after Slurm last
 // asked (its schedulers try a waiting job every few seconds to a minute),
@@ -88,11 +82,11 @@ func (b *blockedPreemptions) allowed(preemptor uint32, now int64) {
 func (n blockedNote) reason(p priority.Preemption) string {
 	switch n.rule {
 	case priority.DeniedMinRun:
-		return fmt.Sprintf("%smay preempt job %d when its run reaches min_run (%.0f of %.0f s)", ReasonPrefix, n.victim, n.ran, p.MinRun)
+		return fmt.Sprintf("%smay preempt job %d when its run reaches min_run (%.0f of %.0f s)", reasontext.WaitingPrefix, n.victim, n.ran, p.MinRun)
 	case priority.DeniedBudget:
-		return fmt.Sprintf("%sjob %d was preempted max_per_job (%d) times already", ReasonPrefix, n.victim, n.preemptions)
+		return fmt.Sprintf("%sjob %d was preempted max_per_job (%d) times already", reasontext.WaitingPrefix, n.victim, n.preemptions)
 	case priority.DeniedQueueGap:
-		return fmt.Sprintf("%sjob %d (queue %d) is fewer than queue_gap (%d) queues below queue %d", ReasonPrefix, n.victim, n.victimQueue, p.QueueGap, n.queue)
+		return fmt.Sprintf("%sjob %d (queue %d) is fewer than queue_gap (%d) queues below queue %d", reasontext.WaitingPrefix, n.victim, n.victimQueue, p.QueueGap, n.queue)
 	}
 	return ""
 }
@@ -140,7 +134,6 @@ func (c *Core) showBlocked(now int64, out []Decision) {
 			}
 		}
 	}
-	c.showOpportunistic(out)
 	for v := range b.count {
 		if b.count[v] == 0 || now-b.logged[v] < blockedLogEvery {
 			continue
@@ -151,121 +144,4 @@ func (c *Core) showBlocked(now int64, out []Decision) {
 			keyPreemptorQueue, e.queue, keyRefusals, b.count[v], keyReason, e.reason(rule))
 		b.count[v], b.logged[v] = 0, now
 	}
-}
-
-// showOpportunistic gives every waiting opportunistic job ranked by the
-// pass, unless a refusal is shown already, the reason it waits: its class,
-// when it is upgraded to guaranteed if it still waits then, and the node
-// Lachesis keeps it off, if any, with why (guestReason). Called under c.mu
-// from showBlocked; takes usage.mu (the exclusions', as the last pass left
-// them), the order observeUsage takes them in.
-func (c *Core) showOpportunistic(out []Decision) {
-	after := c.cfg.Tiresias.Opportunistic.PromoteAfter
-	for id := range c.oppReasons {
-		if !c.seen[id] {
-			delete(c.oppReasons, id)
-		}
-	}
-	c.usage.mu.Lock()
-	defer c.usage.mu.Unlock()
-	for k := range c.jobs {
-		j := &c.jobs[k]
-		d := &out[c.jobIndex[k]]
-		if j.State != priority.Pending || !c.results[k].Opportunistic || d.Blocked != "" {
-			continue
-		}
-		d.Blocked = c.guestReason(j.ID, j.WaitingSince, after, false)
-	}
-}
-
-// maxGuestReason bounds a waiting guest's reason: the bytes of
-// lachesis_prio_t.blocked (cgo/lachesis_core.h) before its NUL.
-const maxGuestReason = 127
-
-// oppReason is a waiting opportunistic job's reason, made for its wait
-// since since under promote_after after (or held by Slurm), and for the
-// first node it was kept off, the count of the others and why.
-type oppReason struct {
-	since  int64
-	after  float64
-	held   bool
-	node   string
-	others int
-	why    string
-	text   string
-}
-
-// guestReason is waiting guest id's reason (opportunisticReason, or for a
-// guest Slurm holds for its exclusion just its class), and, when Lachesis
-// keeps it off nodes, the first of them with why, all within
-// maxGuestReason. The pass runs under slurmctld's locks: the text is kept
-// while nothing it says changes (oppReasons), so a pass formats only the
-// reasons that changed since the last. Caller holds mu and usage.mu.
-func (c *Core) guestReason(id uint32, since int64, after float64, held bool) string {
-	node, others, why := c.keptOff(id)
-	r, ok := c.oppReasons[id]
-	if ok && r.since == since && r.after == after && r.held == held && r.node == node && r.others == others && r.why == why {
-		return r.text
-	}
-	if c.oppReasons == nil {
-		c.oppReasons = make(map[uint32]oppReason)
-	}
-	r = oppReason{since: since, after: after, held: held, node: node, others: others, why: why}
-	switch {
-	case node == "" && !held:
-		r.text = opportunisticReason(since, after)
-	default:
-		r.text = keptOffReason(since, after, held, node, others, why)
-	}
-	c.oppReasons[id] = r
-	return r.text
-}
-
-// keptOff is the first node (by name) the last pass kept waiting job id
-// off, how many others, and why; "" when none. Caller holds usage.mu.
-func (c *Core) keptOff(id uint32) (node string, others int, why string) {
-	ex := c.usage.intro.excl[id]
-	if ex == nil {
-		return "", 0, ""
-	}
-	for n, w := range ex.want {
-		if node == "" || n < node {
-			node, why = n, w
-		}
-	}
-	return node, max(len(ex.want)-1, 0), why
-}
-
-// keptOffReason is the reason of a guest Lachesis keeps off node (and
-// others more), e.g. "Lachesis: opportunistic (guaranteed from …); kept off
-// node n2 (and 1 more): beside job 12 (model resnet50) the pair is
-// predicted …", cut to maxGuestReason; the whole why is in slurmctld's log.
-// A guest Slurm holds is not ranked, so it has no upgrade time. The why
-// names a host's model, which its owner chose: cleaned like any reason.
-func keptOffReason(since int64, after float64, held bool, node string, others int, why string) string {
-	r := ReasonPrefix + "opportunistic"
-	if after > 0 && !held {
-		r += " (guaranteed from " + time.Unix(since+int64(after), 0).Format("2006-01-02T15:04:05") + ")"
-	}
-	if node != "" {
-		r += "; kept off node " + node
-		if others > 0 {
-			r += fmt.Sprintf(" (and %d more)", others)
-		}
-		r += ": " + why
-	}
-	return reasontext.Field(r, maxGuestReason)
-}
-
-// opportunisticReason is a waiting opportunistic job's reason: it waits
-// for GPUs no guaranteed job wants, and, with promoteAfter > 0, becomes
-// guaranteed at waitingSince + promoteAfter (slurmctld's local time, as
-// Slurm prints times).
-func opportunisticReason(waitingSince int64, promoteAfter float64) string {
-	r := ReasonPrefix + "opportunistic: waits for GPUs no guaranteed job needs"
-	if promoteAfter > 0 {
-		at := time.Unix(waitingSince+int64(promoteAfter), 0).Format("2006-01-02T15:04:05")
-		r += "; guaranteed from " + at + " if none waits"
-	}
-	return r
 }

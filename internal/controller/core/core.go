@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/agentserver"
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
+	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/policy/priority"
@@ -55,11 +56,26 @@ var ErrNotFound = errors.New("job not known to lachesis")
 
 // Core is Lachesis's state inside slurmctld. Its methods are safe for
 // concurrent use.
+//
+// Its locks, and the one order they nest in (a lock is never taken while
+// a later one is held):
+//
+//	mu             the pass, Enqueue, sprio, the preempt plugin's questions,
+//	               placement, the config
+//	  pendMu       what the writer goroutine takes next: queued records,
+//	               the fair-share table, nodes' end corrections
+//	  share's      gpushare's own (per-job GPU use and sharing: Judge under
+//	               mu; a node's report, SizeJob's shard lookup and the
+//	               requeuer take them alone), in their order (gpushare)
+//
+// The writer goroutine takes each alone, never nested, and never mu while
+// it holds pendMu; a node's report (ReportGPUUse, ReportEnd) never waits
+// for a pass's mu to reach sharing's.
 type Core struct {
 	log        *slog.Logger
 	configPath string
 	env        Env
-	store      ledger.Store
+	store      Ledger
 
 	mu         sync.Mutex // guards the fields below
 	cfg        config.Config
@@ -92,25 +108,20 @@ type Core struct {
 	// under mu.
 	sizing startSizing
 
-	// oppReasons: the reason shown for each waiting opportunistic job
-	// (blocked.go); under mu.
-	oppReasons map[uint32]oppReason
-
 	// ends: the true ends nodes reported (jobend.go).
 	ends jobEnds
-	// usage: per-job GPU use reported by node agents (usage.go); under
-	// its own mutex.
-	usage usageState
+	// sharing: GPU sharing and per-job GPU use (gpushare), a stage of the
+	// pass; its own state and locks.
+	sharing *gpushare.Sharing
+	// sharingJobs: scratch, the pass's jobs as sharing reads them; under mu.
+	sharingJobs []gpushare.Job
 	// pairScores: each waiting opportunistic job's pair score from the
-	// last pass (exclude.go), read by the next pass's ranking; under mu.
+	// last pass (gpushare), read by the next pass's ranking; under mu.
 	pairScores map[uint32]float64
-	// hist: each user's history of each model's GPU use, for the shard
-	// rewrite at submit (shardconvert.go); under its own mutex.
-	hist modelUse
 
 	// finished: jobs a pass saw finish that slurmctld still lists, with
-	// their records (nil when not known), which continue if the job is
-	// requeued (finished.go); under mu.
+	// their records, which continue if the job is requeued (finished.go);
+	// under mu.
 	finished map[uint32]*ledger.Record
 	// heirs: the service of recently ended jobs, which a job replacing one
 	// inherits (inherit.go); nil when off; under mu.
@@ -137,14 +148,28 @@ type Core struct {
 	w       writerState              // writer-only: retries (writer.go)
 	marks   markerState              // under mu: SystemComment markers (restore.go)
 	fs      fairShareState           // under mu: usage per account (fairshare.go)
-	// pendUsage is the latest fair-share table for the writer; under
-	// pendMu, saved when usageDirty.
-	pendUsage  []ledger.AccountUsage
-	usageDirty bool
-	kick       chan struct{}
-	stop       chan struct{}
-	stopped    chan struct{}
+	// pendAccountUsage is the latest fair-share table for the writer; under
+	// pendMu, saved when accountUsageDirty.
+	pendAccountUsage  []ledger.AccountUsage
+	accountUsageDirty bool
+	kick              chan struct{}
+	stop              chan struct{}
+	stopped           chan struct{}
 }
+
+// Ledger is what the core keeps in its store (internal/controller/ledger),
+// each capability named by the part that uses it; ledger.SQLite has them
+// all, checked here, so a store without one does not compile.
+type Ledger interface {
+	ledger.Store                // records, the completed-job history, fair-share usage (writer.go)
+	ledger.FinishedRecordLister // the jobs that finished before a restart (finished.go)
+	ledger.SweepLister          // the sweeps' ended members (siblings.go)
+	ledger.EndCorrector         // a node's true end of a completed job (jobend.go)
+	fileStore                   // a ledger file deleted or replaced (writer.go)
+	gpushare.Store              // per-job GPU use and sharing (gpushare)
+}
+
+var _ Ledger = (*ledger.SQLite)(nil)
 
 // Env is what slurmctld tells the core when it starts.
 type Env struct {
@@ -180,11 +205,10 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c.agents.SetJobEndHandler(c.ReportEnd)
-	c.agents.SetJobUsageHandler(c.ReportUsage)
-	// Introspection's requeues run here, outside slurmctld's locks
-	// (introspect.go's requeuer says why).
-	queue := c.usage.intro.queue
-	safego.Loop(log, "sharing requeuer", func() { c.requeuer(queue, scontrolJobs{}) }, nil)
+	c.agents.SetJobUsageHandler(c.sharing.ReportGPUUse)
+	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
+	// requeuer says why).
+	safego.Loop(log, "sharing requeuer", func() { c.sharing.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
 		c.Close()
 		return nil, err
@@ -206,7 +230,7 @@ func (c *Core) Profile(model string, uid uint32) (profile.Record, bool) {
 }
 
 // New builds a Core on an already opened store (tests use it directly).
-func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error) {
+func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 	active, err := store.Active()
 	if err != nil {
 		return nil, err
@@ -225,12 +249,12 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		kick:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		stopped:    make(chan struct{}),
-		met:        newMetricsIf(cfg.Metrics.Listen),
+		sharing:    gpushare.New(cfg, log),
 		pairScores: map[uint32]float64{},
 		throttles:  arrayThrottles{},
 	}
+	c.met = newMetricsIf(cfg.Metrics.Listen, c.sharing.Collectors()...)
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
-	c.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
 	c.speedBase = *cfg.Speeds(nil)
 	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
 	c.heirs = newHeirs(cfg.Tiresias)
@@ -247,16 +271,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		return nil, err
 	}
 	c.restoreSweeps(store)
-	if err := c.restoreUsage(store); err != nil {
-		return nil, err
-	}
-	c.usage.intro.init()
-	c.seedPairTable()
-	if err := c.restoreBadPairs(store); err != nil {
-		return nil, err
-	}
-	c.restoreExclusions(store, c.clock())
-	if err := c.restoreModelUse(store); err != nil {
+	if err := c.sharing.Restore(store, c.clock()); err != nil {
 		return nil, err
 	}
 	c.loadDistribution()
@@ -366,299 +381,30 @@ func (c *Core) Reconfigure() error {
 // no I/O: ledger changes go to the writer goroutine. It returns how many
 // pending jobs are candidates for the Synergy fallback (see Fallback).
 //
-// A pass is three stages, each a method of its own: account (fold every
-// snapshot into its job's ledger record, charging the growth of its
-// service to its Slurm account; fairShare then gives each job its
-// account's fair-share factor), rank (priority.Ranker, then fold
-// each Result back into the record and into a Decision), and forget (close
-// the records of jobs slurmctld no longer has). Fallback candidates are
-// noted while accounting, since that stage sees every pending job.
+// A pass is five stages, each a method of its own, in this order
+// (docs/architecture.md, flow 2):
+//
+//  1. account: every snapshot is folded into its job's ledger record, the
+//     growth of its service charged to its Slurm account; the jobs to
+//     rank are collected, start-time sizing's candidates noted;
+//  2. fairShare: each job to rank gets its account's fair-share factor;
+//  3. rank: priority.Ranker orders them, each Result is folded back into
+//     its record and becomes its Decision, with the preemption view and
+//     the reasons of refused preemptions;
+//  4. judgeSharing: GPU sharing and per-job GPU use (gpushare) judge the
+//     ranked jobs, and their answers join the decisions;
+//  5. forget: the records of jobs slurmctld no longer has are closed.
 func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.met.passDone(time.Now())
-	if d := c.dist.Load(); d != c.rankerDist {
-		before := c.ranker.Config().Thresholds
-		if err := c.rebuildRanker(); err != nil {
-			c.log.Error("new Gittins distribution rejected", keyErr, err)
-		} else if !slices.Equal(before, c.ranker.Config().Thresholds) {
-			c.logThresholds(slog.LevelDebug, "new distribution")
-		}
-	}
-	c.fs.decay(now, c.cfg.Tiresias.FairShare.HalfLife)
 	c.account(now, snaps, out)
 	c.fairShare(snaps)
 	c.rank(now, snaps, out)
-	c.observeUsage(now, snaps, out)
+	c.judgeSharing(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
 	return len(c.sizing.candidates)
-}
-
-// account is a pass's first stage: every snapshot updates its job's
-// record; the jobs to rank (not finished, not held) are collected in c.jobs
-// with their snapshot's index in c.jobIndex, and pending jobs that Synergy
-// enlarged are noted as fallback candidates.
-func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
-	c.sizing.candidates = c.sizing.candidates[:0]
-	clear(c.seen)
-	c.jobs, c.jobIndex = c.jobs[:0], c.jobIndex[:0]
-	for i := range snaps {
-		s := &snaps[i]
-		out[i] = Decision{}
-		c.seen[s.ID] = true
-		if c.finishedEarlier(s) {
-			continue
-		}
-		// Before the marker: a task split off a job array carries the
-		// marker of the array's record, from which a record is made.
-		_, known := c.records[s.ID]
-		c.restoreFromMarker(s)
-		rec := c.observe(now, s)
-		if s.State == StateFinished {
-			continue
-		}
-		c.noteReady(now, s, rec, !known)
-		c.inherit(s, rec)
-		if s.Held {
-			continue
-		}
-		if s.State == StatePending {
-			c.noteCandidate(now, s)
-		}
-		j := policyJob(rec, s)
-		j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))
-		if j.Opportunistic && s.State == StatePending {
-			j.Pair = c.pairScores[s.ID] // the last pass's (exclude.go)
-		}
-		c.joinSweep(s, rec, &j)
-		c.jobs = append(c.jobs, j)
-		c.jobIndex = append(c.jobIndex, i)
-	}
-}
-
-// rank is a pass's second stage: the policy orders c.jobs, each Result is
-// folded into the job's record (promotion, queue) and becomes its Decision.
-func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
-	c.results = c.ranker.Rank(now, c.jobs, c.results[:0])
-	w := c.cfg.Tiresias.Weights
-	for k := range c.results {
-		res := &c.results[k]
-		s := &snaps[c.jobIndex[k]]
-		rec := c.records[s.ID]
-		before := *rec
-		c.met.queueChange(rec.Queue, res.Queue, res.Promoted)
-		c.met.opportunistic(res.Opportunistic, c.jobs[k].State == priority.Running, res.Upgraded)
-		promoted, moved := rec.Apply(now, *res)
-		switch {
-		case promoted:
-			c.log.Info("job promoted to queue 0 (starvation)", keyJob, s.ID, keyService, rec.Total())
-		case moved:
-			c.log.Info("job changed queue", keyJob, s.ID, keyQueue, res.Queue, keyService, rec.Total())
-		}
-		if before.Upgraded == 0 && rec.Upgraded != 0 {
-			c.log.Info("opportunistic job upgraded to guaranteed after waiting (sharing.promote_after)", keyJob, s.ID,
-				keyWaited, now-rec.WaitingSince, keyQueue, res.Queue)
-		}
-		if *rec != before {
-			c.markDirty(rec)
-		}
-		d := decide(w, *res, rec.Total(), rec.QueueService())
-		d.Marker = c.markerFor(s, rec)
-		c.noteSweepIndex(s.ID, c.decisions[s.ID], d)
-		c.decisions[s.ID] = d
-		out[c.jobIndex[k]] = d
-	}
-	c.preemption.view.fromPass(c.jobs, c.results, func(k int) *Snapshot { return &snaps[c.jobIndex[k]] })
-	c.preemption.view.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.preemptions)
-	c.showBlocked(now, out)
-}
-
-// preemptions is how many times the preemption rule had job id requeued,
-// as its record says.
-func (c *Core) preemptions(id uint32) int {
-	if rec, ok := c.records[id]; ok {
-		return rec.Preemptions
-	}
-	return 0
-}
-
-// forget is a pass's last stage: jobs slurmctld no longer has (purged
-// before a pass saw them end) are finished, and decisions made by Enqueue
-// for jobs that were gone before any pass (cancelled at once), which have
-// no record, are dropped, and so are the SystemComment markers of jobs that
-// are gone.
-func (c *Core) forget(now int64) {
-	for id, rec := range c.records {
-		if !c.seen[id] {
-			// How it ended is unknown; its key is the one it was ranked
-			// with, if any.
-			key := priority.HeirKey{User: rec.Sweep.User, Account: rec.Sweep.Account, GPUs: rec.Sweep.GPUs}
-			c.finish(rec, now, false, key, rec.InSweep)
-		}
-	}
-	for id := range c.decisions {
-		if !c.seen[id] {
-			delete(c.decisions, id)
-		}
-	}
-	c.pruneMarkers()
-	c.pruneFinished()
-	c.forgetPreemptions()
-	c.siblings.Prune(now)
-	c.heirs.Prune(now)
-	c.throttles.prune(now)
-	for id := range c.ends.held {
-		if !c.seen[id] {
-			delete(c.ends.held, id)
-		}
-	}
-}
-
-// observe folds one snapshot into the job's ledger record and returns it.
-// What a run, a requeue and a completion do to the service is
-// priority.Account's; observe only maps Slurm's states onto it.
-func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
-	rec, ok := c.records[s.ID]
-	if old := c.finished[s.ID]; !ok && old != nil && s.State != StateFinished {
-		rec = c.reopen(now, old)
-	} else if !ok {
-		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: priority.NewAccount(s.SubmitTime)}
-		c.records[s.ID] = rec
-		c.markDirty(rec)
-	}
-	before := *rec
-	// Whatever this observation adds to the job's service is its account's
-	// usage (a node's report of an earlier end can only lower it: no
-	// refund, usage decays anyway). A finished job is observed, and
-	// charged, once: later passes skip it (finishedEarlier).
-	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
-	switch s.State {
-	case StateRunning, StateSuspended:
-		if rec.RunOpen && rec.RunStart == s.StartTime {
-			// Still in the run a preemption was allowed to end: Slurm
-			// requeues a victim in the scheduling cycle that asked, so
-			// it took another; an admin's requeue later is no preemption.
-			delete(c.preemption.notes, s.ID)
-		}
-		if rec.RunOpen && rec.RunStart != s.StartTime { // requeued and restarted since
-			c.closeRequeuedRun(now, s, rec)
-		}
-		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
-		c.weighRun(s, rec)
-	case StatePending:
-		if rec.RunOpen { // it ran since the last pass: requeued
-			c.closeRequeuedRun(now, s, rec)
-		}
-	case StateFinished:
-		if s.StartTime != 0 {
-			// Its last run, which may have begun and ended between two
-			// passes, up to the end its node reported if that is earlier
-			// (jobend.go). Finished stays Slurm's end: it keys the
-			// completed-job history, which later passes that still see
-			// the job must find unchanged.
-			rec.ObserveRun(s.StartTime, c.charged(s, rec), c.trueEnd(s, ok).runSeconds(now))
-			c.weighRun(s, rec)
-			c.noteKilled(s, rec)
-		}
-		end := s.EndTime
-		if end == 0 {
-			end = now
-		}
-		c.finish(rec, end, s.EndState == EndCompleted, heirKey(s), true)
-		c.finished[s.ID] = rec
-		return rec
-	}
-	if *rec != before {
-		c.markDirty(rec)
-	}
-	return rec
-}
-
-// charged is the rate (GPUs, or GPU-equivalents for a job without GPUs)
-// at which s's run accrues service. The rate is fixed when a run opens
-// (Account.ObserveRun keeps the open run's), so it is logged only then.
-func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
-	g := s.chargedGPUs(c.cfg.CPUJobCPUsPerGPU)
-	if s.gpuCount() == 0 && (!rec.RunOpen || rec.RunStart != s.StartTime) {
-		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
-	}
-	return g
-}
-
-// weighRun fixes, under effective service, the speed of a run that has
-// none yet: the speed of the GPU type it holds for its model
-// (priority.Speeds). The speed then weights the whole run (the run keeps
-// its GPUs) and is saved with it in the ledger, so it is looked up and
-// logged once per run. Runs opened while effective service was off keep
-// plain GPU-seconds to their end.
-func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
-	// A job without GPUs holds no GPU type: its GPU-equivalents stay as
-	// charged.
-	if !c.cfg.Tiresias.EffectiveService || !rec.RunOpen || rec.RunSpeed != 0 || s.Run == nil || s.gpuCount() == 0 {
-		return
-	}
-	typ, model := s.Run.GPUType(), s.Run.ModelKey()
-	sp := c.speedBase
-	if c.agents != nil {
-		sp.Profiled = c.agents.Throughputs()
-	}
-	speed, src := c.cfg.Tiresias.RunSpeed(&sp, model, typ)
-	rec.SetRunSpeed(speed)
-	c.log.Info("effective service: run weighted by its GPU type's speed", keyJob, s.ID,
-		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
-}
-
-// finish records a job's end and forgets it. completed says it ran to its
-// end (Slurm's COMPLETED): only then is its GPU-time a sample for its
-// sweep (priority.Siblings.Done). Its queue service is left for a job that
-// replaces it to inherit (inherit.go), keyed by key when known.
-func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priority.HeirKey, known bool) {
-	from := rec.WaitingSince // it ended waiting: heirs are submitted after it began to
-	if rec.RunOpen {
-		from = rec.RunStart
-		rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = rec.RunStart, rec.RunGPUs, rec.RunSpeed
-	}
-	rec.CloseRun()
-	rec.Finished = max(when, 1)
-	if known {
-		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Arrived: max(rec.Ready, rec.FirstSubmit), From: from, End: rec.Finished,
-			Completed: completed, Service: rec.QueueService()})
-	}
-	rec.SweepSample = completed
-	if completed {
-		c.siblings.Done(rec.JobID, rec.Total())
-	} else {
-		c.siblings.Leave(rec.JobID)
-	}
-	c.markDirty(rec)
-	delete(c.records, rec.JobID)
-	delete(c.decisions, rec.JobID)
-}
-
-func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
-	state := priority.Pending
-	if s.State != StatePending {
-		state = priority.Running
-	}
-	j := priority.Job{
-		ID:           s.ID,
-		State:        state,
-		GPUs:         s.gpuCount(),
-		SubmitTime:   rec.FirstSubmit,
-		EligibleTime: s.BeginTime,
-		Partition:    s.PartFactor,
-		QOS:          s.QOSFactor,
-		Nice:         s.Nice,
-		Held:         s.Held,
-		// Only before its first run: a requeued job's wait for its new
-		// begin time is no arrival, and its place in its queue is its own.
-		// Nor is a wait on its array's throttle of two or more: its
-		// tasks are a sweep's members (inherit.go).
-		Deferred: s.Deferred && rec.Runs == 0 && s.ArrayThrottle < 2,
-	}
-	rec.Describe(&j)
-	return j
 }
 
 // Enqueue decides the priority of a job that slurmctld asks about between

@@ -23,12 +23,13 @@ type Decision struct {
 	// refused lately for a cost (min_run, max_per_job, queue_gap), says
 	// so, and for a waiting opportunistic job, that it waits for idle GPUs
 	// and when it is upgraded; the plugin shows it as the job's reason
-	// (blocked.go). It starts with ReasonPrefix.
+	// (blocked.go). It starts with reasontext.WaitingPrefix.
 	Blocked string
-	// Usage, set by a pass for a running job whose GPU-use summary
-	// changed, is its new usage segment (usage.go, starting with
-	// UsagePrefix), to replace Lachesis's segment of its AdminComment.
-	Usage string
+	// GPUUse, set by a pass for a running job whose GPU-use summary
+	// changed, is its new GPU-use segment (gpushare/gpuuse.go, starting
+	// with gpushare.GPUUsePrefix), to replace Lachesis's segment of its
+	// AdminComment (lachesis_prio_t.usage).
+	GPUUse string
 	// Opportunistic: the job is ranked in the opportunistic class
 	// (policy/priority/opportunistic.go): it preempts nothing and is the first
 	// victim of every guaranteed job.

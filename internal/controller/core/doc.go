@@ -7,7 +7,20 @@
 // call per pass, and remembers each job's last decision so sprio and the
 // preempt plugin can ask about it without another pass.
 //
+// A pass (Core.Pass, core.go) is five stages, one file each, in this
+// order: account (account.go: each snapshot folded into its record, its
+// account charged), fairShare (fairshare.go: each job's account's factor),
+// rank (rank.go: priority.Ranker, each result folded back into a record
+// and a Decision), judgeSharing (sharing.go: GPU sharing and per-job GPU
+// use, internal/controller/gpushare, judge the ranked jobs and their
+// answers join the decisions) and forget (forget.go: the records of jobs
+// slurmctld no longer has are closed). GPU sharing and per-job GPU use are
+// gpushare's, with their own state and lock; the core holds no sharing
+// code and runs no Slurm command.
+//
 // Everything called under slurmctld's locks works on memory only. Ledger
-// writes are handed to one writer goroutine; the Gittins distribution is
-// reloaded by that goroutine too and swapped in atomically.
+// writes are handed to one writer goroutine (writer.go; the store's
+// capabilities are the Ledger interface, checked against ledger.SQLite);
+// the Gittins distribution is reloaded by that goroutine too and swapped in
+// atomically. The locks and their order are written down at Core.
 package core

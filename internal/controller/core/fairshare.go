@@ -98,8 +98,9 @@ func (f *fairShareState) charge(account string, gpuSeconds float64) {
 	f.table.Charge(account, gpuSeconds)
 }
 
-// fairShare is a pass's stage between account and rank: it gives every job
-// to rank its account's factor among the accounts with jobs in this pass.
+// fairShare is a pass's second stage, between account and rank: it gives
+// every job to rank its account's factor among the accounts with jobs in
+// this pass.
 func (c *Core) fairShare(snaps []Snapshot) {
 	fs := &c.fs
 	fs.init()
@@ -135,7 +136,7 @@ func (c *Core) fairShare(snaps []Snapshot) {
 	}
 	fs.factor, fs.next = fs.next, fs.factor
 	c.met.fairShare(fs.table.Len(), len(loads), countOver(loads))
-	c.queueUsage()
+	c.queueAccountUsage()
 }
 
 func countOver(loads []priority.AccountLoad) int {
@@ -163,9 +164,9 @@ func (c *Core) enqueueFactor(account string, shares float64) float64 {
 	return 1
 }
 
-// queueUsage hands the table to the writer (writer.go), which saves the
+// queueAccountUsage hands the table to the writer (writer.go), which saves the
 // latest one it finds.
-func (c *Core) queueUsage() {
+func (c *Core) queueAccountUsage() {
 	fs := &c.fs
 	fs.usage = fs.table.AppendUsage(fs.usage[:0])
 	fs.saved = fs.saved[:0]
@@ -174,8 +175,8 @@ func (c *Core) queueUsage() {
 		fs.saved = append(fs.saved, ledger.AccountUsage{Account: u.Account, Usage: u.Usage, At: at})
 	}
 	c.pendMu.Lock()
-	c.pendUsage = append(c.pendUsage[:0], fs.saved...)
-	c.usageDirty = true
+	c.pendAccountUsage = append(c.pendAccountUsage[:0], fs.saved...)
+	c.accountUsageDirty = true
 	c.pendMu.Unlock()
 }
 

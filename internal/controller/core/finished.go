@@ -32,32 +32,16 @@ func (c *Core) finishedEarlier(s *Snapshot) bool {
 // rememberFinished marks the jobs that finished before a restart, with
 // their records; the first pass forgets those slurmctld does not list
 // (pruneFinished).
-func (c *Core) rememberFinished(store ledger.Store) error {
-	if fr, ok := store.(ledger.FinishedRecordLister); ok {
-		recs, err := fr.FinishedRecords(maxListedFinished)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if _, active := c.records[r.JobID]; !active {
-				// A copy each: a pointer into recs would keep the whole
-				// slice alive after the first pass forgets most of them.
-				c.finished[r.JobID] = &r
-			}
-		}
-		return nil
-	}
-	fl, ok := store.(ledger.FinishedLister)
-	if !ok {
-		return nil
-	}
-	ids, err := fl.RecentlyFinished(maxListedFinished)
+func (c *Core) rememberFinished(store ledger.FinishedRecordLister) error {
+	recs, err := store.FinishedRecords(maxListedFinished)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if _, active := c.records[id]; !active {
-			c.finished[id] = nil // its record is not known: a requeue starts afresh
+	for _, r := range recs {
+		if _, active := c.records[r.JobID]; !active {
+			// A copy each: a pointer into recs would keep the whole
+			// slice alive after the first pass forgets most of them.
+			c.finished[r.JobID] = &r
 		}
 	}
 	return nil

@@ -102,13 +102,9 @@ func (c *Core) applyCorrections() {
 	if len(todo) == 0 {
 		return
 	}
-	store, ok := c.store.(ledger.EndCorrector)
-	if !ok {
-		return
-	}
 	changed := false
 	for _, r := range todo {
-		corr, did, err := store.CorrectEnd(r.job, r.end)
+		corr, did, err := c.store.CorrectEnd(r.job, r.end)
 		switch {
 		case errors.Is(err, ledger.ErrNoCompletion):
 			c.log.Info("node reported the end of a job with no history entry; ignored", keyJob, r.job, keyNode, r.node)

@@ -28,8 +28,6 @@ const (
 	MetricAgentReports  = "lachesis_agent_reports_total"
 	MetricAgentRejected = "lachesis_agent_rejected_total"
 	MetricFairShare     = "lachesis_fairshare_accounts"
-	MetricUsageDropped  = "lachesis_usage_dropped_total"
-	MetricUsageIdle     = "lachesis_usage_idle_jobs"
 	MetricOppJobs       = "lachesis_opportunistic_jobs"
 	MetricOppUpgrades   = "lachesis_opportunistic_upgrades_total"
 )
@@ -52,15 +50,10 @@ type metrics struct {
 	// fair share after the last pass: accounts tracked (with usage or
 	// jobs), with jobs under or at their share, with jobs over it
 	fsTracked, fsUnder, fsOver prometheus.Gauge
-	// per-job GPU use (usage.go): entries dropped by reason, idle jobs
-	usageDrops *prometheus.CounterVec
-	usageIdle  prometheus.Gauge
 	// the opportunistic class after the last pass: its jobs waiting and
 	// running; and the upgrades to guaranteed.
 	oppPending, oppRunning prometheus.Gauge
 	upgrades               prometheus.Counter
-	reverts                *prometheus.CounterVec // by signal (introspect.go)
-	memRequeues            *prometheus.CounterVec // by reason (memguard.go)
 
 	// Scratch of the pass in progress, under c.mu.
 	counts                               []int
@@ -79,7 +72,7 @@ type metrics struct {
 // sizingOutcome names each synergy.Action in lachesis_sizing_decisions_total.
 var sizingOutcome = [...]string{synergy.Leave: "leave", synergy.Set: "set", synergy.Reject: "reject", synergy.ToShards: "shards"}
 
-func newMetrics() *metrics {
+func newMetrics(extra ...prometheus.Collector) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		passSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -126,17 +119,6 @@ func newMetrics() *metrics {
 		Help: "Accounts after the last pass, by class: tracked (with decayed usage or jobs), under (with jobs, at or under their share), over (with jobs, over their share).",
 	}, []string{"class"})
 	m.fsTracked, m.fsUnder, m.fsOver = fs.WithLabelValues("tracked"), fs.WithLabelValues("under"), fs.WithLabelValues("over")
-	m.usageDrops = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricUsageDropped,
-		Help: "Entries of node agents' job-usage reports dropped, by reason (unknown_job, wrong_user, no_gpus, repeat).",
-	}, []string{"reason"})
-	for _, r := range dropReasons {
-		m.usageDrops.WithLabelValues(r)
-	}
-	m.usageIdle = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: MetricUsageIdle,
-		Help: "Running jobs holding GPUs below usage.idle_below_pct for usage.idle_after, after the last pass.",
-	})
 	opp := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: MetricOppJobs,
 		Help: "Jobs of the opportunistic class (not upgraded, not held) after the last pass, by state (pending, running).",
@@ -145,20 +127,10 @@ func newMetrics() *metrics {
 	m.upgrades = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: MetricOppUpgrades, Help: "Opportunistic jobs upgraded to guaranteed after waiting sharing.promote_after.",
 	})
-	m.reverts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricReverts,
-		Help: "Opportunistic jobs requeued because the guaranteed job beside them lost more than sharing.max_slowdown, by the signal measured (iterations/s, GPU utilisation).",
-	}, []string{"signal"})
-	m.reverts.WithLabelValues(signalIters)
-	m.reverts.WithLabelValues(signalUtil)
-	m.memRequeues = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricMemoryRequeues,
-		Help: "Opportunistic jobs requeued for holding more GPU memory than the guaranteed jobs beside them leave (their measured peak and sharing.guest_memory_headroom_pct), by reason (over_room; no_room: their peak left none).",
-	}, []string{"reason"})
-	m.memRequeues.WithLabelValues(memOverRoom)
-	m.memRequeues.WithLabelValues(memNoRoom)
-	m.collectors = []prometheus.Collector{m.reverts, m.memRequeues, m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
-		m.usageDrops, m.usageIdle, opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
+		opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	// GPU sharing's own (gpushare), when the core has them.
+	m.collectors = append(m.collectors, extra...)
 	m.reg.MustRegister(m.collectors...)
 	return m
 }
@@ -183,34 +155,6 @@ func (m *metrics) fairShare(tracked, withJobs, over int) {
 	m.fsTracked.Set(float64(tracked))
 	m.fsUnder.Set(float64(withJobs - over))
 	m.fsOver.Set(float64(over))
-}
-
-// usageDropped counts one dropped entry of a job-usage report.
-func (m *metrics) usageDropped(reason string) {
-	if m != nil {
-		m.usageDrops.WithLabelValues(reason).Inc()
-	}
-}
-
-// revert counts one opportunistic job introspection requeued.
-func (m *metrics) revert(signal string) {
-	if m != nil {
-		m.reverts.WithLabelValues(signal).Inc()
-	}
-}
-
-// memoryRequeue counts one opportunistic job requeued for its memory.
-func (m *metrics) memoryRequeue(reason string) {
-	if m != nil {
-		m.memRequeues.WithLabelValues(reason).Inc()
-	}
-}
-
-// idleJobs publishes how many running jobs hold their GPUs idle.
-func (m *metrics) idleJobs(n int) {
-	if m != nil {
-		m.usageIdle.Set(float64(n))
-	}
 }
 
 // queueChange notes one ranked job of the pass: its queue before and after.
@@ -330,10 +274,11 @@ func (a agentCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// newMetricsIf returns the core's metrics when listen is set, else nil.
-func newMetricsIf(listen string) *metrics {
+// newMetricsIf returns the core's metrics, with extra collectors, when
+// listen is set, else nil.
+func newMetricsIf(listen string, extra ...prometheus.Collector) *metrics {
 	if listen == "" {
 		return nil
 	}
-	return newMetrics()
+	return newMetrics(extra...)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
 
@@ -212,7 +213,7 @@ func TestOpenServesMetricsAndTheAgentListener(t *testing.T) {
 func TestOpportunisticJobsAndUpgradesAreCounted(t *testing.T) {
 	c := openMetricsCore(t)
 	c.cfg.Sharing.OpportunisticPartition = "opp"
-	c.cfg.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, PromoteAfter: 300}
+	c.cfg.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 300}}
 	if err := c.rebuildRanker(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,16 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // oppConfig is testConfig with the opportunistic class on partition "opp",
 // upgrading after 300 s of waiting.
 func oppConfig(db string) config.Config {
 	c := testConfig(db)
-	c.Sharing = config.Sharing{OpportunisticPartition: "opp"}
-	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, PromoteAfter: 300}
+	c.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharing.DefaultConfig()}
+	c.Sharing.Rules.MaxSlowdown, c.Sharing.Rules.GuestMemoryHeadroomPct, c.Sharing.Rules.PromoteAfter = 0, 0, 300
+	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: c.Sharing.Rules}
 	return c
 }
 
@@ -186,26 +188,6 @@ func TestMarkerWithoutUpgradeKeepsItsOldForm(t *testing.T) {
 	}
 	if _, err := parseMarker(strings.Replace(m.String(), "up=77", "up=-1", 1)); err == nil {
 		t.Fatal("a negative upgrade time was accepted")
-	}
-}
-
-func TestWaitingOpportunisticJobSaysWhyAndWhenItIsUpgraded(t *testing.T) {
-	c := openOppCore(t, filepath.Join(t.TempDir(), "l.db"), &bytes.Buffer{})
-	defer c.Close()
-	d := pass(c, 1000, inClassPartition(pending(1, 1, 900), "opp"), inClassPartition(pending(2, 1, 900), "gpu"),
-		inClassPartition(running(3, 1, 900, 950), "opp"))
-	want := opportunisticReason(900, 300)
-	if d[0].Blocked != want || !strings.HasPrefix(want, ReasonPrefix+"opportunistic: ") || !strings.Contains(want, "guaranteed from ") {
-		t.Fatalf("waiting opportunistic job's reason %q, want %q", d[0].Blocked, want)
-	}
-	if len(want) >= 128 {
-		t.Fatalf("reason %q does not fit lachesis_prio_t.blocked", want)
-	}
-	if d[1].Blocked != "" || d[2].Blocked != "" {
-		t.Fatalf("reasons of a guaranteed and a running job: %q, %q", d[1].Blocked, d[2].Blocked)
-	}
-	if d2 := pass(c, 1010, inClassPartition(pending(1, 1, 900), "opp")); d2[0].Blocked != want {
-		t.Fatalf("the reason changed from one pass to the next: %q", d2[0].Blocked)
 	}
 }
 

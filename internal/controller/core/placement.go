@@ -17,7 +17,7 @@ func (c *Core) PlacementEnabled() bool {
 // PlaceJob decides a GPU-type preference and a node cap for a job being
 // submitted (job_submit/synergy, after sizing). It runs under slurmctld's
 // read locks: memory only.
-func (c *Core) PlaceJob(req placement.Request, nodes []placement.Node) placement.Decision {
+func (c *Core) PlaceJob(req placement.Job, nodes []placement.TypedNode) placement.Placement {
 	c.mu.Lock()
 	cfg := c.cfg.Placement
 	agents := c.agents
@@ -25,7 +25,7 @@ func (c *Core) PlaceJob(req placement.Request, nodes []placement.Node) placement
 	if agents != nil {
 		cfg.Profiled = agents.Throughputs() // lock-free snapshot
 	}
-	d := placement.Decide(cfg, req, nodes)
+	d := placement.Place(cfg, req, nodes)
 	if d.Prefer != "" || d.MaxNodes != 0 {
 		c.log.Debug("placement at submit", keyModel, d.ModelKey, keyPrefer, d.Prefer, keyMaxNodes, d.MaxNodes)
 	}

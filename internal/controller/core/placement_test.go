@@ -12,11 +12,11 @@ import (
 )
 
 func TestPlaceJobFollowsTheConfiguredTable(t *testing.T) {
-	nodes := []placement.Node{
+	nodes := []placement.TypedNode{
 		{CPUs: 8, MemMB: 16000, Gres: "gpu:a:2", Features: "gpu_a"},
 		{CPUs: 8, MemMB: 16000, Gres: "gpu:b:2", Features: "gpu_b"},
 	}
-	req := placement.Request{Name: "bert", GPU: gres.Request{PerJob: "gres:gpu:1"}}
+	req := placement.Job{Name: "bert", GPU: gres.Request{PerJob: "gres:gpu:1"}}
 	cases := []struct {
 		name    string
 		enabled bool

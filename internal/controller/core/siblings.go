@@ -40,14 +40,13 @@ func (c *Core) joinSweep(s *Snapshot, rec *ledger.Record, j *priority.Job) {
 }
 
 // restoreSweeps replays the ended sweep members the ledger kept, oldest
-// submission first, into a fresh tracker. A store that keeps none (or an
-// error, logged) leaves the sweeps to re-form from new ends.
-func (c *Core) restoreSweeps(store ledger.Store) {
-	sl, ok := store.(ledger.SweepLister)
-	if !ok || c.siblings == nil {
+// submission first, into a fresh tracker. An empty history (or an error,
+// logged) leaves the sweeps to re-form from new ends.
+func (c *Core) restoreSweeps(store ledger.SweepLister) {
+	if c.siblings == nil {
 		return
 	}
-	ends, err := sl.SweepEnds(maxReplayedSweepEnds)
+	ends, err := store.SweepEnds(maxReplayedSweepEnds)
 	if err != nil {
 		c.log.Error("sweep history unreadable; sweeps re-form from new ends", keyErr, err)
 		return

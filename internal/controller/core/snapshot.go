@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 )
@@ -14,6 +15,14 @@ const (
 	StateRunning
 	StateSuspended
 	StateFinished
+)
+
+// A pass hands its jobs' states to gpushare as they are: the values agree.
+var (
+	_ = [1]struct{}{}[gpushare.State(StatePending)-gpushare.Pending]
+	_ = [1]struct{}{}[gpushare.State(StateRunning)-gpushare.Running]
+	_ = [1]struct{}{}[gpushare.State(StateSuspended)-gpushare.Suspended]
+	_ = [1]struct{}{}[gpushare.State(StateFinished)-gpushare.Finished]
 )
 
 // UnknownGPUs in Snapshot.GPUs means slurmctld does not track gres/gpu as a
@@ -108,7 +117,7 @@ type Snapshot struct {
 	Run RunInfo
 	// Asked, for a pending job, is its model key as job_submit/synergy
 	// derives it (the comment's model=..., else the name), read only for
-	// a waiting opportunistic job, once (exclude.go); nil when unknown.
+	// a waiting opportunistic job, once (gpushare/exclude.go); nil when unknown.
 	// Valid only during the call that received the snapshot, like Run.
 	Asked ModelKeyer
 }

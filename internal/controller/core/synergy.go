@@ -17,8 +17,8 @@ func (c *Core) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decisi
 	cfg, sharing := c.cfg.Synergy, c.cfg.Sharing
 	c.mu.Unlock()
 	d := synergy.Decide(cfg, req, nodes, c.lookupBestCase)
-	// Then, maybe, shards of one GPU instead of it (shardconvert.go).
-	d = c.convertToShards(sharing, req, nodes, d)
+	// Then, maybe, shards of one GPU instead of it (gpushare/shardconvert.go).
+	d = c.sharing.ConvertToShards(sharing, req, nodes, d)
 	c.met.sized(d.Action)
 	if d.NoProfile && d.ModelKey != "" && c.agents != nil {
 		c.agents.NoteModelKey(d.ModelKey) // memory only; written by a goroutine

@@ -24,13 +24,15 @@ type fileStore interface {
 	Reopen() error
 }
 
+var _ fileStore = (*ledger.SQLite)(nil)
+
 // writerState is the writer goroutine's own bookkeeping; only it touches
 // these fields.
 type writerState struct {
-	failures int              // consecutive failed writes
-	retry    <-chan time.Time // fires when the next retry is due; nil when none is
-	backoff  time.Duration
-	usage    []ledger.AccountUsage // scratch: the fair-share table being saved
+	failures     int              // consecutive failed writes
+	retry        <-chan time.Time // fires when the next retry is due; nil when none is
+	backoff      time.Duration
+	accountUsage []ledger.AccountUsage // scratch: the fair-share table being saved
 }
 
 const (
@@ -83,11 +85,7 @@ func (c *Core) writer() {
 // It returns an error when the file is gone and could not be reopened:
 // writing on would land in the unlinked file, so the batch must wait.
 func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
-	fs, ok := c.store.(fileStore)
-	if !ok {
-		return nil
-	}
-	err := fs.CheckFile()
+	err := c.store.CheckFile()
 	if err == nil {
 		return nil
 	}
@@ -95,7 +93,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 		return err
 	}
 	c.log.Error("LEDGER FILE DELETED OR REPLACED; reopening it and rewriting every active job", keyErr, err)
-	if err := fs.Reopen(); err != nil {
+	if err := c.store.Reopen(); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -104,7 +102,7 @@ func (c *Core) checkFile(batch map[uint32]ledger.Record) error {
 	}
 	n := len(c.records)
 	c.mu.Unlock()
-	c.saveAllExclusions()
+	c.sharing.SaveAllExclusions()
 	c.log.Warn("ledger reopened; active jobs queued for rewrite", keyJobs, n)
 	return nil
 }
@@ -127,11 +125,8 @@ func (c *Core) flush() {
 	}()
 	fileErr := c.checkFile(batch)
 	if fileErr == nil {
-		c.flushUsage()
-		c.flushJobUsage()
-		c.flushBadPairs()
-		c.flushModelUse()
-		c.flushExclusions()
+		c.flushAccountUsage()
+		c.sharing.Flush(c.store)
 	}
 	if len(batch) == 0 && fileErr == nil {
 		return
@@ -174,23 +169,23 @@ func (c *Core) flush() {
 	}
 }
 
-// flushUsage saves the latest fair-share table, if a pass queued one since
+// flushAccountUsage saves the latest fair-share table, if a pass queued one since
 // the last save. A failed save leaves it queued: the next flush (a later
 // pass or the retry) saves whatever table is newest then, so nothing older
 // than one pass is lost while the disk is full.
-func (c *Core) flushUsage() {
+func (c *Core) flushAccountUsage() {
 	c.pendMu.Lock()
-	if !c.usageDirty {
+	if !c.accountUsageDirty {
 		c.pendMu.Unlock()
 		return
 	}
-	c.w.usage = append(c.w.usage[:0], c.pendUsage...)
-	c.usageDirty = false
+	c.w.accountUsage = append(c.w.accountUsage[:0], c.pendAccountUsage...)
+	c.accountUsageDirty = false
 	c.pendMu.Unlock()
-	if err := c.store.SaveUsage(c.w.usage); err != nil {
+	if err := c.store.SaveUsage(c.w.accountUsage); err != nil {
 		c.log.Error("saving fair-share usage failed; retrying with the next pass", keyErr, err)
 		c.pendMu.Lock()
-		c.usageDirty = true
+		c.accountUsageDirty = true
 		c.pendMu.Unlock()
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // Exclusion is what Lachesis did to one pending job's ExcNodeList
-// (core/exclude.go), kept so that a slurmctld restart can still tell the
+// (gpushare/exclude.go), kept so that a slurmctld restart can still tell the
 // user's own nodes from the ones Lachesis added, and lift exactly its own
 // once their reason ends.
 type Exclusion struct {

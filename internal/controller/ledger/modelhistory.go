@@ -7,7 +7,7 @@ import (
 )
 
 // ModelHistory is one user's history of one model folded the way the
-// shard rewrite at submit judges it (config.ShardConvert.JudgeHistory):
+// shard rewrite at submit judges it (sharing.ShardConvert.JudgeHistory):
 // how many finished jobs it holds, the highest of their peak
 // utilisations, the most GPU memory any of them held, and when the newest
 // ended.

@@ -5,7 +5,7 @@ import "fmt"
 // Each user's history of each model: the measured GPU use of their last
 // finished one-GPU jobs of it, which job_submit/synergy reads to decide
 // whether a new job of theirs leaves room for a guest on its GPU
-// (core/shardconvert.go). Keyed by user AND model: one user's jobs never
+// (gpushare/shardconvert.go). Keyed by user AND model: one user's jobs never
 // change how another user's are allocated.
 
 // ModelJobUse is one finished job's place in its user's history of its

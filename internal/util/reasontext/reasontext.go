@@ -20,6 +20,12 @@ import (
 // Ellipsis ends a clipped text.
 const Ellipsis = "…"
 
+// WaitingPrefix starts every reason Lachesis gives Slurm for a waiting job
+// (its state_desc, squeue's %R: a refused preemption, a waiting guest;
+// cgo/lachesis_core.h LACHESIS_REASON_PREFIX): the plugin replaces or
+// clears only a state_desc that starts with it.
+const WaitingPrefix = "Lachesis: "
+
 // Field is user-chosen text for a reason: without '[', ']' and control
 // characters (Unicode Cc, which includes newlines, tabs, DEL and the C1
 // range; invalid UTF-8 is dropped too), cut to at most max bytes (plus

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ const restoredWhy = "kept off by Lachesis before slurmctld restarted (reason not
 
 // saveExclusion marks job id's exclusion for the writer. Bounded: past
 // 2*maxExclusions marks the rest wait for a later change (a row left
-// behind is checked at the next start). Caller holds usage.mu.
+// behind is checked at the next start). Caller holds mu.
 func (in *introState) saveExclusion(id uint32) {
 	if len(in.exclChanged) < 2*maxExclusions {
 		in.exclChanged[id] = true
@@ -30,7 +30,7 @@ func (in *introState) saveExclusion(id uint32) {
 }
 
 // row is ex as the ledger keeps it: holds are its pins, then the nodes the
-// pass judged (Until 0) that no pin holds. Caller holds usage.mu.
+// pass judged (Until 0) that no pin holds. Caller holds mu.
 func (ex *exclusion) row(id uint32) ledger.Exclusion {
 	r := ledger.Exclusion{JobID: id, UserRaw: ex.userRaw, UserSet: slices.Clone(ex.userSet), Ours: slices.Clone(ex.ours), Applied: ex.applied}
 	for node, p := range ex.pins {
@@ -48,17 +48,12 @@ func (ex *exclusion) row(id uint32) ledger.Exclusion {
 
 // flushExclusions saves the exclusions changed since the last flush and
 // drops the forgotten ones; a failed save keeps them for the next.
-// Writer goroutine only: usage.mu is held only to copy.
-func (c *Core) flushExclusions() {
-	store, ok := c.store.(ledger.ExclusionStore)
-	if !ok {
-		return
-	}
-	u := &c.usage
-	u.mu.Lock()
-	in := &u.intro
+// Writer goroutine only: mu is held only to copy.
+func (c *Sharing) flushExclusions(store ledger.ExclusionStore) {
+	c.mu.Lock()
+	in := &c.intro
 	if len(in.exclChanged) == 0 {
-		u.mu.Unlock()
+		c.mu.Unlock()
 		return
 	}
 	var save []ledger.Exclusion
@@ -71,49 +66,43 @@ func (c *Core) flushExclusions() {
 		}
 	}
 	clear(in.exclChanged)
-	u.mu.Unlock()
+	c.mu.Unlock()
 	if err := store.SaveExclusions(save, drop); err != nil {
 		c.log.Error("saving exclusions failed; retrying with the next flush", keyErr, err, keyJobs, len(save)+len(drop))
-		u.mu.Lock()
+		c.mu.Lock()
 		for _, r := range save {
 			in.saveExclusion(r.JobID)
 		}
 		for _, id := range drop {
 			in.saveExclusion(id)
 		}
-		u.mu.Unlock()
+		c.mu.Unlock()
 	}
 }
 
-// saveAllExclusions marks every exclusion for the writer (a new ledger
+// SaveAllExclusions marks every exclusion for the writer (a new ledger
 // file has none of them).
-func (c *Core) saveAllExclusions() {
-	u := &c.usage
-	u.mu.Lock()
-	for id := range u.intro.excl {
-		u.intro.saveExclusion(id)
+func (c *Sharing) SaveAllExclusions() {
+	c.mu.Lock()
+	for id := range c.intro.excl {
+		c.intro.saveExclusion(id)
 	}
-	u.mu.Unlock()
+	c.mu.Unlock()
 }
 
 // restoreExclusions takes back the exclusions the ledger kept. The ledger
 // is a file: every row is checked, and one refused is logged, skipped and
 // dropped; a failed read is logged (nothing is restored). See exclude.go
 // for what the first passes then do.
-func (c *Core) restoreExclusions(store ledger.Store, now int64) {
-	s, ok := store.(ledger.ExclusionStore)
-	if !ok {
-		return
-	}
-	rows, err := s.Exclusions()
+func (c *Sharing) restoreExclusions(store ledger.ExclusionStore, now int64) {
+	rows, err := store.Exclusions()
 	if err != nil {
 		c.log.Error("exclusions not restored: the ledger could not be read; nodes Lachesis added before the restart stay in those jobs' ExcNodeList", keyErr, err)
 		return
 	}
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	in := &u.intro
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in := &c.intro
 	n := 0
 	for _, r := range rows {
 		ex, err := restoredExclusion(r, now)

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"bytes"
@@ -101,8 +101,8 @@ func TestJudgePairs(t *testing.T) {
 				return
 			}
 			v := got[0]
-			if v.revert != tc.wantRevert || v.guest.id != tc.wantGuest || v.host.id != 1 || v.signal != tc.wantSignal {
-				t.Fatalf("verdict %+v (solo %v shared %v), want revert %v guest %d signal %s", v, v.solo, v.shared, tc.wantRevert, tc.wantGuest, tc.wantSignal)
+			if v.Revert != tc.wantRevert || v.guest.id != tc.wantGuest || v.host.id != 1 || v.signal != tc.wantSignal {
+				t.Fatalf("verdict %+v (solo %v shared %v), want revert %v guest %d signal %s", v, v.rates.HostSolo, v.rates.HostShared, tc.wantRevert, tc.wantGuest, tc.wantSignal)
 			}
 		})
 	}
@@ -110,10 +110,10 @@ func TestJudgePairs(t *testing.T) {
 
 // introCore is a core with the opportunistic partition "opp", its log in
 // buf.
-func introCore(t *testing.T, buf *bytes.Buffer) *Core {
+func introCore(t *testing.T, buf *bytes.Buffer) *testCore {
 	t.Helper()
 	cfg := testConfig(filepath.Join(t.TempDir(), "l.db"))
-	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0.05)}
 	cfg.Tiresias.Opportunistic.Enabled = true
 	cfg.Metrics.Listen = "127.0.0.1:0"
 	c := openCoreWith(t, cfg)
@@ -126,9 +126,9 @@ type modelRun string
 func (m modelRun) GPUType() string  { return "" }
 func (m modelRun) ModelKey() string { return string(m) }
 
-func shardJob(id, uid uint32, partition, model string) Snapshot {
+func shardJob(id, uid uint32, partition, model string) Job {
 	s := runningAs(id, uid)
-	s.GPUs, s.GPUShare, s.Partition, s.Run = 0, true, partition, modelRun(model)
+	s.OneGPU, s.GPUShare, s.Partition, s.Run = true, true, partition, modelRun(model)
 	return s
 }
 
@@ -145,18 +145,18 @@ func shardReport(t int64, job, uid uint32, gpu string, sharers int, util, iters 
 // soloIters, then job 2 (guestUID, opportunistic, model lstm) beside it
 // while job 1 runs at sharedIters; hostUID reports for job 1's entries.
 // It returns the requeues asked.
-func runPair(t *testing.T, c *Core, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
+func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
 	t.Helper()
 	host := shardJob(1, owner, "gpu", "resnet")
 	guest := shardJob(2, guestUID, "opp", "lstm")
 	pass(c, 1000, host)
 	for k := int64(1); k <= 3; k++ {
-		c.ReportUsage(shardReport(1000+10*k, 1, hostUID, "g0", 1, 90, soloIters))
+		c.ReportGPUUse(shardReport(1000+10*k, 1, hostUID, "g0", 1, 90, soloIters))
 	}
 	pass(c, 1040, host, guest)
 	for k := int64(5); k <= 8; k++ {
-		c.ReportUsage(shardReport(1000+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
-		c.ReportUsage(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
+		c.ReportGPUUse(shardReport(1000+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
+		c.ReportGPUUse(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
 	}
 	pass(c, 1090, host, guest)
 	return drainRequeues(c)
@@ -183,7 +183,7 @@ func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t 
 	// not requeued it yet), does not ask again.
 	pass(c, 1100, shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm"))
 	select {
-	case r := <-c.usage.intro.queue:
+	case r := <-c.intro.queue:
 		t.Fatalf("asked again: %+v", r)
 	default:
 	}
@@ -193,14 +193,14 @@ func TestAGuestWithinMaxSlowdownIsKeptAndThePairMeasured(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.usage.intro.init()
-	if err := c.usage.intro.table.Seed("resnet", "lstm", 0.5, 0.7); err != nil {
+	c.intro.init()
+	if err := c.intro.table.Seed("resnet", "lstm", 0.5, 0.7); err != nil {
 		t.Fatal(err)
 	}
 	if got := runPair(t, c, owner, mallory, 10, 9.7); len(got) != 0 {
 		t.Fatalf("requeues %+v, want none", got)
 	}
-	s, measured, ok := c.usage.intro.table.Lookup("resnet", "lstm")
+	s, measured, ok := c.intro.table.Lookup("resnet", "lstm")
 	if !ok || !measured || s.Of < 0.969 || s.Of > 0.971 || s.Beside != 0.7 {
 		t.Fatalf("pair %+v measured %v ok %v, want resnet at 0.97 measured, lstm's seed 0.7 kept", s, measured, ok)
 	}
@@ -226,14 +226,14 @@ func TestProgressClaimsCannotRequeueBeyondTheRule(t *testing.T) {
 		guest := shardJob(2, mallory, "opp", "lstm")
 		pass(c, 1000, host, guest)
 		for k := int64(1); k <= 3; k++ {
-			c.ReportUsage(shardReport(1000+10*k, 2, mallory, "g0", 1, 90, 100))
+			c.ReportGPUUse(shardReport(1000+10*k, 2, mallory, "g0", 1, 90, 100))
 		}
 		for k := int64(4); k <= 8; k++ {
-			c.ReportUsage(shardReport(1000+10*k, 2, mallory, "g0", 2, 1, 1))
-			c.ReportUsage(shardReport(1000+10*k, 1, owner, "g0", 2, 50, 10))
+			c.ReportGPUUse(shardReport(1000+10*k, 2, mallory, "g0", 2, 1, 1))
+			c.ReportGPUUse(shardReport(1000+10*k, 1, owner, "g0", 2, 50, 10))
 		}
 		pass(c, 1090, host, guest)
-		if len(c.usage.intro.queue) != 0 {
+		if len(c.intro.queue) != 0 {
 			t.Fatal("a guest's claim requeued someone")
 		}
 	})
@@ -254,14 +254,14 @@ func TestProgressClaimsCannotRequeueBeyondTheRule(t *testing.T) {
 		a, b := shardJob(1, mallory, "gpu", "resnet"), shardJob(2, owner, "gpu", "lstm")
 		pass(c, 1000, a, b)
 		for k := int64(1); k <= 3; k++ {
-			c.ReportUsage(shardReport(1000+10*k, 1, mallory, "g0", 1, 90, 100))
+			c.ReportGPUUse(shardReport(1000+10*k, 1, mallory, "g0", 1, 90, 100))
 		}
 		for k := int64(4); k <= 8; k++ {
-			c.ReportUsage(shardReport(1000+10*k, 1, mallory, "g0", 2, 1, 1))
-			c.ReportUsage(shardReport(1000+10*k, 2, owner, "g0", 2, 50, 10))
+			c.ReportGPUUse(shardReport(1000+10*k, 1, mallory, "g0", 2, 1, 1))
+			c.ReportGPUUse(shardReport(1000+10*k, 2, owner, "g0", 2, 50, 10))
 		}
 		pass(c, 1090, a, b)
-		if len(c.usage.intro.queue) != 0 {
+		if len(c.intro.queue) != 0 {
 			t.Fatal("a guaranteed job was asked to be requeued")
 		}
 	})
@@ -271,21 +271,21 @@ func TestRequeuerRunsRequestsAndAsksAgainAfterAFailure(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.usage.intro.init()
-	c.usage.intro.asked[7] = true
+	c.intro.init()
+	c.intro.asked[7] = true
 	sj := newFakeSlurm()
 	sj.requeueErr = context.DeadlineExceeded
 	q := make(chan requeueRequest, 1)
-	go c.requeuer(q, sj)
+	go c.requeuer(c.stop, q, sj)
 	q <- requeueRequest{job: 7, node: "n1"}
 	if r := <-sj.requeued; r != 7 {
 		t.Fatalf("requeued %d", r)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c.usage.mu.Lock()
-		asked := c.usage.intro.asked[7]
-		c.usage.mu.Unlock()
+		c.mu.Lock()
+		asked := c.intro.asked[7]
+		c.mu.Unlock()
 		if !asked {
 			break
 		}
@@ -318,7 +318,7 @@ func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(db)
-	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", MaxSlowdown: 0.05}
+	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0.05)}
 	again := openCoreWith(t, cfg)
 	defer again.Close()
 	if !again.PairBad("resnet", "lstm") {

@@ -1,27 +1,27 @@
-package core
+package gpushare
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
-// Introspection (Gandiva, OSDI'18), the core's half of sharing's rule
-// Revert: a guaranteed job and an opportunistic job whose processes share
-// one GPU (the same node and GPU uuid in the agents' usage reports) are a
-// pair. The guaranteed job's rate while it had the GPU alone is its solo
-// rate; its rate since the guest came (the samples since the GPU's
-// sharer count last changed) is its shared rate. When sharing.Config's
-// Revert says the loss is above sharing.max_slowdown, the guest is
-// requeued, the pair of models is marked bad in the core's pair table,
-// and the guest is kept off that node; otherwise the measured fractions
-// replace whatever the table held for the pair.
+// Introspection (Gandiva, OSDI'18) in slurmctld: a guaranteed job and an
+// opportunistic job whose processes share one GPU (the same node and GPU
+// uuid in the agents' GPU-use reports) are a pair. The guaranteed job's
+// rate while it had the GPU alone is its solo rate; its rate since the
+// guest came (the samples since the GPU's sharer count last changed) is
+// its shared rate, and the guest's are measured the same way when it ran
+// alone before. The pair is judged as the simulator judges its pairs
+// (sharing.Config.JudgePair, then sharing.Table.Learn): when the host lost
+// more than sharing.max_slowdown, or the pair does no more than the host
+// alone, the guest is requeued, the pair of models is marked bad in the
+// pair table, and the guest is kept off that node; otherwise the measured
+// fractions replace whatever the table held for the pair.
 //
 // The rate is iterations/s when the guaranteed job reported progress both
 // alone and shared: that is useful work, what the rule is about. Failing
@@ -30,7 +30,7 @@ import (
 // loss of a job whose kernels merely wait longer, so it is the fallback
 // only (issue 22: "utilisation is the fallback signal").
 //
-// Everything here reads the agents' reports, which ReportUsage already
+// Everything here reads the agents' reports, which ReportGPUUse already
 // checked (the job runs, the uid owns it). The guaranteed job's rate is
 // its owner's word: a host can fake a slowdown (report fewer iterations
 // once a guest arrives) and so evict guests beside it. That only ever
@@ -43,12 +43,6 @@ const (
 	// judged on it. The first shared sample after a change of sharers is
 	// not counted (the agent's rate spans the change).
 	introMinSamples = 2
-	// introRequeueQueue bounds the requeues waiting for the requeuer
-	// goroutine; a pass never blocks on it (a full queue drops the
-	// request, and the next pass asks again).
-	introRequeueQueue = 64
-	// requeueTimeout bounds one scontrol call.
-	requeueTimeout = 30 * time.Second
 )
 
 // MetricReverts counts opportunistic jobs requeued by introspection.
@@ -164,27 +158,27 @@ type pairMember struct {
 	rates         *introRates
 }
 
-// pairVerdict is what judgePairs decided for one shared GPU.
+// pairVerdict is what judgePairs decided for one shared GPU: the rules'
+// verdict (sharing.Config.JudgePair) on the pair's measured rates.
 type pairVerdict struct {
-	host, guest         pairMember
-	solo, shared        float64
-	signal              string
-	revert              bool
-	node                string
-	guestSolo, hasGuest bool // the guest's own fraction is known
-	guestFraction       float64
-	// futile: reverted because the pair's measured fractions do not gain
-	// over the host alone (sharing.Gains), the host being within bounds.
-	futile bool
+	host, guest pairMember
+	node        string
+	signal      string
+	// rates: the host's solo and shared rate; the guest's when it was
+	// measured alone and is the GPU's only guest (guestKnown), else NaN.
+	rates      sharing.PairRates
+	guestKnown bool
+	sharing.PairVerdict
 }
 
 // judgePairs finds the pairs among the jobs on shared GPUs and judges
 // each: per GPU (node and uuid) with exactly one guaranteed job and at
-// least one opportunistic job in the same window, the guaranteed job's
-// rates against cfg.Revert. On a revert the guest is the one that came
-// last (Gandiva reverts the last packing). A GPU with several guaranteed
-// jobs (two guaranteed shard jobs, and a guest) is not judged: whose
-// loss is whose cannot be told. Pure: the caller applies the verdicts.
+// least one opportunistic job in the same window, the pair's measured
+// rates against cfg.JudgePair (the simulator's introspection too). On a
+// revert the guest is the one that came last (Gandiva reverts the last
+// packing). A GPU with several guaranteed jobs (two guaranteed shard
+// jobs, and a guest) is not judged: whose loss is whose cannot be told.
+// Pure: the caller applies the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	order, groups := sharedGPUs(members, func(m pairMember) (string, string, bool) {
 		return m.rates.node, m.rates.gpu, m.rates.sharers >= 2 && m.rates.gpu != ""
@@ -214,32 +208,21 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 				last = g
 			}
 		}
-		v := pairVerdict{host: host, guest: last, solo: solo, shared: shared, signal: signal,
-			revert: cfg.Revert(solo, shared), node: k.node}
+		v := pairVerdict{host: host, guest: last, node: k.node, signal: signal,
+			rates: sharing.PairRates{HostSolo: solo, HostShared: shared, GuestSolo: math.NaN(), GuestShared: math.NaN()}}
 		if gs, gsh, _, ok := last.rates.rates(); ok && len(guests) == 1 {
-			v.guestSolo, v.guestFraction = true, gsh/gs
-			// With both jobs measured, the simulator's rule: a pair
+			// With both jobs measured, the simulator's rule too: a pair
 			// whose fractions do not add up to more than the host alone
 			// is futile even when the host is within max_slowdown.
-			if !v.revert && cfg.RevertPair(solo, shared, gs, gsh) {
-				v.revert, v.futile = true, true
-			}
+			v.rates.GuestSolo, v.rates.GuestShared, v.guestKnown = gs, gsh, true
 		}
+		v.PairVerdict = cfg.JudgePair(v.rates)
 		out = append(out, v)
 	}
 	return out
 }
 
-// requeueRequest asks the requeuer to take a guest off its host's node
-// (requeue it, then apply its exclusion), or with exclude only to bring
-// a waiting job's ExcNodeList to what the pass wants (exclude.go).
-type requeueRequest struct {
-	job     uint32
-	node    string
-	exclude bool
-}
-
-// introState is the core's introspection between passes; under usage.mu.
+// introState is the core's introspection between passes; under mu.
 type introState struct {
 	// table: the pair table (sharing.Table), seeded at start from
 	// sharing.pair_table (seedPairTable), then filled by introspection:
@@ -281,12 +264,12 @@ func (in *introState) init() {
 	}
 }
 
-// introspect is the pass's introspection step, called by observeUsage
-// with usage.mu held: it judges every pair and asks for the requeues.
+// introspect is the pass's introspection step (Judge), called
+// with mu held: it judges every pair and asks for the requeues.
 // Nothing here blocks: a requeue is handed to the requeuer goroutine.
-func (c *Core) introspect(now int64) {
-	u := &c.usage
-	in := &u.intro
+func (c *Sharing) introspect(now int64) {
+	u := &c.use
+	in := &c.intro
 	in.init()
 	var members []pairMember
 	for id, l := range u.live {
@@ -312,9 +295,10 @@ func (c *Core) introspect(now int64) {
 	if len(members) < 2 {
 		return
 	}
-	cfg := sharing.Config{MaxSlowdown: c.cfg.Sharing.MaxSlowdown}
+	cfg := c.cfg.Sharing.Rules
 	for _, v := range judgePairs(cfg, members) {
-		if !v.revert {
+		solo, shared := v.rates.HostSolo, v.rates.HostShared
+		if !v.Revert {
 			c.measurePair(v)
 			if in.asked[v.guest.id] {
 				// Its requeue is asked (by the memory bound this pass,
@@ -325,20 +309,18 @@ func (c *Core) introspect(now int64) {
 			if h, ok := in.kept[v.guest.id]; !ok || h != v.host.id {
 				in.kept[v.guest.id] = v.host.id
 				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
-					v.guest.id, v.host.id, pct(max(0, sharing.Loss(v.solo, v.shared))), pct(cfg.MaxSlowdown)),
-					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared)
+					v.guest.id, v.host.id, pct(max(0, sharing.Loss(solo, shared))), pct(cfg.MaxSlowdown)),
+					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared)
 			}
 			continue
 		}
 		if in.asked[v.guest.id] {
 			continue
 		}
-		if v.host.model != "" && v.guest.model != "" && !in.table.Bad(v.host.model, v.guest.model) {
-			if err := in.table.MarkBad(v.host.model, v.guest.model); err != nil {
-				c.log.Warn("pair table refused a bad pair", keyErr, err)
-			} else if len(in.unsaved) < ledger.MaxBadPairs {
-				in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
-			}
+		if marked, err := in.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), v.rates.Beside()); err != nil {
+			c.log.Warn("pair table refused a bad pair", keyErr, err)
+		} else if marked && len(in.unsaved) < ledger.MaxBadPairs {
+			in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
 		}
 		node := v.node
 		if !slurmNodeName(node) {
@@ -353,12 +335,12 @@ func (c *Core) introspect(now int64) {
 		}
 		// why: the log line's reason; the exclusion's names the host's model.
 		why := fmt.Sprintf("its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
-			v.host.id, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown))
+			v.host.id, pct(sharing.Loss(solo, shared)), pct(cfg.MaxSlowdown))
 		pinWhy := fmt.Sprintf("its neighbour job %d (model %s) ran %s%% slower than alone (max_slowdown %s%%)",
-			v.host.id, v.host.model, pct(sharing.Loss(v.solo, v.shared)), pct(cfg.MaxSlowdown))
-		if v.futile {
+			v.host.id, v.host.model, pct(sharing.Loss(solo, shared)), pct(cfg.MaxSlowdown))
+		if v.Futile {
 			why = fmt.Sprintf("beside its neighbour job %d (at %s%% of its solo rate) it ran at %s%% of its own: the pair does less than the host alone",
-				v.host.id, pct(v.shared/v.solo), pct(v.guestFraction))
+				v.host.id, pct(v.rates.Of()), pct(v.rates.Beside()))
 			pinWhy = fmt.Sprintf("%s (host model %s)", why, v.host.model)
 		}
 		if node != "" {
@@ -366,89 +348,24 @@ func (c *Core) introspect(now int64) {
 		}
 		c.met.revert(v.signal)
 		c.log.Info(fmt.Sprintf("job %d requeued: %s", v.guest.id, why),
-			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", v.solo, "shared", v.shared,
+			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared,
 			"node", v.node, "host_model", v.host.model, "guest_model", v.guest.model)
 	}
 }
 
 // measurePair records a kept pair's measured fractions (introspection
-// replaces the seed). The guest's own fraction needs its solo rate, which
-// a guest that never ran alone lacks; the table's earlier figure for it
-// is kept then, and a pair with neither is left for a later pass.
-func (c *Core) measurePair(v pairVerdict) {
-	if v.host.model == "" || v.guest.model == "" {
-		return
-	}
-	t := c.usage.intro.table
-	if t.Bad(v.host.model, v.guest.model) {
-		return
-	}
-	host := v.shared / v.solo
-	guest := v.guestFraction
-	if !v.guestSolo {
-		s, _, ok := t.Lookup(v.host.model, v.guest.model)
-		if !ok {
-			return
+// replaces the seed: sharing.Table.Learn). The guest's own fraction needs
+// its solo rate, which a guest that never ran alone lacks; the table's
+// earlier figure for it is kept then, and a pair with neither is left for
+// a later pass.
+func (c *Sharing) measurePair(v pairVerdict) {
+	beside := math.NaN() // not measured: the table's figure stays
+	if v.guestKnown {
+		if beside = v.rates.Beside(); math.IsNaN(beside) {
+			return // a guest measured at 0 alone and beside: nothing the table takes
 		}
-		guest = s.Beside
 	}
-	lim := sharing.DefaultLimits().MaxFraction
-	_ = t.Measure(v.host.model, v.guest.model, min(host, lim), min(guest, lim))
-}
-
-// flushBadPairs saves the bad pairs marked since the last flush; a failed
-// save keeps them for the next one. Writer goroutine only.
-func (c *Core) flushBadPairs() {
-	store, ok := c.store.(ledger.BadPairStore)
-	if !ok {
-		return
-	}
-	u := &c.usage
-	u.mu.Lock()
-	pairs := u.intro.unsaved
-	u.intro.unsaved = nil
-	u.mu.Unlock()
-	if len(pairs) == 0 {
-		return
-	}
-	if err := store.SaveBadPairs(pairs); err != nil {
-		c.log.Error("saving bad pairs failed; retrying with the next flush", keyErr, err)
-		u.mu.Lock()
-		if room := ledger.MaxBadPairs - len(u.intro.unsaved); room > 0 {
-			u.intro.unsaved = append(u.intro.unsaved, pairs[:min(len(pairs), room)]...)
-		}
-		u.mu.Unlock()
-	}
-}
-
-// restoreBadPairs marks the pairs the ledger remembers as bad; a name the
-// table refuses (the ledger is a file: hostile too) is skipped.
-func (c *Core) restoreBadPairs(store ledger.Store) error {
-	s, ok := store.(ledger.BadPairStore)
-	if !ok {
-		return nil
-	}
-	pairs, err := s.BadPairs()
-	if err != nil {
-		return err
-	}
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.intro.init()
-	for _, p := range pairs {
-		_ = u.intro.table.MarkBad(p.Host, p.Guest)
-	}
-	return nil
-}
-
-// PairBad says whether introspection marked the pair of models bad.
-func (c *Core) PairBad(host, guest string) bool {
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.intro.init()
-	return u.intro.table.Bad(host, guest)
+	_, _ = c.intro.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
 }
 
 // slurmNodeName says whether name is one plain Slurm node name, safe to
@@ -467,47 +384,6 @@ func slurmNodeName(name string) bool {
 }
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) }
-
-// requeuer runs what the pass queued, one request at a time, until stop
-// closes: a revert's requeue and then its guest's exclusion, or an
-// exclusion alone. Its own goroutine (safego), never under a lock; each
-// request's Slurm commands share one requeueTimeout.
-//
-// Why scontrol in a goroutine rather than Slurm's job_requeue() from the
-// pass: job_requeue() needs slurmctld's job and node write locks and
-// sends RPCs to the job's nodes (the kill), which the pass must not do
-// under the locks it holds (nothing under slurmctld's locks may block);
-// preempt/tiresias only answers Slurm's questions and never requeues by
-// itself. scontrol goes through slurmctld's ordinary RPC, which takes
-// those locks itself, as an admin's requeue would (slurmctld's SlurmUser
-// may requeue and update any job). A requeued job is held for Slurm's
-// requeue delay (about two minutes) before it may start again, so the
-// ExcNodeList update lands while it is pending.
-func (c *Core) requeuer(queue <-chan requeueRequest, sj slurmJobs) {
-	for {
-		select {
-		case <-c.stop:
-			return
-		case r := <-queue:
-			ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
-			if !r.exclude {
-				if err := sj.Requeue(ctx, r.job); err != nil {
-					c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
-					c.usage.mu.Lock()
-					delete(c.usage.intro.asked, r.job) // the next pass asks again
-					c.usage.mu.Unlock()
-					cancel()
-					continue
-				}
-			}
-			if err := c.applyExclusion(ctx, sj, r.job); err != nil {
-				c.log.Error("updating a job's ExcNodeList failed; the next pass tries again", keyJob, r.job, keyErr, err)
-				c.markStale(r.job)
-			}
-			cancel()
-		}
-	}
-}
 
 // gpuKey names one GPU: its node and NVML uuid.
 type gpuKey struct{ node, uuid string }

@@ -1,9 +1,8 @@
-package core
+package gpushare
 
 import (
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
@@ -13,7 +12,7 @@ import (
 // Per-job GPU use. Node agents measure what each Slurm job does with its
 // GPUs (wire.JobUsageReport, frame type 5); the listener authenticates
 // the frame (only root, SlurmUser or agent.allowed_uids may send one) and
-// bounds it, and ReportUsage folds it into a running summary per job
+// bounds it, and ReportGPUUse folds it into a running summary per job
 // (ledger.JobGPUUse). Nothing in a report is taken on trust: an entry
 // counts only for a job the last pass saw running, owned by the uid the
 // entry names. The node is not checked against the job's allocation: the
@@ -21,19 +20,18 @@ import (
 // own claim (a munge credential names a uid, not a host), so root on one
 // node could name any node anyway; what no report can do is describe a
 // job that is not running or give it another owner. Summaries live in
-// memory under usage.mu; the
-// writer goroutine saves them (job_gpu_use), and the pass shows each
-// running job's in its AdminComment and applies the idle rule
-// (usage.idle_below_pct, usage.idle_after).
+// memory under mu; the writer goroutine saves them (job_gpu_use), and the
+// pass shows each running job's in its AdminComment and applies the idle
+// rule (usage.idle_below_pct, usage.idle_after).
 
-// UsagePrefix starts Lachesis's usage segment in a job's AdminComment,
+// GPUUsePrefix starts Lachesis's GPU-use segment in a job's AdminComment,
 // which runs to the next ']' (cgo/lachesis_core.h LACHESIS_USAGE_PREFIX).
 // Users' text in an AdminComment has every bracket removed
 // (slurmctld-hook/reason_text.h), so no user can spell it.
-const UsagePrefix = "[GPU use: "
+const GPUUsePrefix = "[GPU use: "
 
-// UsageMax bounds the usage segment (the C side's buffer is larger).
-const UsageMax = 150
+// GPUUseMax bounds the usage segment (the C side's buffer is larger).
+const GPUUseMax = 150
 
 // Reasons an entry of a usage report is dropped: the label of
 // lachesis_usage_dropped_total and the keys of the log line.
@@ -66,11 +64,11 @@ type droppedEntry struct {
 // dropLogEvery: dropped entries are logged at most once a minute.
 const dropLogEvery = 60
 
-// usageShowEvery: a job's AdminComment segment is rewritten at most once
+// gpuUseShowEvery: a job's AdminComment segment is rewritten at most once
 // a minute. Agents report more often than passes run, so without it every
 // running job's comment would be made and rewritten under the job write
 // lock every pass (BenchmarkObserveUsage: 25000 running jobs, 50-80 ms).
-const usageShowEvery = 60
+const gpuUseShowEvery = 60
 
 // maxNodesPerJob bounds the per-node report times kept for one job (a
 // retried report is recognised by them); a job on more nodes is not
@@ -100,8 +98,8 @@ type liveJob struct {
 	nodeGPUs          uint32
 }
 
-// jobUsage is a running job's summary and what the core last did with it.
-type jobUsage struct {
+// jobGPUUse is a running job's summary and what the core last did with it.
+type jobGPUUse struct {
 	sum     ledger.JobGPUUse
 	nodeAt  map[string]int64 // the newest report time of each node
 	shown   int64            // sum.Samples when the AdminComment was last set
@@ -117,13 +115,13 @@ type jobUsage struct {
 	mem    memSample // its last memory sample (memguard.go)
 }
 
-// usageState is the core's per-job GPU use; under its own mutex, so a
-// flood of reports never waits for a pass nor a pass for the ledger.
-type usageState struct {
-	mu   sync.Mutex
+// gpuUseState is per-job GPU use, and which jobs the last pass saw run;
+// under Sharing.mu.
+type gpuUseState struct {
+	// pass counts Judge's passes (live.pass, seen).
 	pass uint64
 	live map[uint32]liveJob
-	jobs map[uint32]*jobUsage
+	jobs map[uint32]*jobGPUUse
 	// dirty: summaries changed since the writer last took them.
 	dirty map[uint32]ledger.JobGPUUse
 	// dropped entries by reason since the last log line, the last one, and
@@ -134,53 +132,49 @@ type usageState struct {
 	// idleBelow is usage.idle_below_pct, copied by each pass so that
 	// reports need not take the core's lock.
 	idleBelow float64
-	// intro: introspection's pair table and requeues (introspect.go).
-	intro introState
-	// memGuard: the memory bound's log state (memguard.go).
-	memGuard memGuardState
 }
 
-func (u *usageState) init() {
+func (u *gpuUseState) init() {
 	if u.live == nil {
 		u.live = map[uint32]liveJob{}
-		u.jobs = map[uint32]*jobUsage{}
+		u.jobs = map[uint32]*jobGPUUse{}
 		u.dirty = map[uint32]ledger.JobGPUUse{}
 	}
 }
 
-// ReportUsage takes a node's per-job GPU usage report (validated by the
+// ReportGPUUse takes a node's per-job GPU usage report (validated by the
 // listener). It touches memory only; safe from any goroutine.
-func (c *Core) ReportUsage(rep *wire.JobUsageReport) {
+func (c *Sharing) ReportGPUUse(rep *wire.JobUsageReport) {
 	now := time.Now().Unix()
 	at := rep.At.Unix()
 	if rep.At.IsZero() || at > now {
 		at = now // an agent's clock ahead of ours: never in the future
 	}
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u := &c.use
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	u.init()
 	for i := range rep.Jobs {
 		e := &rep.Jobs[i]
 		live, ok := u.live[e.JobID]
 		switch {
 		case !ok:
-			c.dropUsage(now, dropUnknownJob, e, rep.Node)
+			c.dropGPUUse(now, dropUnknownJob, e, rep.Node)
 			continue
 		case live.uid != e.UID:
-			c.dropUsage(now, dropWrongUser, e, rep.Node)
+			c.dropGPUUse(now, dropWrongUser, e, rep.Node)
 			continue
 		case len(e.GPUs) == 0:
-			c.dropUsage(now, dropNoGPUs, e, rep.Node)
+			c.dropGPUUse(now, dropNoGPUs, e, rep.Node)
 			continue
 		}
 		j := u.jobs[e.JobID]
 		if j == nil {
-			j = &jobUsage{sum: ledger.JobGPUUse{JobID: e.JobID, User: e.UID}, nodeAt: map[string]int64{}, seen: live.pass}
+			j = &jobGPUUse{sum: ledger.JobGPUUse{JobID: e.JobID, User: e.UID}, nodeAt: map[string]int64{}, seen: live.pass}
 			u.jobs[e.JobID] = j
 		}
 		if last, seen := j.nodeAt[rep.Node]; seen && at <= last {
-			c.dropUsage(now, dropRepeat, e, rep.Node)
+			c.dropGPUUse(now, dropRepeat, e, rep.Node)
 			continue
 		}
 		if _, seen := j.nodeAt[rep.Node]; seen || len(j.nodeAt) < maxNodesPerJob {
@@ -211,10 +205,10 @@ func sampleOf(e *wire.JobUsage, at int64) ledger.JobGPUSample {
 	return s
 }
 
-// dropUsage counts a dropped entry and logs the drops at most once every
-// dropLogEvery seconds. Caller holds usage.mu.
-func (c *Core) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node string) {
-	u := &c.usage
+// dropGPUUse counts a dropped entry and logs the drops at most once every
+// dropLogEvery seconds. Caller holds mu.
+func (c *Sharing) dropGPUUse(now int64, reason dropReason, e *wire.JobUsage, node string) {
+	u := &c.use
 	u.drops[reason]++
 	c.met.usageDropped(dropReasons[reason])
 	u.lastDrop = droppedEntry{job: e.JobID, uid: e.UID, node: node, reason: reason}
@@ -233,46 +227,37 @@ func (c *Core) dropUsage(now int64, reason dropReason, e *wire.JobUsage, node st
 	u.loggedAt = now
 }
 
-// observeUsage is the pass's part: which jobs run and who owns them (what
-// ReportUsage checks entries against), the usage segment of each running
-// job's AdminComment when its summary changed, and the idle rule. A job
-// that has finished (or is gone) has its summary closed and handed to the
-// writer; a requeued one keeps it for its next run. Caller holds mu (not
-// usage.mu).
-func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.init()
+// observe is the pass's observing step (Judge): which jobs run and who
+// owns them (what ReportGPUUse checks entries against), which wait, the
+// usage segment of each running job's AdminComment when its summary
+// changed, and the idle rule. A job that has finished (or is gone) has its
+// summary closed and handed to the writer; a requeued one keeps it for its
+// next run. It decides nothing about sharing. Caller holds mu.
+func (c *Sharing) observe(now int64, jobs []Job) {
+	u := &c.use
 	u.pass++
-	u.idleBelow = c.cfg.Usage.IdleBelowPct
-	after := int64(c.cfg.Usage.IdleAfter / time.Second)
+	u.idleBelow = c.cfg.GPUUse.IdleBelowPct
+	after := int64(c.cfg.GPUUse.IdleAfter / time.Second)
 	idle := 0
-	for i := range snaps {
-		s := &snaps[i]
+	for i := range jobs {
+		s := &jobs[i]
 		j := u.jobs[s.ID]
-		if j != nil && s.State != StateFinished {
+		if j != nil && s.State != Finished {
 			j.seen = u.pass
 		}
-		if s.State == StatePending {
-			held := c.heldByItsExclusion(s)
-			c.noteWaiting(s, out[i].Opportunistic || held)
-			if held {
-				// Slurm shows it as BadConstraints: say which of
-				// Lachesis's exclusions leaves it no node.
-				out[i].Blocked = c.guestReason(s.ID, 0, 0, true)
-			}
+		if s.State == Pending {
+			c.noteWaiting(s, s.Opportunistic || c.heldByItsExclusion(s))
 		}
-		if s.State != StateRunning && s.State != StateSuspended {
+		if s.State != Running && s.State != Suspended {
 			continue
 		}
 		prev := u.live[s.ID]
-		l := liveJob{uid: s.User, pass: u.pass, running: s.State == StateRunning, opportunistic: out[i].Opportunistic, model: prev.model,
-			gpuShare: s.GPUShare, oneNode: s.GresRequest.Nodes <= 1, nodeGPUs: s.NodeGPUs}
+		l := liveJob{uid: s.User, pass: u.pass, running: s.State == Running, opportunistic: s.Opportunistic, model: prev.model,
+			gpuShare: s.GPUShare, oneNode: s.OneNode, nodeGPUs: s.NodeGPUs}
 		if l.model == "" && s.GPUShare && s.Run != nil {
 			l.model = s.Run.ModelKey() // once per run: it copies a string out of slurmctld
 		}
-		if ex := u.intro.excl[s.ID]; ex != nil {
+		if ex := c.intro.excl[s.ID]; ex != nil {
 			ex.seen = u.pass
 		}
 		u.live[s.ID] = l
@@ -280,10 +265,10 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 			continue
 		}
 		if j.model == "" && s.Run != nil {
-			j.model, j.oneGPU = s.Run.ModelKey(), s.gpuCount() == 1 // once per job
+			j.model, j.oneGPU = s.Run.ModelKey(), s.OneGPU // once per job
 		}
-		if j.sum.Samples != j.shown && (j.shownAt == 0 || now-j.shownAt >= usageShowEvery) {
-			out[i].Usage = usageSegment(&j.sum)
+		if j.sum.Samples != j.shown && (j.shownAt == 0 || now-j.shownAt >= gpuUseShowEvery) {
+			s.GPUUse = gpuUseSegment(&j.sum)
 			j.shown, j.shownAt = j.sum.Samples, now
 		}
 		if j.sum.Idle(now, after) {
@@ -311,19 +296,15 @@ func (c *Core) observeUsage(now int64, snaps []Snapshot, out []Decision) {
 		}
 	}
 	c.met.idleJobs(idle)
-	u.intro.init()
-	c.guardMemory(now)
-	c.introspect(now)
-	c.excludeBadPairs(now)
 }
 
-// usageSegment is the AdminComment text of a summary, e.g.
+// gpuUseSegment is the AdminComment text of a summary, e.g.
 // "[GPU use: mean 37%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 8 samples]".
 // Built with strconv, one allocation: the pass makes one per running job
 // a minute, under slurmctld's job write lock.
-func usageSegment(u *ledger.JobGPUUse) string {
-	var buf [2 * UsageMax]byte
-	b := append(buf[:0], UsagePrefix+"mean "...)
+func gpuUseSegment(u *ledger.JobGPUUse) string {
+	var buf [2 * GPUUseMax]byte
+	b := append(buf[:0], GPUUsePrefix+"mean "...)
 	b = strconv.AppendFloat(b, u.MeanUtil(), 'f', 0, 64)
 	b = append(b, "%, peak "...)
 	b = strconv.AppendFloat(b, u.UtilPeak, 'f', 0, 64)
@@ -347,26 +328,22 @@ func usageSegment(u *ledger.JobGPUUse) string {
 	} else {
 		b = append(b, " samples]"...)
 	}
-	if len(b) > UsageMax { // only an absurd memory figure gets here
-		b = append(b[:UsageMax-1], ']')
+	if len(b) > GPUUseMax { // only an absurd memory figure gets here
+		b = append(b[:GPUUseMax-1], ']')
 	}
 	return string(b)
 }
 
 func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
 
-// flushJobUsage saves the summaries changed since the last flush; a failed
+// flushGPUUse saves the summaries changed since the last flush; a failed
 // save keeps them for the next one unless a newer copy came meanwhile.
 // Writer goroutine only.
-func (c *Core) flushJobUsage() {
-	store, ok := c.store.(ledger.JobGPUUseStore)
-	if !ok {
-		return
-	}
-	u := &c.usage
-	u.mu.Lock()
+func (c *Sharing) flushGPUUse(store ledger.JobGPUUseStore) {
+	u := &c.use
+	c.mu.Lock()
 	if len(u.dirty) == 0 {
-		u.mu.Unlock()
+		c.mu.Unlock()
 		return
 	}
 	rows := make([]ledger.JobGPUUse, 0, len(u.dirty))
@@ -374,47 +351,43 @@ func (c *Core) flushJobUsage() {
 		rows = append(rows, r)
 	}
 	clear(u.dirty)
-	u.mu.Unlock()
+	c.mu.Unlock()
 	if err := store.SaveJobGPUUse(rows); err != nil {
 		c.log.Error("saving per-job GPU use failed; retrying with the next flush", keyErr, err, keyJobs, len(rows))
-		u.mu.Lock()
+		c.mu.Lock()
 		for _, r := range rows {
 			if _, newer := u.dirty[r.JobID]; !newer {
 				u.dirty[r.JobID] = r
 			}
 		}
-		u.mu.Unlock()
+		c.mu.Unlock()
 	}
 }
 
-// restoreUsage takes back the summaries of jobs that were running when
+// restoreGPUUse takes back the summaries of jobs that were running when
 // slurmctld stopped, so a restart continues them instead of overwriting
 // their rows; a job that ended meanwhile is closed by the first pass.
-func (c *Core) restoreUsage(store ledger.Store) error {
-	l, ok := store.(ledger.JobGPUUseLoader)
-	if !ok {
-		return nil
-	}
-	rows, err := l.ActiveJobGPUUse()
+func (c *Sharing) restoreGPUUse(store ledger.JobGPUUseLoader) error {
+	rows, err := store.ActiveJobGPUUse()
 	if err != nil {
 		return err
 	}
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u := &c.use
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	u.init()
-	u.idleBelow = c.cfg.Usage.IdleBelowPct
+	u.idleBelow = c.cfg.GPUUse.IdleBelowPct
 	for _, r := range rows {
-		u.jobs[r.JobID] = &jobUsage{sum: r, nodeAt: map[string]int64{}, seen: u.pass}
+		u.jobs[r.JobID] = &jobGPUUse{sum: r, nodeAt: map[string]int64{}, seen: u.pass}
 	}
 	return nil
 }
 
-// JobUsage returns a job's summary as the core holds it (running jobs).
-func (c *Core) JobUsage(id uint32) (ledger.JobGPUUse, bool) {
-	u := &c.usage
-	u.mu.Lock()
-	defer u.mu.Unlock()
+// JobGPUUse returns a job's summary as the core holds it (running jobs).
+func (c *Sharing) JobGPUUse(id uint32) (ledger.JobGPUUse, bool) {
+	u := &c.use
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if j := u.jobs[id]; j != nil {
 		return j.sum, true
 	}

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"bytes"
@@ -7,47 +7,32 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 )
 
 // restartCore closes c (its writer saves what is queued) and opens a new
 // core on the same ledger file, as slurmctld's restart does.
-func restartCore(t *testing.T, c *Core, buf *bytes.Buffer) *Core {
+func restartCore(t *testing.T, c *testCore, buf *bytes.Buffer) *testCore {
 	t.Helper()
 	cfg := c.cfg
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	buf.Reset()
-	store, err := ledger.Open(cfg.DBPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err = New(cfg, store, slog.New(slog.NewTextHandler(buf, nil))); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return openCoreLog(t, cfg, slog.New(slog.NewTextHandler(buf, nil)))
 }
 
 // savedExclusions is the jobs whose exclusion c's ledger keeps once the
-// writer has saved them as want (it is kicked; polled with a deadline).
-func savedExclusions(t *testing.T, c *Core, want string) string {
+// core's writer has flushed what changed.
+func savedExclusions(t *testing.T, c *testCore) string {
 	t.Helper()
-	var got string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		c.signalWriter()
-		rows, err := c.store.(ledger.ExclusionStore).Exclusions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = fmt.Sprint(jobIDs(rows))
-		if got == want {
-			break
-		}
+	c.Flush(c.store)
+	rows, err := c.store.Exclusions()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return got
+	return fmt.Sprint(jobIDs(rows))
 }
 
 func jobIDs(rows []ledger.Exclusion) []uint32 {
@@ -96,7 +81,7 @@ func TestAJudgedExclusionSurvivesARestartAndIsLiftedWhenTheHostEnds(t *testing.T
 		t.Fatalf("log lacks the lift:\n%s", buf.String())
 	}
 	pass(c, 2110, bad)
-	if got := savedExclusions(t, c, "[]"); got != "[]" {
+	if got := savedExclusions(t, c); got != "[]" {
 		t.Fatalf("ledger keeps jobs %s after nothing is left of Lachesis's", got)
 	}
 }
@@ -114,9 +99,9 @@ func TestAPinSurvivesARestartAndAFinishedJobsIsForgotten(t *testing.T) {
 		t.Fatalf("ExcNodeList %q, want the user's u9 and n1", l)
 	}
 	// Job 3, pinned too, finishes while slurmctld is down.
-	c.usage.mu.Lock()
+	c.mu.Lock()
 	c.pinOff(3, 1, "n1", "introspection requeued it from there", 1100)
-	c.usage.mu.Unlock()
+	c.mu.Unlock()
 	c = restartCore(t, c, &buf)
 	defer c.Close()
 	host := shardJob(1, owner, "gpu", "resnet")
@@ -125,7 +110,7 @@ func TestAPinSurvivesARestartAndAFinishedJobsIsForgotten(t *testing.T) {
 	if got := drain(t, c, sj); len(got) != 0 || sj.list(2) != "u9,n1" {
 		t.Fatalf("while the host runs sent %+v, ExcNodeList %q; want u9,n1 kept", got, sj.list(2))
 	}
-	if got := savedExclusions(t, c, "[2]"); got != "[2]" {
+	if got := savedExclusions(t, c); got != "[2]" {
 		t.Fatalf("ledger keeps jobs %s, want job 2's alone (job 3 finished)", got)
 	}
 	pass(c, 1210, guest) // the host has ended
@@ -140,7 +125,7 @@ func TestAPinSurvivesARestartAndAFinishedJobsIsForgotten(t *testing.T) {
 func TestAHostileExclusionRowIsSkippedAndDropped(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
-	store := c.store.(ledger.ExclusionStore)
+	store := c.store
 	good := ledger.Exclusion{JobID: 2, Ours: []string{"n1"}, Applied: true, Holds: []ledger.ExclusionHold{{Node: "n1", Host: 1, Until: 5000, Why: "pinned"}}}
 	if err := store.SaveExclusions([]ledger.Exclusion{
 		good,
@@ -152,13 +137,13 @@ func TestAHostileExclusionRowIsSkippedAndDropped(t *testing.T) {
 	}
 	c = restartCore(t, c, &buf)
 	defer c.Close()
-	c.usage.mu.Lock()
-	n, ok := len(c.usage.intro.excl), c.usage.intro.excl[2] != nil
-	c.usage.mu.Unlock()
+	c.mu.Lock()
+	n, ok := len(c.intro.excl), c.intro.excl[2] != nil
+	c.mu.Unlock()
 	if n != 1 || !ok || strings.Count(buf.String(), "exclusion in the ledger refused") != 3 {
 		t.Fatalf("%d restored (job 2: %v), want job 2's alone and three refusals logged:\n%s", n, ok, buf.String())
 	}
-	if got := savedExclusions(t, c, "[2]"); got != "[2]" {
+	if got := savedExclusions(t, c); got != "[2]" {
 		t.Fatalf("ledger keeps jobs %s, want job 2's alone", got)
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"bytes"
@@ -107,11 +107,11 @@ func memReport(t int64, job, uid uint32, usedMB float64) *wire.JobUsageReport {
 		GPUs: []wire.JobGPUUsage{{UUID: "g0", UtilPct: 50, MemUsedMB: usedMB, MemTotalMB: 81920, Sharers: 2}}}}}
 }
 
-func drainRequeues(c *Core) []requeueRequest {
+func drainRequeues(c *testCore) []requeueRequest {
 	var got []requeueRequest
 	for {
 		select {
-		case r := <-c.usage.intro.queue:
+		case r := <-c.intro.queue:
 			got = append(got, r)
 		default:
 			return got
@@ -127,11 +127,11 @@ func TestAGuestThatGrowsPastItsMemoryRoomIsRequeuedWithinAPass(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
 	pass(c, 1000, host, guest)
-	c.ReportUsage(memReport(1010, 1, owner, 60000))
-	c.ReportUsage(memReport(1010, 2, mallory, 4096))
+	c.ReportGPUUse(memReport(1010, 1, owner, 60000))
+	c.ReportGPUUse(memReport(1010, 2, mallory, 4096))
 	pass(c, 1020, host, guest)
 	pass(c, 1030, host, guest)
 	if got := drainRequeues(c); len(got) != 0 {
@@ -142,8 +142,8 @@ func TestAGuestThatGrowsPastItsMemoryRoomIsRequeuedWithinAPass(t *testing.T) {
 		t.Fatalf("the fit is logged %d times, want once:\n%s", n, buf.String())
 	}
 
-	c.ReportUsage(memReport(1040, 1, owner, 60000))
-	c.ReportUsage(memReport(1040, 2, mallory, 20000))
+	c.ReportGPUUse(memReport(1040, 1, owner, 60000))
+	c.ReportGPUUse(memReport(1040, 2, mallory, 20000))
 	pass(c, 1050, host, guest)
 	if got := drainRequeues(c); len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
 		t.Fatalf("requeues %+v, want job 2 off n1", got)
@@ -169,17 +169,17 @@ func TestAHostThatGrowsPushesItsGuestOut(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
 	pass(c, 1000, host, guest)
-	c.ReportUsage(memReport(1010, 1, owner, 40000))
-	c.ReportUsage(memReport(1010, 2, mallory, 8000))
+	c.ReportGPUUse(memReport(1010, 1, owner, 40000))
+	c.ReportGPUUse(memReport(1010, 2, mallory, 8000))
 	pass(c, 1020, host, guest)
 	if got := drainRequeues(c); len(got) != 0 {
 		t.Fatalf("requeues %+v of a guest within the room", got)
 	}
-	c.ReportUsage(memReport(1030, 1, owner, 72000))
-	c.ReportUsage(memReport(1030, 2, mallory, 8000))
+	c.ReportGPUUse(memReport(1030, 1, owner, 72000))
+	c.ReportGPUUse(memReport(1030, 2, mallory, 8000))
 	pass(c, 1040, host, guest)
 	if got := drainRequeues(c); len(got) != 1 || got[0].job != 2 {
 		t.Fatalf("requeues %+v, want the guest, job 2", got)
@@ -190,7 +190,7 @@ func TestAHostThatGrowsPushesItsGuestOut(t *testing.T) {
 	}
 }
 
-// Hostile: the figures are the agent's, checked by ReportUsage. A guest's
+// Hostile: the figures are the agent's, checked by ReportGPUUse. A guest's
 // owner cannot report the host's job as bigger (the entry is dropped:
 // wrong_user) to make room look smaller for someone else, and no report
 // gets a guaranteed job requeued, however much memory it holds.
@@ -198,13 +198,13 @@ func TestMemoryReportsCannotRequeueBeyondTheRule(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	a, b := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "gpu", "lstm")
 	guest := shardJob(3, 1003, "opp", "lstm")
 	pass(c, 1000, a, b, guest)
-	c.ReportUsage(memReport(1010, 1, owner, 80000))
-	c.ReportUsage(memReport(1010, 2, mallory, 80000))
-	c.ReportUsage(memReport(1010, 3, mallory, 1)) // mallory for another user's guest: dropped
+	c.ReportGPUUse(memReport(1010, 1, owner, 80000))
+	c.ReportGPUUse(memReport(1010, 2, mallory, 80000))
+	c.ReportGPUUse(memReport(1010, 3, mallory, 1)) // mallory for another user's guest: dropped
 	pass(c, 1020, a, b, guest)
 	if got := drainRequeues(c); len(got) != 0 {
 		t.Fatalf("requeues %+v: only an opportunistic job with its own measured memory may be requeued", got)
@@ -218,7 +218,7 @@ func TestAGuestRequeuedForItsMemoryIsNotAlsoReportedKept(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.GuestMemoryHeadroomPct = 10
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	report := func(at int64, job, uid uint32, sharers int, iters, memMB float64) *wire.JobUsageReport {
 		r := shardReport(at, job, uid, "g0", sharers, 60, iters)
 		r.Jobs[0].GPUs[0].MemUsedMB, r.Jobs[0].GPUs[0].MemTotalMB = memMB, 81920
@@ -227,12 +227,12 @@ func TestAGuestRequeuedForItsMemoryIsNotAlsoReportedKept(t *testing.T) {
 	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
 	pass(c, 1000, host)
 	for k := int64(1); k <= 3; k++ {
-		c.ReportUsage(report(1000+10*k, 1, owner, 1, 10, 60000))
+		c.ReportGPUUse(report(1000+10*k, 1, owner, 1, 10, 60000))
 	}
 	pass(c, 1040, host, guest)
 	for k := int64(5); k <= 8; k++ {
-		c.ReportUsage(report(1000+10*k, 1, owner, 2, 9.9, 60000))
-		c.ReportUsage(report(1000+10*k, 2, mallory, 2, 3, 20000))
+		c.ReportGPUUse(report(1000+10*k, 1, owner, 2, 9.9, 60000))
+		c.ReportGPUUse(report(1000+10*k, 2, mallory, 2, 3, 20000))
 	}
 	pass(c, 1090, host, guest)
 	if got := drainRequeues(c); len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {

@@ -1,18 +1,14 @@
-package core
+package gpushare
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
@@ -104,7 +100,7 @@ type pin struct {
 
 // exclusion is what Lachesis keeps one job off. The pass owns pins, want,
 // judged, sent and seen; the requeuer writes userRaw, userSet, ours and
-// applied (what Slurm holds now); both under usage.mu. Every change to
+// applied (what Slurm holds now); both under mu. Every change to
 // what is saved (all but sent and seen) marks the job for the writer
 // (introState.saveExclusion).
 type exclusion struct {
@@ -153,17 +149,10 @@ type guestVerdict struct {
 	score    float64           // best predicted speed of a host beside it
 }
 
-// pairRules is sharing's rules as the core applies them.
-func (c *Core) pairRules() sharing.Config {
-	r := sharing.DefaultConfig()
-	r.MaxSlowdown = c.cfg.Sharing.MaxSlowdown
-	return r
-}
-
 // occupancy is every node in the reports with its GPUs' holders. Caller
-// holds usage.mu.
-func (c *Core) occupancy(now int64) []nodeUse {
-	u := &c.usage
+// holds mu.
+func (c *Sharing) occupancy(now int64) []nodeUse {
+	u := &c.use
 	type building struct {
 		gpus uint32
 		use  map[string]*gpuUse
@@ -291,19 +280,19 @@ func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) st
 // while the reason lasts and is lifted when it ends, which makes Slurm
 // rank it again (an ExcNodeList update resets its priority). Taken for a
 // job that no longer waits, its nodes were lifted at once and set again
-// at the next pass, one update per pass. Caller holds usage.mu.
-func (c *Core) heldByItsExclusion(s *Snapshot) bool {
-	ex := c.usage.intro.excl[s.ID]
+// at the next pass, one update per pass. Caller holds mu.
+func (c *Sharing) heldByItsExclusion(s *Job) bool {
+	ex := c.intro.excl[s.ID]
 	return s.Held && ex != nil && len(ex.ours) > 0 && c.cfg.Sharing.Opportunistic(s.Partition)
 }
 
-// noteWaiting is the pass's record of a pending job (observeUsage):
+// noteWaiting is the pass's record of a pending job (observe):
 // opportunistic ones are judged, and an exclusion of any pending job is
-// kept alive. Caller holds usage.mu.
-func (c *Core) noteWaiting(s *Snapshot, opportunistic bool) {
-	in := &c.usage.intro
+// kept alive. Caller holds mu.
+func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
+	in := &c.intro
 	if ex := in.excl[s.ID]; ex != nil {
-		ex.seen = c.usage.pass
+		ex.seen = c.use.pass
 	}
 	if !opportunistic {
 		return
@@ -317,23 +306,23 @@ func (c *Core) noteWaiting(s *Snapshot, opportunistic bool) {
 			g.model = sharing.ModelKey(s.Asked.ModelKey()) // once per job: it copies out of slurmctld
 		}
 	}
-	g.pass = c.usage.pass
+	g.pass = c.use.pass
 	in.waiting[s.ID] = g
 }
 
 // excludeBadPairs is the pass's step after introspection: every waiting
-// opportunistic job's exclusions and pair score. Caller holds mu and
-// usage.mu; nothing here blocks (updates go to the requeuer).
-func (c *Core) excludeBadPairs(now int64) {
-	u := &c.usage
-	in := &u.intro
+// opportunistic job's exclusions and pair score. Caller holds mu
+// (Judge); nothing here blocks (updates go to the requeuer).
+func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
+	u := &c.use
+	in := &c.intro
 	in.queueFull = 0
 	defer func() {
 		if in.queueFull > 0 {
 			c.log.Warn("requeue queue full; the next pass sends these exclusions again", keyJobs, in.queueFull)
 		}
 	}()
-	clear(c.pairScores)
+	clear(pairScores)
 	for id, g := range in.waiting {
 		if g.pass != u.pass {
 			delete(in.waiting, id)
@@ -341,7 +330,7 @@ func (c *Core) excludeBadPairs(now int64) {
 	}
 	var occ []nodeUse
 	verdicts := map[string]guestVerdict{}
-	rules := c.pairRules()
+	rules := c.cfg.Sharing.Rules
 	if len(in.waiting) > 0 {
 		occ = c.occupancy(now)
 	}
@@ -359,7 +348,7 @@ func (c *Core) excludeBadPairs(now int64) {
 			verdicts[g.model] = v
 		}
 		if v.score > 0 {
-			c.pairScores[id] = v.score
+			pairScores[id] = v.score
 		}
 		want := v.excluded
 		if ex != nil {
@@ -409,9 +398,9 @@ func maps(m map[string]string) map[string]string {
 // host on each node the pass's judgement found), logs the nodes added and
 // lifted, and queues the update when it changed since the last one sent.
 // Once the queue is full, the pass's other updates wait for the next pass
-// (one warning). Caller holds usage.mu.
-func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
-	in := &c.usage.intro
+// (one warning). Caller holds mu.
+func (c *Sharing) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
+	in := &c.intro
 	if ex == nil {
 		if len(want) == 0 || len(in.excl) >= maxExclusions {
 			return
@@ -419,7 +408,7 @@ func (c *Core) setExclusion(id uint32, ex *exclusion, want map[string]string, ju
 		ex = &exclusion{pins: map[string]pin{}}
 		in.excl[id] = ex
 	}
-	ex.seen = c.usage.pass
+	ex.seen = c.use.pass
 	if !sameHosts(ex.judged, judged) {
 		ex.judged = judged
 		in.saveExclusion(id)
@@ -481,7 +470,7 @@ func sameHosts(a, b map[string]uint32) bool {
 
 // logExclusion logs the nodes a job is newly kept off (one line per
 // reason's first node, the count of the others) and the ones lifted.
-func (c *Core) logExclusion(id uint32, was, now map[string]string) {
+func (c *Sharing) logExclusion(id uint32, was, now map[string]string) {
 	var added, lifted []string
 	for n := range now {
 		if _, ok := was[n]; !ok {
@@ -509,10 +498,10 @@ func (c *Core) logExclusion(id uint32, was, now map[string]string) {
 }
 
 // pinOff is a revert's exclusion: its guest kept off node while host runs
-// there (at most pinFor). Caller holds usage.mu; the revert's request
+// there (at most pinFor). Caller holds mu; the revert's request
 // applies it.
-func (c *Core) pinOff(guest, host uint32, node, why string, now int64) {
-	in := &c.usage.intro
+func (c *Sharing) pinOff(guest, host uint32, node, why string, now int64) {
+	in := &c.intro
 	ex := in.excl[guest]
 	if ex == nil {
 		if len(in.excl) >= maxExclusions {
@@ -528,7 +517,7 @@ func (c *Core) pinOff(guest, host uint32, node, why string, now int64) {
 	}
 	want[node] = why
 	ex.want = want
-	ex.seen = c.usage.pass
+	ex.seen = c.use.pass
 	ex.sent = sortedNodes(want)
 	in.saveExclusion(guest)
 }
@@ -545,29 +534,14 @@ func sortedNodes(m map[string]string) string {
 	return strings.Join(nodes, ",")
 }
 
-// slurmJobs is what the requeuer asks of Slurm: scontrolJobs in slurmctld,
-// a fake in tests.
-type slurmJobs interface {
-	// Requeue requeues a running job.
-	Requeue(ctx context.Context, job uint32) error
-	// Excluded is the job's ExcNodeList as Slurm holds it ("" for none)
-	// and whether the job is pending (the only state Slurm edits it in).
-	Excluded(ctx context.Context, job uint32) (list string, pending bool, err error)
-	// SetExcluded replaces the job's ExcNodeList ("" clears it).
-	SetExcluded(ctx context.Context, job uint32, list string) error
-	// Hostnames expands a Slurm host list ("n[1-3],m1").
-	Hostnames(ctx context.Context, list string) ([]string, error)
-}
-
 // applyExclusion makes the job's ExcNodeList the user's own list plus the
 // nodes Lachesis wants it off now. Requeuer goroutine only: Slurm is asked
-// outside every lock; usage.mu is held only to read and record.
-func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) error {
-	u := &c.usage
-	u.mu.Lock()
-	ex := u.intro.excl[job]
+// outside every lock; mu is held only to read and record.
+func (c *Sharing) applyExclusion(ctx context.Context, sj SlurmJobs, job uint32) error {
+	c.mu.Lock()
+	ex := c.intro.excl[job]
 	if ex == nil {
-		u.mu.Unlock()
+		c.mu.Unlock()
 		return nil
 	}
 	want := strings.Split(sortedNodes(ex.want), ",")
@@ -575,9 +549,9 @@ func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) err
 		want = nil
 	}
 	prev := *ex
-	u.mu.Unlock()
+	c.mu.Unlock()
 
-	raw, pending, err := sj.Excluded(ctx, job)
+	raw, pending, err := sj.ExcNodeList(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -609,35 +583,35 @@ func (c *Core) applyExclusion(ctx context.Context, sj slurmJobs, job uint32) err
 		next += strings.Join(ours, ",")
 	}
 	if next != raw {
-		if err := sj.SetExcluded(ctx, job, next); err != nil {
-			if strings.Contains(err.Error(), "pending") {
+		if err := sj.SetExcNodeList(ctx, job, next); err != nil {
+			if errors.Is(err, slurmcmd.ErrJobNotPending) {
 				c.markStale(job) // started meanwhile: again when it waits
 				return nil
 			}
 			return err
 		}
 	}
-	u.mu.Lock()
-	if ex := u.intro.excl[job]; ex != nil {
+	c.mu.Lock()
+	if ex := c.intro.excl[job]; ex != nil {
 		ex.userRaw, ex.userSet, ex.ours, ex.applied = userRaw, user, ours, true
-		u.intro.saveExclusion(job)
+		c.intro.saveExclusion(job)
 	}
-	u.mu.Unlock()
+	c.mu.Unlock()
 	return nil
 }
 
 // markStale makes the next pass send the job's exclusion again.
-func (c *Core) markStale(job uint32) {
-	c.usage.mu.Lock()
-	if ex := c.usage.intro.excl[job]; ex != nil {
+func (c *Sharing) markStale(job uint32) {
+	c.mu.Lock()
+	if ex := c.intro.excl[job]; ex != nil {
 		ex.sent = staleSent
 	}
-	c.usage.mu.Unlock()
+	c.mu.Unlock()
 }
 
 // expandNodes is a Slurm node list's names, sorted, without repeats;
 // "(null)" and "" are none. A list over the bounds is refused.
-func expandNodes(ctx context.Context, sj slurmJobs, list string) ([]string, error) {
+func expandNodes(ctx context.Context, sj SlurmJobs, list string) ([]string, error) {
 	list = strings.TrimSpace(list)
 	if list == "" || list == "(null)" {
 		return nil, nil
@@ -676,150 +650,4 @@ func without(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// scontrolJobs runs Slurm's own commands, as SlurmUser (slurmctld's user
-// may requeue and update any job), each bounded by the caller's context.
-type scontrolJobs struct{}
-
-// maxSlurmOutput bounds what is read of one command's output.
-const maxSlurmOutput = 1 << 20
-
-func runSlurm(ctx context.Context, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	var out limitedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w: %.200s", name, strings.Join(args, " "), err, out.b)
-	}
-	if out.over {
-		return "", fmt.Errorf("%s %s: output over %d bytes", name, strings.Join(args, " "), maxSlurmOutput)
-	}
-	return string(out.b), nil
-}
-
-// limitedBuffer keeps the first maxSlurmOutput bytes written to it.
-type limitedBuffer struct {
-	b    []byte
-	over bool
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxSlurmOutput - len(l.b); room < len(p) {
-		l.over = true
-		p = p[:max(room, 0)]
-	}
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (scontrolJobs) Requeue(ctx context.Context, job uint32) error {
-	_, err := runSlurm(ctx, "scontrol", "requeue", strconv.FormatUint(uint64(job), 10))
-	return err
-}
-
-// Excluded reads the job's state and ExcNodeList with squeue's %T and %x:
-// two fields no user text can hold (a node list has no spaces), unlike
-// `scontrol show job`, whose one-line form has the job's name and comment
-// unquoted beside them. A job just requeued shows as COMPLETING or
-// REQUEUED while Slurm already counts it pending (and edits it), so only
-// the states Slurm never edits count as not pending; a refusal by
-// slurmctld is handled by the caller.
-func (scontrolJobs) Excluded(ctx context.Context, job uint32) (string, bool, error) {
-	out, err := runSlurm(ctx, "squeue", "-h", "-j", strconv.FormatUint(uint64(job), 10), "-o", "%T %x")
-	if err != nil {
-		return "", false, err
-	}
-	state, list, _ := strings.Cut(strings.TrimSpace(out), " ")
-	switch state {
-	case "", "RUNNING", "SUSPENDED", "STOPPED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
-		"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT":
-		return "", false, nil
-	}
-	return strings.TrimSpace(list), true, nil
-}
-
-func (scontrolJobs) SetExcluded(ctx context.Context, job uint32, list string) error {
-	_, err := runSlurm(ctx, "scontrol", "update", "JobId="+strconv.FormatUint(uint64(job), 10), "ExcNodeList="+list)
-	return err
-}
-
-func (scontrolJobs) Hostnames(ctx context.Context, list string) ([]string, error) {
-	out, err := runSlurm(ctx, "scontrol", "show", "hostnames", list)
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(out), nil
-}
-
-// maxGavelFile bounds each of the pair table's seed files (Gavel's are
-// 20 and 110 KB).
-const maxGavelFile = 8 << 20
-
-// seedPairTable fills the pair table from Gavel's two files in
-// sharing.pair_table, on sharing.pair_table_gpu's rows, at start, when the
-// opportunistic class is on (the table steers nothing else). Any
-// problem (missing, not a regular file, too large, refused by
-// sharing.ReadGavel) is logged and leaves the table empty: introspection
-// then learns each pair by trying it. Bad pairs the ledger remembers are
-// marked after (restoreBadPairs).
-func (c *Core) seedPairTable() {
-	dir, gpu := c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU
-	if dir == "" || c.cfg.Sharing.OpportunisticPartition == "" {
-		return // no seeds, or no opportunistic class to steer
-	}
-	files := [2]io.Reader{}
-	for i, name := range []string{"throughputs.csv", "colocated.csv"} {
-		f, err := openRegular(filepath.Join(dir, name))
-		if err != nil {
-			c.log.Error("pair table not seeded: its file cannot be read; it starts empty", keyPath, filepath.Join(dir, name), keyErr, err)
-			return
-		}
-		defer f.Close()
-		files[i] = &capReader{r: f, left: maxGavelFile}
-	}
-	t, err := sharing.ReadGavel(files[0], files[1], gpu, sharing.DefaultLimits())
-	if err != nil {
-		c.log.Error("pair table not seeded: its files were refused; it starts empty", keyPath, dir, "gpu_type", gpu, keyErr, err)
-		return
-	}
-	c.usage.mu.Lock()
-	c.usage.intro.table = t
-	c.usage.mu.Unlock()
-	c.log.Info("pair table seeded from Gavel's measurements", keyPath, dir, "gpu_type", gpu, "pairs", t.Len())
-}
-
-// openRegular opens a regular file without following a FIFO or a device
-// into a blocking read (O_NONBLOCK only matters for those).
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("not a regular file")
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
-// capReader fails once more than left bytes were read.
-type capReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (c *capReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, fmt.Errorf("%w: file over %d bytes", sharing.ErrBadEntry, maxGavelFile)
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
 }

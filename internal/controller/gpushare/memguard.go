@@ -1,4 +1,4 @@
-package core
+package gpushare
 
 import (
 	"cmp"
@@ -27,7 +27,7 @@ import (
 // near the GPU's total makes its guests go the same way.
 //
 // Every figure is an agent's measurement (root on the node, NVML's
-// per-process memory), checked by ReportUsage (the job runs, the uid
+// per-process memory), checked by ReportGPUUse (the job runs, the uid
 // owns it); a job's own processes say nothing about their memory. The
 // bound acts after the fact, a sampling interval late at worst; where
 // CUDA MPS is configured, its per-client limit can stop the allocation
@@ -143,22 +143,22 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 }
 
 // memGuardState is what the memory bound keeps between passes; under
-// usage.mu.
+// mu.
 type memGuardState struct {
 	// fits: the host each guest was last logged as fitting beside (one
 	// line per pair and run, not one per pass).
 	fits map[uint32]uint32
 }
 
-// guardMemory is the pass's memory bound, called by observeUsage with
-// usage.mu held, before introspect: it requeues the guests over the room
+// guardMemory is the pass's memory bound (Judge), called with
+// mu held, before introspect: it requeues the guests over the room
 // through introspection's queue (never blocking: a full queue drops the
 // request and the next pass asks again).
-func (c *Core) guardMemory(now int64) {
-	u := &c.usage
-	in := &u.intro
+func (c *Sharing) guardMemory(now int64) {
+	u := &c.use
+	in := &c.intro
 	in.init()
-	mg := &u.memGuard
+	mg := &c.memGuard
 	if mg.fits == nil {
 		mg.fits = map[uint32]uint32{}
 	}
@@ -178,7 +178,7 @@ func (c *Core) guardMemory(now int64) {
 	if len(members) < 2 {
 		return
 	}
-	cfg := sharing.Config{GuestMemoryHeadroomPct: c.cfg.Sharing.GuestMemoryHeadroomPct}
+	cfg := c.cfg.Sharing.Rules
 	over, fits := judgeMemory(cfg, members)
 	for _, f := range fits {
 		if h, ok := mg.fits[f.guest]; ok && h == f.host {

@@ -1,12 +1,9 @@
-package core
+package gpushare
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/refdata"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
@@ -44,17 +42,17 @@ func (f *fakeSlurm) Requeue(_ context.Context, job uint32) error {
 	return nil
 }
 
-func (f *fakeSlurm) Excluded(_ context.Context, job uint32) (string, bool, error) {
+func (f *fakeSlurm) ExcNodeList(_ context.Context, job uint32) (string, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lists[job], !f.running[job], nil
 }
 
-func (f *fakeSlurm) SetExcluded(_ context.Context, job uint32, list string) error {
+func (f *fakeSlurm) SetExcNodeList(_ context.Context, job uint32, list string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.running[job] {
-		return errors.New("job not pending")
+		return fmt.Errorf("%w: job %d", slurmcmd.ErrJobNotPending, job)
 	}
 	f.lists[job] = list
 	f.sets = append(f.sets, fmt.Sprintf("%d=%s", job, list))
@@ -88,12 +86,12 @@ func (f *fakeSlurm) list(job uint32) string {
 }
 
 // drain runs every queued request through the requeuer's steps.
-func drain(t *testing.T, c *Core, sj *fakeSlurm) []requeueRequest {
+func drain(t *testing.T, c *testCore, sj *fakeSlurm) []requeueRequest {
 	t.Helper()
 	var got []requeueRequest
 	for {
 		select {
-		case r := <-c.usage.intro.queue:
+		case r := <-c.intro.queue:
 			got = append(got, r)
 			if !r.exclude {
 				if err := sj.Requeue(context.Background(), r.job); err != nil {
@@ -113,13 +111,13 @@ func drain(t *testing.T, c *Core, sj *fakeSlurm) []requeueRequest {
 // revertOnce has the guest of runPair's pair (owner's host, mallory's
 // guest, 10 → 5 iterations/s) reverted once, its requeue carried out
 // against sj: the guest is pinned off the host's node n1.
-func revertOnce(t *testing.T, c *Core, sj *fakeSlurm) {
+func revertOnce(t *testing.T, c *testCore, sj *fakeSlurm) {
 	t.Helper()
 	got := runPair(t, c, owner, mallory, 10, 5)
 	if len(got) != 1 {
 		t.Fatalf("requeues %+v, want one", got)
 	}
-	c.usage.intro.queue <- got[0]
+	c.intro.queue <- got[0]
 	drain(t, c, sj)
 }
 
@@ -127,10 +125,10 @@ func revertOnce(t *testing.T, c *Core, sj *fakeSlurm) {
 // host (job 1 of owner on n1's GPU g0, measured at 90%): the first sees
 // them, the second has the host's report. It returns the second pass's
 // decisions.
-func judgeBesideHost(c *Core, host Snapshot, guests ...Snapshot) []Decision {
-	snaps := append([]Snapshot{host}, guests...)
+func judgeBesideHost(c *testCore, host Job, guests ...Job) []Job {
+	snaps := append([]Job{host}, guests...)
 	pass(c, 1000, snaps...)
-	c.ReportUsage(shardReport(1005, 1, owner, "g0", 1, 90, 10))
+	c.ReportGPUUse(shardReport(1005, 1, owner, "g0", 1, 90, 10))
 	return pass(c, 1010, snaps...)
 }
 
@@ -138,20 +136,20 @@ type askedModel string
 
 func (m askedModel) ModelKey() string { return string(m) }
 
-func waitingGuestJob(id, uid uint32, model string) Snapshot {
-	s := Snapshot{ID: id, State: StatePending, SubmitTime: 900, User: uid, Partition: "opp", GPUShare: true, Asked: askedModel(model)}
+func waitingGuestJob(id, uid uint32, model string) Job {
+	s := Job{ID: id, State: Pending, WaitingSince: 900, User: uid, Partition: "opp", GPUShare: true, Asked: askedModel(model)}
 	return s
 }
 
 // hostOn is a guaranteed shard job on a one-GPU node.
-func hostOn(id uint32, model string) Snapshot {
+func hostOn(id uint32, model string) Job {
 	s := shardJob(id, owner, "gpu", model)
-	s.NodeGPUs, s.GresRequest.Nodes = 1, 1
+	s.NodeGPUs, s.OneNode = 1, true
 	return s
 }
 
 // seededCore is introCore with Gavel's V100 seeds.
-func seededCore(t *testing.T, buf *bytes.Buffer) *Core {
+func seededCore(t *testing.T, buf *bytes.Buffer) *testCore {
 	t.Helper()
 	c := introCore(t, buf)
 	c.cfg.Sharing.PairTable = filepath.Dir(refdata.Path(t, "gavel/colocated.csv"))
@@ -172,7 +170,7 @@ func TestAWaitingGuestPredictedToSlowTheOnlyHostOfANodeIsKeptOffIt(t *testing.T)
 	bad := waitingGuestJob(2, mallory, "ResNet-50/bs64")
 	good := waitingGuestJob(3, mallory, "lm/bs80")
 	sj.lists[2] = "u[1-2]" // the user's own list
-	d := judgeBesideHost(c, host, bad, good)
+	judgeBesideHost(c, host, bad, good)
 	drain(t, c, sj)
 	if got := sj.list(2); got != "u[1-2],n1" {
 		t.Fatalf("bad guest's ExcNodeList %q, want the user's u[1-2] and n1", got)
@@ -183,11 +181,12 @@ func TestAWaitingGuestPredictedToSlowTheOnlyHostOfANodeIsKeptOffIt(t *testing.T)
 	if !strings.Contains(buf.String(), "job 2 kept off node n1: beside job 1 (model resnet-18/bs64) the pair is predicted to run it at 52% of its speed alone") {
 		t.Fatalf("log lacks the reason:\n%s", buf.String())
 	}
-	// The next pass ranks with the scores: the good guest first.
-	d = pass(c, 1020, host, bad, good)
-	if !(d[2].Priority > d[1].Priority) || d[2].Factors.Pair < 0.95 {
-		t.Fatalf("good guest priority %d (pair %v), bad %d (pair %v): want the good pair first", d[2].Priority, d[2].Factors.Pair, d[1].Priority, d[1].Factors.Pair)
+	// The next pass ranks with the scores: the good guest first (the
+	// core's TestTheGuestWithTheBetterPredictedPairRanksFirst).
+	if !(c.pairScores[3] > c.pairScores[2]) || c.pairScores[3] < 0.95 {
+		t.Fatalf("good guest's pair score %v, bad's %v: want the good pair first", c.pairScores[3], c.pairScores[2])
 	}
+	pass(c, 1020, host, bad, good)
 	if got := drain(t, c, sj); len(got) != 0 {
 		t.Fatalf("an unchanged exclusion was sent again: %+v", got)
 	}
@@ -209,16 +208,16 @@ func TestAGuestIsKeptOffANodeOnlyWhenEveryGPUThereIsTaken(t *testing.T) {
 	c := seededCore(t, &buf)
 	defer c.Close()
 	host := shardJob(1, owner, "gpu", "resnet-18/bs64")
-	host.NodeGPUs, host.GresRequest.Nodes = 2, 1
+	host.NodeGPUs, host.OneNode = 2, true
 	bad := waitingGuestJob(2, mallory, "resnet-50/bs64")
 	judgeBesideHost(c, host, bad)
 	if got := drain(t, c, newFakeSlurm()); len(got) != 0 {
 		t.Fatalf("kept off a node with an idle GPU: %+v", got)
 	}
 	whole := runningAs(4, owner)
-	whole.NodeGPUs, whole.GresRequest.Nodes = 2, 1
+	whole.NodeGPUs, whole.OneNode = 2, true
 	pass(c, 1020, host, bad, whole)
-	c.ReportUsage(shardReport(1025, 4, owner, "g1", 1, 90, 10))
+	c.ReportGPUUse(shardReport(1025, 4, owner, "g1", 1, 90, 10))
 	pass(c, 1030, host, bad, whole)
 	if got := drain(t, c, newFakeSlurm()); len(got) != 1 || got[0] != (requeueRequest{job: 2, exclude: true}) {
 		t.Fatalf("exclusions %+v, want job 2's once the node's other GPU is held whole", got)
@@ -297,7 +296,7 @@ func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
 			defer c.Close()
 			c.cfg.Sharing.PairTable, c.cfg.Sharing.PairTableGPU = tc.dir, "v100"
 			c.seedPairTable()
-			if n := c.usage.intro.table.Len(); n != 0 {
+			if n := c.intro.table.Len(); n != 0 {
 				t.Fatalf("%d pairs, want an empty table", n)
 			}
 			if !strings.Contains(buf.String(), "pair table not seeded") || !strings.Contains(buf.String(), tc.want) {
@@ -309,7 +308,7 @@ func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
 		var buf bytes.Buffer
 		c := seededCore(t, &buf)
 		defer c.Close()
-		if _, _, ok := c.usage.intro.table.Lookup("resnet-18/bs64", "resnet-50/bs64"); !ok {
+		if _, _, ok := c.intro.table.Lookup("resnet-18/bs64", "resnet-50/bs64"); !ok {
 			t.Fatal("the seeded table lacks resnet-18/bs64 × resnet-50/bs64")
 		}
 	})
@@ -323,15 +322,14 @@ func TestAMissingOrHostilePairTableLeavesItEmptyAndSaysWhy(t *testing.T) {
 func BenchmarkExcludeBadPairs(b *testing.B) {
 	c := openCoreB(b)
 	defer c.Close()
-	c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	c.cfg.Sharing.PairTable = filepath.Dir(refdata.Path(b, "gavel/colocated.csv"))
 	c.cfg.Sharing.PairTableGPU = "v100"
 	c.seedPairTable()
-	u := &c.usage
-	u.mu.Lock()
+	u := &c.use
+	c.mu.Lock()
 	u.init()
-	u.intro.init()
-	models := u.intro.table.Models()
+	c.intro.init()
+	models := c.intro.table.Models()
 	u.pass = 1
 	now := int64(1000)
 	id := uint32(1)
@@ -340,38 +338,34 @@ func BenchmarkExcludeBadPairs(b *testing.B) {
 		for g := 0; g < 4; g++ {
 			u.live[id] = liveJob{uid: owner, pass: 1, running: true, model: sharing.ModelKey(models[int(id)%len(models)]),
 				gpuShare: true, oneNode: true, nodeGPUs: 4}
-			u.jobs[id] = &jobUsage{rates: introRates{node: node, gpus: []string{fmt.Sprintf("%s-g%d", node, g)}, at: now}}
+			u.jobs[id] = &jobGPUUse{rates: introRates{node: node, gpus: []string{fmt.Sprintf("%s-g%d", node, g)}, at: now}}
 			id++
 		}
 	}
 	for k := 0; k < maxWaitingGuests; k++ {
-		u.intro.waiting[id] = waitingGuest{model: sharing.ModelKey(models[k%len(models)]), pass: 1}
+		c.intro.waiting[id] = waitingGuest{model: sharing.ModelKey(models[k%len(models)]), pass: 1}
 		id++
 	}
-	u.mu.Unlock()
+	c.mu.Unlock()
 	// The first pass logs and sends every exclusion; the steady state
 	// (nothing changed) is what every later pass pays.
 	for range 2 {
 		c.mu.Lock()
-		u.mu.Lock()
-		c.excludeBadPairs(now)
-		u.mu.Unlock()
+		c.excludeBadPairs(now, c.pairScores)
 		c.mu.Unlock()
-		for len(u.intro.queue) > 0 {
-			<-u.intro.queue
+		for len(c.intro.queue) > 0 {
+			<-c.intro.queue
 		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c.mu.Lock()
-		u.mu.Lock()
-		c.excludeBadPairs(now)
-		u.mu.Unlock()
+		c.excludeBadPairs(now, c.pairScores)
 		c.mu.Unlock()
 		b.StopTimer()
-		for len(u.intro.queue) > 0 {
-			<-u.intro.queue
+		for len(c.intro.queue) > 0 {
+			<-c.intro.queue
 		}
 		b.StartTimer()
 	}
@@ -406,7 +400,7 @@ func TestAGuestNotJudgedInAPassKeepsItsExclusion(t *testing.T) {
 	defer c.Close()
 	sj := newFakeSlurm()
 	host := hostOn(1, "resnet-18/bs64")
-	snaps := []Snapshot{host, waitingGuestJob(2, mallory, "resnet-50/bs64")}
+	snaps := []Job{host, waitingGuestJob(2, mallory, "resnet-50/bs64")}
 	judgeBesideHost(c, snaps[0], snaps[1:]...)
 	drain(t, c, sj)
 	if sj.list(2) != "n1" {
@@ -416,7 +410,7 @@ func TestAGuestNotJudgedInAPassKeepsItsExclusion(t *testing.T) {
 		snaps = append(snaps, waitingGuestJob(uint32(100+k), mallory, fmt.Sprintf("model-%d", k)))
 	}
 	for p := int64(0); p < 5; p++ {
-		c.ReportUsage(shardReport(1015+10*p, 1, owner, "g0", 1, 90, 10))
+		c.ReportGPUUse(shardReport(1015+10*p, 1, owner, "g0", 1, 90, 10))
 		pass(c, 1020+10*p, snaps...)
 		drain(t, c, sj)
 		if sj.list(2) != "n1" {

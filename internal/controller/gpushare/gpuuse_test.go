@@ -1,9 +1,8 @@
-package core
+package gpushare
 
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -16,12 +15,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 )
 
-const (
-	owner   = 1001
-	mallory = 1002
-)
-
-func runningAs(id, uid uint32) Snapshot {
+func runningAs(id, uid uint32) Job {
 	s := running(id, 2, 1000, 1000)
 	s.User = uid
 	return s
@@ -41,26 +35,26 @@ func TestUsageSummaryOfARunningJobShowsInItsAdminComment(t *testing.T) {
 	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
 	defer c.Close()
 	pass(c, 1010, runningAs(1, owner))
-	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{20, 40}, 4096, nil))
-	c.ReportUsage(usageReport("n1", 1030, 1, owner, []float64{80, 80}, 9318, &wire.JobProgress{Iterations: 100, ItersPerSec: 12.5}))
+	c.ReportGPUUse(usageReport("n1", 1020, 1, owner, []float64{20, 40}, 4096, nil))
+	c.ReportGPUUse(usageReport("n1", 1030, 1, owner, []float64{80, 80}, 9318, &wire.JobProgress{Iterations: 100, ItersPerSec: 12.5}))
 	d := pass(c, 1040, runningAs(1, owner))
 	want := "[GPU use: mean 55%, peak 80%, memory peak 9.1 GiB, 12.5 it/s, 2 samples]"
-	if d[0].Usage != want {
-		t.Fatalf("usage segment %q, want %q", d[0].Usage, want)
+	if d[0].GPUUse != want {
+		t.Fatalf("usage segment %q, want %q", d[0].GPUUse, want)
 	}
 	// Unchanged since: nothing for the plugin to rewrite.
-	if d := pass(c, 1050, runningAs(1, owner)); d[0].Usage != "" {
-		t.Fatalf("unchanged summary sent again: %q", d[0].Usage)
+	if d := pass(c, 1050, runningAs(1, owner)); d[0].GPUUse != "" {
+		t.Fatalf("unchanged summary sent again: %q", d[0].GPUUse)
 	}
 	// Changed, but shown less than a minute ago: it waits for the minute.
-	c.ReportUsage(usageReport("n1", 1060, 1, owner, []float64{10, 10}, 100, nil))
-	if d := pass(c, 1070, runningAs(1, owner)); d[0].Usage != "" {
-		t.Fatalf("segment rewritten within a minute: %q", d[0].Usage)
+	c.ReportGPUUse(usageReport("n1", 1060, 1, owner, []float64{10, 10}, 100, nil))
+	if d := pass(c, 1070, runningAs(1, owner)); d[0].GPUUse != "" {
+		t.Fatalf("segment rewritten within a minute: %q", d[0].GPUUse)
 	}
-	if d := pass(c, 1100, runningAs(1, owner)); !strings.Contains(d[0].Usage, "3 samples]") {
-		t.Fatalf("segment after a minute %q, want 3 samples", d[0].Usage)
+	if d := pass(c, 1100, runningAs(1, owner)); !strings.Contains(d[0].GPUUse, "3 samples]") {
+		t.Fatalf("segment after a minute %q, want 3 samples", d[0].GPUUse)
 	}
-	u, ok := c.JobUsage(1)
+	u, ok := c.JobGPUUse(1)
 	if !ok || u.Samples != 3 || u.UtilPeak != 80 || u.MemPeakMB != 9318 || u.FirstSeen != 1020 || u.LastSeen != 1060 ||
 		u.ItersPerSecLast != 12.5 || u.ProgressSamples != 1 || u.GPUsMax != 2 {
 		t.Fatalf("summary %+v", u)
@@ -86,14 +80,14 @@ func TestUsageEntriesThatNameNoRunningJobOfTheirUIDAreDropped(t *testing.T) {
 			p := pending(2, 1, 1000)
 			p.User = owner
 			pass(c, 1010, runningAs(1, owner), p)
-			c.ReportUsage(tc.rep)
-			c.ReportUsage(tc.rep) // the second is counted, not logged again
+			c.ReportGPUUse(tc.rep)
+			c.ReportGPUUse(tc.rep) // the second is counted, not logged again
 			d := pass(c, 1030, runningAs(1, owner), p)
-			if d[0].Usage != "" || d[1].Usage != "" {
-				t.Fatalf("a dropped entry changed a comment: %q %q", d[0].Usage, d[1].Usage)
+			if d[0].GPUUse != "" || d[1].GPUUse != "" {
+				t.Fatalf("a dropped entry changed a comment: %q %q", d[0].GPUUse, d[1].GPUUse)
 			}
 			for _, id := range []uint32{1, 2, 7} {
-				if u, ok := c.JobUsage(id); ok {
+				if u, ok := c.JobGPUUse(id); ok {
 					t.Fatalf("job %d has a summary from a dropped entry: %+v", id, u)
 				}
 			}
@@ -109,10 +103,10 @@ func TestARetriedUsageReportCountsOnce(t *testing.T) {
 	defer c.Close()
 	pass(c, 1010, runningAs(1, owner))
 	rep := usageReport("n1", 1020, 1, owner, []float64{50}, 1, nil)
-	c.ReportUsage(rep)
-	c.ReportUsage(rep)                                                      // its ack was lost
-	c.ReportUsage(usageReport("n2", 1020, 1, owner, []float64{10}, 1, nil)) // another node of the job
-	if u, _ := c.JobUsage(1); u.Samples != 2 || u.MeanUtil() != 30 {
+	c.ReportGPUUse(rep)
+	c.ReportGPUUse(rep)                                                      // its ack was lost
+	c.ReportGPUUse(usageReport("n2", 1020, 1, owner, []float64{10}, 1, nil)) // another node of the job
+	if u, _ := c.JobGPUUse(1); u.Samples != 2 || u.MeanUtil() != 30 {
 		t.Fatalf("summary %+v, want 2 samples of mean 30", u)
 	}
 }
@@ -121,19 +115,19 @@ func TestIdleJobIsLoggedOnceAndCounted(t *testing.T) {
 	var logs bytes.Buffer
 	db := filepath.Join(t.TempDir(), "l.db")
 	cfg := testConfig(db)
-	cfg.Usage.IdleBelowPct, cfg.Usage.IdleAfter = 10, 60*time.Second
+	cfg.GPUUse.IdleBelowPct, cfg.GPUUse.IdleAfter = 10, 60*time.Second
 	c := openCoreWith(t, cfg)
 	c.log = slog.New(slog.NewTextHandler(&logs, nil))
 	defer c.Close()
 	busy, idle := runningAs(1, owner), runningAs(2, owner)
 	pass(c, 1000, busy, idle)
 	for t0 := int64(1010); t0 <= 1090; t0 += 10 {
-		c.ReportUsage(usageReport("n1", t0, 1, owner, []float64{50, 3}, 1, nil)) // mean 26.5: busy
+		c.ReportGPUUse(usageReport("n1", t0, 1, owner, []float64{50, 3}, 1, nil)) // mean 26.5: busy
 		util := 2.0
 		if t0 == 1020 {
 			util = 40 // busy once: the idle time starts after it
 		}
-		c.ReportUsage(usageReport("n2", t0, 2, owner, []float64{util}, 1, nil))
+		c.ReportGPUUse(usageReport("n2", t0, 2, owner, []float64{util}, 1, nil))
 	}
 	pass(c, 1085, busy, idle) // idle since 1030: 55 s
 	if strings.Contains(logs.String(), "idle") {
@@ -144,11 +138,11 @@ func TestIdleJobIsLoggedOnceAndCounted(t *testing.T) {
 	if n := strings.Count(logs.String(), "job holds its GPUs idle"); n != 1 || !strings.Contains(logs.String(), "job_id=2") {
 		t.Fatalf("want one idle line, for job 2:\n%s", logs.String())
 	}
-	u, _ := c.JobUsage(2)
+	u, _ := c.JobGPUUse(2)
 	if !u.Idle(1090, 60) || u.IdleSince != 1030 || u.IdlePeak != 2 {
 		t.Fatalf("job 2 summary %+v", u)
 	}
-	if u, _ := c.JobUsage(1); u.Idle(1100, 60) {
+	if u, _ := c.JobGPUUse(1); u.Idle(1100, 60) {
 		t.Fatalf("busy job idle: %+v", u)
 	}
 }
@@ -157,10 +151,10 @@ func TestUsageIsSavedClosedWhenTheJobEndsAndContinuedAfterARestart(t *testing.T)
 	db := filepath.Join(t.TempDir(), "l.db")
 	c := openCore(t, db)
 	pass(c, 1010, runningAs(1, owner), runningAs(2, owner))
-	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{60}, 100, nil))
-	c.ReportUsage(usageReport("n1", 1020, 2, owner, []float64{30}, 100, nil))
+	c.ReportGPUUse(usageReport("n1", 1020, 1, owner, []float64{60}, 100, nil))
+	c.ReportGPUUse(usageReport("n1", 1020, 2, owner, []float64{30}, 100, nil))
 	fin := runningAs(1, owner)
-	fin.State, fin.EndTime = StateFinished, 1025
+	fin.State = Finished
 	pass(c, 1030, fin, runningAs(2, owner))
 	store := closedLedger(t, c, db)
 	u1, ok1, err1 := store.JobGPUUseOf(1)
@@ -176,8 +170,8 @@ func TestUsageIsSavedClosedWhenTheJobEndsAndContinuedAfterARestart(t *testing.T)
 	c = openCore(t, db) // slurmctld restarted; job 2 still runs
 	defer c.Close()
 	pass(c, 1040, runningAs(2, owner))
-	c.ReportUsage(usageReport("n1", 1050, 2, owner, []float64{50}, 100, nil))
-	if u, _ := c.JobUsage(2); u.Samples != 2 || u.MeanUtil() != 40 {
+	c.ReportGPUUse(usageReport("n1", 1050, 2, owner, []float64{50}, 100, nil))
+	if u, _ := c.JobGPUUse(2); u.Samples != 2 || u.MeanUtil() != 40 {
 		t.Fatalf("after restart %+v, want the stored sample continued", u)
 	}
 }
@@ -207,20 +201,20 @@ func TestUsageFoldMath(t *testing.T) {
 	if u.IdleSince != 0 || u.IdleBelowPct != 5 {
 		t.Fatalf("after a new threshold %+v", u)
 	}
-	seg := usageSegment(&u)
-	if len(seg) > UsageMax || !strings.HasPrefix(seg, UsagePrefix) || strings.Count(seg, "]") != 1 || !strings.HasSuffix(seg, "]") ||
+	seg := gpuUseSegment(&u)
+	if len(seg) > GPUUseMax || !strings.HasPrefix(seg, GPUUsePrefix) || strings.Count(seg, "]") != 1 || !strings.HasSuffix(seg, "]") ||
 		!strings.Contains(seg, "shared by up to 3 jobs") {
 		t.Fatalf("segment %q", seg)
 	}
 	big := ledger.JobGPUUse{Samples: 1 << 62, UtilSum: 100 * (1 << 62), UtilPeak: 100, MemPeakMB: 1e300, ProgressSamples: 1,
 		ItersPerSecLast: wire.MaxItersPerSec, SharersMax: wire.MaxUsageJobs}
-	if seg := usageSegment(&big); len(seg) > UsageMax || !strings.HasSuffix(seg, "]") {
+	if seg := gpuUseSegment(&big); len(seg) > GPUUseMax || !strings.HasSuffix(seg, "]") {
 		t.Fatalf("segment of the largest numbers: %d bytes %q", len(seg), seg)
 	}
 }
 
 // BenchmarkReportUsage measures one node's report folded into the core
-// (the listener's goroutine; it takes only the usage mutex): a node of 8
+// (the listener's goroutine; it takes only sharing's mutex): a node of 8
 // jobs, and the most a report may carry (wire.MaxUsageJobs, one GPU each),
 // with 25000 jobs running.
 func BenchmarkReportUsage(b *testing.B) {
@@ -229,23 +223,11 @@ func BenchmarkReportUsage(b *testing.B) {
 			c := openCoreB(b)
 			defer c.Close()
 			const running = 25000
-			snaps := make([]Snapshot, running)
+			snaps := make([]Job, running)
 			for i := range snaps {
 				snaps[i] = runningAs(uint32(i+1), owner)
 			}
-			c.Pass(1000, snaps, make([]Decision, running))
-			// The writer saves the pass's 25000 new records first: not
-			// part of what is measured.
-			for {
-				active, err := c.store.Active()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(active) == running {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			pass(c, 1000, snaps...)
 			rep := &wire.JobUsageReport{Node: "n1", IntervalSec: 10}
 			for i := range perReport {
 				rep.Jobs = append(rep.Jobs, wire.JobUsage{JobID: uint32(i + 1), UID: owner,
@@ -257,62 +239,48 @@ func BenchmarkReportUsage(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				at = at.Add(time.Second)
 				rep.At = at
-				c.ReportUsage(rep)
+				c.ReportGPUUse(rep)
 			}
 		})
 	}
 }
 
-func openCoreB(b *testing.B) *Core {
-	db := filepath.Join(b.TempDir(), "l.db")
-	store, err := ledger.Open(db)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := New(testConfig(db), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
+func openCoreB(b *testing.B) *testCore {
+	return openCore(b, filepath.Join(b.TempDir(), "l.db"))
 }
 
 // BenchmarkObserveUsage measures what per-job GPU use adds to a pass (the
-// pass's other stages are BenchmarkPass's): n jobs, a quarter running, each
+// pass's other stages are the core's BenchmarkPass's): n jobs, a quarter running, each
 // running one with a summary that changed since the last pass (agents
 // report more often than passes run), passes 30 s apart: a job's segment
-// is made at most once a minute (usageShowEvery), so every other pass.
+// is made at most once a minute (gpuUseShowEvery), so every other pass.
 func BenchmarkObserveUsage(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			c := openCoreB(b)
 			defer c.Close()
-			snaps := make([]Snapshot, n)
+			snaps := make([]Job, n)
 			for i := range snaps {
 				snaps[i] = pending(uint32(i+1), 1, 1000)
 				if i%4 == 0 {
 					snaps[i] = runningAs(uint32(i+1), owner)
 				}
 			}
-			out := make([]Decision, n)
 			now := int64(1000)
-			c.mu.Lock()
-			c.observeUsage(now, snaps, out)
-			c.mu.Unlock()
+			c.Judge(now, c.cfg, snaps, c.pairScores)
 			for i := 0; i < n; i += 4 {
-				c.ReportUsage(usageReport("n1", 1000, uint32(i+1), owner, []float64{40}, 1000, nil))
+				c.ReportGPUUse(usageReport("n1", 1000, uint32(i+1), owner, []float64{40}, 1000, nil))
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				for _, j := range c.usage.jobs {
+				for _, j := range c.use.jobs {
 					j.shown = -1 // a report came since the last pass
 				}
 				now += 30
 				b.StartTimer()
-				c.mu.Lock()
-				c.observeUsage(now, snaps, out)
-				c.mu.Unlock()
+				c.Judge(now, c.cfg, snaps, c.pairScores)
 			}
 		})
 	}
@@ -322,13 +290,13 @@ func BenchmarkObserveUsage(b *testing.B) {
 // core's /metrics.
 func TestUsageMetricsCountDropsByReasonAndIdleJobs(t *testing.T) {
 	c := openMetricsCore(t)
-	c.cfg.Usage.IdleBelowPct, c.cfg.Usage.IdleAfter = 10, 10*time.Second
+	c.cfg.GPUUse.IdleBelowPct, c.cfg.GPUUse.IdleAfter = 10, 10*time.Second
 	pass(c, 1000, runningAs(1, owner))
-	c.ReportUsage(usageReport("n1", 1000, 1, mallory, []float64{1}, 1, nil)) // wrong_user
-	c.ReportUsage(usageReport("n1", 1000, 9, owner, []float64{1}, 1, nil))   // unknown_job
-	c.ReportUsage(usageReport("n1", 1000, 9, owner, []float64{1}, 1, nil))   // unknown_job
-	c.ReportUsage(usageReport("n1", 1001, 1, owner, []float64{1}, 1, nil))   // kept, idle from 1001
-	c.ReportUsage(usageReport("n1", 1001, 1, owner, []float64{1}, 1, nil))   // repeat
+	c.ReportGPUUse(usageReport("n1", 1000, 1, mallory, []float64{1}, 1, nil)) // wrong_user
+	c.ReportGPUUse(usageReport("n1", 1000, 9, owner, []float64{1}, 1, nil))   // unknown_job
+	c.ReportGPUUse(usageReport("n1", 1000, 9, owner, []float64{1}, 1, nil))   // unknown_job
+	c.ReportGPUUse(usageReport("n1", 1001, 1, owner, []float64{1}, 1, nil))   // kept, idle from 1001
+	c.ReportGPUUse(usageReport("n1", 1001, 1, owner, []float64{1}, 1, nil))   // repeat
 	m := c.met
 	for reason, want := range map[string]float64{DropWrongUser: 1, DropUnknownJob: 2, DropRepeat: 1, DropNoGPUs: 0} {
 		if got := testutil.ToFloat64(m.usageDrops.WithLabelValues(reason)); got != want {
@@ -351,16 +319,16 @@ func TestRequeuedJobKeepsItsUsageSummary(t *testing.T) {
 	c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
 	defer c.Close()
 	pass(c, 1010, runningAs(1, owner))
-	c.ReportUsage(usageReport("n1", 1020, 1, owner, []float64{60}, 1, nil))
+	c.ReportGPUUse(usageReport("n1", 1020, 1, owner, []float64{60}, 1, nil))
 	waiting := pending(1, 2, 1000)
 	waiting.User = owner
 	pass(c, 1030, waiting)
-	c.ReportUsage(usageReport("n1", 1035, 1, owner, []float64{0}, 1, nil)) // dropped: not running
+	c.ReportGPUUse(usageReport("n1", 1035, 1, owner, []float64{0}, 1, nil)) // dropped: not running
 	again := running(1, 2, 1000, 1040)
 	again.User = owner
 	pass(c, 1045, again)
-	c.ReportUsage(usageReport("n1", 1050, 1, owner, []float64{20}, 1, nil))
-	if u, ok := c.JobUsage(1); !ok || u.Samples != 2 || u.MeanUtil() != 40 || u.Finished != 0 {
+	c.ReportGPUUse(usageReport("n1", 1050, 1, owner, []float64{20}, 1, nil))
+	if u, ok := c.JobGPUUse(1); !ok || u.Samples != 2 || u.MeanUtil() != 40 || u.Finished != 0 {
 		t.Fatalf("summary across the requeue %+v, want 2 samples of mean 40", u)
 	}
 }

@@ -1,0 +1,114 @@
+package gpushare
+
+import (
+	"context"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
+)
+
+// The requeuer: what a pass decides about running and waiting jobs of
+// other users (a guest's requeue, a waiting guest's ExcNodeList) is
+// carried out here, by Slurm's own commands, outside every lock of
+// slurmctld's and of sharing's.
+
+const (
+	// requeueQueue bounds the requests waiting for the requeuer
+	// goroutine; a pass never blocks on it (a full queue drops the
+	// request, and the next pass asks again).
+	requeueQueue = 64
+	// requeueTimeout bounds one request's Slurm commands.
+	requeueTimeout = 30 * time.Second
+)
+
+// requeueRequest asks the requeuer to take a guest off its host's node
+// (requeue it, then apply its exclusion), or with exclude only to bring
+// a waiting job's ExcNodeList to what the pass wants (exclude.go).
+type requeueRequest struct {
+	job     uint32
+	node    string
+	exclude bool
+}
+
+// SlurmJobs is what the requeuer asks of Slurm: slurmcmd.Runner, the one
+// runner of Slurm's commands, in slurmctld; a fake in tests.
+type SlurmJobs interface {
+	// Requeue requeues a running job.
+	Requeue(ctx context.Context, job uint32) error
+	// ExcNodeList is the job's ExcNodeList as Slurm holds it ("" for
+	// none) and whether the job is pending (the only state Slurm edits it
+	// in).
+	ExcNodeList(ctx context.Context, job uint32) (list string, pending bool, err error)
+	// SetExcNodeList replaces the job's ExcNodeList ("" clears it); a
+	// refusal because the job no longer waits wraps
+	// slurmcmd.ErrJobNotPending.
+	SetExcNodeList(ctx context.Context, job uint32, list string) error
+	// Hostnames expands a Slurm host list ("n[1-3],m1").
+	Hostnames(ctx context.Context, list string) ([]string, error)
+}
+
+var _ SlurmJobs = slurmcmd.Runner{}
+
+// requeuer runs what the pass queued, one request at a time, until stop
+// closes: a revert's requeue and then its guest's exclusion, or an
+// exclusion alone. Its own goroutine (safego), never under a lock; each
+// request's Slurm commands share one requeueTimeout.
+//
+// Why scontrol in a goroutine rather than Slurm's job_requeue() from the
+// pass: job_requeue() needs slurmctld's job and node write locks and
+// sends RPCs to the job's nodes (the kill), which the pass must not do
+// under the locks it holds (nothing under slurmctld's locks may block);
+// preempt/tiresias only answers Slurm's questions and never requeues by
+// itself. scontrol goes through slurmctld's ordinary RPC, which takes
+// those locks itself, as an admin's requeue would (slurmctld's SlurmUser
+// may requeue and update any job). A requeued job is held for Slurm's
+// requeue delay (about two minutes) before it may start again, so the
+// ExcNodeList update lands while it is pending.
+func (c *Sharing) requeuer(stop <-chan struct{}, queue <-chan requeueRequest, sj SlurmJobs) {
+	for {
+		select {
+		case <-stop:
+			return
+		case r := <-queue:
+			c.carryOut(sj, r)
+		}
+	}
+}
+
+// carryOut runs one request: the requeue of a revert (a failed one is
+// asked again by the next pass), then the job's exclusion (sent again by
+// the next pass when it failed).
+func (c *Sharing) carryOut(sj SlurmJobs, r requeueRequest) {
+	ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
+	defer cancel()
+	if !r.exclude {
+		if err := sj.Requeue(ctx, r.job); err != nil {
+			c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
+			c.mu.Lock()
+			delete(c.intro.asked, r.job) // the next pass asks again
+			c.mu.Unlock()
+			return
+		}
+	}
+	if err := c.applyExclusion(ctx, sj, r.job); err != nil {
+		c.log.Error("updating a job's ExcNodeList failed; the next pass tries again", keyJob, r.job, keyErr, err)
+		c.markStale(r.job)
+	}
+}
+
+// CarryOutQueued runs the requests queued so far, one after the other, as
+// the requeuer goroutine would, and returns how many: for a caller that
+// plays Slurm itself (a replay of the simulator's history in tests). Not
+// under slurmctld's locks.
+func (c *Sharing) CarryOutQueued(sj SlurmJobs) int {
+	n := 0
+	for {
+		select {
+		case r := <-c.intro.queue:
+			c.carryOut(sj, r)
+			n++
+		default:
+			return n
+		}
+	}
+}
