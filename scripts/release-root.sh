@@ -17,6 +17,12 @@
 #                           not /var/lib/lachesis, which the node agent's
 #                           package owns and purges)
 #   LACHESIS_MIRROR         Debian mirror (default http://deb.debian.org/debian)
+#   LACHESIS_ROOT_BARE      1: a newcomer's machine instead (docs/testing.md,
+#                           "A newcomer's machine"): make installs nothing of
+#                           Lachesis's, and run makes only Go, /run/lachesis-test
+#                           and the host's devices and network available (no
+#                           checkout, no Go caches) and starts in /root; use
+#                           it with its own LACHESIS_ROOTS
 #
 # make: debootstrap (minbase) into ROOT.partial, Debian's sources, then this
 # checkout's scripts/install-deps.sh inside (the one list of packages serves
@@ -56,6 +62,7 @@ roots=${LACHESIS_ROOTS:-/var/lib/lachesis-roots}
 root=$roots/$codename
 marker=$root/.lachesis-root
 mirror=${LACHESIS_MIRROR:-http://deb.debian.org/debian}
+bare=${LACHESIS_ROOT_BARE:-0}
 
 need_root() { ((EUID == 0)) || die "needs root (debootstrap, mounts, chroot)"; }
 
@@ -66,7 +73,12 @@ lock() {
   flock "$1" 8
 }
 
-complete() { [[ -f $marker ]] && grep -qx "recipe=$recipe" "$marker"; }
+# complete says whether the root is fully made, by this recipe, and bare
+# exactly when asked to be.
+complete() {
+  [[ -f $marker ]] && grep -qx "recipe=$recipe" "$marker" || return 1
+  if [[ $bare == 1 ]]; then grep -qx bare=1 "$marker"; else ! grep -qx bare=1 "$marker"; fi
+}
 
 # mounted_under prints the mount points at or below $1 in this namespace.
 mounted_under() { findmnt -rn -o TARGET | awk -v p="$1" '$0 == p || index($0, p "/") == 1'; }
@@ -92,16 +104,19 @@ in_root() {
   gitcommon=$(git -C "$PWD" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
   # The caller's directory, the checkout it lies in, Go's caches and a
   # worktree's git directory: each is bound at the same path inside.
-  local binds=("$repo")
+  local binds=("$repo") cwd=$PWD
   [[ $PWD == "$repo" || $PWD == "$repo"/* ]] || binds+=("$PWD")
   [[ -n $gitcommon && $gitcommon != "$repo"/* ]] && binds+=("$gitcommon")
   [[ -n $gocache ]] && binds+=("$gocache")
   [[ -n $gomodcache ]] && binds+=("$gomodcache")
+  if [[ $bare == 1 ]]; then
+    binds=() cwd=/root gocache= gomodcache=
+  fi
   mkdir -p /run/lachesis-test
   # The build tree, make's own variables and a temporary directory of the
   # host mean nothing inside: the root's release picks its own tree.
   env -u LACHESIS_BUILD -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u TMPDIR \
-    LACHESIS_IN_ROOT=$codename GOCACHE=$gocache GOMODCACHE=$gomodcache \
+    LACHESIS_IN_ROOT=$codename ${gocache:+GOCACHE=$gocache} ${gomodcache:+GOMODCACHE=$gomodcache} \
     unshare --mount --propagation private -- bash -euo pipefail -c '
     dir=$1 cwd=$2 nbind=$3; shift 3
     binds=("${@:1:nbind}"); shift "$nbind"
@@ -124,7 +139,7 @@ in_root() {
     done
     export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     exec chroot "$dir" /bin/bash -c "cd \"\$1\" && shift && exec \"\$@\"" - "$cwd" "$@"
-  ' - "$dir" "$PWD" "${#binds[@]}" "${binds[@]}" "$@"
+  ' - "$dir" "$cwd" "${#binds[@]}" "${binds[@]}" "$@"
 }
 
 go_env() {
@@ -166,10 +181,15 @@ EOF
   # link that the bind mount would follow.
   rm -f "$part/etc/resolv.conf" && : >"$part/etc/resolv.conf"
   echo "lachesis-$codename" >"$part/etc/debian_chroot"
-  echo "release-root: debootstrap took $((SECONDS - start)) s; installing Lachesis's packages inside"
-  in_root "$part" bash -c 'apt-get update -qq && bash scripts/install-deps.sh slurmdbd' ||
-    die "installing the packages inside $part failed"
-  printf 'recipe=%s\nmade=%s\nby=%s\n' "$recipe" "$(date -u +%FT%TZ)" "$repo" >"$part/.lachesis-root"
+  echo "release-root: debootstrap took $((SECONDS - start)) s"
+  if [[ $bare == 1 ]]; then
+    in_root "$part" apt-get update -qq || die "apt-get update inside $part failed"
+  else
+    echo "release-root: installing Lachesis's packages inside"
+    in_root "$part" bash -c 'apt-get update -qq && bash scripts/install-deps.sh slurmdbd' ||
+      die "installing the packages inside $part failed"
+  fi
+  printf 'recipe=%s\nbare=%s\nmade=%s\nby=%s\n' "$recipe" "$bare" "$(date -u +%FT%TZ)" "$repo" >"$part/.lachesis-root"
   mv -T "$part" "$root"
   echo "release-root: made $root in $((SECONDS - start)) s"
 }
