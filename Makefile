@@ -29,7 +29,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmc
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo demo-profile fidelity clean fmt vet
+.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench bench-ctld demo demo-profile fidelity clean fmt vet
 
 all: build
 
@@ -106,6 +106,18 @@ bench: build
 	$(GO) test -run '^$$' -bench ProfileFlood -benchtime 5000x ./internal/controller/agentserver/
 	$(GO) test -run '^$$' -bench CacheFlood -benchtime 2000x ./internal/controller/profilestore/
 	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/progress/
+	@$(MAKE) --no-print-directory bench-ctld
+	@if [ -z "$$LACHESIS_IN_ROOT" ] && [ "$${LACHESIS_RELEASES:-both}" != host ]; then \
+		echo "== slurmctld benchmarks on the other Slurm release (scripts/release-root.sh)"; \
+		bash scripts/release-root.sh run $(MAKE) --no-print-directory build bench-ctld; \
+	fi
+
+# Inside slurmctld (docs/benchmarks.md): sbatch throughput with and without
+# job_submit/synergy, slurmctld's CPU under priority/tiresias against
+# priority/multifactor, as ratios in one run, on the Slurm this build tree
+# is for; `make bench` runs it on both releases.
+bench-ctld: build
+	@echo "== slurmctld benchmarks on Slurm $$(bash scripts/releases.sh slurm)"
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~10 minutes on 2 cores.
