@@ -252,6 +252,10 @@ pid_matches() {
   { read -r c <"/proc/$pid/comm"; } 2>/dev/null || return 1
   [[ $c == "$comm" ]] || return 1
   gone "$pid" && return 1
+  # A daemon of another root (scripts/release-root.sh: the other Slurm
+  # release's tests run there at the same paths, /tmp/lachesis-test/TestX)
+  # is never ours, nor ours theirs: same root directory only.
+  [[ /proc/$pid/root -ef / ]] || return 1
   # "env:VAR=VALUE": the process's initial environment has that entry
   # (slurmdbd, see dbd_needle). Read whole rather than piped to grep -q,
   # which under pipefail could fail on tr's SIGPIPE.

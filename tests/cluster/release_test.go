@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,20 @@ func needsSlurm(t *testing.T, min, why string) {
 	if releaseBefore(slurmRelease, min) {
 		notApplicable(t, "needs Slurm "+min+" or later: "+why)
 	}
+}
+
+// inOurRoot says whether process pid runs in this process's root
+// directory. The other release's tests run in a Debian root on the same
+// machine (scripts/release-root.sh) with the same cluster paths
+// (/tmp/lachesis-test/TestX) and show in the same /proc: a daemon there is
+// never this test's, as scripts/cluster.sh's pid_matches also says.
+func inOurRoot(pid string) bool {
+	theirs, err := os.Stat("/proc/" + pid + "/root")
+	if err != nil {
+		return false
+	}
+	ours, err := os.Stat("/")
+	return err == nil && os.SameFile(theirs, ours)
 }
 
 // releaseBefore says whether release a ("22.05") is older than b.
