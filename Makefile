@@ -124,8 +124,11 @@ bench-ctld: build
 eval: commands
 	bash docs/evaluation/run.sh
 
+# DEMO_FLAGS passes lachesis-demo's flags, e.g. DEMO_FLAGS='-dir /tmp/d
+# -port-base 23817' beside another demo on the machine (or in a release root:
+# `scripts/release-root.sh run make demo` runs it on the other Slurm).
 demo: build
-	$(GO) run ./cmd/lachesis-demo
+	$(GO) run ./cmd/lachesis-demo $(DEMO_FLAGS)
 
 # The simulator held against the real thing (issue 23): a Philly slice
 # replayed 20x compressed on the loopback cluster (4 nodes x 4 GPUs) under
