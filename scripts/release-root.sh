@@ -33,7 +33,7 @@
 #
 # run: a private mount namespace (unshare -m: no mount outlives the
 # command) with /proc, /sys (the cgroup hierarchies with it), /dev,
-# a fresh /run, the host's resolv.conf, Go (/usr/local/go) and its module
+# a fresh /run, the host's resolv.conf and CA bundle, Go (/usr/local/go) and its module
 # and build caches, the checkout (and its git directory, for a worktree)
 # at the same absolute path, and /run/lachesis-test (the machine-wide
 # locks of test ports and users, so host and root tests never take the
@@ -127,6 +127,14 @@ in_root() {
     mkdir -p "$dir/run/lachesis-test"
     mount --bind /run/lachesis-test "$dir/run/lachesis-test"
     mount --bind /etc/resolv.conf "$dir/etc/resolv.conf"
+    # The machine'"'"'s network is the host'"'"'s, and so are the authorities it
+    # trusts: a site (or this workplace) whose HTTPS goes through its own
+    # CA has it only in the host'"'"'s bundle (Go'"'"'s module proxy needs it).
+    ca=etc/ssl/certs/ca-certificates.crt
+    if [[ -f /$ca && -f $dir/$ca && ! -L $dir/$ca ]]; then
+      mount --bind /$ca "$dir/$ca"
+      mount -o remount,bind,ro "$dir/$ca"
+    fi
     if [[ -d /usr/local/go ]]; then
       mkdir -p "$dir/usr/local/go"
       mount --bind /usr/local/go "$dir/usr/local/go"
