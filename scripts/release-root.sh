@@ -104,19 +104,21 @@ in_root() {
   gitcommon=$(git -C "$PWD" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
   # The caller's directory, the checkout it lies in, Go's caches and a
   # worktree's git directory: each is bound at the same path inside.
-  local binds=("$repo") cwd=$PWD
+  local binds=("$repo") cwd=$PWD inroot=$codename
   [[ $PWD == "$repo" || $PWD == "$repo"/* ]] || binds+=("$PWD")
   [[ -n $gitcommon && $gitcommon != "$repo"/* ]] && binds+=("$gitcommon")
   [[ -n $gocache ]] && binds+=("$gocache")
   [[ -n $gomodcache ]] && binds+=("$gomodcache")
+  # A newcomer's machine is a machine of its own, not a release root:
+  # its make test makes and uses a root of the other release in turn.
   if [[ $bare == 1 ]]; then
-    binds=() cwd=/root gocache= gomodcache=
+    binds=() cwd=/root gocache= gomodcache= inroot=
   fi
   mkdir -p /run/lachesis-test
   # The build tree, make's own variables and a temporary directory of the
   # host mean nothing inside: the root's release picks its own tree.
-  env -u LACHESIS_BUILD -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u TMPDIR \
-    LACHESIS_IN_ROOT=$codename ${gocache:+GOCACHE=$gocache} ${gomodcache:+GOMODCACHE=$gomodcache} \
+  env -u LACHESIS_BUILD -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u TMPDIR -u LACHESIS_IN_ROOT \
+    ${inroot:+LACHESIS_IN_ROOT=$inroot} ${gocache:+GOCACHE=$gocache} ${gomodcache:+GOMODCACHE=$gomodcache} \
     unshare --mount --propagation private -- bash -euo pipefail -c '
     dir=$1 cwd=$2 nbind=$3; shift 3
     binds=("${@:1:nbind}"); shift "$nbind"
