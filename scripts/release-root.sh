@@ -117,11 +117,17 @@ in_root() {
   mkdir -p /run/lachesis-test
   # The build tree, make's own variables and a temporary directory of the
   # host mean nothing inside: the root's release picks its own tree.
+  # This script's own settings are the caller's: a root made inside (a
+  # newcomer's make test) picks its own.
   env -u LACHESIS_BUILD -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u TMPDIR -u LACHESIS_IN_ROOT \
+    -u LACHESIS_ROOTS -u LACHESIS_ROOT_CODENAME -u LACHESIS_ROOT_BARE -u LACHESIS_MIRROR \
     ${inroot:+LACHESIS_IN_ROOT=$inroot} ${gocache:+GOCACHE=$gocache} ${gomodcache:+GOMODCACHE=$gomodcache} \
     unshare --mount --propagation private -- bash -euo pipefail -c '
     dir=$1 cwd=$2 nbind=$3; shift 3
     binds=("${@:1:nbind}"); shift "$nbind"
+    # The root a mount point of its own, so that inside it / is one too
+    # and a root made and run inside (unshare --propagation) works.
+    mount --bind "$dir" "$dir"
     mount -t proc proc "$dir/proc"
     mount --rbind /sys "$dir/sys"
     mount --rbind /dev "$dir/dev"
