@@ -33,7 +33,7 @@
 #
 # run: a private mount namespace (unshare -m: no mount outlives the
 # command) with /proc, /sys (the cgroup hierarchies with it), /dev,
-# a fresh /run, the host's resolv.conf and CA bundle, Go (/usr/local/go) and its module
+# a fresh /run, the host's resolv.conf, /etc/hosts and CA bundle, Go (/usr/local/go) and its module
 # and build caches, the checkout (and its git directory, for a worktree)
 # at the same absolute path, and /run/lachesis-test (the machine-wide
 # locks of test ports and users, so host and root tests never take the
@@ -135,6 +135,11 @@ in_root() {
     mkdir -p "$dir/run/lachesis-test"
     mount --bind /run/lachesis-test "$dir/run/lachesis-test"
     mount --bind /etc/resolv.conf "$dir/etc/resolv.conf"
+    # The host names too: slurmctld resolves the submit host of a job, the
+    # hostname of this machine, to answer salloc and srun; without it each
+    # such completion waited 10 s of getaddrinfo retries under the job
+    # write lock, see "Unable to resolve" in the slurmctld log.
+    mount --bind /etc/hosts "$dir/etc/hosts"
     # The machine'"'"'s network is the host'"'"'s, and so are the authorities it
     # trusts: a site (or this workplace) whose HTTPS goes through its own
     # CA has it only in the host'"'"'s bundle (Go'"'"'s module proxy needs it).
