@@ -198,9 +198,9 @@ deb $mirror $codename main
 deb $mirror $codename-updates main
 deb http://deb.debian.org/debian-security $codename-security main
 EOF
-  # resolv.conf is a mount point when the root runs: a plain file, never a
-  # link that the bind mount would follow.
-  rm -f "$part/etc/resolv.conf" && : >"$part/etc/resolv.conf"
+  # resolv.conf and hosts are mount points when the root runs: plain files,
+  # never links that the bind mounts would follow.
+  rm -f "$part/etc/resolv.conf" "$part/etc/hosts" && : >"$part/etc/resolv.conf" && : >"$part/etc/hosts"
   echo "lachesis-$codename" >"$part/etc/debian_chroot"
   echo "release-root: debootstrap took $((SECONDS - start)) s"
   if [[ $bare == 1 ]]; then
