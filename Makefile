@@ -4,10 +4,16 @@
 # and a Go runtime cannot be unloaded.
 SHELL      := /bin/bash
 GO         ?= go
-BUILD      := build
+# One build tree per Slurm release (build/slurm-22.05, build/slurm-24.11),
+# so a checkout holds the builds for both and neither rebuilds the other's:
+# derived from the installed slurmctld (scripts/releases.sh), or set
+# LACHESIS_BUILD. Exported: the cluster tests, the demo and mkdeb.sh read it.
+LACHESIS_BUILD ?= $(shell bash scripts/releases.sh build-dir)
+export LACHESIS_BUILD
+BUILD      := $(LACHESIS_BUILD)
 PLUGINS    := $(BUILD)/plugins
 SLURM_SRC  := $(BUILD)/slurm-src
-BIN        := bin
+BIN        := $(BUILD)/bin
 CORE       := $(PLUGINS)/liblachesis_core.so
 
 CFLAGS_PLUGIN := -fPIC -O2 -g -Wall -Werror=implicit-function-declaration \
@@ -23,7 +29,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmc
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deb deps eval fuzz gpu-check install slurm-src test test-unit test-cluster bench demo demo-profile fidelity clean fmt vet
+.PHONY: all build commands deb deps eval fuzz gpu-check install slurm-src test test-unit test-cluster bench bench-ctld demo demo-profile fidelity clean fmt vet
 
 all: build
 
@@ -100,14 +106,29 @@ bench: build
 	$(GO) test -run '^$$' -bench ProfileFlood -benchtime 5000x ./internal/controller/agentserver/
 	$(GO) test -run '^$$' -bench CacheFlood -benchtime 2000x ./internal/controller/profilestore/
 	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/jobprogress/
+	@$(MAKE) --no-print-directory bench-ctld
+	@if [ -z "$$LACHESIS_IN_ROOT" ] && [ "$${LACHESIS_RELEASES:-both}" != host ]; then \
+		echo "== slurmctld benchmarks on the other Slurm release (scripts/release-root.sh)"; \
+		bash scripts/release-root.sh run $(MAKE) --no-print-directory build bench-ctld; \
+	fi
+
+# Inside slurmctld (docs/benchmarks.md): sbatch throughput with and without
+# job_submit/synergy, slurmctld's CPU under priority/tiresias against
+# priority/multifactor, as ratios in one run, on the Slurm this build tree
+# is for; `make bench` runs it on both releases.
+bench-ctld: build
+	@echo "== slurmctld benchmarks on Slurm $$(bash scripts/releases.sh slurm)"
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~10 minutes on 2 cores.
 eval: commands
 	bash docs/evaluation/run.sh
 
+# DEMO_FLAGS passes lachesis-demo's flags, e.g. DEMO_FLAGS='-dir /tmp/d
+# -port-base 23817' beside another demo on the machine (or in a release root:
+# `scripts/release-root.sh run make demo` runs it on the other Slurm).
 demo: build
-	$(GO) run ./cmd/lachesis-demo
+	$(GO) run ./cmd/lachesis-demo $(DEMO_FLAGS)
 
 # The simulator held against the real thing (issue 23): a Philly slice
 # replayed 20x compressed on the loopback cluster (4 nodes x 4 GPUs) under
@@ -120,7 +141,8 @@ fidelity: build
 
 # A real PyTorch training job (etc/demo/train_image.py, CPU) profiled through
 # the node agent, its profile stored by the controller, then a plain sbatch
-# of it sized from that profile; the chart goes to build/demo-profile.png.
+# of it sized from that profile; the chart goes to demo-profile.png in the
+# build tree.
 # Not part of `make test`: Debian's torch is large and the run takes minutes.
 demo-profile: build
 	bash scripts/install-deps.sh torch
@@ -165,8 +187,9 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
 
-# Debian packages lachesis-slurmctld and lachesis-node-agent in build/deb
-# (docs/install.md, "Installing on a real cluster"); the cluster tests install them.
+# Debian packages lachesis-slurmctld and lachesis-node-agent in the build
+# tree's deb/, for its Slurm release and depending on it (docs/install.md,
+# "Installing on a real cluster"); the cluster tests install them.
 deb: build
 	bash scripts/mkdeb.sh $(BUILD)/deb
 

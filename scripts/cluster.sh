@@ -250,8 +250,14 @@ pid_matches() {
   local pid=$1 comm=$2 needle=$3 c cmd
   # Builtins only: find_strays runs this for every process on the machine.
   { read -r c <"/proc/$pid/comm"; } 2>/dev/null || return 1
-  [[ $c == "$comm" ]] || return 1
+  # Debian 13 installs the daemons as slurmctld-wlm, slurmd-wlm, ...
+  # (the plain names are alternatives links), so that is their comm there.
+  [[ $c == "$comm" || $c == "$comm-wlm" ]] || return 1
   gone "$pid" && return 1
+  # A daemon of another root (scripts/release-root.sh: the other Slurm
+  # release's tests run there at the same paths, /tmp/lachesis-test/TestX)
+  # is never ours, nor ours theirs: same root directory only.
+  [[ /proc/$pid/root -ef / ]] || return 1
   # "env:VAR=VALUE": the process's initial environment has that entry
   # (slurmdbd, see dbd_needle). Read whole rather than piped to grep -q,
   # which under pipefail could fail on tr's SIGPIPE.

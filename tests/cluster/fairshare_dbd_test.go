@@ -268,7 +268,7 @@ func checkNoDaemonsUnder(t *testing.T, dir string) {
 			continue
 		}
 		env, _ := os.ReadFile(p + "/environ")
-		if bytes.Contains(cmd, needle) || bytes.Contains(env, conf) {
+		if (bytes.Contains(cmd, needle) || bytes.Contains(env, conf)) && inOurRoot(filepath.Base(p)) {
 			left = append(left, fmt.Sprintf("%s: %s", filepath.Base(p), bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
 		}
 	}

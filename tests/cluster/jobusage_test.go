@@ -49,7 +49,7 @@ func pidOf(argv ...string) int {
 		if err != nil {
 			continue
 		}
-		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); bytes.Equal(b, want) {
+		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); bytes.Equal(b, want) && inOurRoot(e.Name()) {
 			return pid
 		}
 	}

@@ -36,3 +36,49 @@ func TestSlowestListOfALargeLogExitsZeroInOrder(t *testing.T) {
 		t.Fatalf("want the 3 slowest, slowest first; got:\n%s", out)
 	}
 }
+
+// `make test` counts each release's cluster tests from its `go test -v`
+// log: a test that called notApplicable on that release is listed as not
+// applicable with its reason, never counted as passed, and a plain skip
+// stays a skip.
+func TestCountsTellNotApplicableFromPassedAndSkipped(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := `=== RUN   TestA
+--- PASS: TestA (1.00s)
+=== RUN   TestB
+=== RUN   TestB/one
+    --- PASS: TestB/one (2.00s)
+=== RUN   TestB/two
+    x_test.go:10: boom
+    --- FAIL: TestB/two (3.00s)
+--- FAIL: TestB (5.00s)
+=== RUN   TestShares
+    release_test.go:21: NOT APPLICABLE TestShares on Slurm 22.05: needs Slurm 23.11 or later: shares of several GPUs
+--- SKIP: TestShares (0.00s)
+=== RUN   TestNoMunge
+    harness_test.go:9: munged is missing
+--- SKIP: TestNoMunge (0.00s)
+FAIL
+`
+	path := filepath.Join(t.TempDir(), "cluster.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", filepath.Join(root, "scripts", "make-test.sh"), "counts", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("counts: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"2 passed (1 tests, 1 subtests), 2 failed (1 tests, 1 subtests), 1 not-applicable (1 tests, 0 subtests), 1 skipped (1 tests, 0 subtests)",
+		"failed:\n    TestB/two\n    TestB\n",
+		"not applicable: TestShares: needs Slurm 23.11 or later: shares of several GPUs",
+		"skipped:\n    TestNoMunge",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("counts lacks %q:\n%s", want, out)
+		}
+	}
+}
