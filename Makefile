@@ -154,7 +154,7 @@ demo-profile: build
 # Go with cgo (go-nvml and the loader dlopen the driver's libraries at run
 # time), so they link glibc and nothing else: checked here with ldd, as is
 # the bundle's size. Not part of `make test`: CI has no GPU.
-GPUCHECK := $(BUILD)/gpu-check
+GPUCHECK := build/gpu-check
 GPUCHECK_MAX_BYTES := 62914560
 gpu-check:
 	@rm -rf $(GPUCHECK) && mkdir -p $(GPUCHECK)
