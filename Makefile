@@ -167,8 +167,8 @@ gpu-check:
 		if [ -n "$$extra" ]; then echo "$$b links more than glibc: $$extra"; exit 1; fi; \
 		echo "$$b: links only" $$libs "(glibc" $$(objdump -T $$b | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1) "at most)"; \
 	done
-	tar -C $(BUILD) -czf $(BUILD)/lachesis-gpu-check.tar.gz gpu-check
-	@size=$$(du -cb $(GPUCHECK)/* | tail -n1 | cut -f1); tgz=$$(stat -c %s $(BUILD)/lachesis-gpu-check.tar.gz); \
+	tar -C build -czf build/lachesis-gpu-check.tar.gz gpu-check
+	@size=$$(du -cb $(GPUCHECK)/* | tail -n1 | cut -f1); tgz=$$(stat -c %s build/lachesis-gpu-check.tar.gz); \
 	echo "bundle $(GPUCHECK): $$size bytes ($(BUILD)/lachesis-gpu-check.tar.gz: $$tgz bytes)"; \
 	if [ $$size -gt $(GPUCHECK_MAX_BYTES) ]; then echo "bundle over 60 MiB"; exit 1; fi
 
