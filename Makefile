@@ -169,7 +169,7 @@ gpu-check:
 	done
 	tar -C build -czf build/lachesis-gpu-check.tar.gz gpu-check
 	@size=$$(du -cb $(GPUCHECK)/* | tail -n1 | cut -f1); tgz=$$(stat -c %s build/lachesis-gpu-check.tar.gz); \
-	echo "bundle $(GPUCHECK): $$size bytes ($(BUILD)/lachesis-gpu-check.tar.gz: $$tgz bytes)"; \
+	echo "bundle $(GPUCHECK): $$size bytes (build/lachesis-gpu-check.tar.gz: $$tgz bytes)"; \
 	if [ $$size -gt $(GPUCHECK_MAX_BYTES) ]; then echo "bundle over 60 MiB"; exit 1; fi
 
 # Fuzz the parsers that face the network and users (a while each).
