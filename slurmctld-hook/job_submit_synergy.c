@@ -17,17 +17,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
+#include "lachesis_hook.h" /* slurm_compat.h: the release's headers */
+
 #include "src/common/bitstring.h"
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/strlcpy.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/slurmctld.h"
-
-#include "lachesis_hook.h"
 #include "job_submit_placement.h"
 #include "size_handoff.h"
 
@@ -371,7 +366,8 @@ static void _to_shards(job_desc_msg_t *job_desc, const lachesis_sizing_t *out)
 {
 	xfree(job_desc->tres_per_job);
 	xfree(job_desc->tres_per_node);
-	xstrfmtcat(job_desc->tres_per_node, "gres:shard:%u", out->shards);
+	xstrfmtcat(job_desc->tres_per_node, LACHESIS_GRES_PREFIX "shard:%u",
+		   out->shards);
 	xfree(job_desc->cpus_per_tres);
 	xfree(job_desc->mem_per_tres);
 	if (out->cpus_per_gpu && out->cpus_per_gpu < NO_VAL16)
@@ -441,14 +437,16 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	case LACHESIS_SIZE_SET:
 		if (out.cpus_per_gpu) {
 			xfree(job_desc->cpus_per_tres);
-			xstrfmtcat(job_desc->cpus_per_tres, "gres:gpu:%u",
+			xstrfmtcat(job_desc->cpus_per_tres,
+				   LACHESIS_GRES_PREFIX "gpu:%u",
 				   out.cpus_per_gpu);
 			if (out.clear_cpus_per_task)
 				job_desc->cpus_per_task = NO_VAL16;
 		}
 		if (out.mem_mb_per_gpu) {
 			xfree(job_desc->mem_per_tres);
-			xstrfmtcat(job_desc->mem_per_tres, "gres:gpu:%" PRIu64,
+			xstrfmtcat(job_desc->mem_per_tres,
+				   LACHESIS_GRES_PREFIX "gpu:%" PRIu64,
 				   out.mem_mb_per_gpu);
 			if (out.clear_mem)
 				job_desc->pn_min_memory = NO_VAL64;
@@ -477,10 +475,14 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	return SLURM_SUCCESS;
 }
 
-extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
-		      uint32_t submit_uid)
+/* job_modify, whose signature is the release's (slurm_compat.h); err_msg
+ * is NULL where the release has none. */
+static int _modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
+		   uint32_t submit_uid, char **err_msg)
 {
 	/* Sizing happens once, at submit; updates (including Lachesis's own
 	 * fallback shrink) go through unchanged. */
 	return SLURM_SUCCESS;
 }
+
+LACHESIS_JOB_MODIFY(_modify)

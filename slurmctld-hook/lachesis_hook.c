@@ -3,12 +3,8 @@
  */
 #include <string.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
 #include "src/common/assoc_mgr.h"
 #include "src/common/bitstring.h"
-#include "src/common/gres.h"
-#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/run_in_daemon.h"
 #include "src/common/xmalloc.h"
@@ -55,7 +51,10 @@ int lachesis_hook_start(const char *plugin, bool *up)
 		return SLURM_ERROR;
 	}
 	*up = true;
-	verbose("%s loaded", plugin);
+	/* Slurm loads a plugin only into the release it was built for, to
+	 * the micro version (src/common/plugin.c): say which that is. */
+	verbose("%s loaded (built for Slurm %s)", plugin,
+		LACHESIS_SLURM_BUILT_FOR);
 	return SLURM_SUCCESS;
 }
 
@@ -105,7 +104,7 @@ static uint8_t _state(job_record_t *job_ptr)
 void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 			    lachesis_job_t *out)
 {
-	struct job_details *details = job_ptr->details;
+	job_details_t *details = job_ptr->details;
 	uint64_t *cnt;
 
 	memset(out, 0, sizeof(*out));
@@ -182,7 +181,7 @@ static const char *_alloc_gpu_type(job_record_t *job_ptr)
 {
 	gres_state_t *gres_state;
 	const char *type = NULL;
-	ListIterator itr;
+	list_itr_t *itr;
 
 	if (!job_ptr->gres_list_alloc)
 		return NULL;
@@ -219,7 +218,7 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 {
 	node_record_t *node_ptr = NULL;
 	gres_state_t *gres_state;
-	ListIterator itr;
+	list_itr_t *itr;
 	int first;
 
 	if (out->state == LACHESIS_PENDING)

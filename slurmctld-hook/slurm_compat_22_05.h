@@ -1,0 +1,115 @@
+/*
+ * slurm_compat_22_05.h - Slurm 22.05 (Debian 12), as slurm_compat.h
+ * describes. Include slurm_compat.h, never this file.
+ */
+#ifndef LACHESIS_SLURM_COMPAT_22_05_H
+#define LACHESIS_SLURM_COMPAT_22_05_H
+
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/select.h"
+#include "src/common/slurm_priority.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/preempt.h"
+#include "src/slurmctld/slurmctld.h"
+
+/* 24.11's names (list.h's List and ListIterator are pointers to these). */
+typedef struct xlist list_t;
+typedef struct listIterator list_itr_t;
+typedef struct job_details job_details_t;
+
+#define LACHESIS_GRES_PREFIX "gres:"
+
+static inline void lachesis_job_drop_priority_array(job_record_t *job_ptr)
+{
+	xfree(job_ptr->priority_array);
+}
+
+/* job_modify(job_desc, job_ptr, submit_uid): no message for the user. */
+#define LACHESIS_JOB_MODIFY(fn)                                              \
+	extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, \
+			      uint32_t submit_uid)                           \
+	{                                                                    \
+		return fn(job_desc, job_ptr, submit_uid, NULL);              \
+	}
+
+/* The factors sit in the object itself. */
+typedef priority_factors_object_t lachesis_factors_t;
+
+/* A new sprio row of job_ptr, with its ids; *factors is where its factors
+ * go. Freed by slurm_destroy_priority_factors_object. */
+static inline priority_factors_object_t *
+lachesis_factors_new(job_record_t *job_ptr, lachesis_factors_t **factors)
+{
+	priority_factors_object_t *obj = xmalloc(sizeof(*obj));
+
+	obj->job_id = job_ptr->job_id;
+	obj->user_id = job_ptr->user_id;
+	obj->partition = xstrdup(job_ptr->partition);
+	*factors = obj;
+	return obj;
+}
+
+/* sprio's filter (jobs, users, partitions), which 22.05 applies in
+ * slurmctld: the request is handed to the plugin. */
+static inline bool lachesis_sprio_wanted(job_record_t *job_ptr, void *arg)
+{
+	priority_factors_request_msg_t *req = arg;
+	uint32_t *id;
+	char *part_list, *tok, *save = NULL;
+	bool hit;
+	list_itr_t *itr;
+
+	if (req->job_id_list) {
+		hit = false;
+		itr = list_iterator_create(req->job_id_list);
+		while (!hit && (id = list_next(itr)))
+			hit = (*id == job_ptr->job_id);
+		list_iterator_destroy(itr);
+		if (!hit)
+			return false;
+	}
+	if (req->uid_list) {
+		hit = false;
+		itr = list_iterator_create(req->uid_list);
+		while (!hit && (id = list_next(itr)))
+			hit = (*id == job_ptr->user_id);
+		list_iterator_destroy(itr);
+		if (!hit)
+			return false;
+	}
+	if (req->partitions) {
+		hit = false;
+		part_list = xstrdup(req->partitions);
+		for (tok = strtok_r(part_list, ",", &save); tok && !hit;
+		     tok = strtok_r(NULL, ",", &save))
+			hit = job_ptr->partition &&
+			      xstrstr(job_ptr->partition, tok);
+		xfree(part_list);
+		if (!hit)
+			return false;
+	}
+	return true;
+}
+
+/* sprio: 22.05 calls the plugin without locks and with the filter;
+ * list_fn(uid, wanted, arg) builds the rows under the job read lock. */
+#define LACHESIS_PRIORITY_FACTORS(list_fn)                                   \
+	extern List priority_p_get_priority_factors_list(                    \
+		priority_factors_request_msg_t *req_msg, uid_t uid)          \
+	{                                                                    \
+		slurmctld_lock_t job_read_lock = {                           \
+			NO_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK }; \
+		list_t *rows;                                                \
+		lock_slurmctld(job_read_lock);                               \
+		rows = list_fn(uid, lachesis_sprio_wanted, req_msg);         \
+		unlock_slurmctld(job_read_lock);                             \
+		return rows;                                                 \
+	}
+
+/* 22.05's priority interface has no more entry points. */
+#define LACHESIS_PRIORITY_EXTRA
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * slurm_compat_24_11.h - Slurm 24.11 (Debian 13), as slurm_compat.h
+ * describes. Include slurm_compat.h, never this file.
+ */
+#ifndef LACHESIS_SLURM_COMPAT_24_11_H
+#define LACHESIS_SLURM_COMPAT_24_11_H
+
+#include "src/common/list.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/interfaces/gres.h"
+#include "src/interfaces/preempt.h"
+#include "src/interfaces/priority.h"
+#include "src/interfaces/select.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#define LACHESIS_GRES_PREFIX "gres/"
+
+static inline void lachesis_job_drop_priority_array(job_record_t *job_ptr)
+{
+	if (job_ptr->part_prio)
+		xfree(job_ptr->part_prio->priority_array);
+}
+
+/* job_modify(job_desc, job_ptr, submit_uid, err_msg): from 23.02 a plugin
+ * may answer the user (err_msg, freed by Slurm with xfree). */
+#define LACHESIS_JOB_MODIFY(fn)                                              \
+	extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, \
+			      uint32_t submit_uid, char **err_msg)           \
+	{                                                                    \
+		return fn(job_desc, job_ptr, submit_uid, err_msg);           \
+	}
+
+/* The factors sit in a priority_factors_t the object points to (23.02). */
+typedef priority_factors_t lachesis_factors_t;
+
+/* A new sprio row of job_ptr, with its ids, account and QOS; *factors is
+ * where its factors go. Freed by slurm_destroy_priority_factors_object. */
+static inline priority_factors_object_t *
+lachesis_factors_new(job_record_t *job_ptr, lachesis_factors_t **factors)
+{
+	priority_factors_object_t *obj = xmalloc(sizeof(*obj));
+
+	obj->job_id = job_ptr->job_id;
+	obj->user_id = job_ptr->user_id;
+	obj->partition = xstrdup(job_ptr->partition);
+	obj->account = xstrdup(job_ptr->account);
+	if (job_ptr->qos_ptr)
+		obj->qos = xstrdup(job_ptr->qos_ptr->name);
+	obj->prio_factors = xmalloc(sizeof(*obj->prio_factors));
+	*factors = obj->prio_factors;
+	return obj;
+}
+
+/* sprio: from 23.02 slurmctld holds the job, node and partition read locks
+ * (and assoc_mgr's QOS read lock) and sprio filters the rows itself. */
+#define LACHESIS_PRIORITY_FACTORS(list_fn)                                   \
+	extern list_t *priority_p_get_priority_factors_list(uid_t uid)        \
+	{                                                                    \
+		return list_fn(uid, NULL, NULL);                             \
+	}
+
+/*
+ * 23.02's two more entry points. priority_p_recover: after slurmctld
+ * recovered its jobs, priority/basic raises every priority so its
+ * decreasing counter cannot reach 0; Lachesis's priorities are ranks the
+ * next pass sets again, so nothing is raised (0). priority_p_thread_start:
+ * called once the jobs are loaded, where priority/multifactor starts its
+ * decay thread; the Tiresias pass thread starts in init() on every
+ * release, and sleeps a pass interval before its first pass.
+ */
+#define LACHESIS_PRIORITY_EXTRA                                              \
+	extern uint32_t priority_p_recover(uint32_t prio_boost)             \
+	{                                                                    \
+		return 0;                                                    \
+	}                                                                    \
+	extern void priority_p_thread_start(void)                           \
+	{                                                                    \
+	}
+
+#endif
