@@ -39,8 +39,11 @@
  * 13: lachesis_prio_t.usage: a running job's GPU-use segment for its
  *    AdminComment (per-job GPU use reported by node agents).
  * 14: whole GPUs into shards at submit: lachesis_submit_t.exclusive,
- *    LACHESIS_SIZE_SHARDS and lachesis_sizing_t.shards. */
-#define LACHESIS_ABI_VERSION 14
+ *    LACHESIS_SIZE_SHARDS and lachesis_sizing_t.shards.
+ * 15: several sizing slots (Slurm 23.02 calls job_submit on several RPC
+ *    threads at once): lachesis_sizer_start takes an array of slots and
+ *    the ask eventfd; each slot carries its own done_fd. */
+#define LACHESIS_ABI_VERSION 15
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -282,11 +285,12 @@ typedef struct lachesis_sizing {
 } lachesis_sizing_t;
 
 /*
- * job_submit/synergy's sizing slot: one job at a time, handed from an RPC
+ * job_submit/synergy's sizing slots: each holds one job, handed from an RPC
  * thread to the core's sizing goroutine and back without the RPC thread
- * entering Go (see lachesis_sizer_start). state is read and changed only
- * with atomic operations, by both sides; the other fields belong to
- * whoever state says:
+ * entering Go (see lachesis_sizer_start); several RPC threads may each hold
+ * one at once. state is read and changed only with atomic operations, by
+ * both sides; the other fields belong to whoever state says (done_fd is
+ * set before the goroutine starts and never changes while it runs):
  *
  *   IDLE      -> ASKED      RPC thread: req, nodes, n filled; ask_fd written
  *   ASKED     -> BUSY       goroutine: picked it up
@@ -308,7 +312,7 @@ typedef struct lachesis_size_slot {
 	int32_t  state;             /* LACHESIS_SLOT_*, atomic */
 	int32_t  rc;                /* lachesis_size_job's return code */
 	int32_t  n;                 /* nodes */
-	int32_t  reserved;
+	int32_t  done_fd;           /* eventfd the goroutine writes at DONE */
 	lachesis_submit_t req;
 	lachesis_node_t *nodes;
 	lachesis_sizing_t out;
@@ -390,18 +394,19 @@ extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
 /* Sizes a job at submit from its model's profile. Memory only. */
 extern int lachesis_size_job(lachesis_submit_t *job, lachesis_node_t *nodes,
 			     int32_t n, lachesis_sizing_t *out);
-/* Starts the sizing goroutine for slot: it waits on ask_fd (an eventfd,
- * non-blocking; the core reads a duplicate of it) and, for each slot in
- * ASKED state, sizes the job as lachesis_size_job does and writes 1 to
- * done_fd (an eventfd the caller polls). Neither the asking thread nor the
- * goroutine makes a cgo call per job, which is what keeps Go's monitor
- * thread asleep between submissions. The slot and done_fd must outlive the
- * goroutine. LACHESIS_EINVAL if one is already running. */
-extern int lachesis_sizer_start(lachesis_size_slot_t *slot, int ask_fd,
-				int done_fd);
+/* Starts the sizing goroutine for the n slots (1 to 64) at slots: it waits
+ * on ask_fd (an eventfd, non-blocking; the core reads a duplicate of it)
+ * and, for each slot in ASKED state, sizes the job as lachesis_size_job
+ * does and writes 1 to that slot's done_fd (an eventfd its RPC thread
+ * polls). Neither the asking threads nor the goroutine make a cgo call per
+ * job, which is what keeps Go's monitor thread asleep between submissions.
+ * The slots and their done_fds must outlive the goroutine. LACHESIS_EINVAL
+ * if one is already running, or for a bad slot count or done_fd. */
+extern int lachesis_sizer_start(lachesis_size_slot_t *slots, int32_t n,
+				int ask_fd);
 /* Stops the sizing goroutine, waiting up to wait_ms for it to finish the
  * job it may be sizing. 1: stopped (or none ran); 0: still in the core,
- * so slot and done_fd must be left alone. */
+ * so the slots and their done_fds must be left alone. */
 extern int lachesis_sizer_stop(int wait_ms);
 /* Picks a GPU-type preference (--prefer) and a node cap (max_nodes) for a
  * job at submit, from the placement table. Memory only. */
