@@ -4,10 +4,16 @@
 # and a Go runtime cannot be unloaded.
 SHELL      := /bin/bash
 GO         ?= go
-BUILD      := build
+# One build tree per Slurm release (build/slurm-22.05, build/slurm-24.11),
+# so a checkout holds the builds for both and neither rebuilds the other's:
+# derived from the installed slurmctld (scripts/releases.sh), or set
+# LACHESIS_BUILD. Exported: the cluster tests, the demo and mkdeb.sh read it.
+LACHESIS_BUILD ?= $(shell bash scripts/releases.sh build-dir)
+export LACHESIS_BUILD
+BUILD      := $(LACHESIS_BUILD)
 PLUGINS    := $(BUILD)/plugins
 SLURM_SRC  := $(BUILD)/slurm-src
-BIN        := bin
+BIN        := $(BUILD)/bin
 CORE       := $(PLUGINS)/liblachesis_core.so
 
 CFLAGS_PLUGIN := -fPIC -O2 -g -Wall -Werror=implicit-function-declaration \
@@ -124,7 +130,8 @@ fidelity: build
 
 # A real PyTorch training job (etc/demo/train_image.py, CPU) profiled through
 # the node agent, its profile stored by the controller, then a plain sbatch
-# of it sized from that profile; the chart goes to build/demo-profile.png.
+# of it sized from that profile; the chart goes to demo-profile.png in the
+# build tree.
 # Not part of `make test`: Debian's torch is large and the run takes minutes.
 demo-profile: build
 	bash scripts/install-deps.sh torch
@@ -144,8 +151,9 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi
 
-# Debian packages lachesis-slurmctld and lachesis-node-agent in build/deb
-# (docs/install.md, "Installing on a real cluster"); the cluster tests install them.
+# Debian packages lachesis-slurmctld and lachesis-node-agent in the build
+# tree's deb/, for its Slurm release and depending on it (docs/install.md,
+# "Installing on a real cluster"); the cluster tests install them.
 deb: build
 	bash scripts/mkdeb.sh $(BUILD)/deb
 

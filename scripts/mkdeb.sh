@@ -6,17 +6,25 @@
 # Plain dpkg-deb from a staged tree: no debian/ source package, no debhelper,
 # so it builds on any host that can build Lachesis.
 #
-# Usage: scripts/mkdeb.sh [OUTDIR]   (default build/deb)
+# Both are built for the Slurm release of the build tree they come from
+# (scripts/releases.sh: build/slurm-22.05, build/slurm-24.11), depend on
+# it, and carry it in their version and file name:
+#   lachesis-slurmctld_<version>+slurm24.11_amd64.deb
+#
+# Usage: scripts/mkdeb.sh [OUTDIR]   (default: deb/ in the build tree)
 # Environment:
+#   LACHESIS_BUILD           the build tree (default: the installed Slurm's)
 #   LACHESIS_DEB_VERSION     the package version (default: VERSION file, else
 #                            derived from git describe)
 #   LACHESIS_DEB_MAINTAINER  the Maintainer field
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-out=${1:-build/deb}
-plugins=build/plugins
-bin=bin
+. scripts/releases.sh
+build=$(build_dir)
+out=${1:-$build/deb}
+plugins=$build/plugins
+bin=$build/bin
 
 die() { echo "mkdeb: $*" >&2; exit 1; }
 
@@ -66,6 +74,13 @@ slurm_version=$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null) ||
 # package Breaks any other slurmd rather than Depending on one exact build.
 [[ $slurm_version =~ ^([0-9]+)\.([0-9]+) ]] || die "cannot read a release from slurmctld's version $slurm_version"
 slurm_release=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+# The plugins must have been compiled against this very Slurm: the build
+# tree's source carries the stamp of the version it was configured for.
+[[ -e $build/slurm-src/.configured-$slurm_version ]] ||
+  die "$build was not built against the installed slurmctld $slurm_version (no $build/slurm-src/.configured-$slurm_version); run make build"
+# The release in the version (and so in the file name): a site moving from
+# Debian 12 to 13 upgrades 1.2+slurm22.05 to 1.2+slurm24.11.
+version+="+slurm$slurm_release"
 slurm_next_release=$(printf '%s.%02d' "${BASH_REMATCH[1]}" $((10#${BASH_REMATCH[2]} + 1)))
 
 # Same tree, same packages: dpkg-deb clamps every mtime to this.

@@ -26,13 +26,13 @@ func main() {
 	dir := flag.String("dir", "", "cluster directory (default /tmp/lachesis-demo, /tmp/lachesis-dp for -part profile)")
 	portBase := flag.Int("port-base", 0, "first of the cluster's TCP ports (default: the cluster script's, 16817); tiresias, synergy, sharing")
 	var pd demo.ProfileDemo
-	flag.StringVar(&pd.Bin, "bin", "bin", "profile: directory of the built lachesis-node-agent and lachesis-profiler")
+	flag.StringVar(&pd.Bin, "bin", "", "profile: directory of the built lachesis-node-agent and lachesis-profiler (default: the build tree's bin)")
 	flag.StringVar(&pd.User, "user", "lachesis-demo", "profile: the unprivileged user who profiles and submits (created if missing)")
 	flag.StringVar(&pd.Model, "model", "imagecnn", "profile: the model's key")
 	flag.IntVar(&pd.PointSeconds, "point-seconds", 30, "profile: seconds per CPU count of the sweep")
 	flag.IntVar(&pd.JobSteps, "job-steps", 150, "profile: training steps of the sbatch'd job")
 	flag.StringVar(&pd.Python, "python", "/usr/bin/python3", "profile: the interpreter with Debian's torch and torchvision")
-	flag.StringVar(&pd.PNG, "png", "build/demo-profile.png", "profile: where the throughput chart goes")
+	flag.StringVar(&pd.PNG, "png", "", "profile: where the throughput chart goes (default: demo-profile.png in the build tree)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,6 +61,12 @@ func run(ctx context.Context, part, dir string, portBase int) error {
 	if err != nil {
 		return err
 	}
+	// Results and commands: the build tree of the Slurm under test, so
+	// the demo on 22.05 and on 24.11 keep their figures apart.
+	tree, err := slurmcluster.BuildTree(root)
+	if err != nil {
+		return err
+	}
 	live := progress.IsTerminal(os.Stdout)
 	if part == "tiresias" || part == "all" {
 		jobs, err := readWorkload(root, "etc/demo/workload.csv")
@@ -70,7 +76,7 @@ func run(ctx context.Context, part, dir string, portBase int) error {
 		a, b := demo.TiresiasScenarios(string(fragment), dir)
 		p := demo.Part{Title: "Tiresias: who waits for whom", Jobs: jobs, A: a, B: b,
 			Runner:  &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, Out: os.Stdout, Live: live, PollEvery: time.Second, PortBase: portBase},
-			Results: filepath.Join(root, "build", "demo-tiresias.csv")}
+			Results: filepath.Join(tree, "demo-tiresias.csv")}
 		if err := p.Run(ctx, os.Stdout); err != nil {
 			return err
 		}
@@ -94,7 +100,7 @@ func run(ctx context.Context, part, dir string, portBase int) error {
 		p := demo.Part{Title: "Synergy: CPUs sized by profile", Jobs: jobs, A: a, B: b, ShowCPUs: true,
 			Runner: &demo.Runner{Root: root, Dir: dir, Nodes: 2, GPUs: 4, CPUs: 12, MemMB: 48000,
 				Out: os.Stdout, Live: live, PollEvery: time.Second, PortBase: portBase},
-			Results: filepath.Join(root, "build", "demo-synergy.csv")}
+			Results: filepath.Join(tree, "demo-synergy.csv")}
 		if err := p.Run(ctx, os.Stdout); err != nil {
 			return err
 		}
@@ -110,8 +116,8 @@ func run(ctx context.Context, part, dir string, portBase int) error {
 		if err != nil {
 			return err
 		}
-		p := demo.SharingPart{Root: root, Dir: dir, Bin: filepath.Join(root, "bin"), Fragment: string(fragment),
-			Jobs: jobs, GPUs: gpus, Shards: shards, Results: filepath.Join(root, "build", "demo-sharing.csv"), Out: os.Stdout, Live: live, PortBase: portBase}
+		p := demo.SharingPart{Root: root, Dir: dir, Bin: filepath.Join(tree, "bin"), Fragment: string(fragment),
+			Jobs: jobs, GPUs: gpus, Shards: shards, Results: filepath.Join(tree, "demo-sharing.csv"), Out: os.Stdout, Live: live, PortBase: portBase}
 		if err := p.Run(ctx); err != nil {
 			return err
 		}
@@ -131,6 +137,16 @@ func runProfile(ctx context.Context, pd demo.ProfileDemo, dir string) error {
 		dir = "/tmp/lachesis-dp"
 	}
 	pd.Root, pd.Dir = root, dir
+	tree, err := slurmcluster.BuildTree(root)
+	if err != nil {
+		return err
+	}
+	if pd.Bin == "" {
+		pd.Bin = filepath.Join(tree, "bin")
+	}
+	if pd.PNG == "" {
+		pd.PNG = filepath.Join(tree, "demo-profile.png")
+	}
 	if !filepath.IsAbs(pd.Bin) {
 		pd.Bin = filepath.Join(root, pd.Bin)
 	}

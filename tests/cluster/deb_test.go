@@ -12,9 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
-// The packages `make deb` builds into build/deb (make test-cluster does).
+// The packages `make deb` builds into the build tree's deb/ (make test-cluster does).
 var debPackages = []string{"lachesis-slurmctld", "lachesis-node-agent"}
 
 // TestDebPackages installs both packages with dpkg,
@@ -28,6 +30,16 @@ const jobendStack = "/etc/slurm/plugstack.conf.d/lachesis-jobend.conf"
 
 func TestDebPackages(t *testing.T) {
 	runsAlone(t, "it installs packages system-wide: Slurm's PluginDir and /etc/slurm/plugstack.conf.d, which every cluster reads")
+	// runsAlone keeps the other tests of this binary away; this lock keeps
+	// another test binary on the machine (another checkout's make test)
+	// from installing or purging the same packages at once. A release root
+	// has its own dpkg, but the lock is machine-wide (/run/lachesis-test)
+	// and cheap, so it is taken there too.
+	unlock, err := testenv.Lock("deb-packages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
 	debs := builtDebs(t)
 	pluginDir := slurmPluginDir(t)
 	guardInstall(t)
@@ -150,8 +162,8 @@ func TestDebPackages(t *testing.T) {
 				t.Errorf("slurmctld has not mapped %s/%s", pluginDir, so)
 			}
 		}
-		if bytes.Contains(maps, []byte("/build/plugins/")) {
-			t.Error("slurmctld mapped a library from a build tree")
+		if bytes.Contains(maps, []byte(filepath.Join(repoRoot, "build")+"/")) {
+			t.Errorf("slurmctld mapped a library from a build tree under %s/build", repoRoot)
 		}
 
 		// slurmstepd loads the packaged SPANK plugin through Debian's
@@ -225,12 +237,12 @@ func TestDebPackages(t *testing.T) {
 	})
 }
 
-// builtDebs finds build/deb's one package of each name and checks it was
-// built from the current plugins.
+// builtDebs finds the build tree's one package of each name (deb/ beside
+// plugins/) and checks it was built from the current plugins.
 func builtDebs(t *testing.T) map[string]string {
 	t.Helper()
-	dir := filepath.Join(repoRoot, "build", "deb")
-	core, err := os.Stat(filepath.Join(repoRoot, "build", "plugins", "liblachesis_core.so"))
+	dir := filepath.Join(buildTree, "deb")
+	core, err := os.Stat(filepath.Join(buildTree, "plugins", "liblachesis_core.so"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +257,7 @@ func builtDebs(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 		if st.ModTime().Before(core.ModTime()) {
-			t.Fatalf("%s is older than build/plugins: run `make deb`", m[0])
+			t.Fatalf("%s is older than %s/plugins: run `make deb`", m[0], buildTree)
 		}
 		debs[p] = m[0]
 	}

@@ -24,6 +24,11 @@ import (
 
 var repoRoot string
 
+// buildTree is the build tree of the Slurm release under test
+// (build/slurm-22.05 or build/slurm-24.11, slurmcluster.BuildTree): its
+// plugins/, bin/ and deb/.
+var buildTree string
+
 func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: the cluster tests must run as root (they start slurmctld, slurmd and munged)")
@@ -35,13 +40,23 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		os.Exit(1)
 	}
+	tree, err := slurmcluster.BuildTree(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
 	for _, so := range []string{"liblachesis_core.so", "priority_tiresias.so", "preempt_tiresias.so"} {
-		if _, err := os.Stat(filepath.Join(root, "build", "plugins", so)); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: %s is not built; run `make build` (make test-cluster does)\n", so)
+		if _, err := os.Stat(filepath.Join(tree, "plugins", so)); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: %s is not built in %s; run `make build` (make test-cluster does)\n", so, tree)
 			os.Exit(1)
 		}
 	}
-	repoRoot = root
+	release, err := slurmcluster.SlurmRelease(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	repoRoot, buildTree, slurmRelease = root, tree, release
 	os.Exit(m.Run())
 }
 
@@ -136,7 +151,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 	if err != nil {
 		t.Fatal(err)
 	}
-	pluginDir := filepath.Join(repoRoot, "build", "plugins")
+	pluginDir := filepath.Join(buildTree, "plugins")
 	if hw.SystemPlugins {
 		pluginDir = "" // scripts/cluster.sh: Slurm's own PluginDir only
 	}

@@ -45,15 +45,15 @@ type Options struct {
 	Window    time.Duration
 	Workers   int // concurrent sbatch processes
 	PortBase  int
-	PluginDir string // Lachesis plugins; default Root/build/plugins
+	PluginDir string // Lachesis plugins; default the build tree's (slurmcluster.BuildTree)
 }
 
 // Run fills the queue with Options.Jobs pending one-GPU jobs behind a job
 // holding every GPU, then watches slurmctld for Options.Window.
 func Run(ctx context.Context, o Options, s Setup) (Result, error) {
-	pluginDir := o.PluginDir
-	if pluginDir == "" {
-		pluginDir = filepath.Join(o.Root, "build", "plugins")
+	pluginDir, err := o.pluginDir()
+	if err != nil {
+		return Result{}, err
 	}
 	c, err := slurmcluster.Up(ctx, o.Root, slurmcluster.Options{
 		Dir: o.Dir, Nodes: 1, GPUsPerNode: 4, PortBase: o.PortBase, Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
@@ -154,4 +154,17 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[min(len(d)-1, int(p*float64(len(d))))]
+}
+
+// pluginDir is Options.PluginDir, or the plugins of the build tree of the
+// Slurm release this machine runs.
+func (o Options) pluginDir() (string, error) {
+	if o.PluginDir != "" {
+		return o.PluginDir, nil
+	}
+	tree, err := slurmcluster.BuildTree(o.Root)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(tree, "plugins"), nil
 }

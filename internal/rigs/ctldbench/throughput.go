@@ -66,11 +66,11 @@ func SizedWorkload(i int) []string {
 // ThroughputOptions configure SubmitThroughput.
 type ThroughputOptions struct {
 	Root, Dir string
-	PortBase  int // the plain cluster's; the plugin's is PortBase+10
-	PluginDir string
-	Rounds    int // interleaved batch pairs measured
-	Batch     int // submissions per batch
-	Workers   int // concurrent sbatch processes
+	PortBase  int    // the plain cluster's; the plugin's is PortBase+10
+	PluginDir string // default the build tree's (slurmcluster.BuildTree)
+	Rounds    int    // interleaved batch pairs measured
+	Batch     int    // submissions per batch
+	Workers   int    // concurrent sbatch processes
 	// PlainSized submits SizedWorkload to the plain cluster (the control:
 	// the same requests the plugin makes, without the plugin).
 	PlainSized bool
@@ -109,9 +109,11 @@ func Median(v []float64) float64 {
 // sbatch throughputs; the median over rounds is the figure to quote.
 func SubmitThroughput(ctx context.Context, o ThroughputOptions, plain, plugin Setup) (Throughput, error) {
 	var out Throughput
-	if o.PluginDir == "" {
-		o.PluginDir = filepath.Join(o.Root, "build", "plugins")
+	dir, err := Options{Root: o.Root, PluginDir: o.PluginDir}.pluginDir()
+	if err != nil {
+		return out, err
 	}
+	o.PluginDir = dir
 	up := func(s Setup, sub string, port int) (*slurmcluster.Cluster, error) {
 		return slurmcluster.Up(ctx, o.Root, slurmcluster.Options{
 			Dir: filepath.Join(o.Dir, sub), Nodes: 1, GPUsPerNode: benchGPUs, CPUsPerNode: benchCPUs, MemPerNode: benchMemMB, PortBase: port,

@@ -160,12 +160,16 @@ func (d ProfileDemo) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	tree, err := slurmcluster.BuildTree(d.Root)
+	if err != nil {
+		return err
+	}
 	cpus := runtime.NumCPU()
 	say("Starting a loopback Slurm cluster with Lachesis: 1 node, %d CPUs (this machine's), 2 GPUs, 8000 MB", cpus)
 	os.RemoveAll(filepath.Join(d.Dir, "lachesis"))
 	c, err := slurmcluster.Up(ctx, d.Root, slurmcluster.Options{
 		Dir: d.Dir, Nodes: 1, GPUsPerNode: 2, CPUsPerNode: cpus, MemPerNode: 8000,
-		PluginDir:    filepath.Join(d.Root, "build", "plugins"),
+		PluginDir:    filepath.Join(tree, "plugins"),
 		LachesisYAML: d.lachesisYAML(listen),
 		// task/affinity binds a job to the CPUs it is given, so the CPUs
 		// Lachesis sizes are the CPUs the job's DataLoader sees.

@@ -84,10 +84,14 @@ func (r *Runner) Run(ctx context.Context, s Scenario, jobs []Job) ([]Outcome, er
 			return nil, err
 		}
 	}
+	tree, err := slurmcluster.BuildTree(r.Root)
+	if err != nil {
+		return nil, err
+	}
 	c, err := slurmcluster.Up(ctx, r.Root, slurmcluster.Options{
 		Dir: r.Dir, Nodes: r.Nodes, GPUsPerNode: r.GPUs, CPUsPerNode: r.CPUs, MemPerNode: r.MemMB,
 		PortBase: r.PortBase, Priority: s.Priority, Preempt: s.Preempt, JobSubmit: s.JobSubmit,
-		PluginDir:    filepath.Join(r.Root, "build", "plugins"),
+		PluginDir:    filepath.Join(tree, "plugins"),
 		LachesisYAML: s.YAML, ExtraConf: s.Extra, Cgroups: r.Cgroups, ShardsPerGPU: r.ShardsPerGPU,
 	})
 	if err != nil {

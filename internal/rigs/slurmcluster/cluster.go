@@ -73,6 +73,45 @@ func RepoRoot(dir string) (string, error) {
 	}
 }
 
+// BuildTree returns the absolute path of the build tree of the Slurm
+// release this machine runs (build/slurm-22.05, build/slurm-24.11), which
+// holds plugins/, bin/ and deb/: LACHESIS_BUILD when set (relative to
+// root unless absolute; the Makefile exports it), else what
+// scripts/releases.sh derives from the installed slurmctld, so Go and make
+// follow one rule and the builds for both releases live in one checkout.
+func BuildTree(root string) (string, error) {
+	dir := os.Getenv("LACHESIS_BUILD")
+	if dir == "" {
+		var err error
+		if dir, err = releases(root, "build-dir"); err != nil {
+			return "", err
+		}
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	return filepath.Clean(dir), nil
+}
+
+// SlurmRelease returns the major.minor release of the installed Slurm
+// ("22.05", "24.11"), as scripts/releases.sh reads it.
+func SlurmRelease(root string) (string, error) {
+	return releases(root, "slurm")
+}
+
+// releases runs scripts/releases.sh verb, the one home of the release rules.
+func releases(root, verb string) (string, error) {
+	out, err := exec.Command("bash", filepath.Join(root, "scripts", "releases.sh"), verb).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", fmt.Errorf("%w: scripts/releases.sh %s: %v", ErrCluster, verb, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // Up starts a cluster (stopping any previous one in the same Dir).
 func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 	if o.Dir == "" {
