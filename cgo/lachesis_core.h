@@ -42,8 +42,11 @@
  *    LACHESIS_SIZE_SHARDS and lachesis_sizing_t.shards.
  * 15: several sizing slots (Slurm 23.02 calls job_submit on several RPC
  *    threads at once): lachesis_sizer_start takes an array of slots and
- *    the ask eventfd; each slot carries its own done_fd. */
-#define LACHESIS_ABI_VERSION 15
+ *    the ask eventfd; each slot carries its own done_fd.
+ * 16: the C side reads no CPUs or memory per GPU itself (policy/gres is
+ *    the one reader): lachesis_job_t.cpus_per_tres and mem_per_tres, and
+ *    lachesis_shrink_t's copies of them as the core judged them. */
+#define LACHESIS_ABI_VERSION 16
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -156,6 +159,12 @@ typedef struct lachesis_job {
 	uint8_t  requeue_allowed;  /* details->requeue: may be requeued */
 	uint8_t  end_state;        /* finished jobs: LACHESIS_END_* */
 	uint8_t  reserved5[6];
+	/* Pending jobs given an admin_comment (above): their CPUs and memory
+	 * per GPU as Slurm holds them (job_ptr->cpus_per_tres, mem_per_tres:
+	 * "gres:gpu:4" in 22.05, "gres/gpu:4" from 23.02), which start-time
+	 * sizing reads with policy/gres: a lowering never raises either. */
+	const char *cpus_per_tres;
+	const char *mem_per_tres;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */
@@ -173,6 +182,11 @@ typedef struct lachesis_node_state {
 	uint8_t  reserved[7];
 } lachesis_node_state_t;
 
+/* Longest cpus_per_tres or mem_per_tres a shrink carries, NUL included:
+ * the core resizes no job whose strings are longer (Lachesis writes
+ * "gres/gpu:N"; a longer one is not its sizing). */
+#define LACHESIS_SHRINK_TRES_MAX 64
+
 /* A pending job the core wants resized by start-time sizing: lowered to
  * what a node with its GPUs free spares now (synergy.Fallback), or, when
  * raise is set, raised toward its profile's best case (synergy.Restore,
@@ -184,6 +198,13 @@ typedef struct lachesis_shrink {
 	char admin_comment[1024];   /* the job's new admin comment */
 	uint8_t  raise;
 	uint8_t  reserved[7];
+	/* The job's cpus_per_tres and mem_per_tres as the pass gave them
+	 * ("" for none), which the core judged the resize against: the plugin
+	 * resizes only a job whose strings are still exactly these (compared,
+	 * never parsed), so an update between the pass and the resize leaves
+	 * the job to the next pass. */
+	char cpus_per_tres[LACHESIS_SHRINK_TRES_MAX];
+	char mem_per_tres[LACHESIS_SHRINK_TRES_MAX];
 } lachesis_shrink_t;
 
 /* The decision for one job. priority == 0 means "leave the job alone". */

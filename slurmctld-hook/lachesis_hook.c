@@ -150,8 +150,11 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 			(job_ptr->state_reason == WAIT_RESOURCES);
 		/* Start-time sizing: jobs that wait for resources, and
 		 * requeued ones, which it may raise before they start. */
-		if (out->waits_for_resources || job_ptr->restart_cnt)
+		if (out->waits_for_resources || job_ptr->restart_cnt) {
 			out->admin_comment = job_ptr->admin_comment;
+			out->cpus_per_tres = job_ptr->cpus_per_tres;
+			out->mem_per_tres = job_ptr->mem_per_tres;
+		}
 		/* The model key of a waiting job: the core reads it (once per
 		 * job) for opportunistic ones, whose pair with the guaranteed
 		 * jobs on each node it judges (core/exclude.go). Pointers

@@ -95,70 +95,33 @@ static void _fill_node_state(node_record_t *node_ptr,
 		      !IS_NODE_NO_RESPOND(node_ptr);
 }
 
-/* The gpu entry of a cpus_per_tres/mem_per_tres string ("gres:gpu:N",
- * "gres/gpu:TYPE:N", memory possibly with an M/G/T suffix, among other
- * entries) in *out (MB for memory); false when it has none. */
-static bool _per_gpu(const char *s, uint64_t *out)
+/* The job's string as the core saw it: NULL is "". */
+static const char *_or_empty(const char *s)
 {
-	char *copy, *tok, *save = NULL;
-	bool found = false;
-
-	if (!s || (strlen(s) > 1024))
-		return false;
-	copy = xstrdup(s);
-	for (tok = strtok_r(copy, ",", &save); tok && !found;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char *e = tok, *num, *end;
-		unsigned long long v;
-
-		if (!strncmp(e, "gres:", 5) || !strncmp(e, "gres/", 5))
-			e += 5;
-		if (strncmp(e, "gpu:", 4))
-			continue;
-		num = strrchr(e, ':') + 1;
-		v = strtoull(num, &end, 10);
-		if (end == num)
-			continue;
-		if ((*end == 'G') || (*end == 'g'))
-			v *= 1024;
-		else if ((*end == 'T') || (*end == 't'))
-			v *= 1024 * 1024;
-		*out = v;
-		found = true;
-	}
-	xfree(copy);
-	return found;
+	return s ? s : "";
 }
 
 /* Applies one shrink through Slurm's own job update, which validates it
  * exactly as it would `scontrol update`. Caller holds the update locks.
- * The update runs as SlurmUser, so it is checked here against the job as
- * it is: it may only lower its CPUs and memory per GPU, whatever the core
- * read from the job's AdminComment. */
+ * The update runs as SlurmUser; the core judged it against the job's
+ * request as the pass copied it (a lowering never raises either
+ * dimension, read by policy/gres), so it is applied only to a job whose
+ * request is still exactly that: compared here, never read. */
 static void _apply_shrink(lachesis_shrink_t *sh)
 {
 	job_desc_msg_t desc;
 	slurm_msg_t msg;
-	uint64_t cur_cpus = 0, cur_mem = 0;
 	int rc;
 
 	job_record_t *job_ptr = find_job_record(sh->job_id);
 
 	if (!job_ptr || !IS_JOB_PENDING(job_ptr))
 		return;
-	/* A lowering (the only decision that reads the job's AdminComment)
-	 * may never raise either dimension; a raise is a separate decision
-	 * whose numbers come from the model's profile and the nodes alone
-	 * (synergy.Restore). */
-	if (!sh->raise &&
-	    (!_per_gpu(job_ptr->cpus_per_tres, &cur_cpus) ||
-	     !_per_gpu(job_ptr->mem_per_tres, &cur_mem) ||
-	     (sh->cpus_per_gpu > cur_cpus) || (sh->mem_mb_per_gpu > cur_mem))) {
-		error("%s: refused to resize JobId=%u to %u CPUs/%" PRIu64
-		      " MB per GPU: a lowering never raises a job's"
-		      " request (CpusPerTres=%s MemPerTres=%s)", plugin_type,
-		      sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu,
-		      job_ptr->cpus_per_tres, job_ptr->mem_per_tres);
+	if (strcmp(_or_empty(job_ptr->cpus_per_tres), sh->cpus_per_tres) ||
+	    strcmp(_or_empty(job_ptr->mem_per_tres), sh->mem_per_tres)) {
+		info("%s: JobId=%u's request changed since the pass (CpusPerTres=%s MemPerTres=%s); not resized, the next pass decides again",
+		     plugin_type, sh->job_id, job_ptr->cpus_per_tres,
+		     job_ptr->mem_per_tres);
 		return;
 	}
 	slurm_init_job_desc_msg(&desc);
