@@ -27,7 +27,7 @@
 #
 # run: a private mount namespace (unshare -m: no mount outlives the
 # command) with /proc, /sys (the cgroup hierarchies with it), /dev,
-# a fresh /run, the host's resolv.conf, Go (/usr/local/go) and its module
+# a fresh /run, the host's resolv.conf and /etc/hosts, Go (/usr/local/go) and its module
 # and build caches, the checkout (and its git directory, for a worktree)
 # at the same absolute path, and /run/lachesis-test (the machine-wide
 # locks of test ports and users, so host and root tests never take the
@@ -112,6 +112,11 @@ in_root() {
     mkdir -p "$dir/run/lachesis-test"
     mount --bind /run/lachesis-test "$dir/run/lachesis-test"
     mount --bind /etc/resolv.conf "$dir/etc/resolv.conf"
+    # The host names too: slurmctld resolves the submit host of a job, the
+    # hostname of this machine, to answer salloc and srun; without it each
+    # such completion waited 10 s of getaddrinfo retries under the job
+    # write lock, see "Unable to resolve" in the slurmctld log.
+    mount --bind /etc/hosts "$dir/etc/hosts"
     if [[ -d /usr/local/go ]]; then
       mkdir -p "$dir/usr/local/go"
       mount --bind /usr/local/go "$dir/usr/local/go"
