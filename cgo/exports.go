@@ -34,6 +34,7 @@ func lachesis_init(cenv *C.lachesis_env_t, errbuf *C.char, errlen C.int) (rc C.i
 		AuthInfo:    C.GoString(cenv.auth_info),
 		ClusterName: C.GoString(cenv.cluster_name),
 		SlurmUID:    uint32(cenv.slurm_user_id),
+		Reconfigure: cenv.reconfigure != 0,
 	}
 	if err := start(env, cLogSink{fn: cenv.log}); err != nil {
 		writeErr(errbuf, errlen, err)

@@ -45,8 +45,10 @@
  *    the ask eventfd; each slot carries its own done_fd.
  * 16: the C side reads no CPUs or memory per GPU itself (policy/gres is
  *    the one reader): lachesis_job_t.cpus_per_tres and mem_per_tres, and
- *    lachesis_shrink_t's copies of them as the core judged them. */
-#define LACHESIS_ABI_VERSION 16
+ *    lachesis_shrink_t's copies of them as the core judged them.
+ * 17: lachesis_env_t.reconfigure (Slurm 24.05 and later reconfigure by
+ *    starting a new slurmctld beside the running one). */
+#define LACHESIS_ABI_VERSION 17
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -384,6 +386,12 @@ typedef struct lachesis_env {
 	const char *auth_info;     /* AuthInfo, e.g. "socket=/run/munge/..." */
 	const char *cluster_name;
 	lachesis_log_fn log;       /* into slurmctld's log */
+	/* 1: this slurmctld was started by `scontrol reconfigure` to replace a
+	 * running one, which keeps its listeners until this one is up (Slurm
+	 * 24.05 and later; slurm_compat.h says how the plugin knows). The
+	 * config is then a reload. */
+	uint32_t reconfigure;
+	uint32_t reserved;
 } lachesis_env_t;
 
 /* Starts the core (idempotent: later calls only add a reference). It reads

@@ -7,6 +7,7 @@
 #include "src/common/bitstring.h"
 #include "src/common/log.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/strlcpy.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
@@ -29,6 +30,24 @@ void lachesis_hook_log(int level, const char *msg)
 	}
 }
 
+/* The reason the core last refused to start in this process. When init()
+ * fails, Slurm tries the plugin again from every file of its plugin
+ * directory (plugin_context_create: "Couldn't find the specified plugin
+ * name ... looking at all files") and calls init() a second time: the
+ * reason is logged once, so that each refusal is one line. */
+static char last_refusal[1024];
+
+static void _log_refusal(const char *plugin, const char *what,
+			 const char *why)
+{
+	if (!strcmp(last_refusal, why)) {
+		debug("%s: %s (again): %s", plugin, what, why);
+		return;
+	}
+	strlcpy(last_refusal, why, sizeof(last_refusal));
+	error("%s: %s: %s", plugin, what, why);
+}
+
 int lachesis_hook_start(const char *plugin, bool *up)
 {
 	char err[1024] = "";
@@ -39,15 +58,23 @@ int lachesis_hook_start(const char *plugin, bool *up)
 		.auth_info = slurm_conf.authinfo,
 		.cluster_name = slurm_conf.cluster_name,
 		.log = lachesis_hook_log,
+		.reconfigure = lachesis_replaces_a_slurmctld(),
 	};
 	int rc;
 
 	if (*up || !running_in_slurmctld())
 		return SLURM_SUCCESS;
 	rc = lachesis_init(&env, err, sizeof(err));
+	if ((rc == LACHESIS_ECONFIG) && env.reconfigure) {
+		/* This slurmctld stops; the one it was to replace goes on with
+		 * the configuration it has ("reconfigure failed"). */
+		_log_refusal(plugin, "config not reloaded, keeping the previous one",
+			     err[0] ? err : "unknown error");
+		return SLURM_ERROR;
+	}
 	if (rc != LACHESIS_OK) {
-		error("%s: cannot start the Lachesis core: %s", plugin,
-		      err[0] ? err : "unknown error");
+		_log_refusal(plugin, "cannot start the Lachesis core",
+			     err[0] ? err : "unknown error");
 		return SLURM_ERROR;
 	}
 	*up = true;

@@ -29,8 +29,11 @@
  *     locks; 24.11 holds the locks, filters in sprio and nests the factors
  *     in priority_factors_t), LACHESIS_PRIORITY_EXTRA (24.11's
  *     priority_p_recover and priority_p_thread_start);
- *   - lachesis_factors_of(), where a priority_factors_object_t keeps its
- *     factors.
+ *   - lachesis_factors_new(), where a priority_factors_object_t keeps its
+ *     factors;
+ *   - lachesis_replaces_a_slurmctld(), whether `scontrol reconfigure`
+ *     started this slurmctld to replace a running one (24.11) rather than
+ *     re-reading the configuration in place (22.05).
  *
  * A release not listed stops the build here: docs/slurm-releases.md says
  * what the plugins rely on in the releases after 24.11, so a port is a known

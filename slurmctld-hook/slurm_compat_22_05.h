@@ -112,4 +112,12 @@ static inline bool lachesis_sprio_wanted(job_record_t *job_ptr, void *arg)
 /* 22.05's priority interface has no more entry points. */
 #define LACHESIS_PRIORITY_EXTRA
 
+/* `scontrol reconfigure` re-reads the configuration in the running
+ * slurmctld (priority_p_reconfig): no slurmctld is ever started to replace
+ * another. */
+static inline bool lachesis_replaces_a_slurmctld(void)
+{
+	return false;
+}
+
 #endif

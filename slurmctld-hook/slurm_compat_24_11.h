@@ -70,6 +70,16 @@ lachesis_factors_new(job_record_t *job_ptr, lachesis_factors_t **factors)
  * decay thread; the Tiresias pass thread starts in init() on every
  * release, and sleeps a pass interval before its first pass.
  */
+/* From 24.05 `scontrol reconfigure` starts a new slurmctld (fork and exec)
+ * beside the running one, which stops its priority plugin, waits with its
+ * listeners open and exits once the new one is up, or goes on if it fails
+ * (controller.c, _try_to_reconfig); the new one finds SLURMCTLD_RECONF in
+ * its environment. priority_p_reconfig is never called. */
+static inline bool lachesis_replaces_a_slurmctld(void)
+{
+	return getenv("SLURMCTLD_RECONF") != NULL;
+}
+
 #define LACHESIS_PRIORITY_EXTRA                                              \
 	extern uint32_t priority_p_recover(uint32_t prio_boost)             \
 	{                                                                    \
