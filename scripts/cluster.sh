@@ -271,7 +271,11 @@ pid_matches() {
   local pid=$1 comm=$2 needle=$3 c cmd
   # Builtins only: find_strays runs this for every process on the machine.
   { read -r c <"/proc/$pid/comm"; } 2>/dev/null || return 1
-  [[ $c == "$comm" ]] || return 1
+  # Debian's binaries are slurmctld-wlm and slurmd-wlm behind the
+  # alternatives' links; from 24.05 `scontrol reconfigure` re-executes them
+  # (/proc/self/exe), so the daemon that replaced the one we started goes by
+  # that name.
+  [[ $c == "$comm" || $c == "$comm-wlm" ]] || return 1
   gone "$pid" && return 1
   # "env:VAR=VALUE": the process's initial environment has that entry
   # (slurmdbd, see dbd_needle). Read whole rather than piped to grep -q,
@@ -356,7 +360,7 @@ wait_zombies() {
   local i re='slurmctld|slurmd|slurmscriptd|slurmstepd|munged'
   accounting_on && re+='|slurmdbd|mariadbd'
   for ((i = 0; i < 100; i++)); do
-    ps -eo stat=,comm= | awk -v re="^($re)\$" '$1 ~ /^Z/ && $2 ~ re {f=1} END {exit !f}' || return 0
+    ps -eo stat=,comm= | awk -v re="^($re)(-wlm)?\$" '$1 ~ /^Z/ && $2 ~ re {f=1} END {exit !f}' || return 0
     sleep 0.1
   done
 }

@@ -390,6 +390,21 @@ static bool _wants_gpus(const job_desc_msg_t *job_desc)
 }
 
 /*
+ * The job's CPU count as the client worked it out from the request the
+ * plugin just changed (24.11's sbatch sends --gpus=1 --cpus-per-gpu=2 as
+ * min_cpus 2) goes, so that slurmctld derives it from the new one: from
+ * the tasks and CPUs per task (validate_job_create_req), raised to the
+ * CPUs per GPU times the GPUs (gres_job_state_validate). Kept, a minimum
+ * above what the new CPUs per GPU give the job's GPUs made 24.11's
+ * cons_tres refuse the job as never runnable ("Requested node
+ * configuration is not available").
+ */
+static void _derive_min_cpus(job_desc_msg_t *job_desc)
+{
+	job_desc->min_cpus = NO_VAL;
+}
+
+/*
  * A job the core rewrites from one GPU into out->shards gres/shard of one
  * GPU (core/shardconvert.go): the core does so only for a job whose GPU
  * request is one untyped GPU in tres_per_job or tres_per_node and nothing
@@ -407,6 +422,7 @@ static void _to_shards(job_desc_msg_t *job_desc, const lachesis_sizing_t *out)
 	xfree(job_desc->mem_per_tres);
 	if (out->cpus_per_gpu && out->cpus_per_gpu < NO_VAL16)
 		job_desc->cpus_per_task = out->cpus_per_gpu;
+	_derive_min_cpus(job_desc);
 	if (out->mem_mb_per_gpu && out->mem_mb_per_gpu < MEM_PER_CPU)
 		job_desc->pn_min_memory = out->mem_mb_per_gpu;
 }
@@ -475,6 +491,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 				   out.cpus_per_gpu);
 			if (out.clear_cpus_per_task)
 				job_desc->cpus_per_task = NO_VAL16;
+			_derive_min_cpus(job_desc);
 		}
 		if (out.mem_mb_per_gpu) {
 			xfree(job_desc->mem_per_tres);

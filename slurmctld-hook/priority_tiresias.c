@@ -141,6 +141,8 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 	msg.msg_type = REQUEST_UPDATE_JOB;
 	msg.data = &desc;
 	rc = update_job(&msg, slurm_conf.slurm_user_id, false);
+	if (rc == SLURM_SUCCESS)
+		lachesis_job_gres_updated(job_ptr);
 	if (rc != SLURM_SUCCESS)
 		error("%s: could not shrink JobId=%u to %u CPUs/%" PRIu64
 		      " MB per GPU: %s", plugin_type, sh->job_id,

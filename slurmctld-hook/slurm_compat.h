@@ -31,6 +31,8 @@
  *     priority_p_recover and priority_p_thread_start);
  *   - lachesis_factors_new(), where a priority_factors_object_t keeps its
  *     factors;
+ *   - lachesis_job_gres_updated(), what else must be dropped when a
+ *     pending job's GRES request was updated (24.11's cons_tres cache);
  *   - lachesis_replaces_a_slurmctld(), whether `scontrol reconfigure`
  *     started this slurmctld to replace a running one (24.11) rather than
  *     re-reading the configuration in place (22.05).

@@ -27,6 +27,12 @@ static inline void lachesis_job_drop_priority_array(job_record_t *job_ptr)
 	xfree(job_ptr->priority_array);
 }
 
+/* After update_job changed a pending job's GRES request: 22.05 keeps no
+ * other copy of it. */
+static inline void lachesis_job_gres_updated(job_record_t *job_ptr)
+{
+}
+
 /* job_modify(job_desc, job_ptr, submit_uid): no message for the user. */
 #define LACHESIS_JOB_MODIFY(fn)                                              \
 	extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, \

@@ -23,6 +23,17 @@ static inline void lachesis_job_drop_priority_array(job_record_t *job_ptr)
 		xfree(job_ptr->part_prio->priority_array);
 }
 
+/* After update_job changed a pending job's GRES request (cpus_per_tres,
+ * mem_per_tres): select/cons_tres keeps the request it last tried the job
+ * with in gres_list_req_accum (rebuilt only when NULL, job_test.c), and
+ * update_job replaces gres_list_req without dropping it, so the job would
+ * go on being tried with its old CPUs per GPU and wait for them forever.
+ * Dropping it makes the next try rebuild it from the new request. */
+static inline void lachesis_job_gres_updated(job_record_t *job_ptr)
+{
+	FREE_NULL_LIST(job_ptr->gres_list_req_accum);
+}
+
 /* job_modify(job_desc, job_ptr, submit_uid, err_msg): from 23.02 a plugin
  * may answer the user (err_msg, freed by Slurm with xfree). */
 #define LACHESIS_JOB_MODIFY(fn)                                              \
