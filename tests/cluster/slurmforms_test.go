@@ -1,5 +1,7 @@
 package cluster_test
 
+import "testing"
+
 // What Slurm prints differs between releases; the tests compare what they
 // read with these, so each difference is written once.
 
@@ -13,4 +15,17 @@ func gresTRES(entry string) string {
 		return "gres:" + entry
 	}
 	return "gres/" + entry
+}
+
+// otherRelease is the supported Slurm release beside the one under test.
+func otherRelease(t *testing.T) string {
+	t.Helper()
+	switch slurmRelease {
+	case "22.05":
+		return "24.11"
+	case "24.11":
+		return "22.05"
+	}
+	t.Fatalf("Slurm %s is not a supported release (22.05, 24.11)", slurmRelease)
+	return ""
 }
