@@ -255,9 +255,9 @@ static void test_timeout_while_sizing_leaves_job_and_recovers(void)
 	/* While the one goroutine is stuck in it, the next job does not
 	 * wait for a sizing that would come after it. */
 	t0 = _ms();
-	CHECK(size_handoff_acquire(&h, size_handoff_deadline(PLUGIN_WAIT_MS),
+	CHECK(size_handoff_acquire(&h, size_handoff_deadline(5000),
 				   &why) < 0 && why == HANDOFF_TIMEOUT);
-	CHECK(_ms() - t0 < 100);
+	CHECK(_ms() - t0 < 1000);	/* not its 5 s: at once, give or take a busy machine */
 
 	/* Once sized, nobody takes its answer; the slot's next user frees
 	 * it (every slot is tried, the stale one among them). */
@@ -332,7 +332,7 @@ static void test_no_free_slot_waits_only_until_the_deadline(void)
 	t0 = _ms();
 	CHECK(size_handoff_acquire(&h, size_handoff_deadline(60), &why) < 0 &&
 	      why == HANDOFF_TIMEOUT);
-	CHECK(_ms() - t0 >= 55 && _ms() - t0 < 300);
+	CHECK(_ms() - t0 >= 55 && _ms() - t0 < 1000);
 	for (int i = 0; i < SIZE_HANDOFF_SLOTS; i++) {
 		lachesis_sizing_t out = { 0 };
 		int rc = -1;
@@ -442,8 +442,9 @@ static void test_slow_sizer_never_keeps_a_thread_past_its_deadline(void)
 	}
 	CHECK(wrong == 0);
 	CHECK(done > 0 && timeouts > 0 && done + timeouts == ASKERS);
-	/* 200 ms, and the scheduler's slack */
-	CHECK(longest <= 200 + 50);
+	/* 200 ms, and the slack of a busy machine's scheduler (the one-slot
+	 * hand-off this replaced kept the last of them 1994 ms) */
+	CHECK(longest <= 200 + 600);
 	printf("size_handoff: slow sizer: %d answered, %d left as submitted, longest wait %lld ms\n",
 	       done, timeouts, (long long) longest);
 	_close(&h, true);

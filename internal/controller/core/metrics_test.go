@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +185,25 @@ func TestPassRecordingDoesNotAllocate(t *testing.T) {
 // address: it starts anyway, says the config was reloaded, and serves the
 // address once the old one lets it go. A plain start on a taken address is
 // still an error.
+// lockedBuilder is a strings.Builder the core's goroutines may log into
+// while the test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestOpenForAReconfigureWaitsForTheMetricsAddress(t *testing.T) {
 	old, err := metricsrv.Start("127.0.0.1:0", prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -197,8 +217,8 @@ func TestOpenForAReconfigureWaitsForTheMetricsAddress(t *testing.T) {
 		c.Close()
 		t.Fatal("a plain start on a taken metrics address succeeded")
 	}
-	var logged strings.Builder
-	c, err := Open(Env{ConfigPath: conf, Reconfigure: true}, slog.New(slog.NewTextHandler(&logged, nil)))
+	logged := &lockedBuilder{}
+	c, err := Open(Env{ConfigPath: conf, Reconfigure: true}, slog.New(slog.NewTextHandler(logged, nil)))
 	if err != nil {
 		t.Fatalf("open for a reconfigure: %v", err)
 	}
