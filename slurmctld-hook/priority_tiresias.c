@@ -484,7 +484,7 @@ static list_t *_factors_list(uid_t uid,
 	list_itr_t *itr;
 	job_record_t *job_ptr;
 	lachesis_prio_t prio;
-	lachesis_factors_t *factors;
+	priority_factors_object_t *obj;
 
 	if (!core_up || !job_list)
 		return ret_list;
@@ -501,8 +501,12 @@ static list_t *_factors_list(uid_t uid,
 			continue;
 		if (lachesis_factors(job_ptr->job_id, &prio) != LACHESIS_OK)
 			continue;
-		list_append(ret_list, lachesis_factors_new(job_ptr, &factors));
-		_fill_factors(job_ptr, &prio, factors);
+		obj = xmalloc(sizeof(*obj));
+		obj->job_id = job_ptr->job_id;
+		obj->user_id = job_ptr->user_id;
+		obj->partition = xstrdup(job_ptr->partition);
+		_fill_factors(job_ptr, &prio, lachesis_factors_of(obj, job_ptr));
+		list_append(ret_list, obj);
 	}
 	list_iterator_destroy(itr);
 	return ret_list;

@@ -384,29 +384,46 @@ static void *_asker(void *arg)
 
 #define ASKERS (3 * SIZE_HANDOFF_SLOTS)
 
-/* Each thread gets its own job's answer, every request is freed once. */
-static void test_concurrent_askers_each_get_their_own_answer(void)
+/* What ASKERS threads asking rounds jobs each, waiting wait_ms per job,
+ * got all together. */
+struct tally {
+	int done, wrong, timeouts;
+	int64_t longest_ms;
+};
+
+static struct tally _run_askers(size_handoff_t *h, int rounds, int wait_ms)
 {
-	size_handoff_t h = SIZE_HANDOFF_INIT;
 	struct asker a[ASKERS];
 	pthread_t t[ASKERS];
-	int done = 0, wrong = 0, timeouts = 0;
+	struct tally sum = { 0 };
 
-	_open(&h, true);
 	for (int i = 0; i < ASKERS; i++) {
-		a[i] = (struct asker) { .h = &h, .id = i, .rounds = 200,
-					.wait_ms = PLUGIN_WAIT_MS };
+		a[i] = (struct asker) { .h = h, .id = i, .rounds = rounds,
+					.wait_ms = wait_ms };
 		pthread_create(&t[i], NULL, _asker, &a[i]);
 	}
 	for (int i = 0; i < ASKERS; i++) {
 		pthread_join(t[i], NULL);
-		done += a[i].done;
-		wrong += a[i].wrong;
-		timeouts += a[i].timeouts;
+		sum.done += a[i].done;
+		sum.wrong += a[i].wrong;
+		sum.timeouts += a[i].timeouts;
+		if (a[i].longest_ms > sum.longest_ms)
+			sum.longest_ms = a[i].longest_ms;
 	}
-	CHECK(wrong == 0);
-	CHECK(timeouts == 0);
-	CHECK(done == ASKERS * 200);
+	return sum;
+}
+
+/* Each thread gets its own job's answer, every request is freed once. */
+static void test_concurrent_askers_each_get_their_own_answer(void)
+{
+	size_handoff_t h = SIZE_HANDOFF_INIT;
+	struct tally got;
+
+	_open(&h, true);
+	got = _run_askers(&h, 200, PLUGIN_WAIT_MS);
+	CHECK(got.wrong == 0);
+	CHECK(got.timeouts == 0);
+	CHECK(got.done == ASKERS * 200);
 	CHECK(_clears() == ASKERS * 200);
 	CHECK(_all_idle(&h));
 	_close(&h, true);
@@ -418,35 +435,21 @@ static void test_concurrent_askers_each_get_their_own_answer(void)
 static void test_slow_sizer_never_keeps_a_thread_past_its_deadline(void)
 {
 	size_handoff_t h = SIZE_HANDOFF_INIT;
-	struct asker a[ASKERS];
-	pthread_t t[ASKERS];
-	int done = 0, wrong = 0, timeouts = 0;
-	int64_t longest = 0;
+	struct tally got;
 
 	_open(&h, true);
 	pthread_mutex_lock(&fake.lock);
 	fake.sizing_ms = 40;
 	pthread_mutex_unlock(&fake.lock);
-	for (int i = 0; i < ASKERS; i++) {
-		a[i] = (struct asker) { .h = &h, .id = i, .rounds = 1,
-					.wait_ms = 200 };
-		pthread_create(&t[i], NULL, _asker, &a[i]);
-	}
-	for (int i = 0; i < ASKERS; i++) {
-		pthread_join(t[i], NULL);
-		done += a[i].done;
-		wrong += a[i].wrong;
-		timeouts += a[i].timeouts;
-		if (a[i].longest_ms > longest)
-			longest = a[i].longest_ms;
-	}
-	CHECK(wrong == 0);
-	CHECK(done > 0 && timeouts > 0 && done + timeouts == ASKERS);
+	got = _run_askers(&h, 1, 200);
+	CHECK(got.wrong == 0);
+	CHECK(got.done > 0 && got.timeouts > 0 &&
+	      got.done + got.timeouts == ASKERS);
 	/* 200 ms, and the slack of a busy machine's scheduler (the one-slot
 	 * hand-off this replaced kept the last of them 1994 ms) */
-	CHECK(longest <= 200 + 600);
+	CHECK(got.longest_ms <= 200 + 600);
 	printf("size_handoff: slow sizer: %d answered, %d left as submitted, longest wait %lld ms\n",
-	       done, timeouts, (long long) longest);
+	       got.done, got.timeouts, (long long) got.longest_ms);
 	_close(&h, true);
 }
 

@@ -29,7 +29,7 @@
  *     locks; 24.11 holds the locks, filters in sprio and nests the factors
  *     in priority_factors_t), LACHESIS_PRIORITY_EXTRA (24.11's
  *     priority_p_recover and priority_p_thread_start);
- *   - lachesis_factors_new(), where a priority_factors_object_t keeps its
+ *   - lachesis_factors_of(), where a priority_factors_object_t keeps its
  *     factors;
  *   - lachesis_job_gres_updated(), what else must be dropped when a
  *     pending job's GRES request was updated (24.11's cons_tres cache);

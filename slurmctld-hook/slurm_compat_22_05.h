@@ -44,18 +44,28 @@ static inline void lachesis_job_gres_updated(job_record_t *job_ptr)
 /* The factors sit in the object itself. */
 typedef priority_factors_object_t lachesis_factors_t;
 
-/* A new sprio row of job_ptr, with its ids; *factors is where its factors
- * go. Freed by slurm_destroy_priority_factors_object. */
-static inline priority_factors_object_t *
-lachesis_factors_new(job_record_t *job_ptr, lachesis_factors_t **factors)
+/* Where sprio row obj of job_ptr keeps its factors, and what else of the
+ * job's it carries: nothing more in 22.05. */
+static inline lachesis_factors_t *
+lachesis_factors_of(priority_factors_object_t *obj, job_record_t *job_ptr)
 {
-	priority_factors_object_t *obj = xmalloc(sizeof(*obj));
-
-	obj->job_id = job_ptr->job_id;
-	obj->user_id = job_ptr->user_id;
-	obj->partition = xstrdup(job_ptr->partition);
-	*factors = obj;
 	return obj;
+}
+
+/* Whether list (of uint32_t), if any, holds value. */
+static inline bool lachesis_sprio_listed(list_t *list, uint32_t value)
+{
+	uint32_t *id;
+	bool hit = false;
+	list_itr_t *itr;
+
+	if (!list)
+		return true;
+	itr = list_iterator_create(list);
+	while (!hit && (id = list_next(itr)))
+		hit = (*id == value);
+	list_iterator_destroy(itr);
+	return hit;
 }
 
 /* sprio's filter (jobs, users, partitions), which 22.05 applies in
@@ -63,29 +73,12 @@ lachesis_factors_new(job_record_t *job_ptr, lachesis_factors_t **factors)
 static inline bool lachesis_sprio_wanted(job_record_t *job_ptr, void *arg)
 {
 	priority_factors_request_msg_t *req = arg;
-	uint32_t *id;
 	char *part_list, *tok, *save = NULL;
 	bool hit;
-	list_itr_t *itr;
 
-	if (req->job_id_list) {
-		hit = false;
-		itr = list_iterator_create(req->job_id_list);
-		while (!hit && (id = list_next(itr)))
-			hit = (*id == job_ptr->job_id);
-		list_iterator_destroy(itr);
-		if (!hit)
-			return false;
-	}
-	if (req->uid_list) {
-		hit = false;
-		itr = list_iterator_create(req->uid_list);
-		while (!hit && (id = list_next(itr)))
-			hit = (*id == job_ptr->user_id);
-		list_iterator_destroy(itr);
-		if (!hit)
-			return false;
-	}
+	if (!lachesis_sprio_listed(req->job_id_list, job_ptr->job_id) ||
+	    !lachesis_sprio_listed(req->uid_list, job_ptr->user_id))
+		return false;
 	if (req->partitions) {
 		hit = false;
 		part_list = xstrdup(req->partitions);

@@ -46,22 +46,17 @@ static inline void lachesis_job_gres_updated(job_record_t *job_ptr)
 /* The factors sit in a priority_factors_t the object points to (23.02). */
 typedef priority_factors_t lachesis_factors_t;
 
-/* A new sprio row of job_ptr, with its ids, account and QOS; *factors is
- * where its factors go. Freed by slurm_destroy_priority_factors_object. */
-static inline priority_factors_object_t *
-lachesis_factors_new(job_record_t *job_ptr, lachesis_factors_t **factors)
+/* Where sprio row obj of job_ptr keeps its factors (a priority_factors_t
+ * of its own), and the job's account and QOS, which 24.11's sprio shows.
+ * Freed with the row by slurm_destroy_priority_factors_object. */
+static inline lachesis_factors_t *
+lachesis_factors_of(priority_factors_object_t *obj, job_record_t *job_ptr)
 {
-	priority_factors_object_t *obj = xmalloc(sizeof(*obj));
-
-	obj->job_id = job_ptr->job_id;
-	obj->user_id = job_ptr->user_id;
-	obj->partition = xstrdup(job_ptr->partition);
 	obj->account = xstrdup(job_ptr->account);
 	if (job_ptr->qos_ptr)
 		obj->qos = xstrdup(job_ptr->qos_ptr->name);
 	obj->prio_factors = xmalloc(sizeof(*obj->prio_factors));
-	*factors = obj->prio_factors;
-	return obj;
+	return obj->prio_factors;
 }
 
 /* sprio: from 23.02 slurmctld holds the job, node and partition read locks

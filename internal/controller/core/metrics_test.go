@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
@@ -185,25 +185,6 @@ func TestPassRecordingDoesNotAllocate(t *testing.T) {
 // address: it starts anyway, says the config was reloaded, and serves the
 // address once the old one lets it go. A plain start on a taken address is
 // still an error.
-// lockedBuilder is a strings.Builder the core's goroutines may log into
-// while the test reads it.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestOpenForAReconfigureWaitsForTheMetricsAddress(t *testing.T) {
 	old, err := metricsrv.Start("127.0.0.1:0", prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -217,7 +198,7 @@ func TestOpenForAReconfigureWaitsForTheMetricsAddress(t *testing.T) {
 		c.Close()
 		t.Fatal("a plain start on a taken metrics address succeeded")
 	}
-	logged := &lockedBuilder{}
+	logged := &testenv.SyncBuffer{}
 	c, err := Open(Env{ConfigPath: conf, Reconfigure: true}, slog.New(slog.NewTextHandler(logged, nil)))
 	if err != nil {
 		t.Fatalf("open for a reconfigure: %v", err)
