@@ -30,7 +30,7 @@ HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmc
 
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build commands deb deps eval fuzz install slurm-src test test-unit test-cluster bench demo demo-profile fidelity clean fmt vet
+.PHONY: all build commands deb deps eval fuzz gpu-check install slurm-src test test-unit test-cluster bench demo demo-profile fidelity clean fmt vet
 
 all: build
 
@@ -109,7 +109,7 @@ bench: build
 	$(GO) test -run "^$$" -bench . -benchmem -benchtime 10x ./internal/controller/core/
 	$(GO) test -run '^$$' -bench ProfileFlood -benchtime 5000x ./internal/controller/agentserver/
 	$(GO) test -run '^$$' -bench CacheFlood -benchtime 2000x ./internal/controller/profilestore/
-	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/progress/
+	$(GO) test -run '^$$' -bench . -benchmem ./node-agent/jobprogress/
 	$(GO) run ./cmd/lachesis-ctldbench
 
 # The simulator's evaluation (docs/evaluation): ~10 minutes on 2 cores.
@@ -137,6 +137,30 @@ demo-profile: build
 	bash scripts/install-deps.sh torch
 	$(BIN)/lachesis-demo -part profile -bin $(BIN) -png $(BUILD)/demo-profile.png
 
+# The GPU check (docs/gpu-check.md): build/gpu-check/ and
+# build/lachesis-gpu-check.tar.gz, a bundle that runs on a machine with
+# only the NVIDIA driver (`sh gpu-check.sh` as root). The two binaries are
+# Go with cgo (go-nvml and the loader dlopen the driver's libraries at run
+# time), so they link glibc and nothing else: checked here with ldd, as is
+# the bundle's size. Not part of `make test`: CI has no GPU.
+GPUCHECK := $(BUILD)/gpu-check
+GPUCHECK_MAX_BYTES := 62914560
+gpu-check:
+	@rm -rf $(GPUCHECK) && mkdir -p $(GPUCHECK)
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '-s -w' -o $(GPUCHECK)/ ./cmd/lachesis-gpuload ./cmd/lachesis-gpucheck
+	install -m 0755 scripts/gpu-check.sh $(GPUCHECK)/gpu-check.sh
+	install -m 0644 docs/gpu-check.md $(GPUCHECK)/README.md
+	@for b in $(GPUCHECK)/lachesis-gpuload $(GPUCHECK)/lachesis-gpucheck; do \
+		libs=$$(ldd $$b | awk '{print $$1}'); \
+		extra=$$(echo "$$libs" | grep -vxE 'linux-vdso\.so\.1|libc\.so\.6|libdl\.so\.2|libpthread\.so\.0|/lib64/ld-linux-x86-64\.so\.2'); \
+		if [ -n "$$extra" ]; then echo "$$b links more than glibc: $$extra"; exit 1; fi; \
+		echo "$$b: links only" $$libs "(glibc" $$(objdump -T $$b | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n1) "at most)"; \
+	done
+	tar -C $(BUILD) -czf $(BUILD)/lachesis-gpu-check.tar.gz gpu-check
+	@size=$$(du -cb $(GPUCHECK)/* | tail -n1 | cut -f1); tgz=$$(stat -c %s $(BUILD)/lachesis-gpu-check.tar.gz); \
+	echo "bundle $(GPUCHECK): $$size bytes ($(BUILD)/lachesis-gpu-check.tar.gz: $$tgz bytes)"; \
+	if [ $$size -gt $(GPUCHECK_MAX_BYTES) ]; then echo "bundle over 60 MiB"; exit 1; fi
+
 # Fuzz the parsers that face the network and users (a while each).
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 2m ./internal/protocol/wire
@@ -147,6 +171,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzGPUs$$' -fuzztime 1m ./policy/gres
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMarker$$' -fuzztime 1m ./internal/controller/core
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSizing$$' -fuzztime 1m ./policy/synergy
+	$(GO) test -run '^$$' -fuzz '^FuzzLogLineIsOneLineOfPrintableText$$' -fuzztime 1m ./internal/util/logging
 	$(GO) test -run '^$$' -fuzz '^FuzzField$$' -fuzztime 1m ./internal/util/reasontext
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 1m ./internal/util/yamlconf
 	$(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 1m ./node-agent/localapi

@@ -135,11 +135,16 @@ var _ = [1]int{}[C.LACHESIS_END_COMPLETED-int(core.EndCompleted)+
 	C.LACHESIS_END_CANCELLED-int(core.EndCancelled)+
 	C.LACHESIS_END_FAILED-int(core.EndFailed)]
 
-func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
+// snapshotFromC copies one job; now is the call's, for Deferred.
+func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 	s := core.Snapshot{
-		ID:          uint32(j.job_id),
-		State:       core.JobState(j.state),
-		Held:        j.held != 0,
+		ID:    uint32(j.job_id),
+		State: core.JobState(j.state),
+		Held:  j.held != 0,
+		// slurmctld sets EligibleTime (begin_time) once nothing but
+		// resources keeps the job, and clears it on a hold.
+		Deferred: j.state == C.LACHESIS_PENDING && j.held == 0 &&
+			(j.begin_time == 0 || int64(j.begin_time) > now),
 		GPUs:        uint32(j.gpus),
 		Nice:        int32(j.nice),
 		SubmitTime:  int64(j.submit_time),
@@ -173,6 +178,7 @@ func snapshotFromC(j *C.lachesis_job_t) core.Snapshot {
 	s.Partition = internFromC(&partitionNames, j.partition)
 	s.PartitionTier = uint32(j.partition_tier)
 	s.ArrayJobID = uint32(j.array_job_id)
+	s.ArrayThrottle = uint32(j.array_throttle)
 	s.PreemptTime = int64(j.preempt_time)
 	s.RequeueAllowed = j.requeue_allowed != 0
 	s.EndState = core.EndState(j.end_state)
@@ -215,7 +221,7 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 		copyCString(unsafe.Pointer(&out.marker[0]), len(out.marker), d.Marker)
 	}
 	if d.Blocked != "" {
-		copyCString(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
+		copyCText(unsafe.Pointer(&out.blocked[0]), len(out.blocked), d.Blocked)
 	}
 	if d.Usage != "" && len(d.Usage) < len(out.usage) {
 		// Whole or not at all: a cut segment would lose its ']'.
@@ -228,7 +234,7 @@ func writeErr(buf *C.char, n C.int, err error) {
 	if buf == nil || n <= 0 {
 		return
 	}
-	copyCString(unsafe.Pointer(buf), int(n), err.Error())
+	copyCText(unsafe.Pointer(buf), int(n), err.Error())
 }
 
 // recoverInto turns a panic into LACHESIS_EPANIC and a log line: a bug in

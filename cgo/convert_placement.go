@@ -27,7 +27,7 @@ func placementToC(d *placement.Decision, out *C.lachesis_place_t) {
 	*out = C.lachesis_place_t{}
 	out.max_nodes = C.uint32_t(d.MaxNodes)
 	copyCString(unsafe.Pointer(&out.prefer[0]), len(out.prefer), d.Prefer)
-	copyCString(unsafe.Pointer(&out.reason[0]), len(out.reason), d.Reason)
+	copyCText(unsafe.Pointer(&out.reason[0]), len(out.reason), d.Reason)
 	if len(d.Prefer) >= len(out.prefer) {
 		out.prefer[0] = 0 // a cut expression would name a wrong feature
 	}

@@ -9,8 +9,10 @@ package main
 import "C"
 
 import (
+	"unicode/utf8"
 	"unsafe"
 
+	"github.com/lachesis-sched/lachesis/internal/util/printable"
 	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
@@ -91,8 +93,8 @@ func sizingToC(d *synergy.Decision, out *C.lachesis_sizing_t) {
 	if d.ClearMem {
 		out.clear_mem = 1
 	}
-	copyCString(unsafe.Pointer(&out.reason[0]), len(out.reason), d.Reason)
-	copyCString(unsafe.Pointer(&out.error[0]), len(out.error), d.Error)
+	copyCText(unsafe.Pointer(&out.reason[0]), len(out.reason), d.Reason)
+	copyCText(unsafe.Pointer(&out.error[0]), len(out.error), d.Error)
 }
 
 // copyCString writes s, cut to fit and NUL-terminated, into a C char array.
@@ -100,4 +102,21 @@ func copyCString(dst unsafe.Pointer, size int, s string) {
 	b := unsafe.Slice((*byte)(dst), size)
 	n := copy(b[:size-1], s)
 	b[n] = 0
+}
+
+// copyCText is copyCString for text the plugins print: into slurmctld's
+// log (info, debug), a job's reason or a user's error. Reasons and errors
+// quote what users chose (a model key, a gres string), so it goes without
+// control and format characters (printable.String: no line of the user's
+// own in slurmctld's log, no escape sequence on an admin's terminal), cut
+// on a rune boundary.
+func copyCText(dst unsafe.Pointer, size int, s string) {
+	s = printable.String(s)
+	if n := size - 1; len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	copyCString(dst, size, s)
 }

@@ -87,7 +87,7 @@ func lachesis_pass(now C.int64_t, jobs *C.lachesis_job_t, n C.int32_t, out *C.la
 	cjobs := unsafe.Slice(jobs, int(n))
 	couts := unsafe.Slice(out, int(n))
 	candidates := h.pass(int64(now), len(cjobs),
-		func(i int) core.Snapshot { return snapshotFromC(&cjobs[i]) },
+		func(i int) core.Snapshot { return snapshotFromC(&cjobs[i], int64(now)) },
 		func(i int, d *core.Decision) { prioToC(d, &couts[i]) })
 	return C.int(candidates)
 }
@@ -102,7 +102,7 @@ func lachesis_enqueue(now C.int64_t, job *C.lachesis_job_t, out *C.lachesis_prio
 	if job == nil || out == nil {
 		return C.LACHESIS_EINVAL
 	}
-	s := snapshotFromC(job)
+	s := snapshotFromC(job, int64(now))
 	d := h.core.Enqueue(int64(now), &s)
 	prioToC(&d, out)
 	return C.LACHESIS_OK

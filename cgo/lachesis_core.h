@@ -120,7 +120,12 @@ typedef struct lachesis_job {
 	 * lowered job toward its best case). admin_comment is given for jobs
 	 * waiting for resources or requeued. */
 	uint8_t  waits_for_resources; /* state_reason == WAIT_RESOURCES */
-	uint8_t  reserved2[7];
+	uint8_t  reserved2[3];
+	/* A job array's pending tasks waiting only on the array's throttle
+	 * (state_reason == WAIT_ARRAY_TASK_LIMIT): the throttle (%N,
+	 * array_recs->max_run_tasks); 0 for any other job. Same layout as
+	 * before: no ABI change. */
+	uint32_t array_throttle;
 	const char *admin_comment;
 	/* The job's SystemComment; the core reads only its part, from
 	 * LACHESIS_MARKER_PREFIX up to the next ';' (see core/restore.go). */

@@ -12,9 +12,13 @@
 //     learns the caller's uid from SO_PEERCRED;
 //   - agent: ties them together: runs profiling sweeps as the requesting
 //     user, never as root, and reports GPU telemetry (node-agent/telemetry);
-//   - progress: turns the iteration counts jobs report on the socket into
+//   - procjob: a process's Slurm job on this node, from the kernel's view
+//     of it (/proc: its root slurmstepd, its job_<id> cgroups), for
+//     requests on the socket and for GPU processes; the profiler reads
+//     /proc through it too;
+//   - jobprogress: turns the iteration counts jobs report on the socket into
 //     iterations per second per job.
 //
 // The lachesis-profiler CLI draws a run's progress itself, with the
-// terminal pieces of internal/util/progress.
+// terminal pieces of internal/util/progressbar.
 package nodeagent

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
 // cgroupMount is one mounted cgroup hierarchy.
@@ -58,19 +60,13 @@ func ownCgroup(controller string) (dir string, mnt cgroupMount, err error) {
 	if !found {
 		return "", mnt, fmt.Errorf("%w: no %s hierarchy mounted", errNoCgroup, hierarchyName(controller))
 	}
-	b, err := os.ReadFile("/proc/self/cgroup")
+	cgs, err := procjob.ReadCgroups(os.Getpid())
 	if err != nil {
 		return "", mnt, err
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		// "hierarchy-id:controller,list:/path"; v2's list is empty.
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		ctls := strings.Split(parts[1], ",")
-		if (controller == "" && parts[1] == "") || (controller != "" && slices.Contains(ctls, controller)) {
-			rel := parts[2]
+	for _, c := range cgs {
+		if (controller == "" && c.V2()) || (controller != "" && slices.Contains(c.Controllers, controller)) {
+			rel := c.Path
 			if mnt.root != "/" {
 				rel = strings.TrimPrefix(rel, mnt.root)
 			}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
 // Job is the Slurm job a sweep runs in. The workload gets no CPU the job's
@@ -28,75 +30,13 @@ type Job struct {
 // ErrJobCgroup: the job's cgroups cannot hold the sweep.
 var ErrJobCgroup = errors.New("profiler: cannot confine the sweep in the job's cgroups")
 
-// procCgroup is one line of /proc/<pid>/cgroup.
-type procCgroup struct {
-	id   string   // hierarchy id; "0" with no controllers is v2
-	ctls []string // v1 controllers (and name=…); empty for v2
-	path string
-}
-
-func (c procCgroup) v2() bool { return c.id == "0" && len(c.ctls) == 0 }
-
-// parseProcCgroup reads the text of /proc/<pid>/cgroup.
-func parseProcCgroup(text string) []procCgroup {
-	var out []procCgroup
-	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
-			continue
-		}
-		var ctls []string
-		if parts[1] != "" {
-			ctls = strings.Split(parts[1], ",")
-		}
-		out = append(out, procCgroup{id: parts[0], ctls: ctls, path: parts[2]})
-	}
-	return out
-}
-
-func readProcCgroup(pid int) ([]procCgroup, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return nil, err
-	}
-	return parseProcCgroup(string(b)), nil
-}
-
-// JobOfCgroupPath returns the job id that a cgroup path names (its
-// job_<id> component: Slurm's layout in cgroup v1 and v2), 0 if none.
-func JobOfCgroupPath(path string) uint32 {
-	for _, c := range strings.Split(path, "/") {
-		if v, ok := strings.CutPrefix(c, "job_"); ok {
-			if id, err := strconv.ParseUint(v, 10, 32); err == nil && id > 0 {
-				return uint32(id)
-			}
-		}
-	}
-	return 0
-}
-
-// JobsOfProcess returns the distinct job ids named by the cgroups of pid.
-func JobsOfProcess(pid int) ([]uint32, error) {
-	cgs, err := readProcCgroup(pid)
-	if err != nil {
-		return nil, err
-	}
-	var ids []uint32
-	for _, c := range cgs {
-		if id := JobOfCgroupPath(c.path); id != 0 && !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
-}
-
 // mountFor is the mount of the hierarchy c lives in.
-func mountFor(c procCgroup, mounts []cgroupMount) (cgroupMount, bool) {
+func mountFor(c procjob.Cgroup, mounts []cgroupMount) (cgroupMount, bool) {
 	for _, m := range mounts {
-		if c.v2() && m.v2 {
+		if c.V2() && m.v2 {
 			return m, true
 		}
-		if !c.v2() && !m.v2 && len(c.ctls) > 0 && slices.Contains(m.opts, c.ctls[0]) {
+		if !c.V2() && !m.v2 && len(c.Controllers) > 0 && slices.Contains(m.opts, c.Controllers[0]) {
 			return m, true
 		}
 	}
@@ -117,11 +57,11 @@ func dirOf(m cgroupMount, path string) string {
 // cgroups at all (proctrack/linuxproc). It fails rather than confine less
 // than the job does.
 func jobPinner(job Job, cpus []int) (Pinner, error) {
-	caller, err := readProcCgroup(job.PID)
+	caller, err := procjob.ReadCgroups(job.PID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJobCgroup, err)
 	}
-	self, err := readProcCgroup(os.Getpid())
+	self, err := procjob.ReadCgroups(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +69,11 @@ func jobPinner(job Job, cpus []int) (Pinner, error) {
 	if err != nil {
 		return nil, err
 	}
-	home := func(c procCgroup) (string, bool) {
+	home := func(c procjob.Cgroup) (string, bool) {
 		for _, s := range self {
-			if s.id == c.id {
+			if s.Hierarchy == c.Hierarchy {
 				if m, ok := mountFor(s, mounts); ok {
-					return dirOf(m, s.path), true
+					return dirOf(m, s.Path), true
 				}
 			}
 		}
@@ -144,22 +84,22 @@ func jobPinner(job Job, cpus []int) (Pinner, error) {
 		joins              []cgroupJoin
 	)
 	for _, c := range caller {
-		if JobOfCgroupPath(c.path) != job.ID {
+		if procjob.JobOfCgroupPath(c.Path) != job.ID {
 			continue
 		}
 		m, ok := mountFor(c, mounts)
 		if !ok {
 			continue // a hierarchy not mounted here: nothing to join
 		}
-		dir := dirOf(m, c.path)
-		if c.v2() {
-			return jobPinnerV2(job, c.path, dir, cpus)
+		dir := dirOf(m, c.Path)
+		if c.V2() {
+			return jobPinnerV2(job, c.Path, dir, cpus)
 		}
 		h, ok := home(c)
 		if !ok {
 			return nil, fmt.Errorf("%w: the agent is in no cgroup of the hierarchy of %s", ErrJobCgroup, dir)
 		}
-		if slices.Contains(c.ctls, "cpuset") {
+		if slices.Contains(c.Controllers, "cpuset") {
 			cpuset, cpusetHome = dir, h
 		} else if h != dir {
 			joins = append(joins, cgroupJoin{dir: dir, home: h})
@@ -190,7 +130,7 @@ func jobPinner(job Job, cpus []int) (Pinner, error) {
 // so never above the job's own.
 func jobPinnerV2(job Job, path, dir string, cpus []int) (Pinner, error) {
 	parent := filepath.Dir(dir)
-	if JobOfCgroupPath(filepath.Dir(path)) != job.ID {
+	if procjob.JobOfCgroupPath(filepath.Dir(path)) != job.ID {
 		return nil, fmt.Errorf("%w: the caller's cgroup %s is the job's top cgroup; run from a job step", ErrJobCgroup, path)
 	}
 	avail, _ := readTrim(filepath.Join(parent, "cgroup.controllers"))

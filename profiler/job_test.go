@@ -9,31 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
-
-func TestJobOfCgroupPath(t *testing.T) {
-	for path, want := range map[string]uint32{
-		"/slurm_lnode1/uid_1001/job_77/step_0/task_0":                 77,
-		"/system.slice/slurmstepd.scope/job_5/step_batch/user/task_0": 5,
-		"/user.slice/user-1001.slice/session-3.scope":                 0,
-		"/":                        0,
-		"/job_x/step_0":            0,
-		"/job_0":                   0,
-		"/job_99999999999/step_0":  0, // beyond uint32
-		"/lachesis-profile-job_12": 0,
-	} {
-		if got := JobOfCgroupPath(path); got != want {
-			t.Errorf("JobOfCgroupPath(%q) = %d, want %d", path, got, want)
-		}
-	}
-}
-
-func TestParseProcCgroup(t *testing.T) {
-	got := parseProcCgroup("12:memory:/slurm/uid_5/job_7/step_0\n4:cpu,cpuacct:/\n1:name=systemd:/init.scope\n0::/x/job_7\nbad line\n")
-	if len(got) != 4 || !got[3].v2() || got[0].v2() || got[1].ctls[1] != "cpuacct" || got[0].path != "/slurm/uid_5/job_7/step_0" {
-		t.Fatalf("parsed %+v", got)
-	}
-}
 
 // fakeJobCgroups makes job_<id> cgroups (and a step below them) in the v1
 // cpuset and memory hierarchies, as Slurm's task/cgroup would, moves a
@@ -133,12 +111,12 @@ func TestJobPinner_StartsTheWorkloadInsideTheJobsCgroups(t *testing.T) {
 		t.Errorf("workload may run on %q, want %q", got, cpuList(cpus[:1]))
 	}
 	var sawCpuset, sawMemory bool
-	for _, c := range parseProcCgroup(text) {
+	for _, c := range procjob.ParseCgroups(text) {
 		switch {
-		case strings.Contains(strings.Join(c.ctls, ","), "cpuset"):
-			sawCpuset = strings.Contains(c.path, "/job_4242/step_0/lachesis-profile-")
-		case strings.Contains(strings.Join(c.ctls, ","), "memory"):
-			sawMemory = strings.HasSuffix(c.path, "/job_4242/step_0")
+		case strings.Contains(strings.Join(c.Controllers, ","), "cpuset"):
+			sawCpuset = strings.Contains(c.Path, "/job_4242/step_0/lachesis-profile-")
+		case strings.Contains(strings.Join(c.Controllers, ","), "memory"):
+			sawMemory = strings.HasSuffix(c.Path, "/job_4242/step_0")
 		}
 	}
 	if !sawCpuset || !sawMemory {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
 // cgroupController is the cgroup controller a cgroupPinner confines with.
@@ -269,13 +271,12 @@ func killIfIn(pid int, dir string) {
 // cgroup's name holds the profiler's pid and a sequence number), so that
 // mount points and cgroup namespaces do not matter.
 func inCgroup(pid int, dir string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	cgs, err := procjob.ReadCgroups(pid)
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && strings.HasSuffix(parts[2], "/"+filepath.Base(dir)) {
+	for _, c := range cgs {
+		if strings.HasSuffix(c.Path, "/"+filepath.Base(dir)) {
 			return true
 		}
 	}

@@ -157,16 +157,16 @@ func (r *pointRunner) run(ctx context.Context, k int) (pointResult, error) {
 		}
 	}
 
-	// Usage is sampled at the end of warm-up and at the end of the point,
-	// so rates and contention cover the measured part only.
+	// The tree's totals are sampled at the end of warm-up and at the end
+	// of the point, so rates and contention cover the measured part only.
 	waitUntil(warmEnd)
 	if !done && pctx.Err() == nil {
 		t0 := time.Now()
-		u0 := usageOf(pid)
+		u0 := treeTotalsOf(pid)
 		busy0, _ := cpuBusyTicks(r.cpus[:k])
 		waitUntil(begin.Add(dur))
 		if !done && ctx.Err() == nil {
-			u1 := usageOf(pid)
+			u1 := treeTotalsOf(pid)
 			busy1, _ := cpuBusyTicks(r.cpus[:k])
 			secs := time.Since(t0).Seconds()
 			res.readRate = max(float64(u1.readBytes-u0.readBytes), 0) / secs

@@ -3,16 +3,18 @@ package profiler
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
-// treeUsage is what a workload's processes have used so far, summed over
-// the process and all its descendants.
-type treeUsage struct {
+// treeTotals is what a workload's processes have consumed so far (bytes
+// read, CPU time, peak memory, run-queue wait), summed over the process
+// and all its descendants.
+type treeTotals struct {
 	readBytes int64 // rchar: bytes read through read(2) and friends, page-cache hits included
 	cpuTicks  int64 // user + system time, in clock ticks
 	peakRSS   int64 // sum of the processes' peak resident set sizes (VmHWM), bytes
@@ -21,21 +23,21 @@ type treeUsage struct {
 	waitNanos int64
 }
 
-// usageOf sums the usage of root and its descendants, found through their
-// parent pids in /proc. Processes that exit between two calls take their
-// counts with them; callers treat the sums as estimates.
-func usageOf(root int) treeUsage {
-	var u treeUsage
+// treeTotalsOf sums the counters of root and its descendants, found
+// through their parent pids in /proc. Processes that exit between two
+// calls take their counts with them; callers treat the sums as estimates.
+func treeTotalsOf(root int) treeTotals {
+	var u treeTotals
 	for _, pid := range descendants(root) {
 		dir := filepath.Join("/proc", strconv.Itoa(pid))
 		if b, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
 			u.readBytes += field(b, "rchar:")
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil {
-			u.peakRSS += field(b, "VmHWM:") << 10 // kB
+		if st, err := procjob.ReadStatus(pid); err == nil {
+			u.peakRSS += st.VmHWMKB << 10
 		}
-		if st, err := readStat(pid); err == nil {
-			u.cpuTicks += st.utime + st.stime
+		if st, err := procjob.ReadStat(pid); err == nil {
+			u.cpuTicks += st.UTime + st.STime
 		}
 		u.waitNanos += runQueueWait(dir)
 	}
@@ -76,35 +78,6 @@ func field(b []byte, key string) int64 {
 	return 0
 }
 
-// procStat is the part of /proc/PID/stat the profiler uses.
-type procStat struct {
-	ppid         int
-	utime, stime int64
-}
-
-func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces or
-	// parentheses itself: the fields proper start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
-	if len(f) < 13 {
-		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	var st procStat
-	st.ppid, _ = strconv.Atoi(f[1])
-	st.utime, _ = strconv.ParseInt(f[11], 10, 64)
-	st.stime, _ = strconv.ParseInt(f[12], 10, 64)
-	return st, nil
-}
-
 // descendants is root and every live process below it.
 func descendants(root int) []int {
 	entries, err := os.ReadDir("/proc")
@@ -117,8 +90,8 @@ func descendants(root int) []int {
 		if err != nil {
 			continue
 		}
-		if st, err := readStat(pid); err == nil {
-			children[st.ppid] = append(children[st.ppid], pid)
+		if st, err := procjob.ReadStat(pid); err == nil {
+			children[st.PPID] = append(children[st.PPID], pid)
 		}
 	}
 	out := []int{root}

@@ -61,6 +61,27 @@ type HeteroConfig struct {
 	SensitiveBelow float64
 }
 
+// HeteroVariants crosses every base variant with each of the policies and
+// consolidation settings on a heterogeneous cluster (proto's Table, Types,
+// Reference and SensitiveBelow); each is labelled base/HeteroConfig.Label.
+func HeteroVariants(base []Variant, proto HeteroConfig, policies []HeteroPolicy, consolidate []bool) []Variant {
+	var out []Variant
+	for _, v := range base {
+		for _, p := range policies {
+			for _, c := range consolidate {
+				hc := proto
+				hc.Types = slices.Clone(proto.Types)
+				hc.Policy, hc.Consolidate = p, c
+				v2 := v
+				v2.Config.Hetero = &hc
+				v2.Label = v.Label + "/" + hc.Label()
+				out = append(out, v2)
+			}
+		}
+	}
+	return out
+}
+
 // Label names the configuration in reports: "effective+consolidate".
 func (h *HeteroConfig) Label() string {
 	if h.Consolidate {

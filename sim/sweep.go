@@ -59,6 +59,18 @@ type SweepSetting struct {
 	Config Config
 }
 
+// SweepSettingsOn is one setting per node count: cfg with that many
+// nodes, named by its GPU count.
+func SweepSettingsOn(cfg Config, nodes []int) []SweepSetting {
+	settings := make([]SweepSetting, 0, len(nodes))
+	for _, n := range nodes {
+		c := cfg
+		c.Shape.Nodes = n
+		settings = append(settings, SweepSetting{Name: fmt.Sprintf("%d GPUs", c.Shape.GPUs()), Config: c})
+	}
+	return settings
+}
+
 // SweepRow is one point of the sweep and what it gave on each setting.
 type SweepRow struct {
 	Stage   int // 1: thresholds × mode; 2: promote knob

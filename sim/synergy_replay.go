@@ -3,7 +3,9 @@ package sim
 import (
 	"fmt"
 	"math"
+	"os"
 
+	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
@@ -86,4 +88,138 @@ func ReplaySynergy(w trace.SynergyWorkload, window Window, variants []Variant, p
 		grow := float64(w.Jobs) * (lastFinish / lastArrival) * 1.1
 		w.Jobs = max(int(grow)+100, w.Jobs*5/4)
 	}
+}
+
+// SynergyReplayPlan is a synergy replay: a job list at every rate and
+// seed, each replayed under every policy with proportional, start-time
+// (sized at sbatch and again at start, as slurmctld does) and Synergy
+// allocation at every reserve, measured over SynergyWindow.
+type SynergyReplayPlan struct {
+	// Workload is the lists' mix (split, GPU demands, draws); the rate
+	// and seed are set per list.
+	Workload trace.SynergyWorkload
+	Rates    []float64
+	Seeds    []uint64
+	Policies []string
+	// Reserves are the Synergy allocation reserves compared.
+	Reserves []float64
+	// Base is every run's configuration: shape, profiles, models,
+	// start-time sizing.
+	Base     Config
+	Parallel int
+	// Simulated, if set, is told of each list once it is simulated.
+	Simulated func(rate float64, seed uint64, jobs int)
+}
+
+// SynergyReplayRow is one (list, policy, reserve) of a synergy replay.
+type SynergyReplayRow struct {
+	Rate             float64
+	Seed             uint64
+	Jobs, WindowJobs int
+	// Load is the list's offered load on the cluster (OfferedLoad).
+	Load    float64
+	Policy  string
+	Reserve float64
+	// ProportionalJCT and SynergyJCT are the window's average JCTs,
+	// seconds; SynergySpeed the Synergy run's average speed.
+	ProportionalJCT, SynergyJCT, SynergySpeed float64
+	// StartJCT and StartSpeed: the start-time sizing slurmctld runs
+	// (AllocStart), the same for every reserve.
+	StartJCT, StartSpeed float64
+}
+
+// SynergyReplayVariants are the runs of each list: per policy,
+// proportional, start-time, and Synergy at each reserve.
+func SynergyReplayVariants(base Config, policies []string, reserves []float64) []Variant {
+	var variants []Variant
+	for _, p := range policies {
+		c := base
+		c.Policy, c.Alloc = p, AllocProportional
+		variants = append(variants, Variant{Label: p + "/proportional", Config: c})
+		c.Alloc = AllocStart
+		variants = append(variants, Variant{Label: p + "/start", Config: c})
+		for _, r := range reserves {
+			c := base
+			c.Policy, c.Alloc, c.Reserve = p, AllocSynergy, r
+			variants = append(variants, Variant{Label: synergyReserveLabel(p, r), Config: c})
+		}
+	}
+	return variants
+}
+
+func synergyReserveLabel(policy string, reserve float64) string {
+	return fmt.Sprintf("%s/synergy-reserve%g", policy, reserve)
+}
+
+// RunSynergyReplay runs the plan, list by list, and returns one row per
+// list, policy and reserve.
+func RunSynergyReplay(p SynergyReplayPlan) ([]SynergyReplayRow, error) {
+	variants := SynergyReplayVariants(p.Base, p.Policies, p.Reserves)
+	w := p.Workload
+	var rows []SynergyReplayRow
+	for _, rate := range p.Rates {
+		for _, seed := range p.Seeds {
+			w.JobsPerHour, w.Seed = rate, seed
+			results, tr, err := ReplaySynergy(w, SynergyWindow, variants, p.Parallel)
+			if err != nil {
+				return nil, fmt.Errorf("%g jobs/h, seed %d: %w", rate, seed, err)
+			}
+			byLabel := map[string]*Result{}
+			for i, r := range results {
+				byLabel[variants[i].Label] = r
+			}
+			for _, pol := range p.Policies {
+				prop, _ := WindowAvgJCT(byLabel[pol+"/proportional"], SynergyWindow)
+				start, _ := WindowAvgJCT(byLabel[pol+"/start"], SynergyWindow)
+				startSpeed := byLabel[pol+"/start"].Summary.AvgSpeed
+				for _, res := range p.Reserves {
+					r := byLabel[synergyReserveLabel(pol, res)]
+					sized, n := WindowAvgJCT(r, SynergyWindow)
+					rows = append(rows, SynergyReplayRow{Rate: rate, Seed: seed, Jobs: len(tr.Jobs),
+						Load: OfferedLoad(tr, p.Base.Shape), Policy: pol, Reserve: res, WindowJobs: n,
+						ProportionalJCT: prop, SynergyJCT: sized, SynergySpeed: r.Summary.AvgSpeed,
+						StartJCT: start, StartSpeed: startSpeed})
+				}
+			}
+			if p.Simulated != nil {
+				p.Simulated(rate, seed, len(tr.Jobs))
+			}
+		}
+	}
+	return rows, nil
+}
+
+// OfferedLoad is the GPU work a list brings per unit of time over the
+// cluster's GPUs, at the proportional share: above 1, queues grow without
+// bound while jobs keep arriving.
+func OfferedLoad(t *Trace, shape Shape) float64 {
+	return t.GPUSeconds() / t.Span() / float64(shape.GPUs())
+}
+
+// CheckSynergyModels refuses a throughput table that lacks a model of the
+// Synergy workload: its jobs would silently run unprofiled.
+func CheckSynergyModels(table sensitivity.Profiles) error {
+	for _, class := range trace.SynergyTaskModels {
+		for _, m := range class.Models {
+			if table[m] == nil {
+				return fmt.Errorf("throughput table has no model %q of the Synergy workload", m)
+			}
+		}
+	}
+	return nil
+}
+
+// ReadProfiles reads a throughput table (sensitivity.ReadThroughputCSV)
+// from path.
+func ReadProfiles(path string) (sensitivity.Profiles, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := sensitivity.ReadThroughputCSV(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
 }

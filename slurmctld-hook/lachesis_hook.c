@@ -175,6 +175,12 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 	if (out->state == LACHESIS_PENDING) {
 		out->waits_for_resources =
 			(job_ptr->state_reason == WAIT_RESOURCES);
+		/* Tasks held back by their array's throttle are ready in
+		 * all but that: core/inherit.go tells them from copies. */
+		if ((job_ptr->state_reason == WAIT_ARRAY_TASK_LIMIT) &&
+		    job_ptr->array_recs)
+			out->array_throttle =
+				job_ptr->array_recs->max_run_tasks;
 		/* Start-time sizing: jobs that wait for resources, and
 		 * requeued ones, which it may raise before they start. */
 		if (out->waits_for_resources || job_ptr->restart_cnt) {

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 
 #include "lachesis_hook.h" /* slurm_compat.h: the release's headers */
+#include "reason_text.h"
 
 #include "src/common/assoc_mgr.h"
 #include "src/common/slurm_protocol_api.h"
@@ -119,9 +120,15 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 		return;
 	if (strcmp(_or_empty(job_ptr->cpus_per_tres), sh->cpus_per_tres) ||
 	    strcmp(_or_empty(job_ptr->mem_per_tres), sh->mem_per_tres)) {
+		/* The job's owner wrote these strings: no control byte of
+		 * theirs goes into slurmctld's log. */
+		char cpus[64], mem[64];
+		lachesis_reason_clean(cpus, sizeof(cpus),
+				      _or_empty(job_ptr->cpus_per_tres), 0);
+		lachesis_reason_clean(mem, sizeof(mem),
+				      _or_empty(job_ptr->mem_per_tres), 0);
 		info("%s: JobId=%u's request changed since the pass (CpusPerTres=%s MemPerTres=%s); not resized, the next pass decides again",
-		     plugin_type, sh->job_id, job_ptr->cpus_per_tres,
-		     job_ptr->mem_per_tres);
+		     plugin_type, sh->job_id, cpus, mem);
 		return;
 	}
 	slurm_init_job_desc_msg(&desc);

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/ctldbench"
@@ -66,7 +65,7 @@ func main() {
 		return
 	}
 	plain, synergy := setups[0], setups[len(setups)-1]
-	setups = selectSetups(setups, *only)
+	setups = ctldbench.SelectSetups(setups, *only)
 	if *also != "" {
 		setups = append(setups, ctldbench.Setup{Label: "multifactor+" + *also, Priority: "priority/multifactor", Preempt: "preempt/none",
 			JobSubmit: *also, YAML: yaml})
@@ -146,23 +145,4 @@ func submitThroughput(o ctldbench.Options, plain, synergy ctldbench.Setup, round
 	fmt.Printf("  slurmctld CPU per submission, synergy - plain in the same round: median %+.0f µs [min %+.0f, max %+.0f]\n",
 		ctldbench.Median(d), d[0], d[len(d)-1])
 	fmt.Println("  (method: both clusters up at once; each round submits one batch to each, ABBA order; ratio per round = synergy sbatch/s / plain sbatch/s; the median is robust to the shared machine's bursts)")
-}
-
-// selectSetups keeps the setups named in a comma-separated list, in their
-// original order; an empty list keeps all.
-func selectSetups(all []ctldbench.Setup, only string) []ctldbench.Setup {
-	if only == "" {
-		return all
-	}
-	want := map[string]bool{}
-	for _, l := range strings.Split(only, ",") {
-		want[strings.TrimSpace(l)] = true
-	}
-	var out []ctldbench.Setup
-	for _, s := range all {
-		if want[s.Label] {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/internal/util/progressbar"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/demo"
 	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
@@ -67,7 +67,7 @@ func run(ctx context.Context, part, dir string, portBase int) error {
 	if err != nil {
 		return err
 	}
-	live := progress.IsTerminal(os.Stdout)
+	live := progressbar.IsTerminal(os.Stdout)
 	if part == "tiresias" || part == "all" {
 		jobs, err := readWorkload(root, "etc/demo/workload.csv")
 		if err != nil {

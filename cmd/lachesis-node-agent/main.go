@@ -26,7 +26,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/logging"
 	"github.com/lachesis-sched/lachesis/node-agent/agent"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
-	"github.com/lachesis-sched/lachesis/node-agent/progress"
+	"github.com/lachesis-sched/lachesis/node-agent/jobprogress"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 	"github.com/lachesis-sched/lachesis/profiler"
 )
@@ -78,7 +78,7 @@ func run(args []string) error {
 		NodeGres:  agent.ScontrolGres(cfg.Node),
 		// Jobs that opt in report their iterations on the agent's socket
 		// (etc/lachesis_progress.py).
-		ProgressTracker: progress.New(progress.Config{}),
+		ProgressTracker: jobprogress.New(jobprogress.Config{}),
 	}, log)
 	if err != nil {
 		return err

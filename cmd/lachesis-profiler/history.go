@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -17,18 +15,6 @@ import (
 
 // maxHistoryModel bounds a model key in the table (a user's own text).
 const maxHistoryModel = 48
-
-// userModel is one user's history of one model, as the ledger keeps it
-// (model_job_use): what job_submit/synergy reads to decide whether the
-// user's next one-GPU job of the model becomes shards (core/shardconvert.go).
-type userModel struct {
-	uid       uint32
-	model     string
-	jobs      int
-	utilPeak  float64 // the highest of the jobs' peak utilisations, percent
-	memPeakMB float64 // the most GPU memory any of them held
-	last      int64   // the newest job's end
-}
 
 // cmdHistory lists each user's history of each model and what it says of
 // their next one-GPU job of it under sharing.convert_* of lachesis.yaml
@@ -56,7 +42,7 @@ func cmdHistory(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hist := userModels(rows)
+	hist := ledger.ModelHistories(rows)
 	if *limit > 0 && len(hist) > *limit {
 		hist = hist[:*limit]
 	}
@@ -64,8 +50,8 @@ func cmdHistory(args []string, stdout, stderr io.Writer) error {
 		conv.BelowPct, conv.MemBelowMB, conv.MinJobs, from)
 	table := make([][]string, 0, len(hist))
 	for _, h := range hist {
-		table = append(table, []string{userName(h.uid), reasontext.Clip(h.model, maxHistoryModel), strconv.Itoa(h.jobs),
-			fmt.Sprintf("%.0f", h.utilPeak), fmt.Sprintf("%.1f", h.memPeakMB/1024), formatTime(h.last), nextJob(conv, h)})
+		table = append(table, []string{userName(h.User), reasontext.Clip(h.Model, maxHistoryModel), strconv.Itoa(h.Jobs),
+			fmt.Sprintf("%.0f", h.UtilPeak), fmt.Sprintf("%.1f", h.MemPeakMB/1024), formatTime(h.LastFinished), nextJob(conv, h)})
 	}
 	return storeTable(stdout, "USER\tMODEL\tJOBS\tPEAK UTIL %\tPEAK MEM GiB\tLAST ENDED\tNEXT ONE-GPU JOB",
 		"no user's history yet (a finished one-GPU job of a model, measured at least 3 times, starts its user's)", table)
@@ -90,50 +76,20 @@ func fileExists(path string) bool {
 	return !errors.Is(err, os.ErrNotExist)
 }
 
-// userModels folds the ledger's rows into one history per user and model,
-// the one with the most recent job first (the ledger bounds the rows,
-// ledger.MaxModelJobUseRows, and each history, ledger.MaxModelJobUsePerKey).
-func userModels(rows []ledger.ModelJobUse) []userModel {
-	type key struct {
-		uid   uint32
-		model string
-	}
-	at := map[key]int{}
-	var out []userModel
-	for _, r := range rows {
-		k := key{r.User, r.Model}
-		i, ok := at[k]
-		if !ok {
-			i = len(out)
-			at[k] = i
-			out = append(out, userModel{uid: r.User, model: r.Model})
-		}
-		h := &out[i]
-		h.jobs++
-		h.utilPeak = max(h.utilPeak, r.UtilPeak)
-		h.memPeakMB = max(h.memPeakMB, r.MemPeakMB)
-		h.last = max(h.last, r.Finished)
-	}
-	slices.SortStableFunc(out, func(a, b userModel) int {
-		return cmp.Or(cmp.Compare(b.last, a.last), cmp.Compare(a.uid, b.uid), strings.Compare(a.model, b.model))
-	})
-	return out
-}
-
 // nextJob is what the history says of the user's next one-GPU job of the
 // model; where it says shards, the job must also ask for one untyped GPU
 // on one node, and the partition's GPU nodes have shards.
-func nextJob(conv lconfig.ShardConvert, h userModel) string {
+func nextJob(conv lconfig.ShardConvert, h ledger.ModelHistory) string {
 	if !conv.Enabled() {
 		return "whole (convert_below_pct is 0: off)"
 	}
-	switch conv.JudgeHistory(h.jobs, h.utilPeak, h.memPeakMB) {
+	switch conv.JudgeHistory(h.Jobs, h.UtilPeak, h.MemPeakMB) {
 	case lconfig.ConvertFewJobs:
-		return fmt.Sprintf("whole: %d of %d jobs measured", h.jobs, conv.MinJobs)
+		return fmt.Sprintf("whole: %d of %d jobs measured", h.Jobs, conv.MinJobs)
 	case lconfig.ConvertBusy:
-		return fmt.Sprintf("whole: peak util %.0f%% >= %g%%", h.utilPeak, conv.BelowPct)
+		return fmt.Sprintf("whole: peak util %.0f%% >= %g%%", h.UtilPeak, conv.BelowPct)
 	case lconfig.ConvertMemory:
-		return fmt.Sprintf("whole: peak mem %.0f MB >= %d MB", h.memPeakMB, conv.MemBelowMB)
+		return fmt.Sprintf("whole: peak mem %.0f MB >= %d MB", h.MemPeakMB, conv.MemBelowMB)
 	}
 	return "shards"
 }

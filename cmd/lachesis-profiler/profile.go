@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/internal/util/progressbar"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
 	"github.com/lachesis-sched/lachesis/profiler"
@@ -67,7 +67,7 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bar := newProfileProgress(stderr, progress.IsTerminal(stderr))
+	bar := newProfileProgress(stderr, progressbar.IsTerminal(stderr))
 	res, err := localapi.Profile(ctx, *socket, req, bar.update)
 	bar.done()
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/internal/util/progressbar"
 	"github.com/lachesis-sched/lachesis/profiler"
 )
 
@@ -18,14 +18,14 @@ const barWidth = 24
 // plain line per message.
 type profileProgress struct {
 	w       io.Writer
-	line    *progress.Line // nil unless w is a terminal
+	line    *progressbar.Line // nil unless w is a terminal
 	lastMsg string
 }
 
 func newProfileProgress(w io.Writer, terminal bool) *profileProgress {
 	pp := &profileProgress{w: w}
 	if terminal {
-		pp.line = progress.NewLine(w)
+		pp.line = progressbar.NewLine(w)
 	}
 	return pp
 }
@@ -38,7 +38,7 @@ func (pp *profileProgress) update(p profiler.Progress) {
 	}
 	if p.Message != "" && p.Message != pp.lastMsg {
 		fmt.Fprintf(pp.w, "%s  [%d/%d points, elapsed %s, ETA %s]\n", p.Message, p.Point, p.Points,
-			progress.Duration(p.Elapsed), progress.Duration(p.ETA))
+			progressbar.Duration(p.Elapsed), progressbar.Duration(p.ETA))
 		pp.lastMsg = p.Message
 	}
 }
@@ -54,12 +54,12 @@ func (pp *profileProgress) done() {
 // message.
 func progressLine(p profiler.Progress) string {
 	var sb strings.Builder
-	sb.WriteString(progress.Bar(p.Point, p.Points, barWidth))
+	sb.WriteString(progressbar.Bar(p.Point, p.Points, barWidth))
 	fmt.Fprintf(&sb, " %d/%d", p.Point, p.Points)
 	if p.CPUs > 0 {
 		fmt.Fprintf(&sb, "  %d CPUs: %.4g/s", p.CPUs, p.Throughput)
 	}
-	fmt.Fprintf(&sb, "  %s elapsed, ETA %s", progress.Duration(p.Elapsed), progress.Duration(p.ETA))
+	fmt.Fprintf(&sb, "  %s elapsed, ETA %s", progressbar.Duration(p.Elapsed), progressbar.Duration(p.ETA))
 	if p.Message != "" {
 		msg := p.Message
 		if len(msg) > 60 {

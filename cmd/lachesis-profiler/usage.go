@@ -153,7 +153,7 @@ func cmdIdle(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		tracked[u.IdleBelowPct] = true
-		if !idleAt(u, *below, now, int64(after.Seconds())) {
+		if !u.IdleAt(*below, now, int64(after.Seconds())) {
 			continue
 		}
 		rows = append(rows, []string{strconv.FormatUint(uint64(u.JobID), 10), userName(u.User),
@@ -169,13 +169,4 @@ func cmdIdle(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
-}
-
-// idleAt applies the idle rule at threshold below to a running job's row
-// (tracked at u.IdleBelowPct).
-func idleAt(u *ledger.JobGPUUse, below float64, now, after int64) bool {
-	if !u.Idle(now, after) {
-		return false
-	}
-	return below >= u.IdleBelowPct || u.IdlePeak < below
 }

@@ -6,13 +6,11 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -98,7 +96,7 @@ func run() error {
 		cs = append(cs, c)
 		replay.WriteTable(os.Stdout, *compression, []replay.Comparison{c})
 		if *csvOut != "" { // after each policy: a long run keeps what it measured
-			if err := writeCSV(csvPath(root, *csvOut), cs); err != nil {
+			if err := replay.WriteOutcomesCSV(csvPath(root, *csvOut), cs); err != nil {
 				return err
 			}
 		}
@@ -131,28 +129,4 @@ func loadModels(root, path string) (map[string]demo.Model, error) {
 	}
 	defer f.Close()
 	return demo.ParseModels(f)
-}
-
-func writeCSV(path string, cs []replay.Comparison) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := csv.NewWriter(f)
-	w.Write([]string{"policy", "side", "job", "gpus", "model", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
-	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
-	for _, c := range cs {
-		for _, s := range []replay.Side{c.Cluster, c.Simulation} {
-			for _, o := range s.Jobs {
-				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), o.Model, //nolint:errcheck
-					num(o.Duration), num(o.Submit), num(o.FirstStart), num(o.End), num(o.JCT()), strconv.Itoa(o.Preemptions)})
-			}
-		}
-	}
-	w.Flush()
-	return w.Error()
 }

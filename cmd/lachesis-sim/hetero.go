@@ -50,20 +50,12 @@ func (h *heteroOptions) variants(base []sim.Variant) ([]sim.Variant, error) {
 			return nil, fmt.Errorf("-consolidate: %q is not on or off", c)
 		}
 	}
-	var out []sim.Variant
-	for _, v := range base {
-		for _, p := range splitList(h.policies) {
-			for _, c := range cons {
-				hc := &sim.HeteroConfig{Table: table, Types: splitList(h.types), Reference: h.reference,
-					Policy: sim.HeteroPolicy(p), Consolidate: c, SensitiveBelow: h.sensitiveBelow}
-				v2 := v
-				v2.Config.Hetero = hc
-				v2.Label = v.Label + "/" + hc.Label()
-				out = append(out, v2)
-			}
-		}
+	var policies []sim.HeteroPolicy
+	for _, p := range splitList(h.policies) {
+		policies = append(policies, sim.HeteroPolicy(p))
 	}
-	return out, nil
+	proto := sim.HeteroConfig{Table: table, Types: splitList(h.types), Reference: h.reference, SensitiveBelow: h.sensitiveBelow}
+	return sim.HeteroVariants(base, proto, policies, cons), nil
 }
 
 // writeHetero prints the heterogeneous table and writes it to -out.

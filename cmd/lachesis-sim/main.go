@@ -17,13 +17,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/internal/util/progressbar"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -198,9 +197,9 @@ func run(args []string) error {
 	if o.sweep {
 		runs = sim.NumSweepRuns() * len(settings)
 	}
-	var bar *progress.Counter
-	if o.progress || progress.IsTerminal(os.Stderr) {
-		bar = progress.NewCounter(os.Stderr, "simulating", "jobs", runs*len(tr.Jobs))
+	var bar *progressbar.Counter
+	if o.progress || progressbar.IsTerminal(os.Stderr) {
+		bar = progressbar.NewCounter(os.Stderr, "simulating", "jobs", runs*len(tr.Jobs))
 		for i := range variants {
 			variants[i].Config.Progress = bar.Add
 		}
@@ -271,17 +270,15 @@ func sweepSettings(o *options, cfg sim.Config) ([]sim.SweepSetting, error) {
 	if o.sweepNodes != "" {
 		counts = splitList(o.sweepNodes)
 	}
-	var settings []sim.SweepSetting
+	var nodes []int
 	for _, s := range counts {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {
 			return nil, fmt.Errorf("-sweep-nodes: %q is not a node count", s)
 		}
-		c := cfg
-		c.Shape.Nodes = n
-		settings = append(settings, sim.SweepSetting{Name: fmt.Sprintf("%d GPUs", c.Shape.GPUs()), Config: c})
+		nodes = append(nodes, n)
 	}
-	return settings, nil
+	return sim.SweepSettingsOn(cfg, nodes), nil
 }
 
 func runSweep(o *options, tr *sim.Trace, settings []sim.SweepSetting) error {
@@ -319,15 +316,9 @@ func loadTrace(o *options) (*sim.Trace, error) {
 	var tr *sim.Trace
 	var err error
 	if trace.Format(o.format) == trace.FormatSacct {
-		f, ferr := os.Open(o.trace)
-		if ferr != nil {
-			return nil, ferr
-		}
-		defer f.Close()
 		var st trace.SacctStats
-		tr, st, err = trace.ReadSacct(f, trace.SacctOptions{Fold: trace.SacctFold(o.sacctFold)})
+		tr, st, err = trace.LoadSacct(o.trace, trace.SacctOptions{Fold: trace.SacctFold(o.sacctFold)})
 		if err == nil {
-			tr.Name = filepath.Base(o.trace)
 			fmt.Printf("sacct: %d lines, %d jobs (%d requeued, folded), left out: %d steps, %d without GPUs, %d unfinished, %d never ran\n",
 				st.Lines, st.Jobs, st.Requeued, st.Steps, st.NoGPU, st.Unfinished, st.NeverRan)
 		}
@@ -435,13 +426,8 @@ func baseConfig(o *options) (sim.Config, error) {
 		return cfg, fmt.Errorf("-max-age: %w", err)
 	}
 	if !o.shape.GPUCountOnly && o.profiles != "" {
-		f, err := os.Open(o.profiles)
-		if err != nil {
+		if cfg.Profiles, err = sim.ReadProfiles(o.profiles); err != nil {
 			return cfg, err
-		}
-		defer f.Close()
-		if cfg.Profiles, err = sensitivity.ReadThroughputCSV(f); err != nil {
-			return cfg, fmt.Errorf("%s: %w", o.profiles, err)
 		}
 	}
 	return cfg, nil

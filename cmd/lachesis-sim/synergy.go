@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/lachesis-sched/lachesis/policy/synergy"
-	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 	"github.com/lachesis-sched/lachesis/sim"
+	"github.com/lachesis-sched/lachesis/sim/report"
 	"github.com/lachesis-sched/lachesis/sim/trace"
 )
 
@@ -121,14 +119,13 @@ func runSynergyReplay(args []string) error {
 		}
 		seedList = append(seedList, v)
 	}
-	table, err := readProfiles(profiles)
+	table, err := sim.ReadProfiles(profiles)
 	if err != nil {
 		return err
 	}
-	if err := checkModels(table); err != nil {
+	if err := sim.CheckSynergyModels(table); err != nil {
 		return err
 	}
-
 	base := sim.DefaultConfig()
 	base.Shape = shape
 	if base.FallbackAfter, err = parseSeconds(fallbackAfter); err != nil {
@@ -136,153 +133,27 @@ func runSynergyReplay(args []string) error {
 	}
 	base.Profiles = table
 	base.Models = sim.ModelsAsGiven
-	var variants []sim.Variant
-	for _, p := range splitList(policies) {
-		c := base
-		c.Policy, c.Alloc = p, sim.AllocProportional
-		variants = append(variants, sim.Variant{Label: p + "/proportional", Config: c})
-		c.Alloc = sim.AllocStart
-		variants = append(variants, sim.Variant{Label: p + "/start", Config: c})
-		for _, r := range reserveList {
-			c := base
-			c.Policy, c.Alloc, c.Reserve = p, sim.AllocSynergy, r
-			variants = append(variants, sim.Variant{Label: synergyLabel(p, r), Config: c})
-		}
+	rows, err := sim.RunSynergyReplay(sim.SynergyReplayPlan{
+		Workload: w, Rates: rateList, Seeds: seedList, Policies: splitList(policies), Reserves: reserveList,
+		Base: base, Parallel: parallel,
+		Simulated: func(rate float64, seed uint64, jobs int) {
+			fmt.Fprintf(os.Stderr, "%g jobs/h, seed %d: %d jobs simulated\n", rate, seed, jobs)
+		},
+	})
+	if err != nil {
+		return err
 	}
-
-	var rows []replayRow
-	for _, rate := range rateList {
-		for _, seed := range seedList {
-			w.JobsPerHour, w.Seed = rate, seed
-			results, tr, err := sim.ReplaySynergy(w, sim.SynergyWindow, variants, parallel)
-			if err != nil {
-				return fmt.Errorf("%g jobs/h, seed %d: %w", rate, seed, err)
-			}
-			byLabel := map[string]*sim.Result{}
-			for i, r := range results {
-				byLabel[variants[i].Label] = r
-			}
-			for _, p := range splitList(policies) {
-				prop, _ := sim.WindowAvgJCT(byLabel[p+"/proportional"], sim.SynergyWindow)
-				start, _ := sim.WindowAvgJCT(byLabel[p+"/start"], sim.SynergyWindow)
-				startSpeed := byLabel[p+"/start"].Summary.AvgSpeed
-				for _, res := range reserveList {
-					r := byLabel[synergyLabel(p, res)]
-					sized, n := sim.WindowAvgJCT(r, sim.SynergyWindow)
-					rows = append(rows, replayRow{rate: rate, seed: seed, jobs: len(tr.Jobs), load: offeredLoad(tr, shape), policy: p, reserve: res,
-						windowJobs: n, propJCT: prop, sizedJCT: sized, speed: r.Summary.AvgSpeed, startJCT: start, startSpeed: startSpeed})
-				}
-			}
-			fmt.Fprintf(os.Stderr, "%g jobs/h, seed %d: %d jobs simulated\n", rate, seed, len(tr.Jobs))
-		}
-	}
-	if err := writeReplayMarkdown(os.Stdout, shape, rows); err != nil {
+	if err := report.WriteSynergyReplayMarkdown(os.Stdout, shape, rows); err != nil {
 		return err
 	}
 	if out == "" {
 		return nil
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
+	paths, err := report.WriteSynergyReplayOutputs(out, shape, rows)
+	for _, p := range paths {
+		fmt.Println("wrote", p)
 	}
-	for name, write := range map[string]func(io.Writer, sim.Shape, []replayRow) error{
-		"summary.md": writeReplayMarkdown, "summary.csv": writeReplayCSV,
-	} {
-		if err := writeFile(filepath.Join(out, name), func(w io.Writer) error { return write(w, shape, rows) }); err != nil {
-			return err
-		}
-		fmt.Println("wrote", filepath.Join(out, name))
-	}
-	return nil
-}
-
-// replayRow is one (list, policy, reserve) of a synergy-replay.
-type replayRow struct {
-	rate              float64
-	seed              uint64
-	jobs, windowJobs  int
-	load              float64
-	policy            string
-	reserve           float64
-	propJCT, sizedJCT float64
-	speed             float64
-	// startJCT and startSpeed: the start-time sizing slurmctld runs
-	// (sim.AllocStart), the same for every reserve.
-	startJCT, startSpeed float64
-}
-
-// offeredLoad is the GPU work a list brings per unit of time over the
-// cluster's GPUs, at the proportional share: above 1, queues grow without
-// bound while jobs keep arriving.
-func offeredLoad(t *sim.Trace, shape sim.Shape) float64 {
-	return t.GPUSeconds() / t.Span() / float64(shape.GPUs())
-}
-
-func synergyLabel(policy string, reserve float64) string {
-	return fmt.Sprintf("%s/synergy-reserve%g", policy, reserve)
-}
-
-func writeReplayMarkdown(w io.Writer, shape sim.Shape, rows []replayRow) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "Synergy-style job lists on %s; average JCT of jobs %d–%d\n\n",
-		shape, sim.SynergyWindow.From, sim.SynergyWindow.To-1)
-	fmt.Fprintln(bw, "| jobs/h | seed | jobs simulated | offered load | policy | reserve | proportional avg JCT (h) | Synergy avg JCT (h) | proportional / Synergy | avg speed (Synergy) | start-time avg JCT (h) | proportional / start-time | avg speed (start-time) |")
-	fmt.Fprintln(bw, "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range rows {
-		fmt.Fprintf(bw, "| %g | %d | %d | %.2f | %s | %g | %.1f | %.1f | **%.2f** | %.2f | %.1f | **%.2f** | %.2f |\n",
-			r.rate, r.seed, r.jobs, r.load, r.policy, r.reserve, r.propJCT/3600, r.sizedJCT/3600, r.propJCT/r.sizedJCT, r.speed,
-			r.startJCT/3600, r.propJCT/r.startJCT, r.startSpeed)
-	}
-	return bw.Flush()
-}
-
-func writeReplayCSV(w io.Writer, _ sim.Shape, rows []replayRow) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "jobs_per_hour,seed,jobs_simulated,offered_load,window_jobs,policy,reserve,proportional_avg_jct_s,synergy_avg_jct_s,ratio,synergy_avg_speed,start_avg_jct_s,start_ratio,start_avg_speed")
-	for _, r := range rows {
-		fmt.Fprintf(bw, "%g,%d,%d,%.4f,%d,%s,%g,%.1f,%.1f,%.4f,%.4f,%.1f,%.4f,%.4f\n",
-			r.rate, r.seed, r.jobs, r.load, r.windowJobs, r.policy, r.reserve, r.propJCT, r.sizedJCT, r.propJCT/r.sizedJCT, r.speed,
-			r.startJCT, r.propJCT/r.startJCT, r.startSpeed)
-	}
-	return bw.Flush()
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func readProfiles(path string) (sensitivity.Profiles, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	p, err := sensitivity.ReadThroughputCSV(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return p, nil
-}
-
-// checkModels refuses a throughput table that lacks a workload model: its
-// jobs would silently run unprofiled.
-func checkModels(table sensitivity.Profiles) error {
-	for _, class := range trace.SynergyTaskModels {
-		for _, m := range class.Models {
-			if table[m] == nil {
-				return fmt.Errorf("throughput table has no model %q of the Synergy workload", m)
-			}
-		}
-	}
-	return nil
+	return err
 }
 
 func parseSplit(s string) ([3]float64, error) {

@@ -14,8 +14,8 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/jobprogress"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/progress"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 	"github.com/lachesis-sched/lachesis/profile"
@@ -33,13 +33,13 @@ type Deps struct {
 	Profile ProfileFunc
 	// Telemetry samples GPUs; nil means no telemetry.
 	Telemetry telemetry.Source
-	// Processes lists the processes on the GPUs, for per-job usage
-	// (usage.go); nil means none is measured.
+	// Processes lists the processes on the GPUs, for per-job GPU use
+	// (gpuuse.go); nil means none is measured.
 	Processes telemetry.ProcessSource
 	// ProcessJob maps a GPU process to its job; nil means
-	// KernelProcessJob.
+	// procjob.GPUProcessJob.
 	ProcessJob ProcessJobLookup
-	// Progress says how far jobs that opted in got, for per-job usage
+	// Progress says how far jobs that opted in got, for per-job GPU use
 	// reports; nil means ProgressTracker's, if there is one.
 	Progress ProgressSource
 	// Users resolves uids; nil means the system's user database.
@@ -54,7 +54,7 @@ type Deps struct {
 	// ProgressTracker turns the iteration counts jobs report on the
 	// agent's socket into rates (progress.go); nil means progress
 	// reports are refused.
-	ProgressTracker *progress.Tracker
+	ProgressTracker *jobprogress.Tracker
 }
 
 // Log keys.
@@ -170,7 +170,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.deliverer.Run(ctx) }()
 	go func() { defer wg.Done(); a.jobEnds.Run(ctx) }()
 	go func() { defer wg.Done(); a.reportTelemetry(ctx) }()
-	go func() { defer wg.Done(); a.reportJobUsage(ctx) }()
+	go func() { defer wg.Done(); a.reportGPUUse(ctx) }()
 	a.log.Info("node agent running", keyNode, a.cfg.Node, keyCtl, a.cfg.Controller)
 	<-ctx.Done()
 	// Closing the API cancels sweeps in progress; their workloads are

@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 )
 
 // Profiles are recorded with the type of the GPUs they ran on, so the
@@ -101,20 +101,6 @@ func gresGPUTypes(gres string) []string {
 // scontrol, for node's configured GRES.
 func ScontrolGres(node string) func() (string, error) {
 	return func() (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), gresTimeout)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "scontrol", "show", "node", node, "--oneliner").Output()
-		if err != nil {
-			return "", fmt.Errorf("scontrol show node %s: %w", node, err)
-		}
-		for _, f := range strings.Fields(string(out)) {
-			if v, ok := strings.CutPrefix(f, "Gres="); ok {
-				if v == "(null)" {
-					return "", nil
-				}
-				return v, nil
-			}
-		}
-		return "", nil
+		return slurmcmd.Runner{Timeout: gresTimeout}.NodeGres(context.Background(), node)
 	}
 }

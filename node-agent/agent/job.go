@@ -1,22 +1,16 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/profiler"
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
 // ErrNoJob: the caller holds no running Slurm job on this node that the
@@ -38,17 +32,11 @@ type CallerJob struct {
 // ErrNoJob when there is none (SlurmCallerJob in production).
 type JobLookup func(ctx context.Context, caller localapi.Caller, node string) (CallerJob, error)
 
-// maxAncestors bounds the walk from the caller up to its slurmstepd.
-const maxAncestors = 64
-
 // SlurmCallerJob finds the caller's job from the kernel's view of its
-// process, which the caller cannot forge: its nearest ancestor that is a
-// slurmstepd running as root (Slurm's step daemon, whose title is
-// "slurmstepd: [<job>.<step>]"), cross-checked with the job_<id> its
-// cgroups name where Slurm made any; then asks Slurm (squeue) that the job
-// runs on node and belongs to the caller's uid. The cgroups alone are not
-// enough: where cgroup v2 is delegated to users (systemd user slices), a
-// user can make a cgroup named job_<id> of their own and move into it.
+// process (procjob's rule for a request: its nearest ancestor that is a
+// root slurmstepd names the job, its job_<id> cgroups where it has any
+// include it), then asks Slurm (squeue) that the job runs on node and
+// belongs to the caller's uid.
 func SlurmCallerJob(ctx context.Context, caller localapi.Caller, node string) (CallerJob, error) {
 	return slurmCallerJob(ctx, caller, node, runningJobOwner)
 }
@@ -62,125 +50,50 @@ func slurmCallerJob(ctx context.Context, caller localapi.Caller, node string, ow
 	if pid <= 0 {
 		return CallerJob{}, fmt.Errorf("%w (the caller's pid is unknown)", ErrNoJob)
 	}
-	job := CallerJob{}
-	job.ID, job.StepPID = stepdOf(pid)
-	cg, _ := profiler.JobsOfProcess(pid)
-	switch {
-	case job.ID == 0:
+	p, err := procjob.Read(pid)
+	if err != nil {
 		return CallerJob{}, ErrNoJob
-	case len(cg) > 0 && !slices.Contains(cg, job.ID):
-		return CallerJob{}, fmt.Errorf("%w (its step says job %d, its cgroups %v)", ErrNoJob, job.ID, cg)
 	}
-	uid, err := owner(ctx, job.ID, node)
+	id, err := p.RequestJob()
+	switch {
+	case errors.Is(err, procjob.ErrNoStep):
+		return CallerJob{}, ErrNoJob
+	case err != nil:
+		return CallerJob{}, fmt.Errorf("%w (%v)", ErrNoJob, err)
+	}
+	uid, err := owner(ctx, id, node)
 	if err != nil {
 		return CallerJob{}, err
 	}
 	if uid != caller.UID {
-		return CallerJob{}, fmt.Errorf("%w (job %d is not yours)", ErrNoJob, job.ID)
+		return CallerJob{}, fmt.Errorf("%w (job %d is not yours)", ErrNoJob, id)
 	}
-	return job, nil
-}
-
-// stepdOf walks from pid up its ancestors to the nearest slurmstepd that
-// runs as root and returns its job id and pid (0, 0 if none). The binary
-// is checked by /proc/<pid>/exe, not by the name or title a process gives
-// itself: a user may name anything "slurmstepd", even a setuid program,
-// but cannot make root run Slurm's own slurmstepd for them.
-func stepdOf(pid int) (job uint32, stepPID int) {
-	for range maxAncestors {
-		if pid <= 1 {
-			return 0, 0
-		}
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return 0, 0
-		}
-		uids, ppid := statusLine(st, "Uid:"), statusLine(st, "PPid:")
-		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		// Debian installs it as slurmstepd-wlm.
-		if strings.HasPrefix(filepath.Base(exe), "slurmstepd") && allZero(uids) {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if id := stepdJobID(string(cmdline)); id != 0 {
-				return id, pid
-			}
-		}
-		next, err := strconv.Atoi(ppid)
-		if err != nil {
-			return 0, 0
-		}
-		pid = next
-	}
-	return 0, 0
-}
-
-// statusLine is the value of key in /proc/<pid>/status.
-func statusLine(status []byte, key string) string {
-	for _, line := range bytes.Split(status, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(key)); ok {
-			return strings.TrimSpace(string(v))
-		}
-	}
-	return ""
-}
-
-// allZero: every uid of a status Uid: line (real, effective, saved, fs)
-// is 0.
-func allZero(uids string) bool {
-	f := strings.Fields(uids)
-	return len(f) == 4 && !slices.ContainsFunc(f, func(s string) bool { return s != "0" })
-}
-
-// stepdJobID reads the job id from a slurmstepd's title, "slurmstepd:
-// [1234.0]", "[1234.batch]" or "[1234.extern]" (cmdline may end in NULs
-// and padding); 0 if it is not one.
-func stepdJobID(cmdline string) uint32 {
-	rest, ok := strings.CutPrefix(cmdline, "slurmstepd: [")
-	if !ok {
-		return 0
-	}
-	end := strings.IndexAny(rest, ".]")
-	if end <= 0 {
-		return 0
-	}
-	id, err := strconv.ParseUint(rest[:end], 10, 32)
-	if err != nil {
-		return 0
-	}
-	return uint32(id)
+	return CallerJob{ID: id, StepPID: p.StepPID}, nil
 }
 
 // squeueTimeout bounds the agent's question to Slurm.
 const squeueTimeout = 15 * time.Second
 
-// runningJobOwner asks Slurm for the uid of job id if it is running on
-// node; ErrNoJob if it is not.
-func runningJobOwner(ctx context.Context, id uint32, node string) (uint32, error) {
-	ctx, cancel := context.WithTimeout(ctx, squeueTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "squeue", "--noheader", "--jobs", strconv.FormatUint(uint64(id), 10),
-		"--nodelist", node, "--states", "RUNNING", "--format", "%U").Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return 0, fmt.Errorf("%w (squeue: %s)", ErrNoJob, bytes.TrimSpace(ee.Stderr))
-		}
-		return 0, fmt.Errorf("asking Slurm about job %d: %w", id, err)
-	}
-	return parseOwner(string(out), id)
-}
+// runningJobOwner asks Slurm (squeue) for the uid of a job if it is
+// running on a node.
+var runningJobOwner = slurmJobOwner(slurmcmd.Runner{Timeout: squeueTimeout})
 
-// parseOwner reads squeue's "%U" answer: one uid, or nothing when the job
-// does not run there.
-func parseOwner(out string, id uint32) (uint32, error) {
-	f := strings.Fields(out)
-	if len(f) == 0 {
-		return 0, fmt.Errorf("%w (job %d does not run on this node)", ErrNoJob, id)
+// slurmJobOwner is a jobOwnerFunc that asks Slurm through r: ErrNoJob if
+// the job does not run on the node, or if squeue refused to say.
+func slurmJobOwner(r slurmcmd.Runner) jobOwnerFunc {
+	return func(ctx context.Context, id uint32, node string) (uint32, error) {
+		uid, running, err := r.RunningJobOwner(ctx, id, node)
+		var exit *slurmcmd.ExitError
+		switch {
+		case errors.As(err, &exit):
+			return 0, fmt.Errorf("%w (squeue: %s)", ErrNoJob, exit.Stderr)
+		case err != nil:
+			return 0, fmt.Errorf("asking Slurm about job %d: %w", id, err)
+		case !running:
+			return 0, fmt.Errorf("%w (job %d does not run on this node)", ErrNoJob, id)
+		}
+		return uid, nil
 	}
-	uid, err := strconv.ParseUint(f[0], 10, 32)
-	if err != nil || len(f) != 1 {
-		return 0, fmt.Errorf("squeue's answer about job %d is not a uid: %q", id, out)
-	}
-	return uint32(uid), nil
 }
 
 // errJobEnded: the job the sweep ran in ended (or its step did).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
-	"github.com/lachesis-sched/lachesis/node-agent/progress"
+	"github.com/lachesis-sched/lachesis/node-agent/jobprogress"
 	"github.com/lachesis-sched/lachesis/node-agent/spool"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
 )
@@ -19,7 +19,7 @@ const (
 	MetricDeliveryFailures = "lachesis_agent_delivery_failures_total"
 	MetricProfilingRuns    = "lachesis_agent_profiling_runs_total"
 	kindProfile, kindTelem = "profile", "telemetry"
-	kindUsage              = "job_usage"
+	kindGPUUse             = "job_usage"
 	outcomeCompleted       = "completed"
 	outcomeFailed          = spool.RunFailed
 	outcomeInterrupted     = spool.RunInterrupted
@@ -31,10 +31,10 @@ type agentMetrics struct {
 	reg      *prometheus.Registry
 	failures *prometheus.CounterVec
 	runs     *prometheus.CounterVec
-	usage    *usageCollector // usage.go
+	gpuUse   *gpuUseCollector // gpuuse.go
 }
 
-func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.ProcessSource, tracker *progress.Tracker) *agentMetrics {
+func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.ProcessSource, tracker *jobprogress.Tracker) *agentMetrics {
 	m := &agentMetrics{
 		reg: prometheus.NewRegistry(),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,17 +45,17 @@ func newAgentMetrics(sp *spool.Spool, src telemetry.Source, procs telemetry.Proc
 			Name: MetricProfilingRuns,
 			Help: "Profiling sweeps that ran, by outcome (completed, failed, interrupted).",
 		}, []string{"outcome"}),
-		usage: &usageCollector{},
+		gpuUse: &gpuUseCollector{},
 	}
 	// Every label value exists from the start, so a rate over it is
 	// defined before the first failure.
-	for _, k := range []string{kindProfile, kindTelem, kindUsage} {
+	for _, k := range []string{kindProfile, kindTelem, kindGPUUse} {
 		m.failures.WithLabelValues(k)
 	}
 	for _, o := range []string{outcomeCompleted, outcomeFailed, outcomeInterrupted} {
 		m.runs.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.failures, m.runs, spoolCollector{sp}, telemetry.NewCollector(src), m.usage)
+	m.reg.MustRegister(m.failures, m.runs, spoolCollector{sp}, telemetry.NewCollector(src), m.gpuUse)
 	// The fake GPU device counts the records it did not believe.
 	if c, ok := procs.(prometheus.Collector); ok {
 		m.reg.MustRegister(c)

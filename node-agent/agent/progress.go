@@ -18,7 +18,8 @@ var ErrProgressOff = errors.New("this node agent does not track progress")
 
 // ReportProgress implements localapi.ProgressHandler: the count is the
 // job's whose step the calling process runs in, found from the kernel's
-// view of the process (stepdOf, the job_<id> cgroups) and owned by the
+// view of the process (procjob: its root slurmstepd, its job_<id>
+// cgroups) and owned by the
 // caller's uid; nothing in the request names a job. Refusals are logged at
 // debug level only: any local user can send them as fast as they like,
 // and the reports metric counts them.

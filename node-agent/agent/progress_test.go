@@ -9,15 +9,15 @@ import (
 
 	"github.com/lachesis-sched/lachesis/node-agent/agent"
 	"github.com/lachesis-sched/lachesis/node-agent/config"
+	"github.com/lachesis-sched/lachesis/node-agent/jobprogress"
 	"github.com/lachesis-sched/lachesis/node-agent/localapi"
-	"github.com/lachesis-sched/lachesis/node-agent/progress"
 )
 
 // A report over the socket is counted for the caller's job (inJob: 77),
 // shows on /metrics with the job as label once it has a rate, and the
 // job's series is gone once slurmstepd reports the job's end.
 func TestProgressReportsBecomeTheJobsRate(t *testing.T) {
-	tr := progress.New(progress.Config{MinInterval: time.Millisecond})
+	tr := jobprogress.New(jobprogress.Config{MinInterval: time.Millisecond})
 	h := newHarness(t, func(_ *config.Config, d *agent.Deps) { d.ProgressTracker = tr })
 	for i, n := range []uint64{100, 200} {
 		if i > 0 {
@@ -28,21 +28,21 @@ func TestProgressReportsBecomeTheJobsRate(t *testing.T) {
 			t.Fatalf("report %d: %+v, %v", n, ans, err)
 		}
 	}
-	rate, ok := gathered(t, h.agent, progress.MetricJobItersPerSec, `hpc_job="77"`)
+	rate, ok := gathered(t, h.agent, jobprogress.MetricJobItersPerSec, `hpc_job="77"`)
 	if !ok || rate <= 0 || rate > 1000 {
 		t.Fatalf("job 77's rate on /metrics: %v (%v), want about 100/0.1 s", rate, ok)
 	}
 	if err := h.agent.JobEnded(localapi.Caller{}, localapi.JobEndRequest{JobID: 77, End: time.Now().Unix()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := gathered(t, h.agent, progress.MetricJobItersPerSec, `hpc_job="77"`); ok {
+	if _, ok := gathered(t, h.agent, jobprogress.MetricJobItersPerSec, `hpc_job="77"`); ok {
 		t.Fatal("an ended job's rate is still on /metrics")
 	}
 }
 
 // A caller in no job of theirs is refused, counted, and leaves nothing.
 func TestProgressFromOutsideAJobIsRefused(t *testing.T) {
-	tr := progress.New(progress.Config{})
+	tr := jobprogress.New(jobprogress.Config{})
 	h := newHarness(t, func(_ *config.Config, d *agent.Deps) {
 		d.ProgressTracker = tr
 		d.CallerJob = func(context.Context, localapi.Caller, string) (agent.CallerJob, error) {
@@ -53,7 +53,7 @@ func TestProgressFromOutsideAJobIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "from inside a Slurm job of yours") {
 		t.Fatalf("got %v", err)
 	}
-	if n, _ := gathered(t, h.agent, progress.MetricProgressReports, `outcome="refused"`); n != 1 || tr.Jobs() != 0 {
+	if n, _ := gathered(t, h.agent, jobprogress.MetricProgressReports, `outcome="refused"`); n != 1 || tr.Jobs() != 0 {
 		t.Fatalf("%v refusals counted, %d jobs tracked", n, tr.Jobs())
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 )
 
 // Bounds of the fake device (internal/protocol/fakegpu has the record's).
@@ -62,7 +61,7 @@ type Fake struct {
 	// Node names the fake GPUs' UUIDs (GPU-fake-<node>-<index>).
 	Node string
 	// PIDOwner returns the real uid of a live process (false if there is
-	// none); nil reads /proc. Tests replace it.
+	// none); nil means procjob.Owner (/proc). Tests replace it.
 	PIDOwner func(pid int) (uint32, bool)
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -193,7 +192,7 @@ func (f *Fake) believe(path string, now time.Time) (fakegpu.Record, string) {
 	}
 	owner := f.PIDOwner
 	if owner == nil {
-		owner = ProcOwner
+		owner = procjob.Owner
 	}
 	uid, alive := owner(r.PID)
 	switch {
@@ -223,26 +222,6 @@ func (f *Fake) valid(r fakegpu.Record) bool {
 		}
 	}
 	return true
-}
-
-// ProcOwner is the real uid of process pid from /proc (the kernel's word),
-// false if it does not exist.
-func ProcOwner(pid int) (uint32, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				return 0, false
-			}
-			uid, err := strconv.ParseUint(f[0], 10, 32)
-			return uint32(uid), err == nil
-		}
-	}
-	return 0, false
 }
 
 func (f *Fake) count(why string) {

@@ -8,7 +8,7 @@ import (
 
 // GPUProcess is one process's use of one GPU, as the device reports it.
 // It says nothing about which job the process belongs to: the agent finds
-// that out from the kernel (node-agent/agent/usage.go).
+// that out from the kernel (node-agent/agent/gpuuse.go, node-agent/procjob).
 type GPUProcess struct {
 	GPU  int
 	UUID string

@@ -7,23 +7,47 @@ import "math"
 // (or let it end) and submit the same work again: a new ID, zero service,
 // queue 0. Inheritance closes that: a job of the same user, account and
 // GPU count is an heir of an ended job, and starts with the queue service
-// it had, when it was submitted
+// it had, when it arrived
 //
 //   - after the end, at most the window (tiresias.sibling_window) after
 //     it, however the job ended; or
 //   - while the ended job's last run went on (or its last wait, if it
 //     ended waiting), if that job did not complete (it was cancelled or
-//     failed) and the heir was submitted more than the window after it: the
-//     replacement queued first and the original cancelled then.
+//     failed) and the heir arrived more than the window after it: the
+//     replacement queued first and the original cancelled then; or
+//   - deferred (below), while the ended job's last run went on, readyGap
+//     or more after it began and at most the window before it ended,
+//     however it ended.
 //
-// A sweep's members are submitted together, within the window of one
-// another, so one member's end, completed or cancelled, passes nothing to
-// the members submitted with it. Jobs of one key submitted later, after a
-// member ended, do inherit: they cannot be told from a resubmission. When
-// several ended jobs qualify the heir takes the largest service, once; an
-// ended job's service may pass to every heir (a throw-away job submitted
-// first cannot soak it up for the real one). tiresias.inherit_service
-// turns it off.
+// A job arrives twice (Arrival): when it is submitted and when it can
+// first run. For most jobs the two are one moment; a job held from its
+// submission (sbatch -H), waiting on a dependency (--dependency) or on a
+// begin time (--begin) can first run later, when its owner releases it
+// or the job it waits for ends. Either arrival makes it an heir. Such a
+// job is a copy queued in advance, not a sweep's member running beside
+// the others: a chain of copies, each cancelled as it sinks, used to give
+// its owner a fresh queue-0 job every time, each submitted with the
+// original and so passing for its sweep's member.
+//
+// A sweep's members are submitted ready together, within the window of
+// one another, so one member's end, completed or cancelled, passes nothing
+// to the members submitted with it. Jobs of one key submitted later, after
+// a member ended, do inherit: they cannot be told from a resubmission.
+// Neither can a deferred job that became ready while a job of its key ran,
+// shortly before that job ended: it was kept from running beside it, and
+// let go just as it ended (released just before the cancel, or before an
+// exit 0 its owner timed). The price is that deferred new work of that
+// user and shape let go at most the window before such an end starts in
+// its queue too, as work submitted at most the window after it does.
+// Jobs that became ready together (one release of many, the end of the
+// job they all waited for) are a sweep's members like jobs submitted
+// together: a job that became ready less than readyGap after the ended
+// job's run began, or before, passes for its sibling.
+//
+// When several ended jobs qualify the heir takes the largest service,
+// once; an ended job's service may pass to every heir (a throw-away job
+// submitted first cannot soak it up for the real one).
+// tiresias.inherit_service turns it off.
 
 // HeirKey is what an ended job and its heir share.
 type HeirKey struct {
@@ -44,23 +68,54 @@ type Inheritance struct {
 	byKey  map[HeirKey][]Bequest
 }
 
-// Bequest is an ended job's service and the span in which a job submitted
+// readyGap is how long after a job's run began a deferred job must become
+// ready to be its heir by that alone, and how much later than its
+// submission a job must first be able to run to be deferred. Slurm lets
+// jobs go in one scheduling cycle, a release of many in one command: a
+// few seconds cover both; a copy let go as its original sinks is minutes
+// past that run's start.
+const readyGap = 10
+
+// Arrival is when a job arrived in the queue, as inheritance reads it.
+type Arrival struct {
+	Submit int64 // its first submission
+	// Ready is when it could first run (Slurm's EligibleTime, set once its
+	// owner's hold, its dependencies and its begin time let it), 0 while
+	// it cannot or is not known to.
+	Ready int64
+}
+
+// deferred says the job could not run when it was submitted: held,
+// waiting on a dependency or a begin time.
+func (a Arrival) deferred() bool { return a.Ready > a.Submit+readyGap }
+
+// Bequest is an ended job's service and the span in which a job arriving
 // is its heir (Inheritance.For).
 type Bequest struct {
 	JobID     uint32
-	Submit    int64   // its first submission
+	Arrived   int64   // its arrival: its first submission, or when it could first run if later
 	From      int64   // the start of its last run (or, if it ended waiting, when it last began to wait)
 	End       int64   // when it ended
 	Completed bool    // it ran to its end (COMPLETED)
 	Service   float64 // its queue service at the end
 }
 
-// heir says a job submitted at submit is an heir of b (the rules above).
-func (h *Inheritance) heir(b *Bequest, submit int64) bool {
-	if submit > b.End {
-		return submit <= b.End+h.window
+// heir says a job that arrived at a is an heir of b (the rules above).
+func (h *Inheritance) heir(b *Bequest, a Arrival) bool {
+	if h.replaces(b, a.Submit) || (a.Ready != 0 && h.replaces(b, a.Ready)) {
+		return true
 	}
-	return !b.Completed && submit >= b.From && submit > b.Submit+h.window
+	return a.deferred() && a.Ready >= b.From+readyGap && a.Ready <= b.End && b.End-a.Ready <= h.window
+}
+
+// replaces says a job that arrived at t replaces b: after its end, within
+// the window, or during its last run, past the window after b arrived, if
+// b did not complete.
+func (h *Inheritance) replaces(b *Bequest, t int64) bool {
+	if t > b.End {
+		return t <= b.End+h.window
+	}
+	return !b.Completed && t >= b.From && t > b.Arrived+h.window
 }
 
 // NewInheritance returns a tracker for the window in seconds, nil (off)
@@ -91,17 +146,17 @@ func (h *Inheritance) Ended(key HeirKey, b Bequest) {
 	h.byKey[key] = list
 }
 
-// For is what job id of key, submitted at submit, inherits: the largest
-// service of the ended jobs it is an heir of (0 and false for none). A job
-// is never its own heir.
-func (h *Inheritance) For(key HeirKey, id uint32, submit int64) (Bequest, bool) {
+// For is what job id of key, arrived at a, inherits: the largest service
+// of the ended jobs it is an heir of (0 and false for none). A job is
+// never its own heir.
+func (h *Inheritance) For(key HeirKey, id uint32, a Arrival) (Bequest, bool) {
 	if h == nil {
 		return Bequest{}, false
 	}
 	var best Bequest
 	found := false
 	for _, b := range h.byKey[key] {
-		if b.JobID == id || !h.heir(&b, submit) {
+		if b.JobID == id || !h.heir(&b, a) {
 			continue
 		}
 		if !found || b.Service > best.Service {

@@ -5,19 +5,27 @@ import "cmp"
 // sortKey is the part of a job the total order looks at, packed together so
 // that sorting a large pass moves small values and stays cache-friendly.
 type sortKey struct {
-	queue   int32
-	over    bool    // the job's account is over its fair share (fairshare.go)
-	pair    float64 // a waiting opportunistic job's pair score (0 for every other job)
-	id      uint32
-	index   float64 // Gittins index; 0 for every job in LAS mode
-	entry   int64   // queue-entry time
-	submit  int64
-	jobSlot int32 // the job's position in the input
+	queue    int32
+	deferred bool    // the job cannot start yet (Job.Deferred)
+	over     bool    // the job's account is over its fair share (fairshare.go)
+	pair     float64 // a waiting opportunistic job's pair score (0 for every other job)
+	id       uint32
+	index    float64 // Gittins index; 0 for every job in LAS mode
+	entry    int64   // queue-entry time
+	submit   int64
+	jobSlot  int32 // the job's position in the input
 }
 
 // compareKeys is the policy's total order. Each step exists for a reason:
 //
 //  1. queue ascending: the discretized queues are the core of Tiresias;
+//     1a. jobs that can start before jobs that cannot yet (Job.Deferred:
+//     a dependency, a begin time ahead), which stand last in their queue
+//     as a job just submitted does (Standing): a job let go between
+//     passes, by the end of the job it waits for, must not overtake its
+//     queue with a place it held while it could not run (a copy chained
+//     behind its original, which the next pass finds an heir of it:
+//     inherit.go);
 //     1b. fair share: jobs of accounts at or under their share before jobs
 //     of accounts over it (always false when fair share is off), so one
 //     account's backlog cannot hold a queue against the others;
@@ -38,6 +46,12 @@ type sortKey struct {
 func compareKeys(a, b sortKey) int {
 	if c := cmp.Compare(a.queue, b.queue); c != 0 {
 		return c
+	}
+	if a.deferred != b.deferred {
+		if b.deferred {
+			return -1
+		}
+		return 1
 	}
 	if a.over != b.over {
 		if b.over {

@@ -161,14 +161,7 @@ func TestPropertyGittinsMoreServiceNeverRaisesTheQueue(t *testing.T) {
 // TestRankGittinsOrder): a job that has run a little is likelier to finish
 // soon than a fresh one, so it overtakes a fresh job in the same queue.
 func TestGittinsMoreServiceCanRaiseAJobWithinItsQueue(t *testing.T) {
-	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig()
-	cfg.Mode = ModeGittins
-	cfg.FixThresholds([]float64{5})
-	r := mustRanker(t, cfg, dist)
+	r := workedGittins(t, nil)
 	jobs := []Job{
 		{ID: 1, Service: 0, QueueEntry: 100},
 		{ID: 2, Service: 0, QueueEntry: 50},

@@ -95,14 +95,15 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 			Opportunistic: st.opportunistic, Upgraded: st.upgraded}
 		r.fillFactors(now, job, st, &res.Factors)
 		keys[i] = sortKey{
-			queue:   int32(band),
-			over:    r.cfg.FairShare.Enabled && OverShare(job.FairShare),
-			pair:    res.Factors.Pair,
-			index:   res.Factors.Gittins,
-			entry:   st.entry,
-			submit:  job.SubmitTime,
-			id:      job.ID,
-			jobSlot: int32(i),
+			queue:    int32(band),
+			deferred: job.Deferred && job.State == Pending,
+			over:     r.cfg.FairShare.Enabled && OverShare(job.FairShare),
+			pair:     res.Factors.Pair,
+			index:    res.Factors.Gittins,
+			entry:    st.entry,
+			submit:   job.SubmitTime,
+			id:       job.ID,
+			jobSlot:  int32(i),
 		}
 		count[band]++
 	}

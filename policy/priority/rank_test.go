@@ -143,6 +143,28 @@ func TestRankOrderLAS(t *testing.T) {
 			},
 			want: []placed{{2, 0, 500, 0, false}, {1, 0, 600, 1, false}, {3, 2, 50, 2, false}},
 		},
+		{
+			// A copy chained behind job 4 (--dependency), submitted
+			// first: it stands behind every job of its queue that can
+			// start, above the next queue, and keeps its entry.
+			name: "a job that cannot start yet goes last in its queue",
+			jobs: []Job{
+				{ID: 1, State: Pending, SubmitTime: 100, Queue: 0, QueueEntry: 100, Deferred: true},
+				{ID: 2, State: Pending, SubmitTime: 600, Queue: 0, QueueEntry: 600},
+				{ID: 3, State: Running, SubmitTime: 700, Queue: 0, QueueEntry: 700},
+				{ID: 4, State: Running, SubmitTime: 90, Service: 15, Queue: 1, QueueEntry: 90},
+			},
+			want: []placed{{2, 0, 600, 0, false}, {3, 0, 700, 1, false}, {1, 0, 100, 2, false}, {4, 1, 90, 3, false}},
+		},
+		{
+			name: "jobs that cannot start yet keep their order among themselves",
+			jobs: []Job{
+				{ID: 1, State: Pending, SubmitTime: 200, Queue: 0, QueueEntry: 200, Deferred: true},
+				{ID: 2, State: Pending, SubmitTime: 100, Queue: 0, QueueEntry: 100, Deferred: true},
+				{ID: 3, State: Pending, SubmitTime: 900, Queue: 0, QueueEntry: 900},
+			},
+			want: []placed{{3, 0, 900, 0, false}, {2, 0, 100, 1, false}, {1, 0, 200, 2, false}},
+		},
 	}
 	r := mustRanker(t, testConfig(), nil)
 	for _, tc := range tests {
@@ -415,6 +437,24 @@ func TestStandingSitsBetweenBands(t *testing.T) {
 	}
 }
 
+// workedGittins is the ranker of TestRankGittinsOrder's worked example
+// (S = {1,2,3,4,10}, one threshold at 5), its config changed by edit when
+// not nil.
+func workedGittins(t testing.TB, edit func(*Config)) *Ranker {
+	t.Helper()
+	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Mode = ModeGittins
+	cfg.FixThresholds([]float64{5})
+	if edit != nil {
+		edit(&cfg)
+	}
+	return mustRanker(t, cfg, dist)
+}
+
 // TestRankGittinsOrder uses S = {1,2,3,4,10} and one threshold at 5, so Q0
 // ranks with Δ = 5 and Q1 with Δ = +Inf. Worked like TestIndexByHand:
 //
@@ -424,14 +464,7 @@ func TestStandingSitsBetweenBands(t *testing.T) {
 //	a=3.5: {4,10}, 1 ends by 8.5, Σmin = 0.5+5 = 5.5 → 2/11 ≈ 0.182
 //	a=6 (Q1, Δ=∞): {10}, Σ(s−6) = 4 → 1/4
 func TestRankGittinsOrder(t *testing.T) {
-	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig()
-	cfg.Mode = ModeGittins
-	cfg.FixThresholds([]float64{5})
-	r := mustRanker(t, cfg, dist)
+	r := workedGittins(t, nil)
 	// Queue entries are the reverse of the index order, so FIFO alone would
 	// get every position wrong.
 	jobs := []Job{
@@ -463,16 +496,26 @@ func TestRankGittinsOrder(t *testing.T) {
 	}
 }
 
-func TestPromotedJobIndexUsesZeroService(t *testing.T) {
-	dist, err := NewDistribution([]float64{1, 2, 3, 4, 10})
-	if err != nil {
-		t.Fatal(err)
+// In Gittins mode too, a job that cannot start yet goes last in its queue,
+// whatever its index: job 2 would lead queue 0 by its index (6/19).
+func TestRankGittinsDeferredJobGoesLastInItsQueue(t *testing.T) {
+	r := workedGittins(t, nil)
+	jobs := []Job{
+		{ID: 1, State: Pending, Service: 0, QueueEntry: 100},
+		{ID: 2, State: Pending, Service: 1.5, QueueEntry: 400, Deferred: true},
+		{ID: 3, State: Pending, Service: 2, QueueEntry: 50},
+		{ID: 6, State: Pending, Service: 6, Queue: 1, QueueEntry: 1},
 	}
-	cfg := testConfig()
-	cfg.Mode = ModeGittins
-	cfg.FixThresholds([]float64{5})
-	cfg.PromoteKnob = 1
-	r := mustRanker(t, cfg, dist)
+	got := byID(r.Rank(now, jobs, nil))
+	for id, rank := range map[uint32]int{1: 0, 3: 1, 2: 2, 6: 3} {
+		if got[id].Rank != rank {
+			t.Errorf("job %d ranked %d, want %d", id, got[id].Rank, rank)
+		}
+	}
+}
+
+func TestPromotedJobIndexUsesZeroService(t *testing.T) {
+	r := workedGittins(t, func(c *Config) { c.PromoteKnob = 1 })
 	job := Job{ID: 1, Service: 7, Queue: 1, QueueEntry: 10, LastRun: 10, WaitingSince: now - 10}
 	got := r.Rank(now, []Job{job}, nil)[0]
 	if !got.Promoted || math.Abs(got.Factors.Gittins-4.0/15) > 1e-12 {

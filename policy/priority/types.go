@@ -63,10 +63,11 @@ type Config struct {
 	// members set the others' Gittins index (siblings.go). 0 turns sibling
 	// prediction off; LAS mode ignores it.
 	SiblingWindow float64
-	// InheritService: a job submitted during or within SiblingWindow
-	// after the run of an ended job of the same user, account and GPU
-	// count starts with that job's queue service (inherit.go), so cancel
-	// and resubmit does not reset it. Off with SiblingWindow 0 too.
+	// InheritService: a job that arrives (is submitted, or can first
+	// run) during or within SiblingWindow after the run of an ended job of
+	// the same user, account and GPU count starts with that job's queue
+	// service (inherit.go), so cancel and resubmit, or a chain of held or
+	// dependent copies, does not reset it. Off with SiblingWindow 0 too.
 	InheritService bool
 	// Opportunistic is AntMan's opportunistic class (opportunistic.go).
 	// The zero value is off.
@@ -124,6 +125,12 @@ type Job struct {
 	// (held by its user or an admin). It holds no opportunistic upgrade
 	// back (opportunistic.go).
 	Held bool
+	// Deferred: a pending job that is not held but cannot start yet: it
+	// waits on a dependency or its begin time. It is ranked last in its
+	// queue (order.go), where a job just submitted stands, so that when
+	// it is let go between passes it does not overtake the jobs waiting
+	// in its queue with the place it held while it could not run.
+	Deferred bool
 	// Opportunistic: the job is in the opportunistic class and has not
 	// been upgraded (opportunistic.go). Ignored unless
 	// Config.Opportunistic.Enabled.

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,13 +113,5 @@ func WriteHeteroMarkdown(w io.Writer, results []*sim.Result) error {
 // WriteOutputs) and returns its path.
 func WriteHeteroOutputs(dir string, results []*sim.Result) (string, error) {
 	path := filepath.Join(dir, sim.FileHeteroMD)
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	err = WriteHeteroMarkdown(f, results)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return path, err
+	return path, writeFile(path, func(w io.Writer) error { return WriteHeteroMarkdown(w, results) })
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,26 +31,18 @@ func WriteOutputs(dir string, results []*sim.Result, seed uint64, title string, 
 		return nil, err
 	}
 	var written []string
-	write := func(name string, fill func(*os.File) error) error {
+	write := func(name string, fill func(io.Writer) error) error {
 		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
+		if err := writeFile(path, fill); err != nil {
 			return err
-		}
-		err = fill(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		written = append(written, path)
 		return nil
 	}
 	err := errors.Join(
-		write(FileSummaryCSV, func(f *os.File) error { return WriteSummaryCSV(f, results) }),
-		write(FileSummaryJSON, func(f *os.File) error { return WriteJSON(f, results, seed) }),
-		write(FileSummaryMD, func(f *os.File) error {
+		write(FileSummaryCSV, func(f io.Writer) error { return WriteSummaryCSV(f, results) }),
+		write(FileSummaryJSON, func(f io.Writer) error { return WriteJSON(f, results, seed) }),
+		write(FileSummaryMD, func(f io.Writer) error {
 			if err := WriteMarkdown(f, results); err != nil {
 				return err
 			}
@@ -69,10 +62,10 @@ func WriteOutputs(dir string, results []*sim.Result, seed uint64, title string, 
 			name = strings.TrimSuffix(FileCDF, ".png") + "_" + alloc + ".png"
 			t = title + ", " + alloc
 		}
-		err = errors.Join(err, write(name, func(f *os.File) error { return CDFChart(group, t).WritePNG(f) }))
+		err = errors.Join(err, write(name, func(f io.Writer) error { return CDFChart(group, t).WritePNG(f) }))
 	}
 	if err == nil && withJobs {
-		err = write(FileJobsCSV, func(f *os.File) error { return WriteJobsCSV(f, results) })
+		err = write(FileJobsCSV, func(f io.Writer) error { return WriteJobsCSV(f, results) })
 	}
 	return written, err
 }
@@ -122,10 +115,10 @@ func WriteSweepOutputs(dir string, settings []sim.SweepSetting, rows []sim.Sweep
 	var written []string
 	for _, out := range []struct {
 		name string
-		fill func(*os.File) error
+		fill func(io.Writer) error
 	}{
-		{FileSweepCSV, func(f *os.File) error { return WriteSweepCSV(f, settings, rows) }},
-		{FileSweepMD, func(f *os.File) error {
+		{FileSweepCSV, func(f io.Writer) error { return WriteSweepCSV(f, settings, rows) }},
+		{FileSweepMD, func(f io.Writer) error {
 			if err := WriteSweepMarkdown(f, settings, rows); err != nil {
 				return err
 			}
@@ -135,18 +128,27 @@ func WriteSweepOutputs(dir string, settings []sim.SweepSetting, rows []sim.Sweep
 		}},
 	} {
 		path := filepath.Join(dir, out.name)
-		f, err := os.Create(path)
-		if err != nil {
+		if err := writeFile(path, out.fill); err != nil {
 			return written, err
-		}
-		err = out.fill(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return written, fmt.Errorf("%s: %w", path, err)
 		}
 		written = append(written, path)
 	}
 	return written, nil
+}
+
+// writeFile creates path and fills it; a failure to fill or close it
+// names the path.
+func writeFile(path string, fill func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = fill(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

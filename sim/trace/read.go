@@ -41,6 +41,22 @@ func Load(path string, format Format) (*Trace, error) {
 	return Read(bufio.NewReaderSize(f, 1<<16), filepath.Base(path), format)
 }
 
+// LoadSacct reads a file of sacct output (ReadSacct) and names the trace
+// after it, as Load does.
+func LoadSacct(path string, opts SacctOptions) (*Trace, SacctStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, SacctStats{}, err
+	}
+	defer f.Close()
+	t, st, err := ReadSacct(f, opts)
+	if err != nil {
+		return nil, st, err
+	}
+	t.Name = filepath.Base(path)
+	return t, st, nil
+}
+
 // ReadTrace reads a trace in the given format from r.
 func Read(r io.Reader, name string, format Format) (*Trace, error) {
 	if format == FormatAuto || format == "" {

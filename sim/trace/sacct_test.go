@@ -125,3 +125,16 @@ func TestTresGPUs(t *testing.T) {
 		}
 	}
 }
+
+// LoadSacct reads a file as ReadSacct reads its text, and names the trace
+// after the file.
+func TestLoadSacctNamesTheTraceAfterItsFile(t *testing.T) {
+	want, wantStats := readSacctFile(t, "testdata/sacct_sample.txt", FoldLast)
+	tr, st, err := LoadSacct("testdata/sacct_sample.txt", SacctOptions{Fold: FoldLast})
+	if err != nil || st != wantStats || tr.Name != "sacct_sample.txt" || len(tr.Jobs) != len(want.Jobs) {
+		t.Fatalf("got %q, %d jobs, %+v, %v", tr.Name, len(tr.Jobs), st, err)
+	}
+	if _, _, err := LoadSacct("testdata/none.txt", SacctOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}

@@ -323,6 +323,27 @@ func TestAgentProfileReachesTheControllerDB(t *testing.T) {
 	}
 }
 
+// On a node whose GPUs Slurm types (Gres=gpu:v100:4(S:0), gres.conf
+// naming their cores) and no NVIDIA driver, a profile is recorded with
+// the node's GPU type as scontrol reports it: the agent asks slurmctld
+// through internal/slurmcmd's runner.
+func TestAProfileOnATypedNodeCarriesSlurmsGPUType(t *testing.T) {
+	if _, err := os.Stat("/proc/driver/nvidia"); err == nil {
+		t.Fatal("this test needs a node without an NVIDIA driver: NVML's device name would decide the type")
+	}
+	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 4, Cgroups: true, GPUTypes: "v100:1", GresCores: true}, "", "", "", nil)
+	e.profile("synth-typed")
+	s := e.store()
+	defer s.Close()
+	rec, ok, err := s.Latest("synth-typed")
+	if err != nil || !ok {
+		t.Fatalf("profile not stored: %v", err)
+	}
+	if rec.GPUType != "v100" {
+		t.Fatalf("stored profile's GPU type is %q, want v100 (the node's typed GRES)", rec.GPUType)
+	}
+}
+
 func TestAgentRootRequestIsRefused(t *testing.T) {
 	e := startAgentCluster(t)
 	out, err := e.profilerCLI("", "profile", "--agent-socket", e.agentSock, "--model", "as-root", "--", "true")

@@ -2,12 +2,13 @@ package cluster_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
@@ -224,6 +225,215 @@ func TestCancelAndResubmitKeepsTheQueue(t *testing.T) {
 	})
 	if !e.logMatches(fmt.Sprintf(`finished job requeued: its ledger record continues job_id=%d`, done)) {
 		t.Error("slurmctld's log does not say the requeued job's record continues")
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is down")
+	}
+}
+
+// TestChainedAndHeldCopiesInheritTheQueue (34.7): an ordinary user queues
+// copies of one job with the original, inside tiresias.sibling_window of
+// it, that cannot run while it runs: one chained with
+// --dependency=afterany, two held (sbatch -H). Each time the running copy
+// sinks to queue 1 they cancel it and let the next one go: the chained
+// copy starts when the original is cancelled, the first held one is
+// released after its predecessor's cancel, the second just before it
+// (waiting for the GPUs its predecessor holds). Each used to start from
+// zero in queue 0, since it was submitted with the original, like a
+// sweep's member. Each now inherits the service of the copy it replaces.
+// The chained copy, let go by the cancel between two passes, also took the
+// freed GPUs ahead of another user's job waiting in queue 0 (its place
+// there dated from its submission); it now stands last in its queue while
+// it cannot run, and waits. Two jobs submitted ready together (an honest
+// sweep) still pass nothing to each other.
+func TestChainedAndHeldCopiesInheritTheQueue(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
+		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
+	// Another user's job holds half of the node's 4 GPUs throughout, so a
+	// copy released while its predecessor runs has to wait.
+	blocker := e.submit("-J", "other", "--gpus=2", "--wrap", "sleep 600")
+	e.waitState(blocker, "RUNNING", 30*time.Second)
+	orig := e.submitAs("-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	chained := e.submitAs("-J", "train", "--gpus=2", fmt.Sprintf("--dependency=afterany:%d", orig), "--wrap", "sleep 600")
+	held := e.submitAs("-H", "-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	early := e.submitAs("-H", "-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	e.waitState(orig, "RUNNING", 30*time.Second)
+	e.waitQueue(orig, 1, 60*time.Second)
+
+	// inherits cancels prev (its owner, as it sinks) and checks that next
+	// takes over its service in queue 1 within a few passes, while its own
+	// run could not have earned it. It reports, not stops, so that a run
+	// on older code shows every copy that starts fresh.
+	floor := int64(0) // the service the last copy took over
+	inherits := func(what string, prev, next uint32, release func()) {
+		t.Helper()
+		// prev runs a little past what it took over, so that its
+		// service is its own: the next copy must have at least that.
+		e.eventually(30*time.Second, fmt.Sprintf("job %d to run past %d GPU-s", prev, floor+4), func() (bool, string) {
+			p := e.prio()[prev]
+			return p.Service >= floor+4, fmt.Sprintf("%+v", p)
+		})
+		last := e.prio()[prev].Service
+		floor = last
+		if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(prev)); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(prev, "CANCELLED", 30*time.Second)
+		if release != nil {
+			release()
+		}
+		if release != nil || next != chained {
+			e.waitState(next, "RUNNING", 30*time.Second)
+		}
+		logged := fmt.Sprintf(`job inherits the attained service .*job_id=%d inherited_from_job_id=\d+`, next)
+		var p slurmcluster.Prio
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			p = e.prio()[next]
+			if e.logMatches(logged) && p.Queue == 1 && p.Service >= last {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Errorf("%s: job %d runs in queue %d with %d GPU-s (logged: %v); want it in queue 1 with at least the %d its cancelled copy %d had",
+			what, next, p.Queue, p.Service, e.logMatches(logged), last, prev)
+	}
+	release := func(id uint32) {
+		if out, err := e.c.RunAs(testUser, "scontrol", "release", fmt.Sprint(id)); err != nil {
+			t.Fatalf("scontrol release %d: %v %s", id, err, out)
+		}
+	}
+
+	// Another user's job waits in queue 0 for the GPUs the original holds,
+	// ranked by a pass.
+	rival := e.submit("-J", "rival", "--gpus=2", "--wrap", "sleep 600")
+	e.waitPasses(2)
+	inherits("the chained copy", orig, chained, nil)
+	e.eventually(30*time.Second, "the freed GPUs to be taken", func() (bool, string) {
+		j := e.jobs()
+		return j[rival].State == "RUNNING" || j[chained].State == "RUNNING", fmt.Sprintf("rival %+v chained %+v", j[rival], j[chained])
+	})
+	if j := e.jobs()[chained]; j.State != "PENDING" {
+		t.Errorf("the chained copy let go by the cancel took the freed GPUs ahead of another user's job waiting in queue 0: %+v", j)
+	}
+	if _, err := e.c.Run("scancel", fmt.Sprint(rival)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(chained, "RUNNING", 30*time.Second)
+	inherits("the copy released after the cancel", chained, held, func() { release(held) })
+	// The second held copy is released while its predecessor still runs
+	// (well after that run began) and waits for its GPUs: it can run the
+	// moment its predecessor is cancelled.
+	time.Sleep(15 * time.Second)
+	release(early)
+	e.eventually(15*time.Second, "the released copy to wait for resources", func() (bool, string) {
+		j := e.jobs()[early]
+		return j.State == "PENDING" && j.Reason == "Resources", fmt.Sprintf("%+v", j)
+	})
+	inherits("the copy released before the cancel", held, early, nil)
+
+	// An honest sweep: two runs of another width submitted ready together,
+	// run side by side; the first is stopped early. The second keeps its
+	// own service.
+	for _, id := range []uint32{early, blocker} {
+		if _, err := e.c.Run("scancel", fmt.Sprint(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lr1 := e.submitAs("-J", "lr-0.1", "--gpus=1", "--wrap", "sleep 600")
+	lr2 := e.submitAs("-J", "lr-0.2", "--gpus=1", "--wrap", "sleep 600")
+	e.waitState(lr1, "RUNNING", 30*time.Second)
+	e.waitState(lr2, "RUNNING", 30*time.Second)
+	e.waitQueue(lr1, 1, 60*time.Second)
+	if _, err := e.c.RunAs(testUser, "scancel", fmt.Sprint(lr1)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(lr1, "CANCELLED", 30*time.Second)
+	e.waitPasses(3)
+	if e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d\b`, lr2)) {
+		t.Errorf("the sweep's second run %d inherited the service of the first, cancelled early", lr2)
+	}
+	if !e.c.Ping() {
+		t.Fatal("slurmctld is down")
+	}
+}
+
+// TestArrayTasksLetGoOneAtATimeInherit (34.7): the chain of copies built
+// from one job array throttled to one task at a time (sbatch
+// --array=0-2%1): its owner cancels each task as it sinks and Slurm lets
+// the next one go. Each task used to start from zero in queue 0; now it
+// inherits. An array throttled to two (a sweep capped at two runs at
+// once) stays a sweep: the task its throttle lets go at a sibling's cancel
+// keeps its own service.
+func TestArrayTasksLetGoOneAtATimeInherit(t *testing.T) {
+	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n"+
+		"  sibling_window: 600\n  preemption: {min_run: 3600}\n")
+	// running is the task of the named array that runs, other than the
+	// ones given: its job id, and its name for scancel (12_3: a task's
+	// own id names, to scancel, an array of that id).
+	type task struct {
+		id   uint32
+		name string
+	}
+	running := func(array string, not ...uint32) task {
+		var got task
+		e.eventually(30*time.Second, "a task of "+array+" to run", func() (bool, string) {
+			out, err := e.c.Run("squeue", "-h", "-t", "running", "-n", array, "-o", "%A|%i")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Fields(out) {
+				var id uint32
+				var name string
+				if _, err := fmt.Sscanf(strings.Replace(line, "|", " ", 1), "%d %s", &id, &name); err == nil && !slices.Contains(not, id) {
+					got = task{id, name}
+					return true, ""
+				}
+			}
+			return false, out
+		})
+		return got
+	}
+	cancelSunk := func(tk task) int64 {
+		p := e.waitQueue(tk.id, 1, 60*time.Second)
+		if out, err := e.c.RunAs(testUser, "scancel", tk.name); err != nil {
+			t.Fatalf("scancel %s: %v %s", tk.name, err, out)
+		}
+		e.waitState(tk.id, "CANCELLED", 30*time.Second)
+		return p.Service
+	}
+	inherited := func(id uint32) bool {
+		return e.logMatches(fmt.Sprintf(`job inherits the attained service .*job_id=%d\b`, id))
+	}
+
+	e.submitAs("--array=0-2%1", "-J", "train", "--gpus=2", "--wrap", "sleep 600")
+	prev := running("train")
+	for range 2 {
+		last := cancelSunk(prev)
+		next := running("train", prev.id)
+		var p slurmcluster.Prio
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			if p = e.prio()[next.id]; inherited(next.id) && p.Queue == 1 && p.Service >= last {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if !inherited(next.id) || p.Queue != 1 || p.Service < last {
+			t.Errorf("task %s, let go as task %s was cancelled in queue 1 with %d GPU-s: queue %d with %d GPU-s (logged: %v)",
+				next.name, prev.name, last, p.Queue, p.Service, inherited(next.id))
+		}
+		prev = next
+	}
+
+	e.submitAs("--array=0-3%2", "-J", "lr", "--gpus=1", "--wrap", "sleep 600")
+	a := running("lr")
+	b := running("lr", a.id)
+	cancelSunk(a)
+	c := running("lr", a.id, b.id)
+	e.waitPasses(3)
+	if inherited(c.id) {
+		t.Errorf("task %s of a sweep throttled to two inherited the service of its sibling %s, cancelled", c.name, a.name)
 	}
 	if !e.c.Ping() {
 		t.Fatal("slurmctld is down")

@@ -10,19 +10,19 @@ import (
 )
 
 // quota applies config.ProfileQuotas to new profiles. Its counts start
-// from the store (Store.Usage) and grow with each profile stored through
+// from the store (Store.ProfileCounts) and grow with each profile stored through
 // the server; the caller serialises check and add (Server.storeMu).
 // Memory is bounded by the caps themselves: a user's or node's set of
 // models never outgrows its cap.
 type quota struct {
 	limits config.ProfileQuotas
-	users  map[string]*usage
-	nodes  map[string]*usage
+	users  map[string]*storedProfiles
+	nodes  map[string]*storedProfiles
 	rate   map[string]*tokens // by node
 }
 
-// usage is what one user (or node) has stored.
-type usage struct {
+// storedProfiles is what one user (or node) has stored.
+type storedProfiles struct {
 	models   map[string]struct{}
 	profiles int
 }
@@ -34,8 +34,8 @@ type tokens struct {
 	at   time.Time
 }
 
-func newQuota(limits config.ProfileQuotas, stored []profilestore.Usage) *quota {
-	q := &quota{limits: limits, users: map[string]*usage{}, nodes: map[string]*usage{}, rate: map[string]*tokens{}}
+func newQuota(limits config.ProfileQuotas, stored []profilestore.ProfileCount) *quota {
+	q := &quota{limits: limits, users: map[string]*storedProfiles{}, nodes: map[string]*storedProfiles{}, rate: map[string]*tokens{}}
 	for _, u := range stored {
 		q.count(q.users, u.User, u.Model, u.Profiles)
 		q.count(q.nodes, u.Node, u.Model, u.Profiles)
@@ -43,10 +43,10 @@ func newQuota(limits config.ProfileQuotas, stored []profilestore.Usage) *quota {
 	return q
 }
 
-func (q *quota) count(m map[string]*usage, who, model string, n int) {
+func (q *quota) count(m map[string]*storedProfiles, who, model string, n int) {
 	u := m[who]
 	if u == nil {
-		u = &usage{models: map[string]struct{}{}}
+		u = &storedProfiles{models: map[string]struct{}{}}
 		m[who] = u
 	}
 	u.models[model] = struct{}{}
@@ -83,7 +83,7 @@ func (q *quota) check(rec profile.Record, now time.Time) *errQuota {
 
 // over refuses a profile that would take u past its caps: a model new to
 // u when it has maxModels, or any profile when it has maxProfiles.
-func (q *quota) over(u *usage, model, kind, who string, maxModels, maxProfiles int, key string) *errQuota {
+func (q *quota) over(u *storedProfiles, model, kind, who string, maxModels, maxProfiles int, key string) *errQuota {
 	if u == nil {
 		return nil
 	}

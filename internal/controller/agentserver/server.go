@@ -28,8 +28,8 @@ type Store interface {
 	// Has says whether a profile ID is stored (a retry of one a quota
 	// would now refuse is acknowledged as a duplicate).
 	Has(id string) (bool, error)
-	// Usage counts stored profiles: what the quotas start from.
-	Usage() ([]profilestore.Usage, error)
+	// ProfileCounts counts stored profiles: what the quotas start from.
+	ProfileCounts() ([]profilestore.ProfileCount, error)
 	PutTelemetry(rep wire.TelemetryReport) error
 }
 
@@ -68,7 +68,7 @@ type Server struct {
 // Close or until ctx is done.
 func Start(ctx context.Context, addr string, cfg Config, verifier munge.Verifier, store Store, log *slog.Logger) (*Server, error) {
 	cfg.fillDefaults()
-	stored, err := store.Usage()
+	stored, err := store.ProfileCounts()
 	if err != nil {
 		return nil, fmt.Errorf("agent listener: %w", err)
 	}

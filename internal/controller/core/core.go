@@ -115,6 +115,9 @@ type Core struct {
 	// heirs: the service of recently ended jobs, which a job replacing one
 	// inherits (inherit.go); nil when off; under mu.
 	heirs *priority.Inheritance
+	// throttles: job arrays whose pending tasks wait on their throttle
+	// (inherit.go); under mu.
+	throttles arrayThrottles
 	// siblings: the sweep of each job and its completed members
 	// (siblings.go); nil when sibling prediction is off; under mu.
 	siblings *priority.Siblings
@@ -235,6 +238,7 @@ func New(cfg config.Config, store ledger.Store, log *slog.Logger) (*Core, error)
 		stopped:    make(chan struct{}),
 		met:        newMetricsIf(cfg.Metrics.Listen),
 		pairScores: map[uint32]float64{},
+		throttles:  arrayThrottles{},
 	}
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.usage.intro.queue = make(chan requeueRequest, introRequeueQueue)
@@ -416,11 +420,15 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		if c.finishedEarlier(s) {
 			continue
 		}
+		// Before the marker: a task split off a job array carries the
+		// marker of the array's record, from which a record is made.
+		_, known := c.records[s.ID]
 		c.restoreFromMarker(s)
 		rec := c.observe(now, s)
 		if s.State == StateFinished {
 			continue
 		}
+		c.noteReady(now, s, rec, !known)
 		c.inherit(s, rec)
 		if s.Held {
 			continue
@@ -509,6 +517,7 @@ func (c *Core) forget(now int64) {
 	c.forgetPreemptions()
 	c.siblings.Prune(now)
 	c.heirs.Prune(now)
+	c.throttles.prune(now)
 	for id := range c.ends.held {
 		if !c.seen[id] {
 			delete(c.ends.held, id)
@@ -623,7 +632,7 @@ func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priori
 	rec.CloseRun()
 	rec.Finished = max(when, 1)
 	if known {
-		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Submit: rec.FirstSubmit, From: from, End: rec.Finished,
+		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Arrived: max(rec.Ready, rec.FirstSubmit), From: from, End: rec.Finished,
 			Completed: completed, Service: rec.QueueService()})
 	}
 	rec.SweepSample = completed
@@ -652,6 +661,11 @@ func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
 		QOS:          s.QOSFactor,
 		Nice:         s.Nice,
 		Held:         s.Held,
+		// Only before its first run: a requeued job's wait for its new
+		// begin time is no arrival, and its place in its queue is its own.
+		// Nor is a wait on its array's throttle of two or more: its
+		// tasks are a sweep's members (inherit.go).
+		Deferred: s.Deferred && rec.Runs == 0 && s.ArrayThrottle < 2,
 	}
 	rec.Describe(&j)
 	return j
@@ -667,14 +681,17 @@ func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 		c.preemption.view.enqueued(s, d)
 		return d
 	}
-	rec, ok := c.records[s.ID]
-	if !ok {
+	rec, known := c.records[s.ID]
+	if !known {
 		acct := priority.NewAccount(s.SubmitTime)
 		acct.QueueEntry = now
 		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: acct}
-		if b, heir := c.heirs.For(heirKey(s), s.ID, s.SubmitTime); heir {
-			rec.ServiceClosed = b.Service // the pass that sees it inherits it for good
-		}
+	}
+	if b, heir := c.heirs.For(heirKey(s), s.ID, enqueueArrival(now, s, rec, known)); heir && b.Service > rec.Inherited {
+		// A view: the pass that sees it inherits it for good.
+		view := *rec
+		view.ServiceClosed += b.Service - rec.Inherited
+		rec = &view
 	}
 	j := policyJob(rec, s)
 	j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))

@@ -29,7 +29,12 @@ type Snapshot struct {
 	// admin set; tracked but neither ranked nor written back. A running
 	// job is never held: its owner's hold must not shield it from
 	// preemption (the plugin leaves its priority alone).
-	Held        bool
+	Held bool
+	// Deferred: a pending job, not held, that Slurm will not start yet:
+	// its EligibleTime is unset (it waits on a dependency) or ahead
+	// (--begin, the wait after a requeue). A job that has never run is
+	// ranked last in its queue while deferred (priority.Job.Deferred).
+	Deferred    bool
 	GPUs        uint32
 	GresRequest gres.Request // read only when GPUs == UnknownGPUs
 	// GPUShare: the job asks for a share of one GPU on each of its nodes,
@@ -85,6 +90,10 @@ type Snapshot struct {
 	PartitionTier uint32
 	// ArrayJobID is the job array the job is a task of, 0 for none.
 	ArrayJobID uint32
+	// ArrayThrottle, for the pending record of a job array's tasks that
+	// wait only on the array's throttle (%N), is that throttle; 0 for
+	// every other job.
+	ArrayThrottle uint32
 	// PreemptTime is when Slurm preempted the job's current run, 0 when
 	// it was not. Slurm clears it once a requeue completes, so a pass sees
 	// it only while the requeued job is still completing; Enqueue sees it at

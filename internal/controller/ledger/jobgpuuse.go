@@ -139,6 +139,18 @@ func (u *JobGPUUse) IdleFor(now int64) int64 {
 	return now - u.IdleSince
 }
 
+// IdleAt is the idle rule asked at another threshold than the one the
+// row tracks (IdleBelowPct), from what the row holds: at a higher one the
+// job counts when it is idle at its own (a lower bound: a job between the
+// two is not known); at a lower one, only if no sample since it fell idle
+// reached below.
+func (u *JobGPUUse) IdleAt(below float64, now, after int64) bool {
+	if !u.Idle(now, after) {
+		return false
+	}
+	return below >= u.IdleBelowPct || u.IdlePeak < below
+}
+
 // Idle is the idle rule: the job runs, and every sample of the last
 // after seconds (at least one) was below its threshold.
 func (u *JobGPUUse) Idle(now, after int64) bool {

@@ -20,6 +20,11 @@ var ErrStore = errors.New("ledger")
 type Record struct {
 	JobID       uint32
 	FirstSubmit int64 // first submission seen; Slurm resets its own on requeue
+	// Ready is when the job could first run (priority.Arrival.Ready), 0
+	// while it cannot or is not known to. Not stored: the core reads it
+	// again from Slurm's EligibleTime when it next sees the job before or
+	// in its first run, and a restart forgets the ends it is compared with.
+	Ready int64
 	priority.Account
 	Finished int64 // when the job finished, 0 while it is active
 	// LastRunStart, LastRunGPUs and LastRunSpeed name the last run of a

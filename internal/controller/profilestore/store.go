@@ -194,23 +194,24 @@ func (s *Store) Has(id string) (bool, error) {
 	return true, nil
 }
 
-// Usage is how many profiles of one model one user measured on one node.
-type Usage struct {
+// ProfileCount is how many profiles of one model one user measured on
+// one node.
+type ProfileCount struct {
 	User, Node, Model string
 	Profiles          int
 }
 
-// Usage counts the stored profiles by user, node and model: what the
-// agent listener's quotas start from.
-func (s *Store) Usage() ([]Usage, error) {
+// ProfileCounts counts the stored profiles by user, node and model: what
+// the agent listener's quotas start from.
+func (s *Store) ProfileCounts() ([]ProfileCount, error) {
 	rows, err := s.h.DB().Query(`SELECT user, node, model, count(*) FROM profiles GROUP BY user, node, model`)
 	if err != nil {
 		return nil, fmt.Errorf("%w: count profiles: %v", ErrStore, err)
 	}
 	defer rows.Close()
-	var out []Usage
+	var out []ProfileCount
 	for rows.Next() {
-		var u Usage
+		var u ProfileCount
 		if err := rows.Scan(&u.User, &u.Node, &u.Model, &u.Profiles); err != nil {
 			return nil, fmt.Errorf("%w: count profiles: %v", ErrStore, err)
 		}

@@ -168,3 +168,22 @@ func (o Options) pluginDir() (string, error) {
 	}
 	return filepath.Join(tree, "plugins"), nil
 }
+
+// SelectSetups keeps the setups named in a comma-separated list of
+// labels, in their original order; an empty list keeps all.
+func SelectSetups(all []Setup, only string) []Setup {
+	if only == "" {
+		return all
+	}
+	want := map[string]bool{}
+	for _, l := range strings.Split(only, ",") {
+		want[strings.TrimSpace(l)] = true
+	}
+	var out []Setup
+	for _, s := range all {
+		if want[s.Label] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -44,3 +44,19 @@ func TestSizedWorkloadAsksForTheShareOnlyForGPUJobsWithoutOne(t *testing.T) {
 		})
 	}
 }
+
+func TestSelectSetupsKeepsTheNamedInTheirOrder(t *testing.T) {
+	all := []Setup{{Label: "plain"}, {Label: "tiresias"}, {Label: "synergy"}}
+	labels := func(s []Setup) string {
+		var l []string
+		for _, x := range s {
+			l = append(l, x.Label)
+		}
+		return strings.Join(l, ",")
+	}
+	for only, want := range map[string]string{"": "plain,tiresias,synergy", "synergy, plain": "plain,synergy", "none": ""} {
+		if got := labels(SelectSetups(all, only)); got != want {
+			t.Errorf("SelectSetups(%q) = %q, want %q", only, got, want)
+		}
+	}
+}

@@ -1,11 +1,15 @@
 package replay
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -360,4 +364,32 @@ func Simulate(policy string, shape sim.Shape, scaled Scaled, costs SimCosts, clu
 			FirstStart: j.FirstStart, End: j.Finish, Preemptions: j.Preemptions})
 	}
 	return side, res, nil
+}
+
+// WriteOutcomesCSV writes every job of every comparison, both sides, to
+// path (its folder made if missing): policy, side, job, GPUs, model, and
+// its duration, submit, first start, end and JCT in seconds, and its
+// preemptions.
+func WriteOutcomesCSV(path string, cs []Comparison) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	w.Write([]string{"policy", "side", "job", "gpus", "model", "duration_s", "submit_s", "first_start_s", "end_s", "jct_s", "preemptions"}) //nolint:errcheck
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	for _, c := range cs {
+		for _, s := range []Side{c.Cluster, c.Simulation} {
+			for _, o := range s.Jobs {
+				w.Write([]string{c.Policy, s.Label, strconv.FormatUint(uint64(o.ID), 10), strconv.Itoa(o.GPUs), o.Model, //nolint:errcheck
+					num(o.Duration), num(o.Submit), num(o.FirstStart), num(o.End), num(o.JCT()), strconv.Itoa(o.Preemptions)})
+			}
+		}
+	}
+	w.Flush()
+	return w.Error()
 }

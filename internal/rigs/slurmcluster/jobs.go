@@ -16,9 +16,11 @@ type Job struct {
 	Reason   string
 }
 
-// Jobs lists every job slurmctld still holds, finished ones included.
+// Jobs lists every job slurmctld still holds, finished ones included, by
+// job id (%A: a job array's task by its own id, not as 12_3; the record of
+// its tasks still pending by the array's).
 func (c *Cluster) Jobs() (map[uint32]Job, error) {
-	out, err := c.Run("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j|%T|%Q|%r")
+	out, err := c.Run("squeue", "-h", "-a", "-t", "all", "-o", "%A|%j|%T|%Q|%r")
 	if err != nil {
 		return nil, err
 	}

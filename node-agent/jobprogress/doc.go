@@ -1,4 +1,4 @@
-// Package progress turns the iteration counts a job's own training loop
+// Package jobprogress turns the iteration counts a job's own training loop
 // reports (etc/lachesis_progress.py, through the agent's local socket) into
 // iterations per second per job: the useful-work signal of issue 22
 // (Gandiva's introspection measures time per mini-batch). The agent, not
@@ -13,4 +13,4 @@
 // implements the agent's progress source for the job-usage report
 // (wire.JobUsage.Progress) and exports each job's rate on the agent's
 // /metrics (Collector).
-package progress
+package jobprogress

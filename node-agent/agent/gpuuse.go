@@ -13,8 +13,8 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/deliver"
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
-	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // ProgressSource says how far the jobs that opted in got (iterations and
@@ -24,57 +24,23 @@ type ProgressSource interface {
 }
 
 // ProcessJobLookup finds the Slurm job of a GPU process and the real uid
-// that owns it, from the kernel (KernelProcessJob in production).
+// that owns it, from the kernel (procjob.GPUProcessJob in production); why
+// says why it is in none (procjob.NoJob, procjob.Gone).
 type ProcessJobLookup func(pid int) (job, uid uint32, why string)
 
-// Why a GPU process is not attributed to a job (label of
-// MetricGPUProcessesOutsideJobs).
-const (
-	// outsideNoJob: the process is in no Slurm job: no root slurmstepd
-	// among its ancestors, or its job_<id> cgroups name another job.
-	outsideNoJob = "no_job"
-	// outsideGone: the process ended between the device's list and the
-	// look-up.
-	outsideGone = "gone"
-	// outsideOtherUID: the process runs under another uid than the job's
-	// other processes on this node.
-	outsideOtherUID = "other_uid"
-)
+// outsideOtherUID: a GPU process runs under another uid than its job's
+// other processes on this node (a reason label of
+// MetricGPUProcessesOutsideJobs, beside procjob's NoJob and Gone).
+const outsideOtherUID = "other_uid"
 
-// KernelProcessJob maps pid to its job the way SlurmCallerJob does,
-// without asking Slurm: its nearest ancestor that is Slurm's slurmstepd
-// running as root names the job, and the process's job_<id> cgroups, where
-// it has any, must agree (a cgroup alone can be forged where cgroup v2 is
-// delegated to users; a root slurmstepd cannot). The uid is the process's
-// real uid. A process that left its step's process tree (daemonised) is
-// outside any job.
-func KernelProcessJob(pid int) (job, uid uint32, why string) {
-	uid, alive := telemetry.ProcOwner(pid)
-	if !alive {
-		return 0, 0, outsideGone
-	}
-	job, _ = stepdOf(pid)
-	if job == 0 {
-		return 0, uid, outsideNoJob
-	}
-	cg, err := profiler.JobsOfProcess(pid)
-	switch {
-	case err != nil:
-		return 0, uid, outsideGone
-	case len(cg) > 0 && (len(cg) > 1 || cg[0] != job):
-		return 0, uid, outsideNoJob
-	}
-	return job, uid, ""
-}
-
-// usageOf aggregates the GPU processes of one sample into per-job usage
+// gpuUseOf aggregates the GPU processes of one sample into per-job GPU use
 // per GPU: utilisation (summed over the job's processes, at most 100),
 // memory summed, the GPU's memory (what the device says), Sharers the
 // number of jobs on that GPU. Processes not in a job are counted in
 // outside by reason, never attributed. The jobs come sorted by id, their
 // GPUs by index, and within wire's bounds.
-func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
-	outside = map[string]int{outsideNoJob: 0, outsideGone: 0, outsideOtherUID: 0}
+func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.JobUsage, outside map[string]int) {
+	outside = map[string]int{procjob.NoJob: 0, procjob.Gone: 0, outsideOtherUID: 0}
 	type key struct {
 		job uint32
 		gpu int
@@ -99,7 +65,7 @@ func usageOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup) (jobs []wire.
 		}
 		if l.why != "" || l.job == 0 {
 			if l.why == "" {
-				l.why = outsideNoJob
+				l.why = procjob.NoJob
 			}
 			outside[l.why]++
 			continue
@@ -161,21 +127,21 @@ func withProgress(jobs []wire.JobUsage, prog map[uint32]wire.JobProgress) {
 	}
 }
 
-// refusalLogEvery bounds how often an undelivered usage report is logged:
+// refusalLogEvery bounds how often an undelivered GPU-use report is logged:
 // a controller without a handler for them refuses every one.
 const refusalLogEvery = time.Minute
 
-// reportJobUsage measures every interval which job uses which GPU and how
+// reportGPUUse measures every interval which job uses which GPU and how
 // much, exports it on /metrics and sends it to the controller, best
 // effort like telemetry: a lost sample is superseded by the next.
-func (a *Agent) reportJobUsage(ctx context.Context) {
+func (a *Agent) reportGPUUse(ctx context.Context) {
 	src := a.deps.Processes
 	if a.cfg.TelemetryInterval == 0 || src == nil {
 		return
 	}
 	jobOf := a.deps.ProcessJob
 	if jobOf == nil {
-		jobOf = KernelProcessJob
+		jobOf = procjob.GPUProcessJob
 	}
 	t := time.NewTicker(a.cfg.TelemetryInterval)
 	defer t.Stop()
@@ -186,7 +152,7 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 		procs, err := src.Processes()
 		switch {
 		case err != nil:
-			a.met.usage.set(nil, nil)
+			a.met.gpuUse.set(nil, nil)
 			if !sampleFailing {
 				a.log.Warn("per-job GPU usage sample failed", keyErr, err)
 			}
@@ -194,18 +160,18 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 		default:
 			sampleFailing = false
 			now := time.Now()
-			jobs, outside := usageOf(procs, jobOf)
+			jobs, outside := gpuUseOf(procs, jobOf)
 			if a.deps.Progress != nil {
 				withProgress(jobs, a.deps.Progress.Progress(now))
 			}
-			a.met.usage.set(jobs, outside)
+			a.met.gpuUse.set(jobs, outside)
 			rep := &wire.JobUsageReport{Node: a.cfg.Node, At: now,
 				IntervalSec: a.cfg.TelemetryInterval.Seconds(), Jobs: jobs}
 			if _, err := a.sender.Send(ctx, wire.TypeJobUsage, rep); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				a.met.failures.WithLabelValues(kindUsage).Inc()
+				a.met.failures.WithLabelValues(kindGPUUse).Inc()
 				msg := "per-job GPU usage not delivered (logged at most once a minute)"
 				if errors.Is(err, deliver.ErrRefused) {
 					msg = "the controller refused per-job GPU usage (logged at most once a minute)"
@@ -224,7 +190,7 @@ func (a *Agent) reportJobUsage(ctx context.Context) {
 	}
 }
 
-// Metric names of per-job GPU usage (labels job, gpu, uuid, as
+// Metric names of per-job GPU use (labels job, gpu, uuid, as
 // dcgm-exporter's HPC job mapping labels its series).
 const (
 	MetricJobGPUUtil    = "lachesis_agent_job_gpu_utilization_percent"
@@ -236,38 +202,38 @@ const (
 )
 
 var (
-	jobUsageLabels = []string{"hpc_job", "gpu", "uuid"}
-	jobUtilDesc    = prometheus.NewDesc(MetricJobGPUUtil,
-		"A Slurm job's utilisation of one GPU at the last sample (its processes' SM utilisation, summed), percent.", jobUsageLabels, nil)
+	gpuUseLabels = []string{"hpc_job", "gpu", "uuid"}
+	jobUtilDesc  = prometheus.NewDesc(MetricJobGPUUtil,
+		"A Slurm job's utilisation of one GPU at the last sample (its processes' SM utilisation, summed), percent.", gpuUseLabels, nil)
 	jobMemDesc = prometheus.NewDesc(MetricJobGPUMemUsed,
-		"GPU memory a Slurm job's processes held at the last sample, bytes.", jobUsageLabels, nil)
+		"GPU memory a Slurm job's processes held at the last sample, bytes.", gpuUseLabels, nil)
 	jobSharersDesc = prometheus.NewDesc(MetricJobGPUSharers,
-		"Jobs with processes on this GPU at the last sample, this one included.", jobUsageLabels, nil)
+		"Jobs with processes on this GPU at the last sample, this one included.", gpuUseLabels, nil)
 	outsideDesc = prometheus.NewDesc(MetricGPUProcessesOutsideJobs,
 		"GPU processes at the last sample that belong to no Slurm job, by reason (no_job, gone, other_uid).", []string{"reason"}, nil)
 )
 
-// usageCollector exports the last sample's per-job usage: a job that
+// gpuUseCollector exports the last sample's per-job GPU use: a job that
 // ended has no series at the next sample.
-type usageCollector struct {
+type gpuUseCollector struct {
 	mu      sync.Mutex
 	jobs    []wire.JobUsage
 	outside map[string]int
 }
 
-func (u *usageCollector) set(jobs []wire.JobUsage, outside map[string]int) {
+func (u *gpuUseCollector) set(jobs []wire.JobUsage, outside map[string]int) {
 	u.mu.Lock()
 	u.jobs, u.outside = jobs, outside
 	u.mu.Unlock()
 }
 
-func (*usageCollector) Describe(ch chan<- *prometheus.Desc) {
+func (*gpuUseCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobUtilDesc, jobMemDesc, jobSharersDesc, outsideDesc} {
 		ch <- d
 	}
 }
 
-func (u *usageCollector) Collect(ch chan<- prometheus.Metric) {
+func (u *gpuUseCollector) Collect(ch chan<- prometheus.Metric) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, j := range u.jobs {

@@ -1,17 +1,12 @@
 package agent
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/node-agent/procjob"
 	"github.com/lachesis-sched/lachesis/node-agent/telemetry"
-	"github.com/lachesis-sched/lachesis/profiler"
 )
 
 // lookups is a ProcessJobLookup from a table: pid → job, uid, why.
@@ -23,17 +18,17 @@ type lookups map[int]struct {
 func (l lookups) of(pid int) (uint32, uint32, string) {
 	e, ok := l[pid]
 	if !ok {
-		return 0, 0, outsideGone
+		return 0, 0, procjob.Gone
 	}
 	return e.job, e.uid, e.why
 }
 
-func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
+func TestGPUUseIsAggregatedPerJobAndGPU(t *testing.T) {
 	jobOf := lookups{
 		10: {job: 7, uid: 1000}, 11: {job: 7, uid: 1000}, // job 7: two processes on GPU 0, one on GPU 1
-		20: {job: 9, uid: 2000},            // job 9 shares GPU 0
-		30: {uid: 1000, why: outsideNoJob}, // a login-shell process on GPU 0
-		40: {job: 7, uid: 2000},            // job 7's number, another uid
+		20: {job: 9, uid: 2000},             // job 9 shares GPU 0
+		30: {uid: 1000, why: procjob.NoJob}, // a login-shell process on GPU 0
+		40: {job: 7, uid: 2000},             // job 7's number, another uid
 	}
 	procs := []telemetry.GPUProcess{
 		{GPU: 0, UUID: "GPU-a", PID: 11, UtilPct: 70, MemUsedMB: 1000, MemTotalMB: 81920},
@@ -44,7 +39,7 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 		{GPU: 1, UUID: "GPU-b", PID: 40, UtilPct: 90, MemUsedMB: 9000},
 		{GPU: 1, UUID: "GPU-b", PID: 50, UtilPct: 90, MemUsedMB: 9000}, // vanished
 	}
-	jobs, outside := usageOf(procs, jobOf.of)
+	jobs, outside := gpuUseOf(procs, jobOf.of)
 	want := []wire.JobUsage{
 		{JobID: 7, UID: 1000, GPUs: []wire.JobGPUUsage{
 			{Index: 0, UUID: "GPU-a", UtilPct: 100, MemUsedMB: 1500, MemTotalMB: 81920, Sharers: 2},
@@ -57,7 +52,7 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 	if !reflect.DeepEqual(jobs, want) {
 		t.Fatalf("got  %+v\nwant %+v", jobs, want)
 	}
-	if w := map[string]int{outsideNoJob: 1, outsideGone: 1, outsideOtherUID: 1}; !reflect.DeepEqual(outside, w) {
+	if w := map[string]int{procjob.NoJob: 1, procjob.Gone: 1, outsideOtherUID: 1}; !reflect.DeepEqual(outside, w) {
 		t.Fatalf("outside %v, want %v", outside, w)
 	}
 	rep := wire.JobUsageReport{Node: "n", Jobs: jobs, IntervalSec: 1}
@@ -66,7 +61,7 @@ func TestUsageIsAggregatedPerJobAndGPU(t *testing.T) {
 	}
 }
 
-func TestUsageStaysWithinTheWireBounds(t *testing.T) {
+func TestGPUUseStaysWithinTheWireBounds(t *testing.T) {
 	var procs []telemetry.GPUProcess
 	jobOf := lookups{}
 	for pid := 1; pid <= wire.MaxGPUs+10; pid++ {
@@ -76,53 +71,10 @@ func TestUsageStaysWithinTheWireBounds(t *testing.T) {
 			why      string
 		}{job: uint32(pid), uid: 1}
 	}
-	jobs, _ := usageOf(procs, jobOf.of)
+	jobs, _ := gpuUseOf(procs, jobOf.of)
 	rep := wire.JobUsageReport{Node: "n", Jobs: jobs}
 	if err := rep.Validate(); err != nil || len(jobs) != wire.MaxGPUs {
 		t.Fatalf("%d jobs, %v: want %d, valid", len(jobs), err, wire.MaxGPUs)
-	}
-}
-
-func TestKernelProcessJobPutsAProcessOutsideSlurmInNoJob(t *testing.T) {
-	// The test binary runs under no slurmstepd.
-	if job, uid, why := KernelProcessJob(os.Getpid()); job != 0 || why != outsideNoJob || uid != uint32(os.Getuid()) {
-		t.Fatalf("got job %d uid %d %q, want no job", job, uid, why)
-	}
-	if _, _, why := KernelProcessJob(1 << 30); why != outsideGone {
-		t.Fatalf("a pid that does not exist: %q, want gone", why)
-	}
-}
-
-// A job_<id> cgroup is not enough to claim a job: where cgroup v2 is
-// delegated, a user can make one and move into it. A process in such a
-// cgroup with no root slurmstepd above it is in no job.
-func TestKernelProcessJobIgnoresAJobCgroupWithoutItsStep(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("making a cgroup needs root")
-	}
-	root := "/sys/fs/cgroup/freezer"
-	cg := filepath.Join(root, fmt.Sprintf("job_%d", 900000+os.Getpid()%90000))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Skipf("no cgroup v1 freezer hierarchy to test in: %v", err)
-	}
-	defer os.Remove(cg)
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0)
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
-		t.Skipf("cannot move a process into a cgroup here: %v", err)
-	}
-	if ids, _ := profiler.JobsOfProcess(cmd.Process.Pid); len(ids) != 1 {
-		t.Fatalf("the process's cgroups name jobs %v, want the forged one", ids)
-	}
-	if job, _, why := KernelProcessJob(cmd.Process.Pid); job != 0 || why != outsideNoJob {
-		t.Fatalf("a forged job cgroup gave job %d (%q), want no job", job, why)
 	}
 }
 
@@ -131,14 +83,5 @@ func TestProgressGoesToItsJobOnly(t *testing.T) {
 	withProgress(jobs, map[uint32]wire.JobProgress{9: {Iterations: 120, ItersPerSec: 4}, 11: {Iterations: 1}})
 	if jobs[0].Progress != nil || jobs[1].Progress == nil || jobs[1].Progress.Iterations != 120 || len(jobs) != 2 {
 		t.Fatalf("got %+v", jobs)
-	}
-}
-
-// BenchmarkKernelProcessJob is the look-up the agent makes for every GPU
-// process every interval: /proc reads up its ancestors and its cgroups.
-func BenchmarkKernelProcessJob(b *testing.B) {
-	pid := os.Getpid()
-	for b.Loop() {
-		KernelProcessJob(pid)
 	}
 }

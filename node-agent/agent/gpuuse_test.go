@@ -45,11 +45,11 @@ func jobOfPID(pid int) (uint32, uint32, string) {
 	return 0, alice, "no_job"
 }
 
-// Per-job usage is exported on /metrics while the job runs and gone once
+// Per-job GPU use is exported on /metrics while the job runs and gone once
 // it ends; a process outside any job is counted, never attributed; the
 // controller (which has no handler for usage reports yet) refuses every
 // report, which is counted each time and logged once.
-func TestJobUsageIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
+func TestGPUUseIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
 	src := &gpuProcs{}
 	src.set(
 		telemetry.GPUProcess{GPU: 0, UUID: "GPU-a", PID: 100, UtilPct: 60, MemUsedMB: 1024, UtilKnown: true},
@@ -63,7 +63,7 @@ func TestJobUsageIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
 		d.Progress = progressOf{5: {Iterations: 40, ItersPerSec: 2}}
 	})
 	h.startController()
-	waitFor(t, "job 5's usage on /metrics", func() bool {
+	waitFor(t, "job 5's GPU use on /metrics", func() bool {
 		v, ok := gathered(t, h.agent, agent.MetricJobGPUUtil, `hpc_job="5"`)
 		return ok && v == 60
 	})

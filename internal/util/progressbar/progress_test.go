@@ -1,4 +1,4 @@
-package progress_test
+package progressbar_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lachesis-sched/lachesis/internal/util/progress"
+	"github.com/lachesis-sched/lachesis/internal/util/progressbar"
 )
 
 func TestDuration(t *testing.T) {
@@ -20,7 +20,7 @@ func TestDuration(t *testing.T) {
 		{3720 * time.Second, "1h02m"}, {1499 * time.Millisecond, "1s"},
 	}
 	for _, tc := range tests {
-		if got := progress.Duration(tc.in); got != tc.want {
+		if got := progressbar.Duration(tc.in); got != tc.want {
 			t.Errorf("Duration(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -40,7 +40,7 @@ func TestBar(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := progress.Bar(tc.done, tc.total, tc.width); got != tc.want {
+			if got := progressbar.Bar(tc.done, tc.total, tc.width); got != tc.want {
 				t.Fatalf("Bar(%d, %d, %d) = %q, want %q", tc.done, tc.total, tc.width, got, tc.want)
 			}
 		})
@@ -49,7 +49,7 @@ func TestBar(t *testing.T) {
 
 func TestLineRedrawsInPlaceAndBlanksLeftovers(t *testing.T) {
 	var buf bytes.Buffer
-	l := progress.NewLine(&buf)
+	l := progressbar.NewLine(&buf)
 	l.Draw("a long first text")
 	l.Draw("short")
 	l.End()
@@ -62,7 +62,7 @@ func TestLineRedrawsInPlaceAndBlanksLeftovers(t *testing.T) {
 
 func TestLineEndWithoutDrawWritesNothing(t *testing.T) {
 	var buf bytes.Buffer
-	progress.NewLine(&buf).End()
+	progressbar.NewLine(&buf).End()
 	if buf.Len() != 0 {
 		t.Fatalf("output %q, want none", buf.String())
 	}
@@ -70,7 +70,7 @@ func TestLineEndWithoutDrawWritesNothing(t *testing.T) {
 
 func TestCounterDrawsProgressAndEndsTheLine(t *testing.T) {
 	var buf bytes.Buffer
-	c := progress.NewCounter(&buf, "simulating", "jobs", 200)
+	c := progressbar.NewCounter(&buf, "simulating", "jobs", 200)
 	c.Add(100)
 	c.Add(100)
 	c.Finish()
@@ -87,7 +87,7 @@ func TestIsTerminalIsTrueForACharacterDevice(t *testing.T) {
 		t.Skip(err)
 	}
 	defer f.Close()
-	if !progress.IsTerminal(f) {
+	if !progressbar.IsTerminal(f) {
 		t.Fatal("a character device not taken for a terminal")
 	}
 }
@@ -98,7 +98,7 @@ func TestIsTerminalIsFalseForAFileAndABuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if progress.IsTerminal(f) || progress.IsTerminal(&bytes.Buffer{}) {
+	if progressbar.IsTerminal(f) || progressbar.IsTerminal(&bytes.Buffer{}) {
 		t.Fatal("a regular file or a buffer taken for a terminal")
 	}
 }

@@ -1,4 +1,4 @@
-package progress_test
+package jobprogress_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
-	"github.com/lachesis-sched/lachesis/node-agent/progress"
+	"github.com/lachesis-sched/lachesis/node-agent/jobprogress"
 )
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -44,9 +44,9 @@ func TestTrackerRate(t *testing.T) {
 		{"a steady loop reads its rate whatever the report interval",
 			[]report{{0, 0, nil}, {1, 7, nil}, {8, 56, nil}, {10, 70, nil}, {30, 210, nil}}, 7},
 		{"a report within MinInterval is dropped and changes nothing",
-			[]report{{0, 0, nil}, {5, 50, nil}, {5.5, 1000, progress.ErrTooSoon}, {10, 100, nil}}, 10},
+			[]report{{0, 0, nil}, {5, 50, nil}, {5.5, 1000, jobprogress.ErrTooSoon}, {10, 100, nil}}, 10},
 		{"a flood: only one report a second is taken",
-			[]report{{0, 0, nil}, {0.1, 1, progress.ErrTooSoon}, {0.2, 2, progress.ErrTooSoon}, {0.99, 3, progress.ErrTooSoon}, {1, 10, nil}}, 10},
+			[]report{{0, 0, nil}, {0.1, 1, jobprogress.ErrTooSoon}, {0.2, 2, jobprogress.ErrTooSoon}, {0.99, 3, jobprogress.ErrTooSoon}, {1, 10, nil}}, 10},
 		{"a decrease is a restart: no rate until the next report",
 			[]report{{0, 0, nil}, {5, 50, nil}, {10, 3, nil}}, math.NaN()},
 		{"after a restart the new run's first interval seeds the rate anew",
@@ -59,7 +59,7 @@ func TestTrackerRate(t *testing.T) {
 			[]report{{0, math.MaxUint64 - 100, nil}, {10, math.MaxUint64, nil}}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := progress.New(progress.Config{})
+			tr := jobprogress.New(jobprogress.Config{})
 			for _, r := range tc.reports {
 				_, err := tr.Report(7, r.iters, at(r.sec))
 				if !errors.Is(err, r.err) || (r.err == nil) != (err == nil) {
@@ -85,7 +85,7 @@ func TestTrackerRate(t *testing.T) {
 }
 
 func TestTrackerProgressNamesLastReport(t *testing.T) {
-	tr := progress.New(progress.Config{})
+	tr := jobprogress.New(jobprogress.Config{})
 	tr.Report(3, 10, at(0))
 	tr.Report(3, 20, at(2))
 	tr.Report(3, 30, at(2.5)) // too soon: not the last report
@@ -96,7 +96,7 @@ func TestTrackerProgressNamesLastReport(t *testing.T) {
 }
 
 func TestTrackerForgetsStaleAndEndedJobs(t *testing.T) {
-	tr := progress.New(progress.Config{Stale: time.Minute})
+	tr := jobprogress.New(jobprogress.Config{Stale: time.Minute})
 	for _, job := range []uint32{1, 2, 3} {
 		tr.Report(job, 0, at(0))
 	}
@@ -128,13 +128,13 @@ func TestTrackerForgetsStaleAndEndedJobs(t *testing.T) {
 // MaxJobs bounds the jobs tracked: a new job beyond it is refused while
 // none is stale, and takes a stale one's place once one is.
 func TestTrackerBoundsJobs(t *testing.T) {
-	tr := progress.New(progress.Config{MaxJobs: 3, Stale: time.Minute})
+	tr := jobprogress.New(jobprogress.Config{MaxJobs: 3, Stale: time.Minute})
 	for job := uint32(1); job <= 3; job++ {
 		if _, err := tr.Report(job, 0, at(float64(job))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tr.Report(4, 0, at(30)); !errors.Is(err, progress.ErrTooManyJobs) {
+	if _, err := tr.Report(4, 0, at(30)); !errors.Is(err, jobprogress.ErrTooManyJobs) {
 		t.Fatalf("a fourth job of three allowed: %v", err)
 	}
 	// Tracked jobs keep reporting.
@@ -154,7 +154,7 @@ func TestTrackerBoundsJobs(t *testing.T) {
 // under a flood of reports from more jobs than MaxJobs.
 func TestTrackerManyJobs(t *testing.T) {
 	const jobs = 1000
-	tr := progress.New(progress.Config{})
+	tr := jobprogress.New(jobprogress.Config{})
 	for round := 0; round < 3; round++ {
 		for j := uint32(1); j <= jobs; j++ {
 			if _, err := tr.Report(j, uint64(round)*uint64(j)*5, at(float64(round)*5)); err != nil {
@@ -172,7 +172,7 @@ func TestTrackerManyJobs(t *testing.T) {
 		}
 	}
 
-	flood := progress.New(progress.Config{})
+	flood := jobprogress.New(jobprogress.Config{})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -181,8 +181,8 @@ func TestTrackerManyJobs(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if n := flood.Jobs(); n != progress.DefaultMaxJobs {
-		t.Fatalf("%d jobs tracked after a flood from 5000, want the bound %d", n, progress.DefaultMaxJobs)
+	if n := flood.Jobs(); n != jobprogress.DefaultMaxJobs {
+		t.Fatalf("%d jobs tracked after a flood from 5000, want the bound %d", n, jobprogress.DefaultMaxJobs)
 	}
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 1<<20 {
 		t.Fatalf("the heap grew by %d bytes for %d tracked jobs", grown, flood.Jobs())
@@ -192,7 +192,7 @@ func TestTrackerManyJobs(t *testing.T) {
 // The collector exports one rate per job with a rate, labelled with the
 // job id, and drops a job's series once it is forgotten.
 func TestCollectorDropsForgottenJobs(t *testing.T) {
-	tr := progress.New(progress.Config{})
+	tr := jobprogress.New(jobprogress.Config{})
 	now := time.Now()
 	tr.Report(41, 0, now.Add(-10*time.Second))
 	tr.Report(41, 50, now.Add(-5*time.Second))
@@ -205,10 +205,10 @@ func TestCollectorDropsForgottenJobs(t *testing.T) {
 lachesis_agent_job_iterations_per_second{hpc_job="41"} 10
 lachesis_agent_job_iterations_per_second{hpc_job="42"} 4
 `
-	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(want), progress.MetricJobItersPerSec); err != nil {
+	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(want), jobprogress.MetricJobItersPerSec); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(tr.Collector(), progress.MetricProgressReports); n != 5 {
+	if n := testutil.CollectAndCount(tr.Collector(), jobprogress.MetricProgressReports); n != 5 {
 		t.Fatalf("%d outcome series, want 5", n)
 	}
 	tr.Forget(41)
@@ -217,7 +217,7 @@ lachesis_agent_job_iterations_per_second{hpc_job="42"} 4
 # TYPE lachesis_agent_job_iterations_per_second gauge
 lachesis_agent_job_iterations_per_second{hpc_job="42"} 4
 `
-	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(want), progress.MetricJobItersPerSec); err != nil {
+	if err := testutil.CollectAndCompare(tr.Collector(), strings.NewReader(want), jobprogress.MetricJobItersPerSec); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -225,7 +225,7 @@ lachesis_agent_job_iterations_per_second{hpc_job="42"} 4
 // BenchmarkTrackerReport is the tracker's cost of one accepted report
 // with 1,000 jobs tracked (the agent's lock is held for this long).
 func BenchmarkTrackerReport(b *testing.B) {
-	tr := progress.New(progress.Config{MinInterval: time.Nanosecond})
+	tr := jobprogress.New(jobprogress.Config{MinInterval: time.Nanosecond})
 	for j := uint32(1); j <= 1000; j++ {
 		tr.Report(j, 0, t0)
 	}
@@ -240,7 +240,7 @@ func BenchmarkTrackerReport(b *testing.B) {
 // BenchmarkTrackerProgress is one usage report's (or scrape's) read of
 // 1,000 jobs' rates.
 func BenchmarkTrackerProgress(b *testing.B) {
-	tr := progress.New(progress.Config{})
+	tr := jobprogress.New(jobprogress.Config{})
 	for j := uint32(1); j <= 1000; j++ {
 		tr.Report(j, 0, t0)
 		tr.Report(j, 100, t0.Add(5*time.Second))

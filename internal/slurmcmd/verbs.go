@@ -1,0 +1,175 @@
+package slurmcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The verbs Lachesis uses. Each builds its command from typed arguments
+// (a job id is a number; a node name or host list that could read as an
+// option, or holds a space or control character, is refused before
+// anything runs) and reads only the fields it asked for.
+
+// ErrBadArgument: a node name, host list or GRES string Slurm would not
+// have printed.
+var ErrBadArgument = errors.New("not a node name, host list or GRES string")
+
+// ErrJobNotPending: slurmctld refused to edit a job because it no longer
+// waits (it started meanwhile).
+var ErrJobNotPending = errors.New("the job is no longer pending")
+
+func jobID(job uint32) string { return strconv.FormatUint(uint64(job), 10) }
+
+// checkNames refuses what cannot be a node name or host list: empty, a
+// leading '-' (the command would read it as an option), spaces and
+// control characters.
+func checkNames(s string) error {
+	if s == "" || s[0] == '-' {
+		return fmt.Errorf("%w: %.64q", ErrBadArgument, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return fmt.Errorf("%w: %.64q", ErrBadArgument, s)
+		}
+	}
+	return nil
+}
+
+// Requeue requeues a running job (scontrol requeue): slurmctld's user may
+// requeue any job.
+func (r Runner) Requeue(ctx context.Context, job uint32) error {
+	_, err := r.Run(ctx, "scontrol", "requeue", jobID(job))
+	return err
+}
+
+// notPending are the states squeue prints for a job that Slurm never
+// edits the ExcNodeList of. A job just requeued shows as COMPLETING or
+// REQUEUED while Slurm already counts it pending (and edits it), so those
+// are not among them.
+var notPending = map[string]bool{
+	"": true, "RUNNING": true, "SUSPENDED": true, "STOPPED": true, "COMPLETED": true, "CANCELLED": true,
+	"FAILED": true, "TIMEOUT": true, "NODE_FAIL": true, "PREEMPTED": true, "BOOT_FAIL": true,
+	"DEADLINE": true, "OUT_OF_MEMORY": true, "SPECIAL_EXIT": true,
+}
+
+// ExcNodeList is the job's ExcNodeList as Slurm holds it ("" for none, or
+// for a job that is not pending) and whether the job is pending, the only
+// state slurmctld edits it in. It reads squeue's %T and %x: two fields no
+// user text can hold (a node list has no spaces), unlike `scontrol show
+// job`, whose one-line form has the job's name and comment unquoted beside
+// them. More than one line (more than one job) is refused.
+func (r Runner) ExcNodeList(ctx context.Context, job uint32) (list string, pending bool, err error) {
+	out, err := r.Run(ctx, "squeue", "-h", "-j", jobID(job), "-o", "%T %x")
+	if err != nil {
+		return "", false, err
+	}
+	out = strings.TrimSpace(out)
+	if strings.ContainsAny(out, "\n\r") {
+		return "", false, fmt.Errorf("squeue's answer about job %d has more than one line: %.64q", job, out)
+	}
+	state, list, _ := strings.Cut(out, " ")
+	if notPending[state] {
+		return "", false, nil
+	}
+	if list = strings.TrimSpace(list); list != "" {
+		if err := checkNames(list); err != nil {
+			return "", false, fmt.Errorf("squeue's ExcNodeList of job %d: %w", job, err)
+		}
+	}
+	return list, true, nil
+}
+
+// SetExcNodeList replaces the job's ExcNodeList ("" clears it) with
+// scontrol update. A refusal because the job no longer waits wraps
+// ErrJobNotPending.
+func (r Runner) SetExcNodeList(ctx context.Context, job uint32, list string) error {
+	if list != "" {
+		if err := checkNames(list); err != nil {
+			return err
+		}
+	}
+	_, err := r.Run(ctx, "scontrol", "update", "JobId="+jobID(job), "ExcNodeList="+list)
+	var exit *ExitError
+	if errors.As(err, &exit) && strings.Contains(exit.Stderr, "pending") {
+		return fmt.Errorf("%w: %w", ErrJobNotPending, err)
+	}
+	return err
+}
+
+// Hostnames expands a Slurm host list ("n[1-3],m1") into its node names
+// with scontrol show hostnames.
+func (r Runner) Hostnames(ctx context.Context, list string) ([]string, error) {
+	if err := checkNames(list); err != nil {
+		return nil, err
+	}
+	out, err := r.Run(ctx, "scontrol", "show", "hostnames", list)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// RunningJobOwner is the uid of job if it runs on node; running is false
+// when it does not (squeue answers nothing).
+func (r Runner) RunningJobOwner(ctx context.Context, job uint32, node string) (uid uint32, running bool, err error) {
+	if err := checkNames(node); err != nil {
+		return 0, false, err
+	}
+	out, err := r.Run(ctx, "squeue", "--noheader", "--jobs", jobID(job),
+		"--nodelist", node, "--states", "RUNNING", "--format", "%U")
+	if err != nil {
+		return 0, false, err
+	}
+	return parseOwner(out, job)
+}
+
+// parseOwner reads squeue's "%U" answer: one uid, or nothing when the job
+// does not run there.
+func parseOwner(out string, job uint32) (uint32, bool, error) {
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		return 0, false, nil
+	}
+	uid, err := strconv.ParseUint(f[0], 10, 32)
+	if err != nil || len(f) != 1 {
+		return 0, false, fmt.Errorf("squeue's answer about job %d is not a uid: %.64q", job, out)
+	}
+	return uint32(uid), true, nil
+}
+
+// NodeGres is node's configured GRES as scontrol prints it
+// ("gpu:a100:4(S:0-1),shard:8"), "" when it has none.
+func (r Runner) NodeGres(ctx context.Context, node string) (string, error) {
+	if err := checkNames(node); err != nil {
+		return "", err
+	}
+	out, err := r.Run(ctx, "scontrol", "show", "node", node, "--oneliner")
+	if err != nil {
+		return "", err
+	}
+	gres := parseNodeGres(out)
+	if gres != "" {
+		if err := checkNames(gres); err != nil {
+			return "", fmt.Errorf("scontrol's Gres of node %s: %w", node, err)
+		}
+	}
+	return gres, nil
+}
+
+// parseNodeGres reads the Gres= field of a node's one-line record; it
+// comes before every field an admin or slurmd writes free text into
+// (Reason=, Comment=, OS=), and the first one is taken.
+func parseNodeGres(out string) string {
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "Gres="); ok {
+			if v == "(null)" {
+				return ""
+			}
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,164 @@
+package slurmcmd
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name, out string
+		uid       uint32
+		running   bool
+		bad       bool
+	}{
+		{"a uid", "1001\n", 1001, true, false},
+		{"nothing: not running here", "", 0, false, false},
+		{"blank lines: not running here", " \n\n", 0, false, false},
+		{"two answers refused", "1001\n1002\n", 0, false, true},
+		{"a name refused", "alice\n", 0, false, true},
+		{"a negative refused", "-1\n", 0, false, true},
+		{"over 32 bits refused", "4294967296\n", 0, false, true},
+		{"control characters refused", "10\x1b[2J01\n", 0, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uid, running, err := parseOwner(tc.out, 5)
+			if (err != nil) != tc.bad || uid != tc.uid || running != tc.running {
+				t.Fatalf("got %d, %v, %v", uid, running, err)
+			}
+		})
+	}
+	// A huge malformed answer is quoted in the error, bounded.
+	_, _, err := parseOwner(strings.Repeat("x", 1<<20), 5)
+	if err == nil || len(err.Error()) > 200 {
+		t.Fatalf("error of %d bytes", len(err.Error()))
+	}
+}
+
+func TestParseNodeGres(t *testing.T) {
+	for out, want := range map[string]string{
+		"NodeName=n1 Arch=x86_64 Gres=gpu:a100:4(S:0-1),shard:8 NodeAddr=n1\n": "gpu:a100:4(S:0-1),shard:8",
+		"NodeName=n1 Gres=(null) NodeAddr=n1":                                  "",
+		"NodeName=n1 NodeAddr=n1":                                              "",
+		"NodeName=n1 GresDrain=N/A GresUsed=gpu:0 Gres=gpu:2":                  "gpu:2",
+		"NodeName=n1 Gres=gpu:2 Reason=Gres=gpu:99":                            "gpu:2",
+		"": "",
+	} {
+		if got := parseNodeGres(out); got != want {
+			t.Errorf("parseNodeGres(%q) = %q, want %q", out, got, want)
+		}
+	}
+}
+
+func TestCheckNamesRefusesWhatCouldBeAnOption(t *testing.T) {
+	for _, s := range []string{"", "-h", "--help", "n1 n2", "n1\tx", "n\x1b[2J", "n\x7f", "n\n"} {
+		if err := checkNames(s); !errors.Is(err, ErrBadArgument) {
+			t.Errorf("checkNames(%q) = %v", s, err)
+		}
+	}
+	for _, s := range []string{"n1", "n[1-3],m1", "lnode-1.cluster", "gpu:a100:4(S:0-1)"} {
+		if err := checkNames(s); err != nil {
+			t.Errorf("checkNames(%q) = %v", s, err)
+		}
+	}
+}
+
+func TestRunningJobOwnerAsksForTheJobRunningOnTheNode(t *testing.T) {
+	r := standIn(t, "squeue", `[ "$*" = "--noheader --jobs 42 --nodelist lnode1 --states RUNNING --format %U" ] && echo 1001`)
+	uid, running, err := r.RunningJobOwner(context.Background(), 42, "lnode1")
+	if err != nil || !running || uid != 1001 {
+		t.Fatalf("got %d, %v, %v", uid, running, err)
+	}
+	if _, _, err := r.RunningJobOwner(context.Background(), 42, "--all"); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("a node name that is an option: got %v", err)
+	}
+	r = standIn(t, "squeue", `echo 'squeue: error: Invalid job id specified' >&2; exit 1`)
+	_, _, err = r.RunningJobOwner(context.Background(), 42, "lnode1")
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Stderr != "squeue: error: Invalid job id specified" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestExcNodeListReadsStateAndList(t *testing.T) {
+	for _, tc := range []struct {
+		name, out, list string
+		pending, bad    bool
+	}{
+		{"pending with a list", "PENDING n[1-2],m1\n", "n[1-2],m1", true, false},
+		{"pending without", "PENDING \n", "", true, false},
+		{"pending, (null) left to the caller", "PENDING (null)\n", "(null)", true, false},
+		{"requeued counts as pending", "REQUEUED n1\n", "n1", true, false},
+		{"running is not", "RUNNING n1\n", "", false, false},
+		{"gone is not", "", "", false, false},
+		{"two jobs refused", "PENDING n1\nPENDING n2\n", "", false, true},
+		{"control characters refused", "PENDING n1\x1b[2J\n", "", false, true},
+		{"an option refused", "PENDING -x\n", "", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := standIn(t, "squeue", `[ "$*" = "-h -j 9 -o %T %x" ] || exit 3; printf '`+strings.ReplaceAll(tc.out, "\x1b", `\033`)+`'`)
+			list, pending, err := r.ExcNodeList(context.Background(), 9)
+			if (err != nil) != tc.bad || list != tc.list || pending != tc.pending {
+				t.Fatalf("got %q, %v, %v", list, pending, err)
+			}
+		})
+	}
+}
+
+func TestSetExcNodeListSaysWhenTheJobStarted(t *testing.T) {
+	r := standIn(t, "scontrol", `[ "$*" = "update JobId=9 ExcNodeList=n1,n2" ] || exit 3`)
+	if err := r.SetExcNodeList(context.Background(), 9, "n1,n2"); err != nil {
+		t.Fatal(err)
+	}
+	r = standIn(t, "scontrol", `[ "$*" = "update JobId=9 ExcNodeList=" ] || exit 3`)
+	if err := r.SetExcNodeList(context.Background(), 9, ""); err != nil {
+		t.Fatalf("clearing: %v", err)
+	}
+	r = standIn(t, "scontrol", `echo 'slurm_update error: Job is no longer pending execution' >&2; exit 1`)
+	err := r.SetExcNodeList(context.Background(), 9, "n1")
+	if !errors.Is(err, ErrJobNotPending) || !strings.Contains(err.Error(), "no longer pending execution") {
+		t.Fatalf("got %v, want ErrJobNotPending", err)
+	}
+	r = standIn(t, "scontrol", `echo 'slurm_update error: Invalid node name specified' >&2; exit 1`)
+	if err := r.SetExcNodeList(context.Background(), 9, "n1"); err == nil || errors.Is(err, ErrJobNotPending) {
+		t.Fatalf("another refusal: got %v", err)
+	}
+	if err := r.SetExcNodeList(context.Background(), 9, "n1 n2"); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("a list with a space: got %v", err)
+	}
+}
+
+func TestHostnamesExpandsAList(t *testing.T) {
+	r := standIn(t, "scontrol", `[ "$1 $2" = "show hostnames" ] || exit 3; echo n1; echo n2; echo m1`)
+	names, err := r.Hostnames(context.Background(), "n[1-2],m1")
+	if err != nil || strings.Join(names, ",") != "n1,n2,m1" {
+		t.Fatalf("got %v, %v", names, err)
+	}
+	if _, err := r.Hostnames(context.Background(), "-o"); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("an option: got %v", err)
+	}
+}
+
+func TestRequeueNamesTheJob(t *testing.T) {
+	r := standIn(t, "scontrol", `[ "$*" = "requeue 77" ] || { echo "asked $*" >&2; exit 1; }`)
+	if err := r.Requeue(context.Background(), 77); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Requeue(context.Background(), 78); err == nil || !strings.Contains(err.Error(), "asked requeue 78") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNodeGresAsksForTheNode(t *testing.T) {
+	r := standIn(t, "scontrol", `[ "$*" = "show node lnode1 --oneliner" ] || exit 3; echo 'NodeName=lnode1 Gres=gpu:v100:2 State=IDLE'`)
+	g, err := r.NodeGres(context.Background(), "lnode1")
+	if err != nil || g != "gpu:v100:2" {
+		t.Fatalf("got %q, %v", g, err)
+	}
+	r = standIn(t, "scontrol", `printf 'NodeName=lnode1 Gres=gpu:\033[2J:2\n'`)
+	if _, err := r.NodeGres(context.Background(), "lnode1"); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("control characters: got %v", err)
+	}
+}

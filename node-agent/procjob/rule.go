@@ -1,0 +1,120 @@
+package procjob
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Process is what the kernel says of one process, read once (Read): the
+// facts the rule below judges.
+type Process struct {
+	PID int
+	// UID is the process's real uid.
+	UID uint32
+	// StepJob is the job named by the title of the process's nearest
+	// ancestor (the process included) that is Slurm's slurmstepd running
+	// as root, and StepPID that slurmstepd's pid; 0 where there is none.
+	StepJob uint32
+	StepPID int
+	// CgroupJobs are the distinct job ids the process's cgroups name
+	// (job_<id>), in the order of /proc/<pid>/cgroup; CgroupErr says why
+	// they could not be read.
+	CgroupJobs []uint32
+	CgroupErr  error
+}
+
+// ErrGone: the process does not exist, or ended while it was read.
+var ErrGone = errors.New("the process is gone")
+
+// Read reads pid's facts from /proc: its status once (its uid, and the
+// first step of its ancestry), its ancestors' up to a slurmstepd, its
+// cgroups.
+func Read(pid int) (Process, error) {
+	st, err := ReadStatus(pid)
+	if err != nil {
+		return Process{}, fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	p := Process{PID: pid, UID: st.UID}
+	p.StepJob, p.StepPID = stepdOf(pid, st)
+	cgs, err := ReadCgroups(pid)
+	p.CgroupJobs, p.CgroupErr = JobsOfCgroups(cgs), err
+	return p, nil
+}
+
+// The rule. A process is in job J when its nearest ancestor that is
+// Slurm's own slurmstepd running as root names J (the kernel's view,
+// which the process cannot forge), and its job_<id> cgroups, where it has
+// any, agree. The cgroups alone are not enough: where cgroup v2 is
+// delegated to users (systemd user slices), a user can make a cgroup named
+// job_<id> of their own and move into it. A process that left its step's
+// process tree (daemonised) is in no job.
+//
+// "Agree" is judged two ways, as the two questions have always been:
+// a request on the agent's socket (RequestJob) needs J among the cgroups'
+// jobs and ignores cgroups it cannot read; a GPU process's use
+// (GPUProcessJob) needs J to be the only one, and cgroups it cannot read
+// mean the process ended.
+
+// Why a process is in no job: the reason label of the agent's
+// lachesis_agent_gpu_processes_outside_jobs.
+const (
+	// NoJob: no root slurmstepd among its ancestors, or its job_<id>
+	// cgroups name another job.
+	NoJob = "no_job"
+	// Gone: the process ended between the device's list and the look-up.
+	Gone = "gone"
+)
+
+// ErrNoStep: no root slurmstepd among the process's ancestors.
+var ErrNoStep = errors.New("no Slurm step among the process's ancestors")
+
+// CgroupsDisagree: the process's step names one job and its cgroups
+// others.
+type CgroupsDisagree struct {
+	Step    uint32
+	Cgroups []uint32
+}
+
+func (e *CgroupsDisagree) Error() string {
+	return fmt.Sprintf("its step says job %d, its cgroups %v", e.Step, e.Cgroups)
+}
+
+// RequestJob is the job a request from the process (a profile or progress
+// request on the agent's socket) comes from: ErrNoStep, or a
+// *CgroupsDisagree, when it is in none.
+func (p Process) RequestJob() (uint32, error) {
+	switch {
+	case p.StepJob == 0:
+		return 0, ErrNoStep
+	case len(p.CgroupJobs) > 0 && !slices.Contains(p.CgroupJobs, p.StepJob):
+		return 0, &CgroupsDisagree{Step: p.StepJob, Cgroups: p.CgroupJobs}
+	}
+	return p.StepJob, nil
+}
+
+// GPUJob is the job a GPU process's use is charged to, with why ("",
+// NoJob or Gone).
+func (p Process) GPUJob() (uint32, string) {
+	switch {
+	case p.StepJob == 0:
+		return 0, NoJob
+	case p.CgroupErr != nil:
+		return 0, Gone
+	case len(p.CgroupJobs) > 1 || (len(p.CgroupJobs) == 1 && p.CgroupJobs[0] != p.StepJob):
+		return 0, NoJob
+	}
+	return p.StepJob, ""
+}
+
+// GPUProcessJob reads process pid and returns the job its GPU use is
+// charged to, its real uid (0 when it is gone) and why it is in no job
+// ("", NoJob or Gone): the node agent's look-up for every GPU process.
+func GPUProcessJob(pid int) (job, uid uint32, why string) {
+	p, err := Read(pid)
+	if err != nil {
+		return 0, 0, Gone
+	}
+	job, why = p.GPUJob()
+	return job, p.UID, why
+}
