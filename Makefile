@@ -24,7 +24,8 @@ LDFLAGS_PLUGIN := -shared -L$(PLUGINS) -llachesis_core \
 	-Wl,-rpath,'$$ORIGIN' -Wl,-z,nodelete -Wl,--no-undefined-version
 
 GO_SRC   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
-HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmctld-hook/reason_text.h cgo/lachesis_core.h
+HOOK_SRC := slurmctld-hook/lachesis_hook.c slurmctld-hook/lachesis_hook.h slurmctld-hook/reason_text.h cgo/lachesis_core.h \
+	$(wildcard slurmctld-hook/slurm_compat*.h)
 
 
 export PATH := /usr/local/go/bin:$(PATH)
@@ -39,9 +40,12 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
+# The Slurm source the plugins compile against: the installed slurmctld's,
+# or, with SLURM_DEB_VERSION and SLURM_DEB_CODENAME (e.g. 24.11.5-4+deb13u1
+# trixie), another release's, to compile for it on this machine.
 slurm-src: $(SLURM_SRC)/config.h
 $(SLURM_SRC)/config.h: | deps
-	bash scripts/slurm-src.sh $(SLURM_SRC)
+	bash scripts/slurm-src.sh $(SLURM_SRC) $(SLURM_DEB_VERSION) $(SLURM_DEB_CODENAME)
 
 build: $(CORE) $(PLUGINS)/priority_tiresias.so $(PLUGINS)/preempt_tiresias.so $(PLUGINS)/job_submit_synergy.so $(PLUGINS)/lachesis_jobend.so commands
 

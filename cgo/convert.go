@@ -92,7 +92,13 @@ func shrinkToC(s *core.Shrink, out *C.lachesis_shrink_t) {
 		out.raise = 1
 	}
 	copyCString(unsafe.Pointer(&out.admin_comment[0]), len(out.admin_comment), s.AdminComment)
+	copyCString(unsafe.Pointer(&out.cpus_per_tres[0]), len(out.cpus_per_tres), s.CPUsPerTRES)
+	copyCString(unsafe.Pointer(&out.mem_per_tres[0]), len(out.mem_per_tres), s.MemPerTRES)
 }
+
+// The core's bound on the request strings a shrink carries is the
+// header's (a constant index out of range fails the build if they drift).
+var _ = [1]int{}[C.LACHESIS_SHRINK_TRES_MAX-core.ShrinkTRESMax]
 
 // maxGPUTypeName bounds a GPU type read from Slurm (GRES type names are
 // short; a longer one is not a type Lachesis was told a speed for).
@@ -161,6 +167,8 @@ func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 		// jobs that wait for resources or were requeued.
 		s.WaitsForResources = j.waits_for_resources != 0
 		s.AdminComment = boundedString(j.admin_comment)
+		s.CPUsPerTRES = boundedString(j.cpus_per_tres)
+		s.MemPerTRES = boundedString(j.mem_per_tres)
 		req := synergy.Request{Name: boundedString(j.name), Comment: boundedString(j.comment)}
 		s.SizingModel = req.ModelKey()
 	}

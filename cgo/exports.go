@@ -34,6 +34,7 @@ func lachesis_init(cenv *C.lachesis_env_t, errbuf *C.char, errlen C.int) (rc C.i
 		AuthInfo:    C.GoString(cenv.auth_info),
 		ClusterName: C.GoString(cenv.cluster_name),
 		SlurmUID:    uint32(cenv.slurm_user_id),
+		Reconfigure: cenv.reconfigure != 0,
 	}
 	if err := start(env, cLogSink{fn: cenv.log}); err != nil {
 		writeErr(errbuf, errlen, err)
@@ -212,12 +213,12 @@ func lachesis_fallback(now C.int64_t, nodes *C.lachesis_node_state_t, nn C.int32
 }
 
 //export lachesis_sizer_start
-func lachesis_sizer_start(slot *C.lachesis_size_slot_t, askFd, doneFd C.int) (rc C.int) {
+func lachesis_sizer_start(slots *C.lachesis_size_slot_t, n C.int32_t, askFd C.int) (rc C.int) {
 	defer recoverInto(&rc, "lachesis_sizer_start")
-	if slot == nil || askFd < 0 || doneFd < 0 {
+	if slots == nil || n < 1 || n > maxSizerSlots || askFd < 0 {
 		return C.LACHESIS_EINVAL
 	}
-	if err := startSizer(slot, int(askFd), int(doneFd), sizeSlotJob); err != nil {
+	if err := startSizer(unsafe.Slice(slots, int(n)), int(askFd), sizeSlotJob); err != nil {
 		logger().Error("cannot start the sizing goroutine", "err", err)
 		return C.LACHESIS_EINVAL
 	}

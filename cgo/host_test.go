@@ -76,7 +76,8 @@ func TestConcurrentPassFallbackAndPlaceShareTheBuffersSafely(t *testing.T) {
 		{ID: 1, State: core.StateRunning, GPUs: 2, SubmitTime: 9_000, StartTime: 9_100},
 		{ID: 2, State: core.StatePending, GPUs: 1, SubmitTime: 9_500},
 		{ID: enlargedID, State: core.StatePending, GPUs: 1, SubmitTime: 9_000, WaitsForResources: true,
-			AdminComment: "lachesis: model=x " + core.SizedMarker + " cpus=4 mem=1000 share_cpus=1 share_mem=1000]"},
+			AdminComment: "lachesis: model=x " + core.SizedMarker + " cpus=4 mem=1000 share_cpus=1 share_mem=1000]",
+			CPUsPerTRES:  "gres/gpu:4", MemPerTRES: "gres/gpu:1000"},
 	}
 	// A free GPU but only 2 free CPUs: the job fits at its share of 1 CPU
 	// per GPU, not at the 4 it was enlarged to.
@@ -136,7 +137,7 @@ func TestFallbackReturnsNoMoreShrinksThanTheCallerHasRoomFor(t *testing.T) {
 	var jobs []core.Snapshot
 	for id := uint32(1); id <= 3; id++ {
 		jobs = append(jobs, core.Snapshot{ID: id, State: core.StatePending, GPUs: 1, SubmitTime: 1_000,
-			WaitsForResources: true, AdminComment: enlarged})
+			WaitsForResources: true, AdminComment: enlarged, CPUsPerTRES: "gres:gpu:4", MemPerTRES: "gres:gpu:1000"})
 	}
 	if _, n := hostPass(h, 2_000, jobs); n != 3 {
 		t.Fatalf("candidates = %d, want 3", n)

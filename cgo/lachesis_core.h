@@ -39,8 +39,16 @@
  * 13: lachesis_prio_t.usage: a running job's GPU-use segment for its
  *    AdminComment (per-job GPU use reported by node agents).
  * 14: whole GPUs into shards at submit: lachesis_submit_t.exclusive,
- *    LACHESIS_SIZE_SHARDS and lachesis_sizing_t.shards. */
-#define LACHESIS_ABI_VERSION 14
+ *    LACHESIS_SIZE_SHARDS and lachesis_sizing_t.shards.
+ * 15: several sizing slots (Slurm 23.02 calls job_submit on several RPC
+ *    threads at once): lachesis_sizer_start takes an array of slots and
+ *    the ask eventfd; each slot carries its own done_fd.
+ * 16: the C side reads no CPUs or memory per GPU itself (policy/gres is
+ *    the one reader): lachesis_job_t.cpus_per_tres and mem_per_tres, and
+ *    lachesis_shrink_t's copies of them as the core judged them.
+ * 17: lachesis_env_t.reconfigure (Slurm 24.05 and later reconfigure by
+ *    starting a new slurmctld beside the running one). */
+#define LACHESIS_ABI_VERSION 17
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -158,6 +166,12 @@ typedef struct lachesis_job {
 	uint8_t  requeue_allowed;  /* details->requeue: may be requeued */
 	uint8_t  end_state;        /* finished jobs: LACHESIS_END_* */
 	uint8_t  reserved5[6];
+	/* Pending jobs given an admin_comment (above): their CPUs and memory
+	 * per GPU as Slurm holds them (job_ptr->cpus_per_tres, mem_per_tres:
+	 * "gres:gpu:4" in 22.05, "gres/gpu:4" from 23.02), which start-time
+	 * sizing reads with policy/gres: a lowering never raises either. */
+	const char *cpus_per_tres;
+	const char *mem_per_tres;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */
@@ -175,6 +189,11 @@ typedef struct lachesis_node_state {
 	uint8_t  reserved[7];
 } lachesis_node_state_t;
 
+/* Longest cpus_per_tres or mem_per_tres a shrink carries, NUL included:
+ * the core resizes no job whose strings are longer (Lachesis writes
+ * "gres/gpu:N"; a longer one is not its sizing). */
+#define LACHESIS_SHRINK_TRES_MAX 64
+
 /* A pending job the core wants resized by start-time sizing: lowered to
  * what a node with its GPUs free spares now (synergy.Fallback), or, when
  * raise is set, raised toward its profile's best case (synergy.Restore,
@@ -186,6 +205,13 @@ typedef struct lachesis_shrink {
 	char admin_comment[1024];   /* the job's new admin comment */
 	uint8_t  raise;
 	uint8_t  reserved[7];
+	/* The job's cpus_per_tres and mem_per_tres as the pass gave them
+	 * ("" for none), which the core judged the resize against: the plugin
+	 * resizes only a job whose strings are still exactly these (compared,
+	 * never parsed), so an update between the pass and the resize leaves
+	 * the job to the next pass. */
+	char cpus_per_tres[LACHESIS_SHRINK_TRES_MAX];
+	char mem_per_tres[LACHESIS_SHRINK_TRES_MAX];
 } lachesis_shrink_t;
 
 /* The decision for one job. priority == 0 means "leave the job alone". */
@@ -287,11 +313,12 @@ typedef struct lachesis_sizing {
 } lachesis_sizing_t;
 
 /*
- * job_submit/synergy's sizing slot: one job at a time, handed from an RPC
+ * job_submit/synergy's sizing slots: each holds one job, handed from an RPC
  * thread to the core's sizing goroutine and back without the RPC thread
- * entering Go (see lachesis_sizer_start). state is read and changed only
- * with atomic operations, by both sides; the other fields belong to
- * whoever state says:
+ * entering Go (see lachesis_sizer_start); several RPC threads may each hold
+ * one at once. state is read and changed only with atomic operations, by
+ * both sides; the other fields belong to whoever state says (done_fd is
+ * set before the goroutine starts and never changes while it runs):
  *
  *   IDLE      -> ASKED      RPC thread: req, nodes, n filled; ask_fd written
  *   ASKED     -> BUSY       goroutine: picked it up
@@ -313,7 +340,7 @@ typedef struct lachesis_size_slot {
 	int32_t  state;             /* LACHESIS_SLOT_*, atomic */
 	int32_t  rc;                /* lachesis_size_job's return code */
 	int32_t  n;                 /* nodes */
-	int32_t  reserved;
+	int32_t  done_fd;           /* eventfd the goroutine writes at DONE */
 	lachesis_submit_t req;
 	lachesis_node_t *nodes;
 	lachesis_sizing_t out;
@@ -364,6 +391,12 @@ typedef struct lachesis_env {
 	const char *auth_info;     /* AuthInfo, e.g. "socket=/run/munge/..." */
 	const char *cluster_name;
 	lachesis_log_fn log;       /* into slurmctld's log */
+	/* 1: this slurmctld was started by `scontrol reconfigure` to replace a
+	 * running one, which keeps its listeners until this one is up (Slurm
+	 * 24.05 and later; slurm_compat.h says how the plugin knows). The
+	 * config is then a reload. */
+	uint32_t reconfigure;
+	uint32_t reserved;
 } lachesis_env_t;
 
 /* Starts the core (idempotent: later calls only add a reference). It reads
@@ -395,18 +428,19 @@ extern int lachesis_factors(uint32_t job_id, lachesis_prio_t *out);
 /* Sizes a job at submit from its model's profile. Memory only. */
 extern int lachesis_size_job(lachesis_submit_t *job, lachesis_node_t *nodes,
 			     int32_t n, lachesis_sizing_t *out);
-/* Starts the sizing goroutine for slot: it waits on ask_fd (an eventfd,
- * non-blocking; the core reads a duplicate of it) and, for each slot in
- * ASKED state, sizes the job as lachesis_size_job does and writes 1 to
- * done_fd (an eventfd the caller polls). Neither the asking thread nor the
- * goroutine makes a cgo call per job, which is what keeps Go's monitor
- * thread asleep between submissions. The slot and done_fd must outlive the
- * goroutine. LACHESIS_EINVAL if one is already running. */
-extern int lachesis_sizer_start(lachesis_size_slot_t *slot, int ask_fd,
-				int done_fd);
+/* Starts the sizing goroutine for the n slots (1 to 64) at slots: it waits
+ * on ask_fd (an eventfd, non-blocking; the core reads a duplicate of it)
+ * and, for each slot in ASKED state, sizes the job as lachesis_size_job
+ * does and writes 1 to that slot's done_fd (an eventfd its RPC thread
+ * polls). Neither the asking threads nor the goroutine make a cgo call per
+ * job, which is what keeps Go's monitor thread asleep between submissions.
+ * The slots and their done_fds must outlive the goroutine. LACHESIS_EINVAL
+ * if one is already running, or for a bad slot count or done_fd. */
+extern int lachesis_sizer_start(lachesis_size_slot_t *slots, int32_t n,
+				int ask_fd);
 /* Stops the sizing goroutine, waiting up to wait_ms for it to finish the
  * job it may be sizing. 1: stopped (or none ran); 0: still in the core,
- * so slot and done_fd must be left alone. */
+ * so the slots and their done_fds must be left alone. */
 extern int lachesis_sizer_stop(int wait_ms);
 /* Picks a GPU-type preference (--prefer) and a node cap (max_nodes) for a
  * job at submit, from the placement table. Memory only. */

@@ -33,17 +33,26 @@ import (
 // So the job is handed over without crossing between C and Go at all: the
 // RPC thread fills a slot (lachesis_size_slot_t) in C memory and writes an
 // eventfd; this goroutine, parked in Go's poller on that eventfd, sizes the
-// job and writes a second eventfd that the RPC thread polls. The slot's
-// state moves by atomic compare-and-swap on both sides (lachesis_core.h
-// lists the transitions), and the eventfds are read and written with raw
-// system calls, which do not wake the monitor either. The sizing path makes
-// no cgo call (boundedString reads C strings in Go).
+// job and writes the slot's own done eventfd, which the RPC thread polls.
+// A slot's state moves by atomic compare-and-swap on both sides
+// (lachesis_core.h lists the transitions), and the eventfds are read and
+// written with raw system calls, which do not wake the monitor either. The
+// sizing path makes no cgo call (boundedString reads C strings in Go).
+//
+// From Slurm 23.02 several RPC threads run job_submit at once, so the
+// plugin hands over an array of slots (size_handoff.c): each thread fills
+// one of its own, and one wake-up may stand for several asked slots, so
+// serve looks at every slot each time it wakes. One goroutine sizes them
+// in turn: a sizing takes tens of microseconds.
 
-// sizeSlot is the slot as Go sees it; cInt is C's int, for sizing
-// functions written in tests (which cannot import "C").
+// sizeSlot is the slot as Go sees it; cInt, cInt32 and cUint32 are C's
+// types, for sizing functions and slots written in tests (which cannot
+// import "C").
 type (
 	sizeSlot = C.lachesis_size_slot_t
 	cInt     = C.int
+	cInt32   = C.int32_t
+	cUint32  = C.uint32_t
 )
 
 // Slot states, as in lachesis_core.h.
@@ -59,10 +68,13 @@ const (
 // errSizerRunning: lachesis_sizer_start while a sizing goroutine runs.
 var errSizerRunning = errors.New("a sizing goroutine is already running")
 
+// maxSizerSlots bounds the slots lachesis_sizer_start accepts (the plugin
+// has SIZE_HANDOFF_SLOTS).
+const maxSizerSlots = 64
+
 type sizer struct {
-	slot   *sizeSlot
-	ask    *os.File // our duplicate of the caller's ask eventfd
-	doneFd int      // the caller's: written, never closed here
+	slots  []sizeSlot // the caller's, in C memory; each done_fd is the caller's
+	ask    *os.File   // our duplicate of the caller's ask eventfd
 	size   func(*sizeSlot) cInt
 	exited chan struct{}
 	buf    [8]byte // eventfd reads land here
@@ -74,13 +86,21 @@ var (
 	theSizer *sizer
 )
 
-// startSizer starts the goroutine that serves slot with size (sizeSlotJob
+// errSizerSlot: a slot without a done eventfd.
+var errSizerSlot = errors.New("a sizing slot has no done eventfd")
+
+// startSizer starts the goroutine that serves slots with size (sizeSlotJob
 // in slurmctld; tests pass their own).
-func startSizer(slot *sizeSlot, askFd, doneFd int, size func(*sizeSlot) cInt) error {
+func startSizer(slots []sizeSlot, askFd int, size func(*sizeSlot) cInt) error {
 	sizerMu.Lock()
 	defer sizerMu.Unlock()
 	if theSizer != nil {
 		return errSizerRunning
+	}
+	for i := range slots {
+		if slots[i].done_fd < 0 {
+			return fmt.Errorf("%w: slot %d", errSizerSlot, i)
+		}
 	}
 	// A duplicate, so that closing it (stopSizer) wakes the goroutine and
 	// the caller's descriptor stays the caller's. Non-blocking (the flag
@@ -93,7 +113,7 @@ func startSizer(slot *sizeSlot, askFd, doneFd int, size func(*sizeSlot) cInt) er
 		unix.Close(fd)
 		return fmt.Errorf("making the ask eventfd non-blocking: %w", err)
 	}
-	s := &sizer{slot: slot, ask: os.NewFile(uintptr(fd), "lachesis-sizer-ask"), doneFd: doneFd,
+	s := &sizer{slots: slots, ask: os.NewFile(uintptr(fd), "lachesis-sizer-ask"),
 		size: size, exited: make(chan struct{}), one: 1}
 	conn, err := s.ask.SyscallConn()
 	if err != nil {
@@ -140,16 +160,25 @@ func (s *sizer) run(conn syscall.RawConn) {
 	}
 }
 
-// serve sizes the slot's job if one is asked for: woken for a job its RPC
-// thread already took back (or for none), it does nothing.
+// serve sizes every slot's job that is asked for. A slot asked after the
+// goroutine passed it has written the ask eventfd after its state, so the
+// next read returns at once and the next serve finds it.
 func (s *sizer) serve() {
-	state := (*int32)(unsafe.Pointer(&s.slot.state))
+	for i := range s.slots {
+		s.serveSlot(&s.slots[i])
+	}
+}
+
+// serveSlot sizes the slot's job if one is asked for: a job its RPC thread
+// already took back (or none) is left alone.
+func (s *sizer) serveSlot(slot *sizeSlot) {
+	state := (*int32)(unsafe.Pointer(&slot.state))
 	if !atomic.CompareAndSwapInt32(state, slotAsked, slotBusy) {
 		return
 	}
-	s.slot.rc = s.size(s.slot)
+	slot.rc = s.size(slot)
 	if atomic.CompareAndSwapInt32(state, slotBusy, slotDone) {
-		syscall.RawSyscall(syscall.SYS_WRITE, uintptr(s.doneFd), uintptr(unsafe.Pointer(&s.one)), 8) //nolint:errcheck // eventfd: cannot fill up; the state is the answer
+		syscall.RawSyscall(syscall.SYS_WRITE, uintptr(slot.done_fd), uintptr(unsafe.Pointer(&s.one)), 8) //nolint:errcheck // eventfd: cannot fill up; the state is the answer
 		return
 	}
 	// Abandoned: its RPC thread gave up and nobody reads the answer; the

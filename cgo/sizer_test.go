@@ -3,9 +3,11 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,18 +16,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sizerFds makes the two eventfds the plugin makes (size_handoff_open).
-func sizerFds(t *testing.T) (ask, done int) {
+// sizerSlots makes n slots as the plugin does (size_handoff_open): each
+// with its own done eventfd, and the shared ask eventfd.
+func sizerSlots(t *testing.T, n int) (slots []sizeSlot, ask int) {
 	t.Helper()
 	var err error
 	if ask, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	if done, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-		t.Fatal(err)
+	slots = make([]sizeSlot, n)
+	for i := range slots {
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots[i].done_fd = cInt32(fd)
 	}
-	t.Cleanup(func() { unix.Close(ask); unix.Close(done) })
-	return ask, done
+	t.Cleanup(func() {
+		unix.Close(ask)
+		for i := range slots {
+			unix.Close(int(slots[i].done_fd))
+		}
+	})
+	return slots, ask
 }
 
 func slotState(s *sizeSlot) int32 { return atomic.LoadInt32((*int32)(unsafe.Pointer(&s.state))) }
@@ -39,21 +52,22 @@ func ask(t *testing.T, s *sizeSlot, askFd int) {
 	t.Helper()
 	setSlotState(s, slotAsked)
 	if _, err := unix.Write(askFd, []byte{1, 0, 0, 0, 0, 0, 0, 0}); err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 }
 
-// waitDone blocks until done_fd is written (no deadline: the test's own
-// timeout catches a sizer that never answers).
-func waitDone(t *testing.T, doneFd int) {
+// waitDone blocks until the slot's done eventfd is written (no deadline:
+// the test's own timeout catches a sizer that never answers).
+func waitDone(t *testing.T, s *sizeSlot) {
 	t.Helper()
-	fds := []unix.PollFd{{Fd: int32(doneFd), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(s.done_fd), Events: unix.POLLIN}}
 	for {
 		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-			t.Fatal(err)
+			t.Error(err)
+			return
 		}
 		var b [8]byte
-		if _, err := unix.Read(doneFd, b[:]); err == nil {
+		if _, err := unix.Read(int(s.done_fd), b[:]); err == nil {
 			return
 		}
 	}
@@ -69,14 +83,14 @@ func waitState(t *testing.T, s *sizeSlot, want int32) {
 }
 
 func TestSizerAnswersAskedJobAndSignalsDone(t *testing.T) {
-	askFd, doneFd := sizerFds(t)
-	slot := new(sizeSlot)
-	if err := startSizer(slot, askFd, doneFd, sizeSlotJob); err != nil {
+	slots, askFd := sizerSlots(t, 1)
+	slot := &slots[0]
+	if err := startSizer(slots, askFd, sizeSlotJob); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopSizer(time.Second) })
 	ask(t, slot, askFd)
-	waitDone(t, doneFd)
+	waitDone(t, slot)
 	if got := slotState(slot); got != slotDone {
 		t.Fatalf("state %d after done signal, want DONE (%d)", got, slotDone)
 	}
@@ -87,15 +101,15 @@ func TestSizerAnswersAskedJobAndSignalsDone(t *testing.T) {
 }
 
 func TestSizerMarksAbandonedJobStaleWithoutSignal(t *testing.T) {
-	askFd, doneFd := sizerFds(t)
-	slot := new(sizeSlot)
+	slots, askFd := sizerSlots(t, 1)
+	slot := &slots[0]
 	entered, release := make(chan struct{}), make(chan struct{})
 	slow := func(s *sizeSlot) cInt {
 		close(entered)
 		<-release
 		return 0
 	}
-	if err := startSizer(slot, askFd, doneFd, slow); err != nil {
+	if err := startSizer(slots, askFd, slow); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopSizer(time.Second) })
@@ -111,17 +125,16 @@ func TestSizerMarksAbandonedJobStaleWithoutSignal(t *testing.T) {
 	close(release)
 	waitState(t, slot, slotStale)
 	var b [8]byte
-	if _, err := unix.Read(doneFd, b[:]); err != unix.EAGAIN {
+	if _, err := unix.Read(int(slot.done_fd), b[:]); err != unix.EAGAIN {
 		t.Errorf("done eventfd read: %v, want EAGAIN (no answer for an abandoned job)", err)
 	}
 }
 
 func TestSizerIgnoresWakeupWithoutAskedJob(t *testing.T) {
-	askFd, doneFd := sizerFds(t)
-	slot := new(sizeSlot)
-	calls := make(chan struct{}, 2)
+	slots, askFd := sizerSlots(t, 2)
+	calls := make(chan struct{}, 4)
 	count := func(s *sizeSlot) cInt { calls <- struct{}{}; return 0 }
-	if err := startSizer(slot, askFd, doneFd, count); err != nil {
+	if err := startSizer(slots, askFd, count); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopSizer(time.Second) })
@@ -129,20 +142,72 @@ func TestSizerIgnoresWakeupWithoutAskedJob(t *testing.T) {
 	if _, err := unix.Write(askFd, []byte{1, 0, 0, 0, 0, 0, 0, 0}); err != nil {
 		t.Fatal(err)
 	}
-	ask(t, slot, askFd) // then a real one: sized exactly once
-	waitDone(t, doneFd)
+	ask(t, &slots[1], askFd) // then a real one: sized exactly once
+	waitDone(t, &slots[1])
 	if n := len(calls); n != 1 {
 		t.Errorf("sized %d times, want 1", n)
+	}
+	if got := slotState(&slots[0]); got != slotIdle {
+		t.Errorf("slot never asked is in state %d, want IDLE", got)
+	}
+}
+
+// From Slurm 23.02 several RPC threads ask at once, each with its own slot:
+// every thread gets the answer to its own job (here, the slot's index
+// read back from the request), on its own done eventfd, however their asks
+// interleave with the goroutine's passes over the slots.
+func TestSizerAnswersEachSlotItsOwnJobUnderConcurrentAsks(t *testing.T) {
+	const threads, rounds = 16, 300
+	slots, askFd := sizerSlots(t, threads)
+	// The job's "sizing": its CPUs per GPU are the number in its request's
+	// num_tasks, which each thread sets to its own index and round.
+	echo := func(s *sizeSlot) cInt {
+		s.out.cpus_per_gpu = s.req.num_tasks
+		return 0
+	}
+	if err := startSizer(slots, askFd, echo); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopSizer(time.Second) })
+	var wg sync.WaitGroup
+	var wrong atomic.Int32
+	for i := range slots {
+		wg.Add(1)
+		go func(s *sizeSlot, id int) {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				want := uint32(id*rounds + r + 1)
+				s.req.num_tasks = cUint32(want)
+				ask(t, s, askFd)
+				waitDone(t, s)
+				if slotState(s) != slotDone || uint32(s.out.cpus_per_gpu) != want {
+					wrong.Add(1)
+				}
+				setSlotState(s, slotIdle) // the answer taken (size_handoff_ask)
+			}
+		}(&slots[i], i)
+	}
+	wg.Wait()
+	if n := wrong.Load(); n != 0 {
+		t.Errorf("%d of %d answers were not their own job's", n, threads*rounds)
+	}
+}
+
+func TestSizerRefusesASlotWithoutDoneEventfd(t *testing.T) {
+	slots, askFd := sizerSlots(t, 2)
+	slots[1].done_fd = -1
+	if err := startSizer(slots, askFd, sizeSlotJob); !errors.Is(err, errSizerSlot) {
+		stopSizer(time.Second)
+		t.Fatalf("start with a slot lacking its eventfd: %v, want errSizerSlot", err)
 	}
 }
 
 func TestSizerStartTwiceFailsAndStopEndsGoroutine(t *testing.T) {
-	askFd, doneFd := sizerFds(t)
-	slot := new(sizeSlot)
-	if err := startSizer(slot, askFd, doneFd, sizeSlotJob); err != nil {
+	slots, askFd := sizerSlots(t, 1)
+	if err := startSizer(slots, askFd, sizeSlotJob); err != nil {
 		t.Fatal(err)
 	}
-	if err := startSizer(slot, askFd, doneFd, sizeSlotJob); err != errSizerRunning {
+	if err := startSizer(slots, askFd, sizeSlotJob); err != errSizerRunning {
 		t.Errorf("second start: %v, want errSizerRunning", err)
 	}
 	s := theSizer
@@ -161,15 +226,14 @@ func TestSizerStartTwiceFailsAndStopEndsGoroutine(t *testing.T) {
 }
 
 func TestSizerStopTimesOutWhileSizing(t *testing.T) {
-	askFd, doneFd := sizerFds(t)
-	slot := new(sizeSlot)
+	slots, askFd := sizerSlots(t, 1)
 	entered, release := make(chan struct{}), make(chan struct{})
 	stuck := func(s *sizeSlot) cInt { close(entered); <-release; return 0 }
-	if err := startSizer(slot, askFd, doneFd, stuck); err != nil {
+	if err := startSizer(slots, askFd, stuck); err != nil {
 		t.Fatal(err)
 	}
 	s := theSizer
-	ask(t, slot, askFd)
+	ask(t, &slots[0], askFd)
 	<-entered
 	if stopSizer(10 * time.Millisecond) {
 		t.Error("stopSizer reported stopped while the goroutine was sizing")

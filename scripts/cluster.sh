@@ -70,6 +70,8 @@ set -euo pipefail
 
 script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 repo_root=$(cd -- "$script_dir/.." && pwd -P)
+# shellcheck source=releases.sh
+. "$script_dir/releases.sh"
 
 dir=${LACHESIS_CLUSTER_DIR:-/tmp/lachesis-cluster}
 # Absolute paths only: slurm.conf, munged and the pid checks below need them,
@@ -98,12 +100,30 @@ log_lines=${LACHESIS_LOG_LINES:-40}
 accounting=${LACHESIS_ACCOUNTING:-none}
 cgroups=${LACHESIS_CGROUPS:-0}
 
+# What the configuration must say differently on each supported Slurm
+# release, decided here once from the installed release
+# (scripts/releases.sh); docs/slurm-releases.md lists why.
+slurm=
+cgroup_conf_extra=
+release_settings() {
+  slurm=$(slurm_release)
+  case $slurm in
+    22.05)
+      # Removed in 23.11: slurmd logs an error for it on every step.
+      cgroup_conf_extra=CgroupAutomount=no
+      ;;
+    24.11) ;;
+    *) die "Slurm $slurm is not a release this script configures (22.05, 24.11): see docs/slurm-releases.md" ;;
+  esac
+}
+
 etc="$dir/etc"
 conf="$etc/slurm.conf"
 state="$dir/state"
-# Short: slurmstepd's sockets, spool/<node>/<node>_<job>.<step>, must fit
-# in 107 bytes under a test directory named after its test.
-spool="$dir/sd"
+# Each slurmd's spool is <dir>/<node> (node_spool): slurmstepd's sockets,
+# <dir>/<node>/<node>_<job>.<step> with a 10-digit step id for the batch
+# step, must fit in 107 bytes under a test directory named after its test,
+# in a LACHESIS_TEST_DIR such as /tmp/lachesis-test-<name>.
 logdir="$dir/log"
 run="$dir/run"
 devdir="$dir/dev"
@@ -139,6 +159,7 @@ log() { printf 'cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 node_name() { printf 'lnode%d' "$1"; }
+node_spool() { printf '%s/%s' "$dir" "$(node_name "$1")"; }
 
 # GPU type of node K under LACHESIS_GPU_TYPES ("" when untyped).
 node_gpu_type() {
@@ -250,8 +271,10 @@ pid_matches() {
   local pid=$1 comm=$2 needle=$3 c cmd
   # Builtins only: find_strays runs this for every process on the machine.
   { read -r c <"/proc/$pid/comm"; } 2>/dev/null || return 1
-  # Debian 13 installs the daemons as slurmctld-wlm, slurmd-wlm, ...
-  # (the plain names are alternatives links), so that is their comm there.
+  # Debian's binaries are slurmctld-wlm and slurmd-wlm behind the
+  # alternatives' links; from 24.05 `scontrol reconfigure` re-executes them
+  # (/proc/self/exe), so the daemon that replaced the one we started goes by
+  # that name.
   [[ $c == "$comm" || $c == "$comm-wlm" ]] || return 1
   gone "$pid" && return 1
   # A daemon of another root (scripts/release-root.sh: the other Slurm
@@ -341,7 +364,7 @@ wait_zombies() {
   local i re='slurmctld|slurmd|slurmscriptd|slurmstepd|munged'
   accounting_on && re+='|slurmdbd|mariadbd'
   for ((i = 0; i < 100; i++)); do
-    ps -eo stat=,comm= | awk -v re="^($re)\$" '$1 ~ /^Z/ && $2 ~ re {f=1} END {exit !f}' || return 0
+    ps -eo stat=,comm= | awk -v re="^($re)(-wlm)?\$" '$1 ~ /^Z/ && $2 ~ re {f=1} END {exit !f}' || return 0
     sleep 0.1
   done
 }
@@ -447,7 +470,7 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=$auth_info
 StateSaveLocation=$state
-SlurmdSpoolDir=$spool/%n
+SlurmdSpoolDir=$dir/%n
 SlurmctldPidFile=$ctld_pid
 SlurmdPidFile=$run/slurmd-%n.pid
 SlurmctldLogFile=$logdir/slurmctld.log
@@ -598,11 +621,13 @@ make_devices() {
 }
 
 prepare_dirs() {
-  mkdir -p "$dir" "$etc" "$logdir" "$run" "$spool"
+  local k
+  mkdir -p "$dir" "$etc" "$logdir" "$run"
   # A fresh cluster every `up` (unless asked otherwise): old jobs and node
   # states would otherwise come back from the state files.
   if [[ $keep_state != 1 ]]; then
-    rm -rf "$state" "$spool"
+    rm -rf "$state"
+    for ((k = 1; k <= nodes; k++)); do rm -rf "$(node_spool "$k")"; done
     # Keep the previous run's logs one generation back for post-mortems.
     rm -rf "$logdir/previous"
     mkdir -p "$logdir/previous"
@@ -615,9 +640,8 @@ prepare_dirs() {
     fi
     rm -f "$dbd_conf"
   fi
-  mkdir -p "$state" "$spool"
-  local k
-  for ((k = 1; k <= nodes; k++)); do mkdir -p "$spool/$(node_name "$k")"; done
+  mkdir -p "$state"
+  for ((k = 1; k <= nodes; k++)); do mkdir -p "$(node_spool "$k")"; done
   rm -f "$etc/lachesis.yaml"
   if [[ -n $config_src ]]; then
     cp -- "$config_src" "$etc/lachesis.yaml"
@@ -847,6 +871,7 @@ count_idle() {
 
 cmd_up() {
   validate
+  release_settings
   local -a deps=()
   [[ $accounting == slurmdbd ]] && deps=(slurmdbd)
   "$repo_root/scripts/install-deps.sh" "${deps[@]}"
@@ -860,12 +885,12 @@ cmd_up() {
   if [[ $cgroups == 1 ]]; then
     # Slurm reads cgroup.conf next to slurm.conf; the v1 hierarchies are
     # mounted already.
-    cat >"$etc/cgroup.conf" <<EOF
-CgroupPlugin=cgroup/v1
-CgroupAutomount=no
-ConstrainCores=yes
-ConstrainRAMSpace=yes
-EOF
+    {
+      echo "CgroupPlugin=cgroup/v1"
+      [[ -n $cgroup_conf_extra ]] && echo "$cgroup_conf_extra"
+      echo "ConstrainCores=yes"
+      echo "ConstrainRAMSpace=yes"
+    } >"$etc/cgroup.conf"
   fi
   start_munge
   [[ $accounting == slurmdbd ]] && start_accounting

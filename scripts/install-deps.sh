@@ -12,8 +12,10 @@ set -euo pipefail
 
 # prometheus: the cluster tests start a private server that scrapes the
 # core's and the node agent's /metrics (its packaged daemon is not started).
+# e2fsprogs: chattr, with which the durability tests make the ledger
+# unwritable (a full Debian has it; a minbase root, release-root.sh's, not).
 pkgs=(slurmctld slurmd slurm-client munge libmunge-dev libslurm-dev
-      build-essential pkg-config sqlite3 procps python3 prometheus)
+      build-essential pkg-config sqlite3 procps python3 prometheus e2fsprogs)
 
 accounting=${LACHESIS_ACCOUNTING:-none}
 torch=no

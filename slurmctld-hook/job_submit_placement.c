@@ -10,16 +10,11 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
+#include "lachesis_hook.h" /* slurm_compat.h: the release's headers */
+
 #include "src/common/bitstring.h"
 #include "src/common/log.h"
 #include "src/common/macros.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/slurmctld.h"
-
-#include "lachesis_hook.h"
 #include "job_submit_placement.h"
 
 /* The partition rule is job_submit_synergy.c's: none means the default

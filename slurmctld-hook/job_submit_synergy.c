@@ -17,17 +17,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
+#include "lachesis_hook.h" /* slurm_compat.h: the release's headers */
+
 #include "src/common/bitstring.h"
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/strlcpy.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/slurmctld.h"
-
-#include "lachesis_hook.h"
 #include "job_submit_placement.h"
 #include "size_handoff.h"
 
@@ -37,7 +32,7 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static bool core_up = false;
 
-static void _drop_summary(void);
+static void _drop_summaries(void);
 static void _start_sizer(void);
 static bool _stop_sizer(void);
 
@@ -52,13 +47,13 @@ extern int init(void)
 
 extern int fini(void)
 {
-	/* A sizing goroutine still in the core may read the summary's strings:
-	 * then they stay (a leak, only when the core hangs). */
+	/* A sizing goroutine still in the core may read a summary: then the
+	 * summaries stay (a leak, only when the core hangs). */
 	bool stopped = _stop_sizer();
 
 	lachesis_hook_stop(&core_up);
 	if (stopped)
-		_drop_summary();
+		_drop_summaries();
 	return SLURM_SUCCESS;
 }
 
@@ -75,43 +70,62 @@ extern int fini(void)
  * itself. (A job with --reservation and no partition gets the default
  * partition here, not the reservation's.)
  *
- * The summary is cached, keyed by the partition string and by
+ * A summary is made once and never changed: it owns copies of its nodes'
+ * gres strings and of the resolved partition name, and is freed when its
+ * last reference goes. The cache holds one reference per entry and every
+ * request in flight one more, so a request the sizing goroutine still
+ * reads after its RPC thread gave up (and released slurmctld's locks)
+ * keeps its summary, whatever other threads do to the cache meanwhile.
+ * Entries are keyed by the partition string and by
  * last_node_update/last_part_update, which slurmctld bumps on every change
  * of a node or partition record (including a node's gres); we are called
  * with the node and partition read locks held, so neither moves under us.
- * The summary owns copies of the nodes' gres strings: the sizing goroutine
- * may still read a request after the RPC thread that made it gave up and
- * released slurmctld's locks (see the sizing goroutine). Several RPC threads
- * may be here at once (read locks), so the cache has its own mutex, held
- * only to look up or refill it.
+ * From Slurm 23.02 several RPC threads may be here at once (read locks),
+ * so the cache has its own mutex, held only to look up, add or release.
  */
 #define SUMMARY_NAME_MAX 1024	/* slurmctld refuses longer partitions */
+#define SUMMARY_CACHE 4		/* partition strings remembered at once */
 
-static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	bool valid;
+typedef struct summary {
+	int refs;		/* summary_lock */
 	char key[SUMMARY_NAME_MAX + 1];	/* the partition string as given */
 	time_t node_update, part_update;
 	char name[SUMMARY_NAME_MAX + 1];	/* resolved, for the core */
 	lachesis_node_t *nodes;
-	int n, cap;
-} summary;
+	int n;
+} summary_t;
 
-/* Frees the gres copies of the summary's nodes; summary_lock held. */
-static void _free_summary_gres(void)
+static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER;
+static summary_t *summaries[SUMMARY_CACHE];	/* most recent first */
+
+/* Drops one reference to sum, freeing it with the last. */
+static void _summary_release(summary_t *sum)
 {
-	for (int i = 0; i < summary.n; i++)
-		xfree(summary.nodes[i].gres);
-	summary.n = 0;
+	bool last;
+
+	if (!sum)
+		return;
+	slurm_mutex_lock(&summary_lock);
+	last = (--sum->refs == 0);
+	slurm_mutex_unlock(&summary_lock);
+	if (!last)
+		return;
+	for (int i = 0; i < sum->n; i++)
+		xfree(sum->nodes[i].gres);
+	xfree(sum->nodes);
+	xfree(sum);
 }
 
-static void _drop_summary(void)
+static void _drop_summaries(void)
 {
+	summary_t *drop[SUMMARY_CACHE];
+
 	slurm_mutex_lock(&summary_lock);
-	_free_summary_gres();
-	xfree(summary.nodes);
-	memset(&summary, 0, sizeof(summary));
+	memcpy(drop, summaries, sizeof(drop));
+	memset(summaries, 0, sizeof(summaries));
 	slurm_mutex_unlock(&summary_lock);
+	for (int i = 0; i < SUMMARY_CACHE; i++)
+		_summary_release(drop[i]);
 }
 
 /* Adds part_ptr's nodes to *nodes_bitmap. */
@@ -125,20 +139,23 @@ static void _add_part(bitstr_t **nodes_bitmap, part_record_t *part_ptr)
 		bit_or(*nodes_bitmap, part_ptr->node_bitmap);
 }
 
-/* Refills the summary for partition string key (NULL: the default). */
-static void _fill_summary(const char *key)
+/* A new summary (one reference) of partition string key ("": the
+ * default). Node and partition read locks held. */
+static summary_t *_summary_make(const char *key)
 {
+	summary_t *sum = xmalloc(sizeof(*sum));
 	bitstr_t *nodes_bitmap = NULL;
-	int first, last, n = 0;
+	int first, last;
 
-	summary.valid = false;
-	_free_summary_gres();
-	summary.name[0] = '\0';
-	if (!key || !key[0]) {
+	sum->refs = 1;
+	strlcpy(sum->key, key, sizeof(sum->key));
+	sum->node_update = last_node_update;
+	sum->part_update = last_part_update;
+	if (!key[0]) {
 		_add_part(&nodes_bitmap, default_part_loc);
 		if (default_part_loc && default_part_loc->name)
-			strlcpy(summary.name, default_part_loc->name,
-				sizeof(summary.name));
+			strlcpy(sum->name, default_part_loc->name,
+				sizeof(sum->name));
 	} else {
 		char *names = xstrdup(key), *save = NULL, *tok;
 
@@ -146,65 +163,79 @@ static void _fill_summary(const char *key)
 		     tok = strtok_r(NULL, ",", &save))
 			_add_part(&nodes_bitmap, find_part_record(tok));
 		xfree(names);
-		strlcpy(summary.name, key, sizeof(summary.name));
+		strlcpy(sum->name, key, sizeof(sum->name));
 	}
 	if (nodes_bitmap && (first = bit_ffs(nodes_bitmap)) >= 0) {
 		last = bit_fls(nodes_bitmap);
-		if (summary.cap < last - first + 1) {
-			summary.cap = last - first + 1;
-			xrecalloc(summary.nodes, summary.cap,
-				  sizeof(*summary.nodes));
-		}
+		sum->nodes = xcalloc(bit_set_count(nodes_bitmap),
+				     sizeof(*sum->nodes));
 		for (int i = first; i <= last; i++) {
 			node_record_t *node_ptr;
 
 			if (!bit_test(nodes_bitmap, i) ||
 			    !(node_ptr = node_record_table_ptr[i]))
 				continue;
-			summary.nodes[n].cpus = node_ptr->cpus;
-			summary.nodes[n].reserved = 0;
-			summary.nodes[n].mem_mb = node_ptr->real_memory;
-			summary.nodes[n].gres = xstrdup(node_ptr->gres ?
+			sum->nodes[sum->n].cpus = node_ptr->cpus;
+			sum->nodes[sum->n].mem_mb = node_ptr->real_memory;
+			sum->nodes[sum->n].gres = xstrdup(node_ptr->gres ?
 				node_ptr->gres : (node_ptr->config_ptr ?
 				node_ptr->config_ptr->gres : NULL));
-			n++;
+			sum->n++;
 		}
 	}
 	FREE_NULL_BITMAP(nodes_bitmap);
-	summary.n = n;
-	strlcpy(summary.key, key ? key : "", sizeof(summary.key));
-	summary.node_update = last_node_update;
-	summary.part_update = last_part_update;
-	summary.valid = true;
+	return sum;
 }
 
 /*
- * Copies the summary of the job's partition(s) into buf (cap entries) or,
- * when it is larger, into a new array (*heap, to be xfreed), and the
- * resolved partition name into name. Returns the nodes and sets *count.
+ * The summary of the job's partition(s), with a reference the caller
+ * releases (_summary_release) once nothing reads it any more. Node and
+ * partition read locks held. A new summary is made outside summary_lock,
+ * so threads asking for other partitions do not wait for it; two threads
+ * that make the same one at once both use their own, and the cache keeps
+ * the later.
  */
-static lachesis_node_t *_job_nodes(const char *key, lachesis_node_t *buf,
-				   int cap, lachesis_node_t **heap,
-				   char *name, size_t name_size, int *count)
+static summary_t *_job_nodes(const char *key)
 {
-	lachesis_node_t *out = buf;
+	summary_t *sum = NULL, *made, *evicted = NULL;
+	int at;
 
-	*heap = NULL;
-	if (key && strlen(key) > SUMMARY_NAME_MAX)
-		key = "";	/* not a partition slurmctld accepts */
+	if (!key || (strlen(key) > SUMMARY_NAME_MAX))
+		key = "";	/* none, or not a partition slurmctld accepts */
 	slurm_mutex_lock(&summary_lock);
-	if (!summary.valid || summary.node_update != last_node_update ||
-	    summary.part_update != last_part_update ||
-	    strcmp(summary.key, key ? key : ""))
-		_fill_summary(key);
-	if (summary.n > cap)
-		out = *heap = xcalloc(summary.n, sizeof(*out));
-	if (summary.n)
-		memcpy(out, summary.nodes, summary.n * sizeof(*out));
-	*count = summary.n;
-	strlcpy(name, summary.name, name_size);
+	for (at = 0; at < SUMMARY_CACHE; at++) {
+		summary_t *s = summaries[at];
+
+		if (s && !strcmp(s->key, key) &&
+		    (s->node_update == last_node_update) &&
+		    (s->part_update == last_part_update)) {
+			sum = s;
+			sum->refs++;
+			/* most recent first */
+			memmove(&summaries[1], &summaries[0],
+				at * sizeof(summaries[0]));
+			summaries[0] = sum;
+			break;
+		}
+	}
 	slurm_mutex_unlock(&summary_lock);
-	return out;
+	if (sum)
+		return sum;
+
+	made = _summary_make(key);
+	slurm_mutex_lock(&summary_lock);
+	made->refs++;	/* the cache's */
+	/* An entry for the same key (stale, or made by another thread just
+	 * now) goes, else the least recent. */
+	for (at = 0; at < SUMMARY_CACHE - 1; at++)
+		if (summaries[at] && !strcmp(summaries[at]->key, key))
+			break;
+	evicted = summaries[at];
+	memmove(&summaries[1], &summaries[0], at * sizeof(summaries[0]));
+	summaries[0] = made;
+	slurm_mutex_unlock(&summary_lock);
+	_summary_release(evicted);
+	return made;
 }
 
 /*
@@ -214,23 +245,24 @@ static lachesis_node_t *_job_nodes(const char *key, lachesis_node_t *buf,
  * into Go, even one long-lived thread of ours, costs slurmctld about 80 us
  * of CPU per call in Go's monitor thread (sysmon), which polls every 20 us
  * for a millisecond or more after each return to C (cgo/sizer.go). So no
- * thread of ours enters Go per job: the RPC thread copies the job into the
- * slot, wakes the core's sizing goroutine through an eventfd and polls
- * another for the answer (size_handoff.c).
+ * thread of ours enters Go per job: the RPC thread copies the job into a
+ * slot of its own, wakes the core's sizing goroutine through an eventfd
+ * and polls the slot's own eventfd for the answer (size_handoff.c; several
+ * slots, since Slurm 23.02 runs job_submit on several threads at once).
  *
- * The wait is bounded (SIZE_WAIT_MS): past it the job is left as
- * submitted with an error line, never stalling slurmctld. The request is a
- * copy owned by the slot, and the nodes' gres strings are the summary's own
- * copies, so a request the RPC thread gave up on can still be read safely;
- * the summary is only refilled while the slot is idle (submissions fill it
- * while they hold the slot).
+ * The wait is bounded (SIZE_WAIT_MS, for a slot and the answer together):
+ * past it the job is left as submitted with an error line, never stalling
+ * slurmctld. The request is a copy owned by the slot, and its nodes are a
+ * summary the slot holds a reference to, so a request the RPC thread gave
+ * up on can still be read safely until the goroutine is done with it.
  */
 #define SIZE_WAIT_MS 500
 #define SUBMIT_STRING_MAX 8192	/* what the core reads of a string */
 
 static size_handoff_t sizer = SIZE_HANDOFF_INIT;
-static int sizer_cap;		/* entries of sizer.slot.nodes */
-/* The goroutine did not stop at fini: its slot must never be reused. */
+/* Each slot's summary reference (slot i's nodes and partition name). */
+static summary_t *slot_summary[SIZE_HANDOFF_SLOTS];
+/* The goroutine did not stop at fini: its slots must never be reused. */
 static bool sizer_lost;
 
 /* A copy of at most SUBMIT_STRING_MAX bytes of s (NULL stays NULL). */
@@ -239,9 +271,12 @@ static char *_dup_bounded(const char *s)
 	return s ? xstrndup(s, strnlen(s, SUBMIT_STRING_MAX)) : NULL;
 }
 
-/* Frees the slot's string copies (the handoff calls it). */
-static void _clear_slot(lachesis_size_slot_t *slot)
+/* Frees slot i's string copies and its summary reference (the handoff
+ * calls it; whoever holds the slot, or nobody any more). */
+static void _clear_slot(size_handoff_t *h, int i)
 {
+	lachesis_size_slot_t *slot = &h->slots[i];
+
 	xfree(slot->req.name);
 	xfree(slot->req.comment);
 	xfree(slot->req.tres_per_job);
@@ -251,17 +286,18 @@ static void _clear_slot(lachesis_size_slot_t *slot)
 	xfree(slot->req.cpus_per_tres);
 	xfree(slot->req.mem_per_tres);
 	memset(&slot->req, 0, sizeof(slot->req));
+	slot->nodes = NULL;
 	slot->n = 0;
+	_summary_release(slot_summary[i]);
+	slot_summary[i] = NULL;
 }
 
-static char slot_part_name[SUMMARY_NAME_MAX + 1];
-
-/* Copies req and the nodes of partition key into the acquired slot. */
-static void _fill_slot(lachesis_size_slot_t *slot,
-		       const lachesis_submit_t *req, const char *key)
+/* Copies req and the nodes of partition key into slot i, which the
+ * caller holds. */
+static void _fill_slot(int i, const lachesis_submit_t *req, const char *key)
 {
-	lachesis_node_t *heap;
-	int n;
+	lachesis_size_slot_t *slot = &sizer.slots[i];
+	summary_t *sum = _job_nodes(key);
 
 	slot->req = *req;
 	slot->req.name = _dup_bounded(req->name);
@@ -272,15 +308,10 @@ static void _fill_slot(lachesis_size_slot_t *slot,
 	slot->req.tres_per_task = _dup_bounded(req->tres_per_task);
 	slot->req.cpus_per_tres = _dup_bounded(req->cpus_per_tres);
 	slot->req.mem_per_tres = _dup_bounded(req->mem_per_tres);
-	(void) _job_nodes(key, slot->nodes, sizer_cap, &heap, slot_part_name,
-			  sizeof(slot_part_name), &n);
-	if (heap) {	/* the slot's array was too small: adopt the new one */
-		xfree(slot->nodes);
-		slot->nodes = heap;
-		sizer_cap = n;
-	}
-	slot->n = n;
-	slot->req.partition = slot_part_name;
+	slot->req.partition = sum->name;
+	slot->nodes = sum->nodes;
+	slot->n = sum->n;
+	slot_summary[i] = sum;
 }
 
 static void _start_sizer(void)
@@ -294,7 +325,8 @@ static void _start_sizer(void)
 		      plugin_type);
 		return;
 	}
-	rc = lachesis_sizer_start(&sizer.slot, sizer.ask_fd, sizer.done_fd);
+	rc = lachesis_sizer_start(sizer.slots, SIZE_HANDOFF_SLOTS,
+				  sizer.ask_fd);
 	if (rc != LACHESIS_OK) {
 		error("%s: cannot start the sizing goroutine (code %d); sizing on RPC threads",
 		      plugin_type, rc);
@@ -307,7 +339,7 @@ static void _start_sizer(void)
 }
 
 /* Stops the sizing goroutine, waiting a bounded time; false if it is still
- * in the core (it is then left to finish on its own, with its slot). */
+ * in the core (it is then left to finish on its own, with its slots). */
 static bool _stop_sizer(void)
 {
 	bool was_running;
@@ -325,26 +357,24 @@ static bool _stop_sizer(void)
 		return false;
 	}
 	size_handoff_close(&sizer);
-	xfree(sizer.slot.nodes);
-	sizer_cap = 0;
 	return true;
 }
 
 /* Sizes req (nodes from partition key) on the sizing goroutine. Returns
- * the core's code, or HANDOFF_TIMEOUT / HANDOFF_OFF (as SIZER_*). */
+ * the core's code, or SIZER_TIMEOUT / SIZER_OFF. */
 #define SIZER_TIMEOUT 1000	/* not a LACHESIS_* code */
 #define SIZER_OFF 1001
 
 static int _size_on_sizer(const lachesis_submit_t *req, const char *key,
 			  lachesis_sizing_t *out)
 {
-	lachesis_size_slot_t *slot;
-	int why, rc;
+	int64_t deadline = size_handoff_deadline(SIZE_WAIT_MS);
+	int i, why, rc;
 
-	if (!(slot = size_handoff_acquire(&sizer, &why)))
+	if ((i = size_handoff_acquire(&sizer, deadline, &why)) < 0)
 		return why == HANDOFF_OFF ? SIZER_OFF : SIZER_TIMEOUT;
-	_fill_slot(slot, req, key);
-	if (size_handoff_ask(&sizer, SIZE_WAIT_MS, out, &rc) != HANDOFF_DONE)
+	_fill_slot(i, req, key);
+	if (size_handoff_ask(&sizer, i, deadline, out, &rc) != HANDOFF_DONE)
 		return SIZER_TIMEOUT;
 	return rc;
 }
@@ -360,6 +390,21 @@ static bool _wants_gpus(const job_desc_msg_t *job_desc)
 }
 
 /*
+ * The job's CPU count as the client worked it out from the request the
+ * plugin just changed (24.11's sbatch sends --gpus=1 --cpus-per-gpu=2 as
+ * min_cpus 2) goes, so that slurmctld derives it from the new one: from
+ * the tasks and CPUs per task (validate_job_create_req), raised to the
+ * CPUs per GPU times the GPUs (gres_job_state_validate). Kept, a minimum
+ * above what the new CPUs per GPU give the job's GPUs made 24.11's
+ * cons_tres refuse the job as never runnable ("Requested node
+ * configuration is not available").
+ */
+static void _derive_min_cpus(job_desc_msg_t *job_desc)
+{
+	job_desc->min_cpus = NO_VAL;
+}
+
+/*
  * A job the core rewrites from one GPU into out->shards gres/shard of one
  * GPU (gpushare/shardconvert.go): the core does so only for a job whose GPU
  * request is one untyped GPU in tres_per_job or tres_per_node and nothing
@@ -371,11 +416,13 @@ static void _to_shards(job_desc_msg_t *job_desc, const lachesis_sizing_t *out)
 {
 	xfree(job_desc->tres_per_job);
 	xfree(job_desc->tres_per_node);
-	xstrfmtcat(job_desc->tres_per_node, "gres:shard:%u", out->shards);
+	xstrfmtcat(job_desc->tres_per_node, LACHESIS_GRES_PREFIX "shard:%u",
+		   out->shards);
 	xfree(job_desc->cpus_per_tres);
 	xfree(job_desc->mem_per_tres);
 	if (out->cpus_per_gpu && out->cpus_per_gpu < NO_VAL16)
 		job_desc->cpus_per_task = out->cpus_per_gpu;
+	_derive_min_cpus(job_desc);
 	if (out->mem_mb_per_gpu && out->mem_mb_per_gpu < MEM_PER_CPU)
 		job_desc->pn_min_memory = out->mem_mb_per_gpu;
 }
@@ -385,9 +432,7 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 {
 	lachesis_submit_t req;
 	lachesis_sizing_t out;
-	lachesis_node_t buf[64], *nodes, *heap;
-	char part_name[SUMMARY_NAME_MAX + 1];
-	int n, rc;
+	int rc;
 
 	if (!core_up || !_wants_gpus(job_desc))
 		return SLURM_SUCCESS;
@@ -415,11 +460,11 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 
 	rc = _size_on_sizer(&req, job_desc->partition, &out);
 	if (rc == SIZER_OFF) {	/* no sizing goroutine: call the core from here */
-		nodes = _job_nodes(job_desc->partition, buf, ARRAY_SIZE(buf),
-				   &heap, part_name, sizeof(part_name), &n);
-		req.partition = part_name;
-		rc = lachesis_size_job(&req, nodes, n, &out);
-		xfree(heap);
+		summary_t *sum = _job_nodes(job_desc->partition);
+
+		req.partition = sum->name;
+		rc = lachesis_size_job(&req, sum->nodes, sum->n, &out);
+		_summary_release(sum);
 	} else if (rc == SIZER_TIMEOUT) {
 		error("%s: no sizing answer within %d ms; job of uid %u left as submitted",
 		      plugin_type, SIZE_WAIT_MS, submit_uid);
@@ -441,14 +486,17 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	case LACHESIS_SIZE_SET:
 		if (out.cpus_per_gpu) {
 			xfree(job_desc->cpus_per_tres);
-			xstrfmtcat(job_desc->cpus_per_tres, "gres:gpu:%u",
+			xstrfmtcat(job_desc->cpus_per_tres,
+				   LACHESIS_GRES_PREFIX "gpu:%u",
 				   out.cpus_per_gpu);
 			if (out.clear_cpus_per_task)
 				job_desc->cpus_per_task = NO_VAL16;
+			_derive_min_cpus(job_desc);
 		}
 		if (out.mem_mb_per_gpu) {
 			xfree(job_desc->mem_per_tres);
-			xstrfmtcat(job_desc->mem_per_tres, "gres:gpu:%" PRIu64,
+			xstrfmtcat(job_desc->mem_per_tres,
+				   LACHESIS_GRES_PREFIX "gpu:%" PRIu64,
 				   out.mem_mb_per_gpu);
 			if (out.clear_mem)
 				job_desc->pn_min_memory = NO_VAL64;
@@ -477,10 +525,14 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	return SLURM_SUCCESS;
 }
 
-extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
-		      uint32_t submit_uid)
+/* job_modify, whose signature is the release's (slurm_compat.h); err_msg
+ * is NULL where the release has none. */
+static int _modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
+		   uint32_t submit_uid, char **err_msg)
 {
 	/* Sizing happens once, at submit; updates (including Lachesis's own
 	 * fallback shrink) go through unchanged. */
 	return SLURM_SUCCESS;
 }
+
+LACHESIS_JOB_MODIFY(_modify)

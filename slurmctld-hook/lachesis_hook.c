@@ -3,14 +3,11 @@
  */
 #include <string.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
 #include "src/common/assoc_mgr.h"
 #include "src/common/bitstring.h"
-#include "src/common/gres.h"
-#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/strlcpy.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
@@ -33,6 +30,24 @@ void lachesis_hook_log(int level, const char *msg)
 	}
 }
 
+/* The reason the core last refused to start in this process. When init()
+ * fails, Slurm tries the plugin again from every file of its plugin
+ * directory (plugin_context_create: "Couldn't find the specified plugin
+ * name ... looking at all files") and calls init() a second time: the
+ * reason is logged once, so that each refusal is one line. */
+static char last_refusal[1024];
+
+static void _log_refusal(const char *plugin, const char *what,
+			 const char *why)
+{
+	if (!strcmp(last_refusal, why)) {
+		debug("%s: %s (again): %s", plugin, what, why);
+		return;
+	}
+	strlcpy(last_refusal, why, sizeof(last_refusal));
+	error("%s: %s: %s", plugin, what, why);
+}
+
 int lachesis_hook_start(const char *plugin, bool *up)
 {
 	char err[1024] = "";
@@ -43,19 +58,30 @@ int lachesis_hook_start(const char *plugin, bool *up)
 		.auth_info = slurm_conf.authinfo,
 		.cluster_name = slurm_conf.cluster_name,
 		.log = lachesis_hook_log,
+		.reconfigure = lachesis_replaces_a_slurmctld(),
 	};
 	int rc;
 
 	if (*up || !running_in_slurmctld())
 		return SLURM_SUCCESS;
 	rc = lachesis_init(&env, err, sizeof(err));
+	if ((rc == LACHESIS_ECONFIG) && env.reconfigure) {
+		/* This slurmctld stops; the one it was to replace goes on with
+		 * the configuration it has ("reconfigure failed"). */
+		_log_refusal(plugin, "config not reloaded, keeping the previous one",
+			     err[0] ? err : "unknown error");
+		return SLURM_ERROR;
+	}
 	if (rc != LACHESIS_OK) {
-		error("%s: cannot start the Lachesis core: %s", plugin,
-		      err[0] ? err : "unknown error");
+		_log_refusal(plugin, "cannot start the Lachesis core",
+			     err[0] ? err : "unknown error");
 		return SLURM_ERROR;
 	}
 	*up = true;
-	verbose("%s loaded", plugin);
+	/* Slurm loads a plugin only into the release it was built for, to
+	 * the micro version (src/common/plugin.c): say which that is. */
+	verbose("%s loaded (built for Slurm %s)", plugin,
+		LACHESIS_SLURM_BUILT_FOR);
 	return SLURM_SUCCESS;
 }
 
@@ -105,7 +131,7 @@ static uint8_t _state(job_record_t *job_ptr)
 void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 			    lachesis_job_t *out)
 {
-	struct job_details *details = job_ptr->details;
+	job_details_t *details = job_ptr->details;
 	uint64_t *cnt;
 
 	memset(out, 0, sizeof(*out));
@@ -157,8 +183,11 @@ void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				job_ptr->array_recs->max_run_tasks;
 		/* Start-time sizing: jobs that wait for resources, and
 		 * requeued ones, which it may raise before they start. */
-		if (out->waits_for_resources || job_ptr->restart_cnt)
+		if (out->waits_for_resources || job_ptr->restart_cnt) {
 			out->admin_comment = job_ptr->admin_comment;
+			out->cpus_per_tres = job_ptr->cpus_per_tres;
+			out->mem_per_tres = job_ptr->mem_per_tres;
+		}
 		/* The model key of a waiting job: the core reads it (once per
 		 * job) for opportunistic ones, whose pair with the guaranteed
 		 * jobs on each node it judges (gpushare/exclude.go). Pointers
@@ -188,7 +217,7 @@ static const char *_alloc_gpu_type(job_record_t *job_ptr)
 {
 	gres_state_t *gres_state;
 	const char *type = NULL;
-	ListIterator itr;
+	list_itr_t *itr;
 
 	if (!job_ptr->gres_list_alloc)
 		return NULL;
@@ -225,7 +254,7 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 {
 	node_record_t *node_ptr = NULL;
 	gres_state_t *gres_state;
-	ListIterator itr;
+	list_itr_t *itr;
 	int first;
 
 	if (out->state == LACHESIS_PENDING)

@@ -9,7 +9,7 @@
 #define LACHESIS_HOOK_H
 
 #include "lachesis_core.h"
-#include "src/slurmctld/slurmctld.h"
+#include "slurm_compat.h"
 
 /* A plugin's init(): takes a reference on the Go core, once per plugin
  * (*up says whether it holds one) and only inside slurmctld: sshare and

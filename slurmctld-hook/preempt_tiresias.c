@@ -20,14 +20,10 @@
  * each other in Slurm's queue sort either: they keep priority order, which
  * the Tiresias queue dominates (with the default weights, only it counts).
  */
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
+#include "lachesis_hook.h" /* slurm_compat.h: the release's headers */
+
 #include "src/common/log.h"
 #include "src/common/plugin.h"
-#include "src/slurmctld/preempt.h"
-#include "src/slurmctld/slurmctld.h"
-
-#include "lachesis_hook.h"
 
 const char plugin_name[] = "Lachesis Tiresias preemption plugin";
 const char plugin_type[] = "preempt/tiresias";

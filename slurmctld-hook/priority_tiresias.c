@@ -13,32 +13,22 @@
 #include <string.h>
 #include <time.h>
 
-#include "slurm/slurm.h"
-#include "slurm/slurm_errno.h"
 #include <inttypes.h>
 
+#include "lachesis_hook.h" /* slurm_compat.h: the release's headers */
+#include "reason_text.h"
+
 #include "src/common/assoc_mgr.h"
-#include "src/common/gres.h"
-#include "src/common/select.h"
 #include "src/common/slurm_protocol_api.h"
-#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/run_in_daemon.h"
-#include "src/common/slurm_priority.h"
 #include "src/common/timers.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
-
-#include "lachesis_hook.h"
-#include "reason_text.h"
 
 /* Defined here so the plugin also loads into programs other than slurmctld
  * (sshare dlopens priority plugins); slurmctld's own definitions take
  * precedence when it loads us. */
-List job_list = NULL;
+list_t *job_list = NULL;
 time_t last_job_update = (time_t) 0;
 int slurmctld_tres_cnt = 0;
 
@@ -76,7 +66,7 @@ static void _fill_node_state(node_record_t *node_ptr,
 {
 	uint16_t alloc_cpus = 0;
 	uint64_t alloc_mem = 0;
-	ListIterator itr;
+	list_itr_t *itr;
 	gres_state_t *gres_state;
 
 	memset(out, 0, sizeof(*out));
@@ -106,77 +96,39 @@ static void _fill_node_state(node_record_t *node_ptr,
 		      !IS_NODE_NO_RESPOND(node_ptr);
 }
 
-/* The gpu entry of a cpus_per_tres/mem_per_tres string ("gres:gpu:N",
- * "gres/gpu:TYPE:N", memory possibly with an M/G/T suffix, among other
- * entries) in *out (MB for memory); false when it has none. */
-static bool _per_gpu(const char *s, uint64_t *out)
+/* The job's string as the core saw it: NULL is "". */
+static const char *_or_empty(const char *s)
 {
-	char *copy, *tok, *save = NULL;
-	bool found = false;
-
-	if (!s || (strlen(s) > 1024))
-		return false;
-	copy = xstrdup(s);
-	for (tok = strtok_r(copy, ",", &save); tok && !found;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char *e = tok, *num, *end;
-		unsigned long long v;
-
-		if (!strncmp(e, "gres:", 5) || !strncmp(e, "gres/", 5))
-			e += 5;
-		if (strncmp(e, "gpu:", 4))
-			continue;
-		num = strrchr(e, ':') + 1;
-		v = strtoull(num, &end, 10);
-		if (end == num)
-			continue;
-		if ((*end == 'G') || (*end == 'g'))
-			v *= 1024;
-		else if ((*end == 'T') || (*end == 't'))
-			v *= 1024 * 1024;
-		*out = v;
-		found = true;
-	}
-	xfree(copy);
-	return found;
+	return s ? s : "";
 }
 
 /* Applies one shrink through Slurm's own job update, which validates it
  * exactly as it would `scontrol update`. Caller holds the update locks.
- * The update runs as SlurmUser, so it is checked here against the job as
- * it is: it may only lower its CPUs and memory per GPU, whatever the core
- * read from the job's AdminComment. */
+ * The update runs as SlurmUser; the core judged it against the job's
+ * request as the pass copied it (a lowering never raises either
+ * dimension, read by policy/gres), so it is applied only to a job whose
+ * request is still exactly that: compared here, never read. */
 static void _apply_shrink(lachesis_shrink_t *sh)
 {
 	job_desc_msg_t desc;
 	slurm_msg_t msg;
-	uint64_t cur_cpus = 0, cur_mem = 0;
 	int rc;
 
 	job_record_t *job_ptr = find_job_record(sh->job_id);
 
 	if (!job_ptr || !IS_JOB_PENDING(job_ptr))
 		return;
-	/* A lowering (the only decision that reads the job's AdminComment)
-	 * may never raise either dimension; a raise is a separate decision
-	 * whose numbers come from the model's profile and the nodes alone
-	 * (synergy.Restore). */
-	if (!sh->raise &&
-	    (!_per_gpu(job_ptr->cpus_per_tres, &cur_cpus) ||
-	     !_per_gpu(job_ptr->mem_per_tres, &cur_mem) ||
-	     (sh->cpus_per_gpu > cur_cpus) || (sh->mem_mb_per_gpu > cur_mem))) {
+	if (strcmp(_or_empty(job_ptr->cpus_per_tres), sh->cpus_per_tres) ||
+	    strcmp(_or_empty(job_ptr->mem_per_tres), sh->mem_per_tres)) {
 		/* The job's owner wrote these strings: no control byte of
 		 * theirs goes into slurmctld's log. */
 		char cpus[64], mem[64];
-		lachesis_reason_clean(cpus, sizeof(cpus), job_ptr->cpus_per_tres ?
-				      job_ptr->cpus_per_tres : "", 0);
-		lachesis_reason_clean(mem, sizeof(mem), job_ptr->mem_per_tres ?
-				      job_ptr->mem_per_tres : "", 0);
-		error("%s: refused to resize JobId=%u to %u CPUs/%" PRIu64
-		      " MB per GPU: a lowering never raises a job's"
-		      " request (CpusPerTres=%s MemPerTres=%s)", plugin_type,
-		      sh->job_id, sh->cpus_per_gpu, sh->mem_mb_per_gpu,
-		      cpus, mem);
+		lachesis_reason_clean(cpus, sizeof(cpus),
+				      _or_empty(job_ptr->cpus_per_tres), 0);
+		lachesis_reason_clean(mem, sizeof(mem),
+				      _or_empty(job_ptr->mem_per_tres), 0);
+		info("%s: JobId=%u's request changed since the pass (CpusPerTres=%s MemPerTres=%s); not resized, the next pass decides again",
+		     plugin_type, sh->job_id, cpus, mem);
 		return;
 	}
 	slurm_init_job_desc_msg(&desc);
@@ -187,13 +139,17 @@ static void _apply_shrink(lachesis_shrink_t *sh)
 	desc.tres_per_node = xstrdup(job_ptr->tres_per_node);
 	desc.tres_per_socket = xstrdup(job_ptr->tres_per_socket);
 	desc.tres_per_task = xstrdup(job_ptr->tres_per_task);
-	xstrfmtcat(desc.cpus_per_tres, "gres:gpu:%u", sh->cpus_per_gpu);
-	xstrfmtcat(desc.mem_per_tres, "gres:gpu:%" PRIu64, sh->mem_mb_per_gpu);
+	xstrfmtcat(desc.cpus_per_tres, LACHESIS_GRES_PREFIX "gpu:%u",
+		   sh->cpus_per_gpu);
+	xstrfmtcat(desc.mem_per_tres, LACHESIS_GRES_PREFIX "gpu:%" PRIu64,
+		   sh->mem_mb_per_gpu);
 	desc.admin_comment = xstrdup(sh->admin_comment);
 	slurm_msg_t_init(&msg);
 	msg.msg_type = REQUEST_UPDATE_JOB;
 	msg.data = &desc;
 	rc = update_job(&msg, slurm_conf.slurm_user_id, false);
+	if (rc == SLURM_SUCCESS)
+		lachesis_job_gres_updated(job_ptr);
 	if (rc != SLURM_SUCCESS)
 		error("%s: could not shrink JobId=%u to %u CPUs/%" PRIu64
 		      " MB per GPU: %s", plugin_type, sh->job_id,
@@ -301,7 +257,7 @@ static void _run_pass(void)
 	/* Fair share reads each account's shares from its association; taken
 	 * after slurmctld's locks, the order Slurm itself uses. */
 	assoc_mgr_lock_t assoc_read_lock = { .assoc = READ_LOCK };
-	ListIterator itr;
+	list_itr_t *itr;
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
 	int ended = 0; /* finished jobs sent for the core to record */
@@ -362,7 +318,7 @@ static void _run_pass(void)
 			job_ptr->priority = pass_prios[i].priority;
 			/* A stale per-partition array (left by another
 			 * priority plugin) would override ours. */
-			xfree(job_ptr->priority_array);
+			lachesis_job_drop_priority_array(job_ptr);
 			changed++;
 		}
 		if (changed || marked || changed_desc || usage_shown)
@@ -488,45 +444,6 @@ extern double priority_p_calc_fs_factor(long double usage_efctv,
 	return pow(2.0, -(usage_efctv / shares_norm));
 }
 
-static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
-{
-	uint32_t *id;
-	char *part_list, *tok, *save = NULL;
-	bool hit;
-	ListIterator itr;
-
-	if (req->job_id_list) {
-		hit = false;
-		itr = list_iterator_create(req->job_id_list);
-		while (!hit && (id = list_next(itr)))
-			hit = (*id == job_ptr->job_id);
-		list_iterator_destroy(itr);
-		if (!hit)
-			return false;
-	}
-	if (req->uid_list) {
-		hit = false;
-		itr = list_iterator_create(req->uid_list);
-		while (!hit && (id = list_next(itr)))
-			hit = (*id == job_ptr->user_id);
-		list_iterator_destroy(itr);
-		if (!hit)
-			return false;
-	}
-	if (req->partitions) {
-		hit = false;
-		part_list = xstrdup(req->partitions);
-		for (tok = strtok_r(part_list, ",", &save); tok && !hit;
-		     tok = strtok_r(NULL, ",", &save))
-			hit = job_ptr->partition &&
-			      xstrstr(job_ptr->partition, tok);
-		xfree(part_list);
-		if (!hit)
-			return false;
-	}
-	return true;
-}
-
 /*
  * sprio's columns are fixed by Slurm, and it sums them into the PRIORITY it
  * prints. Lachesis maps its factors onto them so one `sprio -l` explains a
@@ -543,70 +460,67 @@ static bool _wanted(job_record_t *job_ptr, priority_factors_request_msg_t *req)
  * no longer fits it, and it is clamped (docs/configuration.md says so).
  */
 static void _fill_factors(job_record_t *job_ptr, lachesis_prio_t *p,
-			  priority_factors_object_t *obj)
+			  lachesis_factors_t *f)
 {
 	double age = llround(p->w_age), part = llround(p->w_partition);
 	double qos = llround(p->w_qos), js = floor(p->service);
 	double fs = llround(p->fairshare * 1000.0);
 	double site;
 
-	obj->job_id = job_ptr->job_id;
-	obj->user_id = job_ptr->user_id;
-	obj->partition = xstrdup(job_ptr->partition);
-	obj->priority_age = age;
-	obj->priority_part = part;
-	obj->priority_qos = qos;
-	obj->priority_assoc = p->queue;
-	obj->priority_fs = fs;
-	obj->priority_js = js;
-	obj->nice = (uint32_t) ((int64_t) p->nice + NICE_OFFSET);
+	f->priority_age = age;
+	f->priority_part = part;
+	f->priority_qos = qos;
+	f->priority_assoc = p->queue;
+	f->priority_fs = fs;
+	f->priority_js = js;
+	f->nice = (uint32_t) ((int64_t) p->nice + NICE_OFFSET);
 	site = (double) job_ptr->priority - (age + part + qos + fs + js) -
 	       (double) p->queue + (double) p->nice;
 	site = MAX(MIN(site, (double) INT32_MAX), (double) INT32_MIN);
-	obj->priority_site = (uint32_t) ((int64_t) site + NICE_OFFSET);
+	f->priority_site = (uint32_t) ((int64_t) site + NICE_OFFSET);
 }
 
-extern List priority_p_get_priority_factors_list(
-	priority_factors_request_msg_t *req_msg, uid_t uid)
+/* sprio's rows: the jobs Tiresias ranks (running ones too) that uid may
+ * see and, where the release hands sprio's filter to the plugin (22.05),
+ * that wanted(job, arg) keeps. Job read lock held (slurm_compat.h's
+ * LACHESIS_PRIORITY_FACTORS takes it where Slurm does not). */
+static list_t *_factors_list(uid_t uid,
+			     bool (*wanted)(job_record_t *, void *), void *arg)
 {
-	slurmctld_lock_t job_read_lock =
-		{ NO_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
-	List ret_list = list_create(slurm_destroy_priority_factors_object);
-	ListIterator itr;
+	list_t *ret_list = list_create(slurm_destroy_priority_factors_object);
+	list_itr_t *itr;
 	job_record_t *job_ptr;
 	lachesis_prio_t prio;
 	priority_factors_object_t *obj;
 
-	if (!core_up)
+	if (!core_up || !job_list)
 		return ret_list;
-	lock_slurmctld(job_read_lock);
-	if (job_list) {
-		itr = list_iterator_create(job_list);
-		while ((job_ptr = list_next(itr))) {
-			/* Tiresias ranks running jobs too: show them. */
-			if (!IS_JOB_PENDING(job_ptr) &&
-			    !IS_JOB_RUNNING(job_ptr))
-				continue;
-			if (IS_JOB_REVOKED(job_ptr) || !job_ptr->priority)
-				continue;
-			if (!_wanted(job_ptr, req_msg))
-				continue;
-			if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) &&
-			    (job_ptr->user_id != uid) &&
-			    !validate_operator(uid))
-				continue;
-			if (lachesis_factors(job_ptr->job_id, &prio) !=
-			    LACHESIS_OK)
-				continue;
-			obj = xmalloc(sizeof(*obj));
-			_fill_factors(job_ptr, &prio, obj);
-			list_append(ret_list, obj);
-		}
-		list_iterator_destroy(itr);
+	itr = list_iterator_create(job_list);
+	while ((job_ptr = list_next(itr))) {
+		if (!IS_JOB_PENDING(job_ptr) && !IS_JOB_RUNNING(job_ptr))
+			continue;
+		if (IS_JOB_REVOKED(job_ptr) || !job_ptr->priority)
+			continue;
+		if (wanted && !wanted(job_ptr, arg))
+			continue;
+		if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) &&
+		    (job_ptr->user_id != uid) && !validate_operator(uid))
+			continue;
+		if (lachesis_factors(job_ptr->job_id, &prio) != LACHESIS_OK)
+			continue;
+		obj = xmalloc(sizeof(*obj));
+		obj->job_id = job_ptr->job_id;
+		obj->user_id = job_ptr->user_id;
+		obj->partition = xstrdup(job_ptr->partition);
+		_fill_factors(job_ptr, &prio, lachesis_factors_of(obj, job_ptr));
+		list_append(ret_list, obj);
 	}
-	unlock_slurmctld(job_read_lock);
+	list_iterator_destroy(itr);
 	return ret_list;
 }
+
+LACHESIS_PRIORITY_FACTORS(_factors_list)
+LACHESIS_PRIORITY_EXTRA
 
 /* Release the run-seconds a job reserved against GrpTRESRunMins limits, as
  * priority/basic does; without this those limits would leak. Called with

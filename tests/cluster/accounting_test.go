@@ -26,8 +26,8 @@ func TestAccountedClusterFeedsTheSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(d.Fields["TRES"], "gres/gpu=2") {
-		t.Fatalf("TRES=%s; want gres/gpu=2 (is gres/gpu accounted?)", d.Fields["TRES"])
+	if !strings.Contains(d.AllocTRES, "gres/gpu=2") {
+		t.Fatalf("allocated TRES %s; want gres/gpu=2 (is gres/gpu accounted?)", d.AllocTRES)
 	}
 	e.eventually(15*time.Second, "2 GPUs × seconds of service", func() (bool, string) {
 		r, ok := e.ledgerRecord(two)

@@ -57,8 +57,8 @@ func TestCPUJobBesideSizedGPUJobs(t *testing.T) {
 		noted, cpuJobRuns bool
 	}{
 		{"reserve lets it start", "synergy:\n  cpu_reserve_per_node: 2\n  mem_reserve_per_node_mb: 4000\n",
-			"gres:gpu:1", "gres:gpu:3000", true, true},
-		{"none keeps it waiting", "", "gres:gpu:2", "gres:gpu:4000", false, false},
+			gresTRES("gpu:1"), gresTRES("gpu:3000"), true, true},
+		{"none keeps it waiting", "", gresTRES("gpu:2"), gresTRES("gpu:4000"), false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

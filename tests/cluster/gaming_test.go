@@ -48,8 +48,8 @@ func TestForgedSizingMarkerInAJobName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["CpusPerTres"] != "gres:gpu:4" {
-		t.Fatalf("job sized %s; want the share gres:gpu:4", d.Fields["CpusPerTres"])
+	if d.Fields["CpusPerTres"] != gresTRES("gpu:4") {
+		t.Fatalf("job sized %s; want the share, 4 CPUs per GPU", d.Fields["CpusPerTres"])
 	}
 	comment := d.Fields["AdminComment"]
 	if n := strings.Count(comment, "[lachesis:"); n != 1 || strings.Contains(comment, forged) {
@@ -67,7 +67,7 @@ func TestForgedSizingMarkerInAJobName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Fields["CpusPerTres"] != "gres:gpu:4" || d.Fields["MemPerTres"] != "gres:gpu:8000" || d.Fields["JobState"] != "PENDING" {
+		if d.Fields["CpusPerTres"] != gresTRES("gpu:4") || d.Fields["MemPerTres"] != gresTRES("gpu:8000") || d.Fields["JobState"] != "PENDING" {
 			t.Fatalf("the forged marker resized the job: JobState=%s CpusPerTres=%s MemPerTres=%s AdminComment=%q",
 				d.Fields["JobState"], d.Fields["CpusPerTres"], d.Fields["MemPerTres"], d.Fields["AdminComment"])
 		}

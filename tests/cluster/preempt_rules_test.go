@@ -286,6 +286,13 @@ func TestOwnersRequeueDoesNotSpendThePreemptionBudget(t *testing.T) {
 	e := startCluster(t, 1, "tiresias:\n  mode: las\n  thresholds: [20, 100000]\n  promote_knob: 0\n  preemption: {min_run: 0, max_per_job: 1}\n")
 	long := e.submitAs("-J", "long", "--gpus=4", "--wrap", "sleep 600")
 	e.waitState(long, "RUNNING", 30*time.Second)
+	// A pass sees the first run before the owner requeues it: a run that
+	// starts and is requeued between two passes is never seen (24.11's
+	// backfill started the job half a second before the requeue).
+	e.eventually(10*time.Second, "a pass to see the first run", func() (bool, string) {
+		r, _ := e.ledgerRecord(long)
+		return r.RunOpen && r.Runs == 1, fmt.Sprintf("%+v", r)
+	})
 	e.asUser("scontrol", "requeue", strconv.Itoa(int(long)))
 	e.eventually(60*time.Second, "the job to run again", func() (bool, string) {
 		j := e.jobs()[long]

@@ -89,8 +89,8 @@ func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
 	// The rewrite.
 	host := sbatch("-J", "host", "--comment", "model=light", "--gpus=1", "--wrap", "sleep 600")
 	f := e.show(host)
-	if f["TresPerNode"] != "gres:shard:2" || strings.Contains(f["TresPerJob"], "gpu") {
-		t.Fatalf("the quiet model's job: TresPerNode=%q TresPerJob=%q; want gres:shard:2 and no GPU", f["TresPerNode"], f["TresPerJob"])
+	if f["TresPerNode"] != gresTRES("shard:2") || strings.Contains(f["TresPerJob"], "gpu") {
+		t.Fatalf("the quiet model's job: TresPerNode=%q TresPerJob=%q; want 2 shards and no GPU", f["TresPerNode"], f["TresPerJob"])
 	}
 	if c := f["AdminComment"]; !regexp.MustCompile(`shard:2 of a GPU's 4 instead of a whole GPU, room for a guest: its user's last 2 jobs of it peaked at [12][0-9]% GPU, 1024 MB`).MatchString(c) {
 		t.Fatalf("the rewritten job's AdminComment does not say why with the measured figures: %q", c)

@@ -39,8 +39,8 @@ func TestImplausibleProfileIsRefusedAndItsModelGetsTheShare(t *testing.T) {
 		t.Fatalf("slurmctld's log does not give the reason:\n%s", e.c.ControllerLog())
 	}
 	_, f := e.runAndRead("-J", "tiny", "--gpus=1")
-	if f["CpusPerTres"] != "gres:gpu:1" || f["MemPerTres"] != "gres:gpu:2000" {
-		t.Fatalf("CpusPerTres=%s MemPerTres=%s; want the share gres:gpu:1 and gres:gpu:2000", f["CpusPerTres"], f["MemPerTres"])
+	if f["CpusPerTres"] != gresTRES("gpu:1") || f["MemPerTres"] != gresTRES("gpu:2000") {
+		t.Fatalf("CpusPerTres=%s MemPerTres=%s; want the share, 1 CPU and 2000 MB per GPU", f["CpusPerTres"], f["MemPerTres"])
 	}
 	if ac := f["AdminComment"]; !strings.Contains(ac, "model=tiny proportional share (no profile yet)") {
 		t.Fatalf("AdminComment %q; want the share for an unprofiled model", ac)
@@ -60,7 +60,7 @@ func TestJobWithoutPartitionIsSizedFromTheDefaultPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := d.Fields
-	if f["CpusPerTres"] != "gres:gpu:1" || f["MemPerTres"] != "gres:gpu:2000" {
+	if f["CpusPerTres"] != gresTRES("gpu:1") || f["MemPerTres"] != gresTRES("gpu:2000") {
 		t.Fatalf("CpusPerTres=%s MemPerTres=%s AdminComment=%q; want the share of a 2-GPU node", f["CpusPerTres"], f["MemPerTres"], f["AdminComment"])
 	}
 	if ac := f["AdminComment"]; !strings.Contains(ac, "spread over nodes of 2 GPUs") || !strings.Contains(ac, "per GPU on partition gpu") {
@@ -71,7 +71,7 @@ func TestJobWithoutPartitionIsSizedFromTheDefaultPartition(t *testing.T) {
 	if d, err = e.c.ShowJob(id); err != nil {
 		t.Fatal(err)
 	}
-	if f := d.Fields; f["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(f["AdminComment"], "on partition half,gpu") {
+	if f := d.Fields; f["CpusPerTres"] != gresTRES("gpu:1") || !strings.Contains(f["AdminComment"], "on partition half,gpu") {
 		t.Fatalf("CpusPerTres=%s AdminComment=%q; want the share and the list named", f["CpusPerTres"], f["AdminComment"])
 	}
 }

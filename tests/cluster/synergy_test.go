@@ -52,8 +52,8 @@ func (e *env) runAndRead(args ...string) (string, map[string]string) {
 func TestUnknownModelGetsTheProportionalShare(t *testing.T) {
 	e := startShapedCluster(t, synergyShape, "", synergyConf...)
 	out, f := e.runAndRead("-J", "mystery", "--gpus=1")
-	if f["CpusPerTres"] != "gres:gpu:1" || f["MemPerTres"] != "gres:gpu:2000" {
-		t.Fatalf("CpusPerTres=%s MemPerTres=%s; want the share gres:gpu:1 and gres:gpu:2000", f["CpusPerTres"], f["MemPerTres"])
+	if f["CpusPerTres"] != gresTRES("gpu:1") || f["MemPerTres"] != gresTRES("gpu:2000") {
+		t.Fatalf("CpusPerTres=%s MemPerTres=%s; want the share, 1 CPU and 2000 MB per GPU", f["CpusPerTres"], f["MemPerTres"])
 	}
 	if !strings.Contains(f["AdminComment"], "model=mystery") || !strings.Contains(f["AdminComment"], "no profile") {
 		t.Fatalf("AdminComment %q does not explain the sizing", f["AdminComment"])
@@ -66,7 +66,7 @@ func TestUnknownModelGetsTheProportionalShare(t *testing.T) {
 func TestExplicitCPUsPerGPUWinsUnlessOverride(t *testing.T) {
 	e := startShapedCluster(t, synergyShape, "", synergyConf...)
 	out, f := e.runAndRead("-J", "mystery", "--gpus=1", "--cpus-per-gpu=2")
-	if f["CpusPerTres"] != "gres:gpu:2" || !strings.Contains(out, "cpus=2") {
+	if f["CpusPerTres"] != gresTRES("gpu:2") || !strings.Contains(out, "cpus=2") {
 		t.Fatalf("explicit --cpus-per-gpu=2 became %s (job saw %q)", f["CpusPerTres"], out)
 	}
 	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, "synergy:\n  override: true\n")); err != nil {
@@ -76,7 +76,7 @@ func TestExplicitCPUsPerGPUWinsUnlessOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, f = e.runAndRead("-J", "mystery", "--gpus=1", "--cpus-per-gpu=2")
-	if f["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(out, "cpus=1") {
+	if f["CpusPerTres"] != gresTRES("gpu:1") || !strings.Contains(out, "cpus=1") {
 		t.Fatalf("with override: CpusPerTres=%s (job saw %q); want the share, 1 CPU", f["CpusPerTres"], out)
 	}
 	if !strings.Contains(f["AdminComment"], "override") {
@@ -115,10 +115,10 @@ func TestProfiledModelsGetTheirBestCase(t *testing.T) {
 	e := startSeededCluster(t, synergyShape, "", []profile.Record{profileOf("A", 2, 1.5), profileOf("B", 1, 0.5)}, synergyConf...)
 	outA, a := e.runAndRead("-J", "A", "--gpus=1")
 	outB, b := e.runAndRead("-J", "B", "--gpus=1")
-	if a["CpusPerTres"] != "gres:gpu:2" || a["MemPerTres"] != "gres:gpu:1536" || !strings.Contains(outA, "cpus=2") {
+	if a["CpusPerTres"] != gresTRES("gpu:2") || a["MemPerTres"] != gresTRES("gpu:1536") || !strings.Contains(outA, "cpus=2") {
 		t.Fatalf("A: CpusPerTres=%s MemPerTres=%s, job saw %q; want 2 CPUs, 1536 MB, 2 usable CPUs", a["CpusPerTres"], a["MemPerTres"], outA)
 	}
-	if b["CpusPerTres"] != "gres:gpu:1" || b["MemPerTres"] != "gres:gpu:512" || !strings.Contains(outB, "cpus=1") {
+	if b["CpusPerTres"] != gresTRES("gpu:1") || b["MemPerTres"] != gresTRES("gpu:512") || !strings.Contains(outB, "cpus=1") {
 		t.Fatalf("B: CpusPerTres=%s MemPerTres=%s, job saw %q; want 1 CPU, 512 MB, 1 usable CPU", b["CpusPerTres"], b["MemPerTres"], outB)
 	}
 	if !strings.Contains(a["AdminComment"], "profile best case") {
@@ -126,7 +126,7 @@ func TestProfiledModelsGetTheirBestCase(t *testing.T) {
 	}
 	// The comment key beats the job name.
 	_, c := e.runAndRead("-J", "train.sh", "--gpus=1", "--comment=model=A")
-	if c["CpusPerTres"] != "gres:gpu:2" {
+	if c["CpusPerTres"] != gresTRES("gpu:2") {
 		t.Fatalf("--comment=model=A gave CpusPerTres=%s; want A's 2 CPUs", c["CpusPerTres"])
 	}
 }
@@ -155,15 +155,15 @@ func TestFallbackShrinksAJobThatWouldWaitForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["CpusPerTres"] != "gres:gpu:2" {
-		t.Fatalf("hungry job sized %s; want its best case gres:gpu:2", d.Fields["CpusPerTres"])
+	if d.Fields["CpusPerTres"] != gresTRES("gpu:2") {
+		t.Fatalf("hungry job sized %s; want its best case, 2 CPUs per GPU", d.Fields["CpusPerTres"])
 	}
 	e.waitState(hungry, "RUNNING", 40*time.Second)
 	d, err = e.c.ShowJob(hungry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["CpusPerTres"] != "gres:gpu:1" || !strings.Contains(d.Fields["AdminComment"], "resized to start now: 1 CPUs") ||
+	if d.Fields["CpusPerTres"] != gresTRES("gpu:1") || !strings.Contains(d.Fields["AdminComment"], "resized to start now: 1 CPUs") ||
 		!strings.Contains(d.Fields["AdminComment"], "its proportional share") {
 		t.Fatalf("after the fallback: CpusPerTres=%s AdminComment=%q", d.Fields["CpusPerTres"], d.Fields["AdminComment"])
 	}
@@ -187,8 +187,8 @@ func TestWaitingJobIsResizedToWhatTheNodeSparesNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["CpusPerTres"] != "gres:gpu:6" {
-		t.Fatalf("hungry job sized %s; want its best case gres:gpu:6", d.Fields["CpusPerTres"])
+	if d.Fields["CpusPerTres"] != gresTRES("gpu:6") {
+		t.Fatalf("hungry job sized %s; want its best case, 6 CPUs per GPU", d.Fields["CpusPerTres"])
 	}
 	e.waitState(hungry, "RUNNING", 60*time.Second)
 	d, err = e.c.ShowJob(hungry)
@@ -196,7 +196,7 @@ func TestWaitingJobIsResizedToWhatTheNodeSparesNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	comment := d.Fields["AdminComment"]
-	if d.Fields["CpusPerTres"] != "gres:gpu:5" || !strings.Contains(comment, "resized to start now: 5 CPUs") ||
+	if d.Fields["CpusPerTres"] != gresTRES("gpu:5") || !strings.Contains(comment, "resized to start now: 5 CPUs") ||
 		!strings.Contains(comment, "between its share and its sizing") {
 		t.Fatalf("after start-time sizing: CpusPerTres=%s AdminComment=%q; want 5 CPUs per GPU and why", d.Fields["CpusPerTres"], comment)
 	}
@@ -224,8 +224,8 @@ func TestHeldBackJobStartsWithItsBestCaseWhenANodeFreesIt(t *testing.T) {
 	e.waitState(wide, "RUNNING", 30*time.Second)
 	e.waitState(narrow, "RUNNING", 30*time.Second)
 	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
-	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != "gres:gpu:6" {
-		t.Fatalf("hungry job sized %s (%v); want its best case gres:gpu:6", d.Fields["CpusPerTres"], err)
+	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != gresTRES("gpu:6") {
+		t.Fatalf("hungry job sized %s (%v); want its best case, 6 CPUs per GPU", d.Fields["CpusPerTres"], err)
 	}
 	// Let it queue past fallback_after with no GPU free: the rule before
 	// counted from submission and would lower it at the first pass that
@@ -244,7 +244,7 @@ func TestHeldBackJobStartsWithItsBestCaseWhenANodeFreesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["JobState"] != "PENDING" || d.Fields["CpusPerTres"] != "gres:gpu:6" || strings.Contains(d.Fields["AdminComment"], "resized") {
+	if d.Fields["JobState"] != "PENDING" || d.Fields["CpusPerTres"] != gresTRES("gpu:6") || strings.Contains(d.Fields["AdminComment"], "resized") {
 		t.Fatalf("held-back job: JobState=%s CpusPerTres=%s AdminComment=%q; want it pending at its best case",
 			d.Fields["JobState"], d.Fields["CpusPerTres"], d.Fields["AdminComment"])
 	}
@@ -259,7 +259,7 @@ func TestHeldBackJobStartsWithItsBestCaseWhenANodeFreesIt(t *testing.T) {
 	if d, err = e.c.ShowJob(hungry); err != nil {
 		t.Fatal(err)
 	}
-	if d.Fields["CpusPerTres"] != "gres:gpu:6" || d.Fields["NumCPUs"] != "6" || strings.Contains(d.Fields["AdminComment"], "resized") {
+	if d.Fields["CpusPerTres"] != gresTRES("gpu:6") || d.Fields["NumCPUs"] != "6" || strings.Contains(d.Fields["AdminComment"], "resized") {
 		t.Fatalf("started: CpusPerTres=%s NumCPUs=%s AdminComment=%q; want its best case of 6 CPUs, never lowered",
 			d.Fields["CpusPerTres"], d.Fields["NumCPUs"], d.Fields["AdminComment"])
 	}
@@ -276,7 +276,7 @@ func TestRequeuedLoweredJobIsRaisedToItsBestCase(t *testing.T) {
 	e.waitState(filler, "RUNNING", 30*time.Second)
 	hungry := e.submit("-J", "hungry", "--gpus=1", "--wrap", "sleep 600")
 	e.waitState(hungry, "RUNNING", 60*time.Second)
-	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != "gres:gpu:5" {
+	if d, err := e.c.ShowJob(hungry); err != nil || d.Fields["CpusPerTres"] != gresTRES("gpu:5") {
 		t.Fatalf("first run: CpusPerTres=%s (%v); want the lowered 5", d.Fields["CpusPerTres"], err)
 	}
 	// The filler ends and the lowered job is requeued: its best case is
@@ -292,7 +292,7 @@ func TestRequeuedLoweredJobIsRaisedToItsBestCase(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return d.Fields["CpusPerTres"] == "gres:gpu:6" &&
+		return d.Fields["CpusPerTres"] == gresTRES("gpu:6") &&
 			strings.Contains(d.Fields["AdminComment"], "raised to start now: 6 CPUs"), fmt.Sprintf("%v", d.Fields)
 	})
 }

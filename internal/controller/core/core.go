@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
-	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
@@ -138,8 +138,8 @@ type Core struct {
 	// before any plugin call; nil for a Core made by New (tests).
 	agents *agentserver.Service
 
-	met        *metrics          // nil unless metrics.listen is set (metrics.go)
-	metricsSrv *metricsrv.Server // serves met; nil when off
+	met        *metrics  // nil unless metrics.listen is set (metrics.go)
+	metricsSrv io.Closer // serves met (a *metricsrv.Server or Keeper); nil when off
 
 	pendMu  sync.Mutex
 	pending map[uint32]ledger.Record // queued for the writer
@@ -177,6 +177,11 @@ type Env struct {
 	AuthInfo    string // slurm.conf AuthInfo (munge socket)
 	ClusterName string
 	SlurmUID    uint32 // SlurmUser, allowed to report besides root
+	// Reconfigure: this slurmctld was started by `scontrol reconfigure` to
+	// replace a running one (Slurm 24.05 and later reconfigure so; 22.05
+	// re-reads the config in place, Reconfigure). Its config is a reload,
+	// and the old slurmctld holds the listeners' ports until this one is up.
+	Reconfigure bool
 }
 
 // Open loads the config at env.ConfigPath (defaults if absent), opens the
@@ -209,9 +214,15 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
 	// requeuer says why).
 	safego.Loop(log, "sharing requeuer", func() { c.sharing.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
-	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, log); err != nil {
+	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, env.Reconfigure, log); err != nil {
 		c.Close()
 		return nil, err
+	}
+	if env.Reconfigure {
+		c.log.Info("lachesis config reloaded", keyPath, c.configPath)
+		c.logThresholds(slog.LevelInfo, "reload")
+	} else {
+		c.logThresholds(slog.LevelInfo, "start")
 	}
 	c.bestCase = func(model string, uid uint32) (sensitivity.Demand, bool) {
 		r, ok := c.agents.Profile(model, uid)
@@ -280,7 +291,6 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 	}
 	safego.Loop(log, "ledger writer", c.writer, func() { close(c.stopped) })
 	log.Info("lachesis core ready", keyJobs, len(active), keyPath, cfg.DBPath)
-	c.logThresholds(slog.LevelInfo, "start")
 	return c, nil
 }
 

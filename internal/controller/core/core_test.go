@@ -268,6 +268,7 @@ func TestFallbackLowersAJobOnlyAfterItWasHeldBackForFallbackAfter(t *testing.T) 
 	waiting := func(id uint32, submit int64, comment string) Snapshot {
 		s := pending(id, 1, submit)
 		s.WaitsForResources, s.AdminComment = true, comment
+		s.CPUsPerTRES, s.MemPerTRES = "gres/gpu:4", "gres/gpu:1000"
 		return s
 	}
 	out := make([]Decision, 3)
@@ -309,6 +310,7 @@ func TestFallbackClockStartsOnlyWhenAJobIsHeldBack(t *testing.T) {
 	s := pending(1, 1, 0)
 	s.WaitsForResources = true
 	s.AdminComment = "lachesis: model=x [lachesis:sized cpus=4 mem=1000 share_cpus=1 share_mem=1000]"
+	s.CPUsPerTRES, s.MemPerTRES = "gres:gpu:4", "gres:gpu:1000"
 	out := make([]Decision, 1)
 	full := []NodeState{{CPUs: 16, AllocCPUs: 14, GPUs: 2, AllocGPUs: 2, MemMB: 8000, Usable: true}}
 	free := []NodeState{{CPUs: 16, AllocCPUs: 14, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
@@ -325,6 +327,59 @@ func TestFallbackClockStartsOnlyWhenAJobIsHeldBack(t *testing.T) {
 	c.Pass(1290, []Snapshot{s}, out)
 	if sh := c.Fallback(1290, free, 10); len(sh) != 1 || sh[0].CPUsPerGPU != 2 {
 		t.Fatalf("after 60 s held back: %+v, want lowered to 2 CPUs per GPU", sh)
+	}
+}
+
+// A lowering's numbers come from the job's AdminComment, so it is checked
+// against the job's request itself, as policy/gres reads it, the one
+// reader: it may never raise either dimension, and a request that reader
+// refuses is not lowered. Before the port the plugin read the request in
+// C (priority_tiresias.c's _per_gpu), which disagreed with policy/gres on
+// the rows marked "C read": a unit on a CPU count, a trailing word, extra
+// fields, a zero, a kilobyte unit. The lowering asked for here is to 2
+// CPUs and 1000 MB per GPU.
+func TestFallbackLoweringIsCheckedAgainstTheRequestAsPolicyGresReadsIt(t *testing.T) {
+	for _, tc := range []struct {
+		name, cpus, mem string
+		lowered         bool
+	}{
+		{"22.05's form, above the lowering", "gres:gpu:4", "gres:gpu:1000", true},
+		{"24.11's form, above the lowering", "gres/gpu:4", "gres/gpu:1G", true},
+		{"typed request", "gres/gpu:a100:4", "gres/gpu:a100:2000", true},
+		{"a lowering that would raise the CPUs", "gres/gpu:1", "gres/gpu:1000", false},
+		{"a lowering that would raise the memory", "gres/gpu:4", "gres/gpu:999", false},
+		{"no memory per GPU", "gres/gpu:4", "", false},
+		{"C read 2048 CPUs from a unit on a CPU count", "gres/gpu:2G", "gres/gpu:1000", false},
+		{"C read 4 CPUs past a trailing word", "gres/gpu:4cpus", "gres/gpu:1000", false},
+		{"C read the last of too many fields", "gres/gpu:a:b:4", "gres/gpu:1000", false},
+		{"C read 4096 MB from a kilobyte unit", "gres/gpu:4", "gres/gpu:4096K", false},
+		{"a string longer than the shrink carries", "gres/gpu:4", "gres/gpu:1000," + strings.Repeat("x", ShrinkTRESMax), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openCore(t, filepath.Join(t.TempDir(), "l.db"))
+			defer c.Close()
+			c.cfg.Synergy.FallbackAfter = 0
+			s := pending(1, 1, 0)
+			s.WaitsForResources = true
+			s.AdminComment = "lachesis: model=x [lachesis:sized cpus=4 mem=1000 share_cpus=1 share_mem=1000]"
+			s.CPUsPerTRES, s.MemPerTRES = tc.cpus, tc.mem
+			// A free GPU and 2 free CPUs: lowered to 2 CPUs per GPU.
+			nodes := []NodeState{{CPUs: 16, AllocCPUs: 14, GPUs: 2, AllocGPUs: 1, MemMB: 8000, Usable: true}}
+			c.Pass(1000, []Snapshot{s}, make([]Decision, 1))
+			sh := c.Fallback(1000, nodes, 10)
+			if !tc.lowered {
+				if len(sh) != 0 {
+					t.Fatalf("shrinks %+v for CpusPerTres=%q MemPerTres=%q, want none", sh, tc.cpus, tc.mem)
+				}
+				return
+			}
+			if len(sh) != 1 || sh[0].CPUsPerGPU != 2 || sh[0].MemMBPerGPU > 1000 {
+				t.Fatalf("shrinks %+v, want the job lowered to 2 CPUs per GPU", sh)
+			}
+			if sh[0].CPUsPerTRES != tc.cpus || sh[0].MemPerTRES != tc.mem {
+				t.Errorf("shrink carries %q %q, want the strings it was judged on, %q %q", sh[0].CPUsPerTRES, sh[0].MemPerTRES, tc.cpus, tc.mem)
+			}
+		})
 	}
 }
 

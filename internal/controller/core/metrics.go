@@ -1,6 +1,7 @@
 package core
 
 import (
+	"io"
 	"log/slog"
 	"strconv"
 	"time"
@@ -136,16 +137,29 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 }
 
 // serve starts /metrics at addr; agents supplies the listener whose
-// counters are read at scrape time (nil: none).
-func (m *metrics) serve(addr string, agents *agentserver.Service, log *slog.Logger) (*metricsrv.Server, error) {
+// counters are read at scrape time (nil: none). takeover: the slurmctld
+// this one replaces still holds addr (Env.Reconfigure), so it is waited
+// for instead of refused.
+func (m *metrics) serve(addr string, agents *agentserver.Service, takeover bool, log *slog.Logger) (io.Closer, error) {
 	if m == nil || addr == "" {
 		return nil, nil
 	}
 	if agents != nil {
 		m.agents = agents.Server
 	}
-	return metricsrv.Start(addr, m.reg, log)
+	if takeover {
+		return metricsrv.Keep(addr, m.reg, log, takeoverRetry), nil
+	}
+	s, err := metricsrv.Start(addr, m.reg, log)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
+
+// takeoverRetry is how often a slurmctld that replaces another tries the
+// metrics address again; the old one lets it go once the new one is up.
+const takeoverRetry = time.Second
 
 // fairShare publishes the pass's fair-share classes.
 func (m *metrics) fairShare(tracked, withJobs, over int) {

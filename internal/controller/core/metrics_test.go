@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
+	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
@@ -178,6 +181,51 @@ func TestPassRecordingDoesNotAllocate(t *testing.T) {
 
 // TestOpenServesMetricsAndTheAgentListener opens a core as slurmctld does,
 // with metrics.listen and agent.listen set, and scrapes it.
+// A slurmctld that `scontrol reconfigure` started to replace a running one
+// (Slurm 24.05 and later) opens while the old one still holds the metrics
+// address: it starts anyway, says the config was reloaded, and serves the
+// address once the old one lets it go. A plain start on a taken address is
+// still an error.
+func TestOpenForAReconfigureWaitsForTheMetricsAddress(t *testing.T) {
+	old, err := metricsrv.Start("127.0.0.1:0", prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := old.Addr().String()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "lachesis.yaml")
+	writeFile(t, conf, "db_path: "+filepath.Join(dir, "l.db")+"\nmetrics:\n  listen: "+addr+"\n")
+	if c, err := Open(Env{ConfigPath: conf}, slog.New(slog.DiscardHandler)); err == nil {
+		c.Close()
+		t.Fatal("a plain start on a taken metrics address succeeded")
+	}
+	logged := &testenv.SyncBuffer{}
+	c, err := Open(Env{ConfigPath: conf, Reconfigure: true}, slog.New(slog.NewTextHandler(logged, nil)))
+	if err != nil {
+		t.Fatalf("open for a reconfigure: %v", err)
+	}
+	defer c.Close()
+	if !strings.Contains(logged.String(), `msg="queue thresholds in force" when=reload`) || strings.Contains(logged.String(), "when=start") {
+		t.Errorf("log does not call the config a reload:\n%s", logged.String())
+	}
+	old.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), MetricPassDuration) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new core never served %s after the old one let it go: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestOpenServesMetricsAndTheAgentListener(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "lachesis.yaml")
@@ -188,7 +236,7 @@ func TestOpenServesMetricsAndTheAgentListener(t *testing.T) {
 	}
 	defer c.Close()
 	pass(c, 1010, running(1, 1, 1000, 1000))
-	resp, err := http.Get("http://" + c.metricsSrv.Addr().String() + "/metrics")
+	resp, err := http.Get("http://" + c.metricsSrv.(*metricsrv.Server).Addr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,10 +72,15 @@ type Snapshot struct {
 	// admin comment carries SizedMarker) and that wait for resources
 	// (WaitsForResources) or were requeued; SizingModel is then their
 	// model key (job_submit/synergy's: the comment's model=..., else the
-	// name), from which start-time sizing looks up the profile.
+	// name), from which start-time sizing looks up the profile, and
+	// CPUsPerTRES and MemPerTRES their CPUs and memory per GPU as Slurm
+	// holds them, which a lowering is checked against (read by
+	// policy/gres; the plugin compares them, never reads them).
 	WaitsForResources bool
 	AdminComment      string
 	SizingModel       string
+	CPUsPerTRES       string
+	MemPerTRES        string
 	// Marker is Lachesis's part of the job's SystemComment (restore.go),
 	// "" when it has none.
 	Marker string

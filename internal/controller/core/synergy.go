@@ -1,8 +1,11 @@
 package core
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
 )
@@ -50,7 +53,16 @@ type Shrink struct {
 	MemMBPerGPU  uint64
 	AdminComment string
 	Raise        bool // raised from the profile (synergy.Restore), not lowered
+	// CPUsPerTRES and MemPerTRES are the job's request strings as the pass
+	// saw them and the shrink was judged against: the plugin resizes only
+	// a job whose strings are still these.
+	CPUsPerTRES, MemPerTRES string
 }
+
+// ShrinkTRESMax bounds, NUL included, the request strings a Shrink
+// carries back to the plugin (LACHESIS_SHRINK_TRES_MAX): a job whose
+// strings are longer is not resized.
+const ShrinkTRESMax = 64
 
 // startSizing is what start-time sizing keeps between passes.
 type startSizing struct {
@@ -82,6 +94,8 @@ type fallbackCandidate struct {
 	sizing       synergy.Sizing
 	lower, raise bool
 	best         sensitivity.Demand
+	// the job's cpus_per_tres and mem_per_tres as the pass saw them
+	cpusPerTRES, memPerTRES string
 }
 
 // noteCandidate records a pending snapshot as a candidate for start-time
@@ -99,7 +113,8 @@ func (c *Core) noteCandidate(now int64, s *Snapshot) {
 	if !ok {
 		return
 	}
-	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, sizing: sz}
+	cand := fallbackCandidate{id: s.ID, comment: s.AdminComment, sizing: sz,
+		cpusPerTRES: s.CPUsPerTRES, memPerTRES: s.MemPerTRES}
 	cand.lower = s.WaitsForResources && sz.Enlarged() && !triedLately(c.sizing.shrinkTried, s.ID, now)
 	if s.SizingModel != "" && !triedLately(c.sizing.raiseTried, s.ID, now) {
 		if best, ok := c.lookupBestCase(s.SizingModel, s.User); ok && best.Check() == nil &&
@@ -170,7 +185,12 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 		} else {
 			c.sizing.shrinkTried[cand.id] = now
 		}
-		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment, Raise: sh.Raise})
+		if err := resizeAllowed(cand, sh); err != nil {
+			c.log.Error("start-time sizing refused", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU, keyErr, err)
+			continue
+		}
+		out = append(out, Shrink{JobID: cand.id, CPUsPerGPU: sh.CPUsPerGPU, MemMBPerGPU: sh.MemMBPerGPU, AdminComment: sh.AdminComment, Raise: sh.Raise,
+			CPUsPerTRES: cand.cpusPerTRES, MemPerTRES: cand.memPerTRES})
 		if sh.Raise {
 			c.log.Info("raising a pending job's request toward its best case", keyJob, cand.id, keyCPUs, sh.CPUsPerGPU, keyMemMB, sh.MemMBPerGPU)
 		} else {
@@ -179,6 +199,34 @@ func (c *Core) Fallback(now int64, nodes []NodeState, max int) []Shrink {
 	}
 	c.sizing.candidates = c.sizing.candidates[:0]
 	return out
+}
+
+// errResize is a start-time resize the core will not ask for.
+var errResize = errors.New("resize refused")
+
+// resizeAllowed checks a resize against the job's request as the pass saw
+// it: its strings must fit the shrink (ShrinkTRESMax), and a lowering,
+// whose numbers come from the job's AdminComment, never raises either
+// dimension of that request as policy/gres reads it (a raise's numbers
+// come from the profile and the nodes alone: synergy.Restore).
+func resizeAllowed(cand fallbackCandidate, sh synergy.Shrink) error {
+	if len(cand.cpusPerTRES) >= ShrinkTRESMax || len(cand.memPerTRES) >= ShrinkTRESMax {
+		return fmt.Errorf("%w: the job's CpusPerTres or MemPerTres is longer than %d bytes, not Lachesis's sizing", errResize, ShrinkTRESMax-1)
+	}
+	if sh.Raise {
+		return nil
+	}
+	cpus, okC, errC := gres.CPUsPerGPU(cand.cpusPerTRES)
+	mem, okM, errM := gres.MemMBPerGPU(cand.memPerTRES)
+	switch {
+	case errC != nil || errM != nil:
+		return fmt.Errorf("%w: a lowering needs the job's request per GPU: %w", errResize, errors.Join(errC, errM))
+	case !okC || !okM:
+		return fmt.Errorf("%w: a lowering needs the job's CPUs and memory per GPU (CpusPerTres=%q MemPerTres=%q)", errResize, cand.cpusPerTRES, cand.memPerTRES)
+	case uint64(sh.CPUsPerGPU) > cpus || sh.MemMBPerGPU > mem:
+		return fmt.Errorf("%w: a lowering never raises a job's request (CpusPerTres=%q MemPerTres=%q)", errResize, cand.cpusPerTRES, cand.memPerTRES)
+	}
+	return nil
 }
 
 // triedLately reports whether tried holds an attempt on job id within

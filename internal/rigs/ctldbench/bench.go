@@ -156,6 +156,19 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 	return d[min(len(d)-1, int(p*float64(len(d))))]
 }
 
+// pluginDir is Options.PluginDir, or the plugins of the build tree of the
+// Slurm release this machine runs.
+func (o Options) pluginDir() (string, error) {
+	if o.PluginDir != "" {
+		return o.PluginDir, nil
+	}
+	tree, err := slurmcluster.BuildTree(o.Root)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(tree, "plugins"), nil
+}
+
 // SelectSetups keeps the setups named in a comma-separated list of
 // labels, in their original order; an empty list keeps all.
 func SelectSetups(all []Setup, only string) []Setup {
@@ -173,17 +186,4 @@ func SelectSetups(all []Setup, only string) []Setup {
 		}
 	}
 	return out
-}
-
-// pluginDir is Options.PluginDir, or the plugins of the build tree of the
-// Slurm release this machine runs.
-func (o Options) pluginDir() (string, error) {
-	if o.PluginDir != "" {
-		return o.PluginDir, nil
-	}
-	tree, err := slurmcluster.BuildTree(o.Root)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(tree, "plugins"), nil
 }

@@ -325,9 +325,60 @@ func (c *Cluster) WriteLachesisYAML(text string) error {
 }
 
 // Reconfigure runs `scontrol reconfigure`.
+//
+// It returns once the cluster serves again. Slurm 22.05 re-reads its
+// configuration in place. From 24.05 a reconfigure starts a new slurmctld
+// beside the running one, which logs "Relinquishing control to new
+// slurmctld process" before it answers; the new one knows its nodes as
+// UNKNOWN (no SlurmdStartTime) until each slurmd registers again, a fraction
+// of a second later, and until then refuses any job that asks for GPUs as
+// never runnable ("Requested node configuration is not available"; Slurm's
+// own plugins alike). So after such a takeover Reconfigure waits, up to
+// 60 s, until every node has registered with the new slurmctld.
 func (c *Cluster) Reconfigure() error {
-	_, err := c.Run("scontrol", "reconfigure")
-	return err
+	before := len(c.ControllerLog())
+	if _, err := c.Run("scontrol", "reconfigure"); err != nil {
+		return err
+	}
+	if log := c.ControllerLog(); len(log) < before ||
+		!strings.Contains(log[before:], "Relinquishing control to new slurmctld process") {
+		return nil // re-read in place, or the takeover failed and the old one goes on
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		unregistered, err := c.unregisteredNodes()
+		if err == nil && len(unregistered) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: after the reconfigure, nodes not registered with the new slurmctld within 60 s: %v (%v)", ErrCluster, unregistered, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// unregisteredNodes lists the nodes whose slurmd has not registered with
+// slurmctld (no SlurmdStartTime, state UNKNOWN) or that do not respond.
+func (c *Cluster) unregisteredNodes() ([]string, error) {
+	out, err := c.Run("scontrol", "-o", "show", "nodes")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, line := range nonEmptyLines(out) {
+		f := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				f[k] = v
+			}
+		}
+		state := f["State"]
+		if f["SlurmdStartTime"] == "None" || strings.HasPrefix(state, "UNKNOWN") ||
+			strings.Contains(state, "NOT_RESPONDING") {
+			names = append(names, f["NodeName"]+" "+state)
+		}
+	}
+	return names, nil
 }
 
 // ControllerLog returns slurmctld's whole log.

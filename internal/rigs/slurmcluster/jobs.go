@@ -86,7 +86,11 @@ type JobDetail struct {
 	SubmitTime time.Time
 	StartTime  time.Time
 	EndTime    time.Time
-	Fields     map[string]string
+	// AllocTRES is the job's allocated TRES ("cpu=2,mem=4000M,node=1,
+	// billing=2,gres/gpu=2"): scontrol prints it as AllocTRES from Slurm
+	// 23.02 (beside ReqTRES), as TRES in 22.05.
+	AllocTRES string
+	Fields    map[string]string
 }
 
 // freeTextKeys are the `scontrol show job` fields whose values may hold
@@ -100,13 +104,22 @@ func (c *Cluster) ShowJob(id uint32) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
+	return jobDetail(out), nil
+}
+
+// jobDetail reads one job's `scontrol show job` output.
+func jobDetail(out string) JobDetail {
 	d := JobDetail{Fields: parseShowJob(out)}
 	d.State = d.Fields["JobState"]
 	d.Restarts, _ = strconv.Atoi(d.Fields["Restarts"])
 	d.SubmitTime = slurmTime(d.Fields["SubmitTime"])
 	d.StartTime = slurmTime(d.Fields["StartTime"])
 	d.EndTime = slurmTime(d.Fields["EndTime"])
-	return d, nil
+	d.AllocTRES = d.Fields["AllocTRES"]
+	if _, ok := d.Fields["AllocTRES"]; !ok {
+		d.AllocTRES = d.Fields["TRES"]
+	}
+	return d
 }
 
 func parseShowJob(out string) map[string]string {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,4 +92,82 @@ func (s *Server) Close() error {
 	err := s.http.Shutdown(ctx)
 	<-s.done
 	return err
+}
+
+// Keeper serves /metrics at an address it may have to wait for (Keep).
+type Keeper struct {
+	mu     sync.Mutex
+	srv    *Server // nil until the address could be bound
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Keep serves reg at addr like Start, for a process that takes over from
+// another one still listening there: from Slurm 24.05, `scontrol
+// reconfigure` starts a new slurmctld while the old one, which keeps its
+// listeners until the new one is up, waits. While addr is taken Keep logs
+// it once and tries again every `every`, until it binds or Close is called.
+func Keep(addr string, reg *prometheus.Registry, log *slog.Logger, every time.Duration) *Keeper {
+	k := &Keeper{stop: make(chan struct{}), done: make(chan struct{})}
+	s, err := Start(addr, reg, log)
+	if err == nil {
+		k.srv = s
+		close(k.done)
+		return k
+	}
+	log.Info("metrics address still taken (the slurmctld this one replaces holds it until it exits); trying again", keyAddr, addr, keyErr, err)
+	retry := func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-k.stop:
+				return
+			case <-t.C:
+			}
+			s, err := Start(addr, reg, log)
+			if err != nil {
+				continue
+			}
+			k.mu.Lock()
+			if k.closed {
+				k.mu.Unlock()
+				s.Close()
+				return
+			}
+			k.srv = s
+			k.mu.Unlock()
+			return
+		}
+	}
+	safego.Loop(log, "metrics listener (waiting for its address)", retry, func() { close(k.done) })
+	return k
+}
+
+// Serving reports whether the address is bound and served.
+func (k *Keeper) Serving() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.srv != nil
+}
+
+// Close stops waiting for the address, or serving it.
+func (k *Keeper) Close() error {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return nil
+	}
+	k.closed = true
+	close(k.stop)
+	k.mu.Unlock()
+	<-k.done
+	k.mu.Lock()
+	s := k.srv
+	k.mu.Unlock()
+	if s != nil {
+		return s.Close()
+	}
+	return nil
 }

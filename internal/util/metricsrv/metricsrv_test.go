@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -69,5 +70,55 @@ func TestValidateAddr(t *testing.T) {
 				t.Fatalf("ValidateAddr(%q) = %v", tt.addr, err)
 			}
 		})
+	}
+}
+
+// A slurmctld that takes over from another (Slurm 24.05's reconfigure)
+// serves the metrics address as soon as the old one lets it go.
+func TestKeepServesTheAddressOnceItsHolderLetsItGo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	old, err := metricsrv.Start("127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := old.Addr().String()
+	k := metricsrv.Keep(addr, reg, slog.New(slog.DiscardHandler), 10*time.Millisecond)
+	defer k.Close()
+	if k.Serving() {
+		t.Fatal("serving an address another server holds")
+	}
+	old.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !k.Serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("the address was let go, Keep never bound it")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + addr + metricsrv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", metricsrv.Path, resp.Status)
+	}
+}
+
+// Closed while it waits, Keep never binds.
+func TestKeepClosedWhileWaitingStopsTrying(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	old, err := metricsrv.Start("127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := metricsrv.Keep(old.Addr().String(), reg, slog.New(slog.DiscardHandler), 10*time.Millisecond)
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	time.Sleep(50 * time.Millisecond)
+	if k.Serving() {
+		t.Fatal("a closed Keeper bound the address")
 	}
 }
