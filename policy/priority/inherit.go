@@ -112,7 +112,9 @@ func (h *Inheritance) heir(b *Bequest, a Arrival) bool {
 // the window, or during its last run, past the window after b arrived, if
 // b did not complete.
 func (h *Inheritance) replaces(b *Bequest, t int64) bool {
-	if t > b.End {
+	// Slurm's times are whole seconds: a job submitted in the second its
+	// original ended (`scancel $id; sbatch` in one script) came after it.
+	if t >= b.End {
 		return t <= b.End+h.window
 	}
 	return !b.Completed && t >= b.From && t > b.Arrived+h.window

@@ -27,6 +27,8 @@ func TestInheritance(t *testing.T) {
 		want   float64
 	}{
 		{"resubmitted after the cancel, inside the window", ended, alice, 2, 2300, 2000},
+		{"resubmitted in the second of the cancel (scancel; sbatch)", ended, alice, 2, 2000, 2000},
+		{"resubmitted in the second of an exit 0", completed, alice, 2, 2000, 2000},
 		{"resubmitted at the window's end", ended, alice, 2, 2600, 2000},
 		{"resubmitted after a completion (exit 0 at a checkpoint)", completed, alice, 2, 2300, 2000},
 		{"submitted while the run went on, then the original cancelled", ended, alice, 2, 1500, 2000},
