@@ -93,11 +93,6 @@ func (f *fairShareState) decay(now int64, halfLife float64) {
 	f.table.Decay(now, halfLife)
 }
 
-// charge adds GPU-seconds of attained service to an account.
-func (f *fairShareState) charge(account string, gpuSeconds float64) {
-	f.table.Charge(account, gpuSeconds)
-}
-
 // fairShare is a pass's second stage, between account and rank: it gives
 // every job to rank its account's factor among the accounts with jobs in
 // this pass.
