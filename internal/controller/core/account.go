@@ -59,152 +59,6 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 	}
 }
 
-// observe folds one snapshot into the job's ledger record and returns it.
-// What a run, a requeue and a completion do to the service is
-// priority.Account's; observe only maps Slurm's states onto it.
-func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
-	rec, ok := c.records[s.ID]
-	if old := c.finished[s.ID]; !ok && old != nil && s.State != StateFinished {
-		rec = c.reopen(now, old)
-	} else if !ok {
-		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: priority.NewAccount(s.SubmitTime)}
-		c.records[s.ID] = rec
-		c.markDirty(rec)
-	}
-	before := *rec
-	// Whatever this observation adds to the job's service is its account's
-	// usage (a node's report of an earlier end can only lower it: no
-	// refund, usage decays anyway). A finished job is observed, and
-	// charged, once: later passes skip it (finishedEarlier).
-	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
-	switch s.State {
-	case StateRunning, StateSuspended:
-		if rec.RunOpen && rec.RunStart == s.StartTime {
-			// Still in the run a preemption was allowed to end: Slurm
-			// requeues a victim in the scheduling cycle that asked, so
-			// it took another; an admin's requeue later is no preemption.
-			delete(c.preemption.notes, s.ID)
-		}
-		if rec.RunOpen && rec.RunStart != s.StartTime { // requeued and restarted since
-			c.closeRequeuedRun(now, s, rec)
-		}
-		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
-		c.weighRun(s, rec)
-	case StatePending:
-		if rec.RunOpen { // it ran since the last pass: requeued
-			c.closeRequeuedRun(now, s, rec)
-		}
-	case StateFinished:
-		if s.StartTime != 0 {
-			// Its last run, which may have begun and ended between two
-			// passes, up to the end its node reported if that is earlier
-			// (jobend.go). Finished stays Slurm's end: it keys the
-			// completed-job history, which later passes that still see
-			// the job must find unchanged.
-			rec.ObserveRun(s.StartTime, c.charged(s, rec), c.trueEnd(s, ok).runSeconds(now))
-			c.weighRun(s, rec)
-			c.noteKilled(s, rec)
-		}
-		end := s.EndTime
-		if end == 0 {
-			end = now
-		}
-		c.finish(rec, end, s.EndState == EndCompleted, heirKey(s), true)
-		c.finished[s.ID] = rec
-		return rec
-	}
-	if *rec != before {
-		c.markDirty(rec)
-	}
-	return rec
-}
-
-// charged is the rate (GPUs, or GPU-equivalents for a job without GPUs)
-// at which s's run accrues service. The rate is fixed when a run opens
-// (Account.ObserveRun keeps the open run's), so it is logged only then.
-func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
-	g := s.chargedGPUs(c.cfg.CPUJobCPUsPerGPU)
-	if s.gpuCount() == 0 && (!rec.RunOpen || rec.RunStart != s.StartTime) {
-		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
-	}
-	return g
-}
-
-// weighRun fixes, under effective service, the speed of a run that has
-// none yet: the speed of the GPU type it holds for its model
-// (priority.Speeds). The speed then weights the whole run (the run keeps
-// its GPUs) and is saved with it in the ledger, so it is looked up and
-// logged once per run. Runs opened while effective service was off keep
-// plain GPU-seconds to their end.
-func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
-	// A job without GPUs holds no GPU type: its GPU-equivalents stay as
-	// charged.
-	if !c.cfg.Tiresias.EffectiveService || !rec.RunOpen || rec.RunSpeed != 0 || s.Run == nil || s.gpuCount() == 0 {
-		return
-	}
-	typ, model := s.Run.GPUType(), s.Run.ModelKey()
-	sp := c.speedBase
-	if c.agents != nil {
-		sp.Profiled = c.agents.Throughputs()
-	}
-	speed, src := c.cfg.Tiresias.RunSpeed(&sp, model, typ)
-	rec.SetRunSpeed(speed)
-	c.log.Info("effective service: run weighted by its GPU type's speed", keyJob, s.ID,
-		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
-}
-
-// finish records a job's end and forgets it. completed says it ran to its
-// end (Slurm's COMPLETED): only then is its GPU-time a sample for its
-// sweep (priority.Siblings.Done). Its queue service is left for a job that
-// replaces it to inherit (inherit.go), keyed by key when known.
-func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priority.HeirKey, known bool) {
-	from := rec.WaitingSince // it ended waiting: heirs are submitted after it began to
-	if rec.RunOpen {
-		from = rec.RunStart
-		rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = rec.RunStart, rec.RunGPUs, rec.RunSpeed
-	}
-	rec.CloseRun()
-	rec.Finished = max(when, 1)
-	if known {
-		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Arrived: max(rec.Ready, rec.FirstSubmit), From: from, End: rec.Finished,
-			Completed: completed, Service: rec.QueueService()})
-	}
-	rec.SweepSample = completed
-	if completed {
-		c.siblings.Done(rec.JobID, rec.Total())
-	} else {
-		c.siblings.Leave(rec.JobID)
-	}
-	c.markDirty(rec)
-	delete(c.records, rec.JobID)
-	delete(c.decisions, rec.JobID)
-}
-
-func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
-	state := priority.Pending
-	if s.State != StatePending {
-		state = priority.Running
-	}
-	j := priority.Job{
-		ID:           s.ID,
-		State:        state,
-		GPUs:         s.gpuCount(),
-		SubmitTime:   rec.FirstSubmit,
-		EligibleTime: s.BeginTime,
-		Partition:    s.PartFactor,
-		QOS:          s.QOSFactor,
-		Nice:         s.Nice,
-		Held:         s.Held,
-		// Only before its first run: a requeued job's wait for its new
-		// begin time is no arrival, and its place in its queue is its own.
-		// Nor is a wait on its array's throttle of two or more: its
-		// tasks are a sweep's members (inherit.go).
-		Deferred: s.Deferred && rec.Runs == 0 && s.ArrayThrottle < 2,
-	}
-	rec.Describe(&j)
-	return j
-}
-
 // finishedEarlier says s is a job an earlier pass (or the core before a
 // restart) already saw finish. A job with a record again (slurmctld can
 // requeue a finished batch job) is observed as any other.
@@ -325,6 +179,66 @@ func parseMarker(s string) (marker, error) {
 	return m, nil
 }
 
+// observe folds one snapshot into the job's ledger record and returns it.
+// What a run, a requeue and a completion do to the service is
+// priority.Account's; observe only maps Slurm's states onto it.
+func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
+	rec, ok := c.records[s.ID]
+	if old := c.finished[s.ID]; !ok && old != nil && s.State != StateFinished {
+		rec = c.reopen(now, old)
+	} else if !ok {
+		rec = &ledger.Record{JobID: s.ID, FirstSubmit: s.SubmitTime, Account: priority.NewAccount(s.SubmitTime)}
+		c.records[s.ID] = rec
+		c.markDirty(rec)
+	}
+	before := *rec
+	// Whatever this observation adds to the job's service is its account's
+	// usage (a node's report of an earlier end can only lower it: no
+	// refund, usage decays anyway). A finished job is observed, and
+	// charged, once: later passes skip it (finishedEarlier).
+	defer func() { c.fs.charge(s.Account, rec.Total()-before.Total()) }()
+	switch s.State {
+	case StateRunning, StateSuspended:
+		if rec.RunOpen && rec.RunStart == s.StartTime {
+			// Still in the run a preemption was allowed to end: Slurm
+			// requeues a victim in the scheduling cycle that asked, so
+			// it took another; an admin's requeue later is no preemption.
+			delete(c.preemption.notes, s.ID)
+		}
+		if rec.RunOpen && rec.RunStart != s.StartTime { // requeued and restarted since
+			c.closeRequeuedRun(now, s, rec)
+		}
+		rec.ObserveRun(s.StartTime, c.charged(s, rec), s.runSeconds(now))
+		c.weighRun(s, rec)
+	case StatePending:
+		if rec.RunOpen { // it ran since the last pass: requeued
+			c.closeRequeuedRun(now, s, rec)
+		}
+	case StateFinished:
+		if s.StartTime != 0 {
+			// Its last run, which may have begun and ended between two
+			// passes, up to the end its node reported if that is earlier
+			// (jobend.go). Finished stays Slurm's end: it keys the
+			// completed-job history, which later passes that still see
+			// the job must find unchanged.
+			rec.ObserveRun(s.StartTime, c.charged(s, rec), c.trueEnd(s, ok).runSeconds(now))
+			c.weighRun(s, rec)
+			c.noteKilled(s, rec)
+		}
+		end := s.EndTime
+		if end == 0 {
+			end = now
+		}
+		c.finish(rec, end, s.EndState == EndCompleted, heirKey(s), true)
+		c.finished[s.ID] = rec
+		return rec
+	}
+	if *rec != before {
+		c.markDirty(rec)
+	}
+	return rec
+}
+
 // reopen continues the record of a job that finished and is active again:
 // slurmctld requeues a finished batch job on `scontrol requeue` (its owner
 // may ask, within MinJobAge). Its service, runs and queue carry on, as a
@@ -443,6 +357,17 @@ func (c *Core) logPreempted(rec *ledger.Record, ev preemptEvent, outcome string)
 		keyQueue, n.queue, keyRan, n.ran, keyPreemptions, rec.Preemptions+1, keyOutcome, outcome, keyReason, rec.PreemptReason)
 }
 
+// charged is the rate (GPUs, or GPU-equivalents for a job without GPUs)
+// at which s's run accrues service. The rate is fixed when a run opens
+// (Account.ObserveRun keeps the open run's), so it is logged only then.
+func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
+	g := s.chargedGPUs(c.cfg.CPUJobCPUsPerGPU)
+	if s.gpuCount() == 0 && (!rec.RunOpen || rec.RunStart != s.StartTime) {
+		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
+	}
+	return g
+}
+
 // chargedGPUs is the rate at which the job's run accrues service: its GPUs,
 // or for a job without GPUs its CPUs in GPU-equivalents
 // (priority.ChargedGPUs). cpusPerGPU is tiresias.cpu_job_cpus_per_gpu; 0
@@ -498,6 +423,29 @@ func (s *Snapshot) runSeconds(now int64) float64 {
 	return float64(max(secs, 0))
 }
 
+// weighRun fixes, under effective service, the speed of a run that has
+// none yet: the speed of the GPU type it holds for its model
+// (priority.Speeds). The speed then weights the whole run (the run keeps
+// its GPUs) and is saved with it in the ledger, so it is looked up and
+// logged once per run. Runs opened while effective service was off keep
+// plain GPU-seconds to their end.
+func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
+	// A job without GPUs holds no GPU type: its GPU-equivalents stay as
+	// charged.
+	if !c.cfg.Tiresias.EffectiveService || !rec.RunOpen || rec.RunSpeed != 0 || s.Run == nil || s.gpuCount() == 0 {
+		return
+	}
+	typ, model := s.Run.GPUType(), s.Run.ModelKey()
+	sp := c.speedBase
+	if c.agents != nil {
+		sp.Profiled = c.agents.Throughputs()
+	}
+	speed, src := c.cfg.Tiresias.RunSpeed(&sp, model, typ)
+	rec.SetRunSpeed(speed)
+	c.log.Info("effective service: run weighted by its GPU type's speed", keyJob, s.ID,
+		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
+}
+
 // trueEnd returns s with its end moved back to the end a node reported,
 // when that is earlier and not before the run's start; logged when the
 // job was still active (a later pass sees it again, quietly). Caller holds
@@ -527,7 +475,59 @@ func (c *Core) noteKilled(s *Snapshot, rec *ledger.Record) {
 	rec.Preemptions++
 }
 
+// finish records a job's end and forgets it. completed says it ran to its
+// end (Slurm's COMPLETED): only then is its GPU-time a sample for its
+// sweep (priority.Siblings.Done). Its queue service is left for a job that
+// replaces it to inherit (inherit.go), keyed by key when known.
+func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priority.HeirKey, known bool) {
+	from := rec.WaitingSince // it ended waiting: heirs are submitted after it began to
+	if rec.RunOpen {
+		from = rec.RunStart
+		rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = rec.RunStart, rec.RunGPUs, rec.RunSpeed
+	}
+	rec.CloseRun()
+	rec.Finished = max(when, 1)
+	if known {
+		c.heirs.Ended(key, priority.Bequest{JobID: rec.JobID, Arrived: max(rec.Ready, rec.FirstSubmit), From: from, End: rec.Finished,
+			Completed: completed, Service: rec.QueueService()})
+	}
+	rec.SweepSample = completed
+	if completed {
+		c.siblings.Done(rec.JobID, rec.Total())
+	} else {
+		c.siblings.Leave(rec.JobID)
+	}
+	c.markDirty(rec)
+	delete(c.records, rec.JobID)
+	delete(c.decisions, rec.JobID)
+}
+
 // heirKey is what a job shares with the ended jobs it may replace.
 func heirKey(s *Snapshot) priority.HeirKey {
 	return priority.HeirKey{User: s.User, Account: s.Account, GPUs: s.gpuCount()}
+}
+
+func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {
+	state := priority.Pending
+	if s.State != StatePending {
+		state = priority.Running
+	}
+	j := priority.Job{
+		ID:           s.ID,
+		State:        state,
+		GPUs:         s.gpuCount(),
+		SubmitTime:   rec.FirstSubmit,
+		EligibleTime: s.BeginTime,
+		Partition:    s.PartFactor,
+		QOS:          s.QOSFactor,
+		Nice:         s.Nice,
+		Held:         s.Held,
+		// Only before its first run: a requeued job's wait for its new
+		// begin time is no arrival, and its place in its queue is its own.
+		// Nor is a wait on its array's throttle of two or more: its
+		// tasks are a sweep's members (inherit.go).
+		Deferred: s.Deferred && rec.Runs == 0 && s.ArrayThrottle < 2,
+	}
+	rec.Describe(&j)
+	return j
 }
