@@ -13,7 +13,8 @@ import (
 
 // A pass's first stage, account: every snapshot folded into its job's
 // ledger record (priority.Account's rules), its account charged, the jobs
-// to rank collected.
+// to rank collected. The helpers only this stage calls follow account in
+// the order it calls them.
 
 // account is a pass's first stage: fair-share usage decays to now, every
 // snapshot updates its job's record (and charges its account); the jobs to
