@@ -29,7 +29,8 @@ const maxInterned = 4096
 // AccountNames interns account names copied from C, so that a pass over
 // ten thousand jobs of a few accounts allocates nothing for their names.
 // Safe for concurrent use: passes and placements come from different
-// slurmctld threads.
+// slurmctld threads. Its mu is a leaf, apart from Core's locks: Intern
+// takes no other lock while it holds it.
 type AccountNames struct {
 	mu sync.Mutex
 	m  map[string]string
