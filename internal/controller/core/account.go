@@ -1,13 +1,20 @@
 package core
 
 import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // A pass's first stage, account: every snapshot folded into its job's
 // ledger record (priority.Account's rules), its account charged, the jobs
-// to rank collected.
+// to rank collected. The helpers only this stage calls follow account in
+// the order it calls them.
 
 // account is a pass's first stage: fair-share usage decays to now, every
 // snapshot updates its job's record (and charges its account); the jobs to
@@ -51,6 +58,126 @@ func (c *Core) account(now int64, snaps []Snapshot, out []Decision) {
 		c.jobs = append(c.jobs, j)
 		c.jobIndex = append(c.jobIndex, i)
 	}
+}
+
+// finishedEarlier says s is a job an earlier pass (or the core before a
+// restart) already saw finish. A job with a record again (slurmctld can
+// requeue a finished batch job) is observed as any other.
+func (c *Core) finishedEarlier(s *Snapshot) bool {
+	if s.State != StateFinished {
+		return false
+	}
+	_, done := c.finished[s.ID]
+	_, active := c.records[s.ID]
+	return done && !active
+}
+
+// restoreFromMarker, the first time a pass sees a job after start, takes
+// the job's record from the marker Slurm saved with it when that shows
+// more closed service than the ledger has: the ledger lost writes. Caller
+// holds mu, before observe.
+func (c *Core) restoreFromMarker(s *Snapshot) {
+	c.marks.init()
+	if c.marks.checked[s.ID] {
+		return
+	}
+	c.marks.checked[s.ID] = true
+	if s.Marker == "" || s.State == StateFinished {
+		return
+	}
+	m, err := parseMarker(s.Marker)
+	if err != nil {
+		c.log.Warn("ignoring the job's Lachesis marker", keyJob, s.ID, keyErr, err)
+		return
+	}
+	rec := c.records[s.ID]
+	if rec != nil && rec.Upgraded == 0 && m.upgraded != 0 {
+		// The ledger lost the upgrade: the job stays guaranteed.
+		rec.Upgraded = m.upgraded
+		c.markDirty(rec)
+		c.log.Warn("restored the job's upgrade to guaranteed from its saved SystemComment; the ledger had lost it", keyJob, s.ID)
+	}
+	if rec != nil && rec.ServiceClosed >= m.closed {
+		return
+	}
+	had := 0.0
+	if rec == nil {
+		rec = &ledger.Record{JobID: s.ID, Account: priority.NewAccount(s.SubmitTime)}
+		c.records[s.ID] = rec
+	} else {
+		had = rec.ServiceClosed
+	}
+	rec.ServiceClosed, rec.ServiceBase, rec.LastRun = m.closed, m.base, m.lastRun
+	rec.Queue, rec.Runs, rec.Promotions = m.queue, m.runs, m.promos
+	rec.Upgraded = max(rec.Upgraded, m.upgraded)
+	if m.firstSubmit != 0 {
+		rec.FirstSubmit = m.firstSubmit
+	}
+	if rec.RunStart != m.runStart {
+		// The open run the marker knew (none when its start is 0: Slurm
+		// never starts a job at time 0); observe goes on from Slurm's view.
+		rec.RunOpen = m.runStart != 0
+		rec.RunStart, rec.RunGPUs, rec.RunSeconds = m.runStart, m.runGPUs, 0
+	}
+	c.markDirty(rec)
+	c.log.Warn("restored attained service from the job's saved SystemComment; the ledger had lost writes",
+		keyJob, s.ID, keyService, rec.Total(), keyLedger, had, keyQueue, rec.Queue)
+}
+
+// parseMarker reads a marker written by String; anything else is an error
+// (an admin's text that merely looks like one must not become service).
+func parseMarker(s string) (marker, error) {
+	var m marker
+	body, ok := strings.CutPrefix(s, MarkerPrefix)
+	if !ok {
+		return m, fmt.Errorf("%w: no prefix", ErrMarker)
+	}
+	var seen int
+	for _, kv := range strings.Fields(body) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return m, fmt.Errorf("%w: %q", ErrMarker, kv)
+		}
+		var err error
+		switch k {
+		case "sc":
+			m.closed, err = strconv.ParseFloat(v, 64)
+		case "sb":
+			m.base, err = strconv.ParseFloat(v, 64)
+		case "lr":
+			m.lastRun, err = strconv.ParseFloat(v, 64)
+		case "q":
+			m.queue, err = strconv.Atoi(v)
+		case "r":
+			m.runs, err = strconv.Atoi(v)
+		case "p":
+			m.promos, err = strconv.Atoi(v)
+		case "fs":
+			m.firstSubmit, err = strconv.ParseInt(v, 10, 64)
+		case "rs":
+			m.runStart, err = strconv.ParseInt(v, 10, 64)
+		case "rg":
+			var g uint64
+			g, err = strconv.ParseUint(v, 10, 32)
+			m.runGPUs = uint32(g)
+		case "up":
+			m.upgraded, err = strconv.ParseInt(v, 10, 64)
+			if err == nil && m.upgraded < 0 {
+				err = errors.New("negative")
+			}
+			seen-- // optional: not one of the nine every marker has
+		default:
+			continue // a later version's field
+		}
+		if err != nil {
+			return m, fmt.Errorf("%w: %s: %v", ErrMarker, k, err)
+		}
+		seen++
+	}
+	if seen < 9 || !finiteNonNegative(m.closed, m.base, m.lastRun) || m.queue < 0 || m.runs < 0 || m.promos < 0 {
+		return m, fmt.Errorf("%w: incomplete or negative: %q", ErrMarker, s)
+	}
+	return m, nil
 }
 
 // observe folds one snapshot into the job's ledger record and returns it.
@@ -113,6 +240,124 @@ func (c *Core) observe(now int64, s *Snapshot) *ledger.Record {
 	return rec
 }
 
+// reopen continues the record of a job that finished and is active again:
+// slurmctld requeues a finished batch job on `scontrol requeue` (its owner
+// may ask, within MinJobAge). Its service, runs and queue carry on, as a
+// preempted job's do; else the requeue would reset its owner's service to
+// zero. Its end stays in the completed-job history.
+func (c *Core) reopen(now int64, old *ledger.Record) *ledger.Record {
+	rec := *old
+	rec.Finished = 0
+	rec.WaitingSince = now
+	rec.LastRunStart, rec.LastRunGPUs, rec.LastRunSpeed = 0, 0, 0
+	// It joins its sweep again as an active member (joinSweep).
+	rec.Sweep, rec.InSweep, rec.SweepSample = priority.SiblingKey{}, false, false
+	c.records[rec.JobID] = &rec
+	delete(c.finished, rec.JobID)
+	c.markDirty(&rec)
+	c.log.Info("finished job requeued: its ledger record continues", keyJob, rec.JobID, keyService, rec.Total(),
+		keyQueue, rec.Queue)
+	return &rec
+}
+
+// markDirty queues a copy of rec for the writer. Caller holds mu.
+func (c *Core) markDirty(rec *ledger.Record) {
+	c.pendMu.Lock()
+	c.pending[rec.JobID] = *rec
+	c.pendMu.Unlock()
+}
+
+// charge adds GPU-seconds of attained service to an account.
+func (f *fairShareState) charge(account string, gpuSeconds float64) {
+	f.table.Charge(account, gpuSeconds)
+}
+
+// closeRequeuedRun ends the open run of a job a pass finds pending again,
+// or running a run that began since (requeued and restarted between two
+// passes). A preemption ends it when Slurm preempted it and counts as one (the
+// victim order and max_per_job count those alone); any other requeue (the
+// owner's `scontrol requeue`, a node failure) ends it when Slurm says and
+// is only a new run. Either way the run is charged to its true end, not
+// to the last pass that saw it running. Called under c.mu.
+func (c *Core) closeRequeuedRun(now int64, s *Snapshot, rec *ledger.Record) {
+	ev, preempted := c.preemptionOf(s, rec)
+	if !preempted {
+		end := requeueEnd(now, s, rec)
+		rec.RunSeconds = float64(end - rec.RunStart)
+		c.log.Info("job requeued, not by a Lachesis preemption", keyJob, rec.JobID, keyRequeues, rec.Requeues()+1,
+			keyRan, rec.RunSeconds)
+		rec.Requeued(end)
+		return
+	}
+	end := clampEnd(ev.at, now, s, rec)
+	rec.RunSeconds = float64(end - rec.RunStart)
+	c.met.requeued(true)
+	c.logPreempted(rec, ev, "requeued")
+	rec.Preempted(end)
+}
+
+// preemptionOf returns the preemption of rec's open run, if Slurm
+// preempted it: the core was told (Preempting), or the snapshot still
+// carries Slurm's preempt_time (a pass that sees the requeue before it
+// completes). It forgets the event.
+func (c *Core) preemptionOf(s *Snapshot, rec *ledger.Record) (preemptEvent, bool) {
+	ev, ok := c.preemption.events[s.ID]
+	delete(c.preemption.events, s.ID)
+	if !ok && s.PreemptTime != 0 {
+		ev, ok = preemptEvent{at: s.PreemptTime}, true
+		if n, noted := c.preemption.notes[s.ID]; noted {
+			ev.note, ev.noted = n, true
+		}
+	}
+	if !ok || !rec.RunOpen || ev.at < rec.RunStart {
+		return preemptEvent{}, false
+	}
+	delete(c.preemption.notes, s.ID)
+	return ev, true
+}
+
+// requeueEnd is when the run of rec that Slurm requeued without a
+// preemption ended, as Slurm says: the end time its requeue set, which a
+// pass sees while the job is still completing; failing that (the requeue
+// completed, and Slurm cleared it), the run's end as last observed. Never
+// before what was observed, nor after now or the start of a run that
+// followed.
+func requeueEnd(now int64, s *Snapshot, rec *ledger.Record) int64 {
+	end := rec.RunEnd()
+	if s.State == StatePending && s.EndTime > rec.RunStart {
+		end = s.EndTime
+	}
+	return clampEnd(end, now, s, rec)
+}
+
+// clampEnd bounds end, the end of rec's open run, to [the run's end as
+// last observed, now], and to the start of the run s shows if s shows a
+// new one.
+func clampEnd(end, now int64, s *Snapshot, rec *ledger.Record) int64 {
+	last := rec.RunEnd()
+	limit := now
+	if s.State != StatePending && s.StartTime > rec.RunStart {
+		limit = min(limit, s.StartTime)
+	}
+	return max(min(end, limit), last)
+}
+
+// logPreempted logs a preemption of rec's open run and keeps its reason in
+// the job's ledger record; outcome says what Slurm did to the job
+// ("requeued", or "killed" for a job that may not be requeued). Called
+// under c.mu, before the run is closed.
+func (c *Core) logPreempted(rec *ledger.Record, ev preemptEvent, outcome string) {
+	n := ev.note
+	n.ran = rec.RunSeconds
+	rec.PreemptReason = n.reason()
+	if !ev.noted { // e.g. the rule's yes was given before a restart
+		n.queue = rec.Queue
+		rec.PreemptReason = fmt.Sprintf("preempted by Slurm after a %.0f s run (no Lachesis decision on record)", n.ran)
+	}
+	c.log.Info("job preempted", keyJob, rec.JobID, keyPreemptor, n.by, keyPreemptorQueue, n.byQueue,
+		keyQueue, n.queue, keyRan, n.ran, keyPreemptions, rec.Preemptions+1, keyOutcome, outcome, keyReason, rec.PreemptReason)
+}
+
 // charged is the rate (GPUs, or GPU-equivalents for a job without GPUs)
 // at which s's run accrues service. The rate is fixed when a run opens
 // (Account.ObserveRun keeps the open run's), so it is logged only then.
@@ -122,6 +367,61 @@ func (c *Core) charged(s *Snapshot, rec *ledger.Record) uint32 {
 		c.log.Info("job without GPUs charged in GPU-equivalents", keyJob, s.ID, keyJobCPUs, s.CPUs, keyCharged, g)
 	}
 	return g
+}
+
+// chargedGPUs is the rate at which the job's run accrues service: its GPUs,
+// or for a job without GPUs its CPUs in GPU-equivalents
+// (priority.ChargedGPUs). cpusPerGPU is tiresias.cpu_job_cpus_per_gpu; 0
+// takes the rate from the job's node, its CPUs per GPU, as Synergy's
+// proportional share does. On a node without GPUs and with no configured
+// rate the job is charged the minimum, 1.
+func (s *Snapshot) chargedGPUs(cpusPerGPU uint32) uint32 {
+	gpus := s.gpuCount()
+	if gpus > 0 {
+		return gpus
+	}
+	if cpusPerGPU == 0 && s.NodeGPUs > 0 {
+		cpusPerGPU = max(s.NodeCPUs/s.NodeGPUs, 1)
+	}
+	return priority.ChargedGPUs(0, s.CPUs, cpusPerGPU)
+}
+
+// gpuCount resolves the job's GPU count, falling back to its request
+// strings; a job on a share of a GPU counts one GPU per node (GPUShare).
+func (s *Snapshot) gpuCount() uint32 {
+	n := uint64(s.GPUs)
+	if s.GPUs == UnknownGPUs {
+		var err error
+		if n, err = s.GresRequest.Total(); err != nil || n > uint64(gres.MaxCount) {
+			n = 0
+		}
+	}
+	if n == 0 && s.GPUShare {
+		return min(max(s.GresRequest.Nodes, 1), gres.MaxCount)
+	}
+	return uint32(n)
+}
+
+// runSeconds is how long the job's current (or, once finished, last) run
+// has lasted, the way squeue computes it: suspended time does not count.
+func (s *Snapshot) runSeconds(now int64) float64 {
+	if s.StartTime == 0 {
+		return 0
+	}
+	end := now
+	if s.State == StateFinished && s.EndTime >= s.StartTime {
+		end = s.EndTime
+	}
+	var secs int64
+	switch {
+	case s.State == StateSuspended:
+		secs = s.PreSusTime
+	case s.SuspendTime != 0:
+		secs = end - s.SuspendTime + s.PreSusTime
+	default:
+		secs = end - s.StartTime
+	}
+	return float64(max(secs, 0))
 }
 
 // weighRun fixes, under effective service, the speed of a run that has
@@ -145,6 +445,35 @@ func (c *Core) weighRun(s *Snapshot, rec *ledger.Record) {
 	rec.SetRunSpeed(speed)
 	c.log.Info("effective service: run weighted by its GPU type's speed", keyJob, s.ID,
 		keyGPUType, typ, keyModel, model, keySpeed, speed, keySource, string(src))
+}
+
+// trueEnd returns s with its end moved back to the end a node reported,
+// when that is earlier and not before the run's start; logged when the
+// job was still active (a later pass sees it again, quietly). Caller holds
+// mu.
+func (c *Core) trueEnd(s *Snapshot, active bool) *Snapshot {
+	end, ok := c.ends.held[s.ID]
+	if !ok || end < s.StartTime || (s.EndTime != 0 && end >= s.EndTime) {
+		return s
+	}
+	t := *s
+	if active {
+		c.log.Info("job's end corrected to the node's report", keyJob, s.ID, keyEnd, end, "slurm_end", s.EndTime)
+	}
+	t.EndTime = end
+	return &t
+}
+
+// noteKilled logs a job that finished because Slurm preempted it and could
+// not requeue it (--no-requeue): a preemption like any other, whose run
+// ends at its kill. Called under c.mu with the finished run still open.
+func (c *Core) noteKilled(s *Snapshot, rec *ledger.Record) {
+	ev, preempted := c.preemptionOf(s, rec)
+	if !preempted {
+		return
+	}
+	c.logPreempted(rec, ev, "killed")
+	rec.Preemptions++
 }
 
 // finish records a job's end and forgets it. completed says it ran to its
@@ -172,6 +501,11 @@ func (c *Core) finish(rec *ledger.Record, when int64, completed bool, key priori
 	c.markDirty(rec)
 	delete(c.records, rec.JobID)
 	delete(c.decisions, rec.JobID)
+}
+
+// heirKey is what a job shares with the ended jobs it may replace.
+func heirKey(s *Snapshot) priority.HeirKey {
+	return priority.HeirKey{User: s.User, Account: s.Account, GPUs: s.gpuCount()}
 }
 
 func policyJob(rec *ledger.Record, s *Snapshot) priority.Job {

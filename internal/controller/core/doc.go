@@ -14,7 +14,12 @@
 // and a Decision), judgeSharing (sharing.go: GPU sharing and per-job GPU
 // use, internal/controller/gpushare, judge the ranked jobs and their
 // answers join the decisions) and forget (forget.go: the records of jobs
-// slurmctld no longer has are closed). GPU sharing and per-job GPU use are
+// slurmctld no longer has are closed). A stage's file holds the helpers
+// that stage alone calls, in the order it calls them (account.go: the
+// marker restored, the snapshot observed, a requeued run closed, the run
+// charged and weighted, a finished job's end), so a pass reads top-down
+// from Pass; helpers several stages share stay with their idea (the
+// marker's format in restore.go, sweeps in siblings.go). GPU sharing and per-job GPU use are
 // gpushare's, with their own state and lock; the core holds no sharing
 // code and runs no Slurm command.
 //

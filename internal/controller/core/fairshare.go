@@ -29,7 +29,8 @@ const maxInterned = 4096
 // AccountNames interns account names copied from C, so that a pass over
 // ten thousand jobs of a few accounts allocates nothing for their names.
 // Safe for concurrent use: passes and placements come from different
-// slurmctld threads.
+// slurmctld threads. Its mu is a leaf, apart from Core's locks: Intern
+// takes no other lock while it holds it.
 type AccountNames struct {
 	mu sync.Mutex
 	m  map[string]string
@@ -91,11 +92,6 @@ func (f *fairShareState) restore(saved []ledger.AccountUsage) {
 // decay brings every account's usage forward to now.
 func (f *fairShareState) decay(now int64, halfLife float64) {
 	f.table.Decay(now, halfLife)
-}
-
-// charge adds GPU-seconds of attained service to an account.
-func (f *fairShareState) charge(account string, gpuSeconds float64) {
-	f.table.Charge(account, gpuSeconds)
 }
 
 // fairShare is a pass's second stage, between account and rank: it gives

@@ -34,11 +34,6 @@ func (c *Core) resizeHeirs(old, now priority.Config) {
 	c.heirs = newHeirs(now)
 }
 
-// heirKey is what a job shares with the ended jobs it may replace.
-func heirKey(s *Snapshot) priority.HeirKey {
-	return priority.HeirKey{User: s.User, Account: s.Account, GPUs: s.gpuCount()}
-}
-
 // inherit gives rec's job the queue service of the ended job it replaces,
 // if any and more than it inherited already. The service was charged to
 // its account when the ended job ran, so it is not charged again.

@@ -72,23 +72,6 @@ func (c *Core) ReportEnd(job uint32, end int64, node string) {
 	c.signalWriter()
 }
 
-// trueEnd returns s with its end moved back to the end a node reported,
-// when that is earlier and not before the run's start; logged when the
-// job was still active (a later pass sees it again, quietly). Caller holds
-// mu.
-func (c *Core) trueEnd(s *Snapshot, active bool) *Snapshot {
-	end, ok := c.ends.held[s.ID]
-	if !ok || end < s.StartTime || (s.EndTime != 0 && end >= s.EndTime) {
-		return s
-	}
-	t := *s
-	if active {
-		c.log.Info("job's end corrected to the node's report", keyJob, s.ID, keyEnd, end, "slurm_end", s.EndTime)
-	}
-	t.EndTime = end
-	return &t
-}
-
 // applyCorrections corrects the history of finished jobs whose true end
 // was reported; the writer calls it after flushing, so a completion queued
 // in the same pass is on disk first. A report for a job with no history

@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-
 	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
@@ -289,104 +287,6 @@ type preemptEvent struct {
 	at    int64
 	note  preemptNote
 	noted bool // note holds the rule's reason
-}
-
-// preemptionOf returns the preemption of rec's open run, if Slurm
-// preempted it: the core was told (Preempting), or the snapshot still
-// carries Slurm's preempt_time (a pass that sees the requeue before it
-// completes). It forgets the event.
-func (c *Core) preemptionOf(s *Snapshot, rec *ledger.Record) (preemptEvent, bool) {
-	ev, ok := c.preemption.events[s.ID]
-	delete(c.preemption.events, s.ID)
-	if !ok && s.PreemptTime != 0 {
-		ev, ok = preemptEvent{at: s.PreemptTime}, true
-		if n, noted := c.preemption.notes[s.ID]; noted {
-			ev.note, ev.noted = n, true
-		}
-	}
-	if !ok || !rec.RunOpen || ev.at < rec.RunStart {
-		return preemptEvent{}, false
-	}
-	delete(c.preemption.notes, s.ID)
-	return ev, true
-}
-
-// requeueEnd is when the run of rec that Slurm requeued without a
-// preemption ended, as Slurm says: the end time its requeue set, which a
-// pass sees while the job is still completing; failing that (the requeue
-// completed, and Slurm cleared it), the run's end as last observed. Never
-// before what was observed, nor after now or the start of a run that
-// followed.
-func requeueEnd(now int64, s *Snapshot, rec *ledger.Record) int64 {
-	end := rec.RunEnd()
-	if s.State == StatePending && s.EndTime > rec.RunStart {
-		end = s.EndTime
-	}
-	return clampEnd(end, now, s, rec)
-}
-
-// clampEnd bounds end, the end of rec's open run, to [the run's end as
-// last observed, now], and to the start of the run s shows if s shows a
-// new one.
-func clampEnd(end, now int64, s *Snapshot, rec *ledger.Record) int64 {
-	last := rec.RunEnd()
-	limit := now
-	if s.State != StatePending && s.StartTime > rec.RunStart {
-		limit = min(limit, s.StartTime)
-	}
-	return max(min(end, limit), last)
-}
-
-// closeRequeuedRun ends the open run of a job a pass finds pending again,
-// or running a run that began since (requeued and restarted between two
-// passes). A preemption ends it when Slurm preempted it and counts as one (the
-// victim order and max_per_job count those alone); any other requeue (the
-// owner's `scontrol requeue`, a node failure) ends it when Slurm says and
-// is only a new run. Either way the run is charged to its true end, not
-// to the last pass that saw it running. Called under c.mu.
-func (c *Core) closeRequeuedRun(now int64, s *Snapshot, rec *ledger.Record) {
-	ev, preempted := c.preemptionOf(s, rec)
-	if !preempted {
-		end := requeueEnd(now, s, rec)
-		rec.RunSeconds = float64(end - rec.RunStart)
-		c.log.Info("job requeued, not by a Lachesis preemption", keyJob, rec.JobID, keyRequeues, rec.Requeues()+1,
-			keyRan, rec.RunSeconds)
-		rec.Requeued(end)
-		return
-	}
-	end := clampEnd(ev.at, now, s, rec)
-	rec.RunSeconds = float64(end - rec.RunStart)
-	c.met.requeued(true)
-	c.logPreempted(rec, ev, "requeued")
-	rec.Preempted(end)
-}
-
-// logPreempted logs a preemption of rec's open run and keeps its reason in
-// the job's ledger record; outcome says what Slurm did to the job
-// ("requeued", or "killed" for a job that may not be requeued). Called
-// under c.mu, before the run is closed.
-func (c *Core) logPreempted(rec *ledger.Record, ev preemptEvent, outcome string) {
-	n := ev.note
-	n.ran = rec.RunSeconds
-	rec.PreemptReason = n.reason()
-	if !ev.noted { // e.g. the rule's yes was given before a restart
-		n.queue = rec.Queue
-		rec.PreemptReason = fmt.Sprintf("preempted by Slurm after a %.0f s run (no Lachesis decision on record)", n.ran)
-	}
-	c.log.Info("job preempted", keyJob, rec.JobID, keyPreemptor, n.by, keyPreemptorQueue, n.byQueue,
-		keyQueue, n.queue, keyRan, n.ran, keyPreemptions, rec.Preemptions+1, keyOutcome, outcome, keyReason, rec.PreemptReason)
-}
-
-// noteKilled logs a job that finished because Slurm preempted it and could
-// not requeue it (--no-requeue): a preemption like any other, whose run
-// ends at its kill. Called under c.mu with the finished run still open.
-func (c *Core) noteKilled(s *Snapshot, rec *ledger.Record) {
-	ev, preempted := c.preemptionOf(s, rec)
-	if !preempted {
-		return
-	}
-	c.logPreempted(rec, ev, "killed")
-	rec.Preemptions++
 }
 
 // forgetPreemptions drops what the core knows of preemptions of jobs that

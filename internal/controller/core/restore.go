@@ -2,13 +2,10 @@ package core
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
-	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // A second record of each job's attained service lives in the job itself,
@@ -77,114 +74,6 @@ func (m marker) String() string {
 		s += " up=" + strconv.FormatInt(m.upgraded, 10)
 	}
 	return s
-}
-
-// parseMarker reads a marker written by String; anything else is an error
-// (an admin's text that merely looks like one must not become service).
-func parseMarker(s string) (marker, error) {
-	var m marker
-	body, ok := strings.CutPrefix(s, MarkerPrefix)
-	if !ok {
-		return m, fmt.Errorf("%w: no prefix", ErrMarker)
-	}
-	var seen int
-	for _, kv := range strings.Fields(body) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return m, fmt.Errorf("%w: %q", ErrMarker, kv)
-		}
-		var err error
-		switch k {
-		case "sc":
-			m.closed, err = strconv.ParseFloat(v, 64)
-		case "sb":
-			m.base, err = strconv.ParseFloat(v, 64)
-		case "lr":
-			m.lastRun, err = strconv.ParseFloat(v, 64)
-		case "q":
-			m.queue, err = strconv.Atoi(v)
-		case "r":
-			m.runs, err = strconv.Atoi(v)
-		case "p":
-			m.promos, err = strconv.Atoi(v)
-		case "fs":
-			m.firstSubmit, err = strconv.ParseInt(v, 10, 64)
-		case "rs":
-			m.runStart, err = strconv.ParseInt(v, 10, 64)
-		case "rg":
-			var g uint64
-			g, err = strconv.ParseUint(v, 10, 32)
-			m.runGPUs = uint32(g)
-		case "up":
-			m.upgraded, err = strconv.ParseInt(v, 10, 64)
-			if err == nil && m.upgraded < 0 {
-				err = errors.New("negative")
-			}
-			seen-- // optional: not one of the nine every marker has
-		default:
-			continue // a later version's field
-		}
-		if err != nil {
-			return m, fmt.Errorf("%w: %s: %v", ErrMarker, k, err)
-		}
-		seen++
-	}
-	if seen < 9 || !finiteNonNegative(m.closed, m.base, m.lastRun) || m.queue < 0 || m.runs < 0 || m.promos < 0 {
-		return m, fmt.Errorf("%w: incomplete or negative: %q", ErrMarker, s)
-	}
-	return m, nil
-}
-
-// restoreFromMarker, the first time a pass sees a job after start, takes
-// the job's record from the marker Slurm saved with it when that shows
-// more closed service than the ledger has: the ledger lost writes. Caller
-// holds mu, before observe.
-func (c *Core) restoreFromMarker(s *Snapshot) {
-	c.marks.init()
-	if c.marks.checked[s.ID] {
-		return
-	}
-	c.marks.checked[s.ID] = true
-	if s.Marker == "" || s.State == StateFinished {
-		return
-	}
-	m, err := parseMarker(s.Marker)
-	if err != nil {
-		c.log.Warn("ignoring the job's Lachesis marker", keyJob, s.ID, keyErr, err)
-		return
-	}
-	rec := c.records[s.ID]
-	if rec != nil && rec.Upgraded == 0 && m.upgraded != 0 {
-		// The ledger lost the upgrade: the job stays guaranteed.
-		rec.Upgraded = m.upgraded
-		c.markDirty(rec)
-		c.log.Warn("restored the job's upgrade to guaranteed from its saved SystemComment; the ledger had lost it", keyJob, s.ID)
-	}
-	if rec != nil && rec.ServiceClosed >= m.closed {
-		return
-	}
-	had := 0.0
-	if rec == nil {
-		rec = &ledger.Record{JobID: s.ID, Account: priority.NewAccount(s.SubmitTime)}
-		c.records[s.ID] = rec
-	} else {
-		had = rec.ServiceClosed
-	}
-	rec.ServiceClosed, rec.ServiceBase, rec.LastRun = m.closed, m.base, m.lastRun
-	rec.Queue, rec.Runs, rec.Promotions = m.queue, m.runs, m.promos
-	rec.Upgraded = max(rec.Upgraded, m.upgraded)
-	if m.firstSubmit != 0 {
-		rec.FirstSubmit = m.firstSubmit
-	}
-	if rec.RunStart != m.runStart {
-		// The open run the marker knew (none when its start is 0: Slurm
-		// never starts a job at time 0); observe goes on from Slurm's view.
-		rec.RunOpen = m.runStart != 0
-		rec.RunStart, rec.RunGPUs, rec.RunSeconds = m.runStart, m.runGPUs, 0
-	}
-	c.markDirty(rec)
-	c.log.Warn("restored attained service from the job's saved SystemComment; the ledger had lost writes",
-		keyJob, s.ID, keyService, rec.Total(), keyLedger, had, keyQueue, rec.Queue)
 }
 
 // markerFor returns the marker to save in the job's SystemComment, or ""

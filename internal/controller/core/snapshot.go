@@ -3,7 +3,6 @@ package core
 import (
 	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/policy/gres"
-	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // JobState is a job's state as the core needs to know it.
@@ -152,59 +151,4 @@ type RunInfo interface {
 	// ModelKey is the job's model key, as job_submit/synergy derives it
 	// (its comment's model=..., else its name).
 	ModelKey() string
-}
-
-// gpuCount resolves the job's GPU count, falling back to its request
-// strings; a job on a share of a GPU counts one GPU per node (GPUShare).
-func (s *Snapshot) gpuCount() uint32 {
-	n := uint64(s.GPUs)
-	if s.GPUs == UnknownGPUs {
-		var err error
-		if n, err = s.GresRequest.Total(); err != nil || n > uint64(gres.MaxCount) {
-			n = 0
-		}
-	}
-	if n == 0 && s.GPUShare {
-		return min(max(s.GresRequest.Nodes, 1), gres.MaxCount)
-	}
-	return uint32(n)
-}
-
-// runSeconds is how long the job's current (or, once finished, last) run
-// has lasted, the way squeue computes it: suspended time does not count.
-func (s *Snapshot) runSeconds(now int64) float64 {
-	if s.StartTime == 0 {
-		return 0
-	}
-	end := now
-	if s.State == StateFinished && s.EndTime >= s.StartTime {
-		end = s.EndTime
-	}
-	var secs int64
-	switch {
-	case s.State == StateSuspended:
-		secs = s.PreSusTime
-	case s.SuspendTime != 0:
-		secs = end - s.SuspendTime + s.PreSusTime
-	default:
-		secs = end - s.StartTime
-	}
-	return float64(max(secs, 0))
-}
-
-// chargedGPUs is the rate at which the job's run accrues service: its GPUs,
-// or for a job without GPUs its CPUs in GPU-equivalents
-// (priority.ChargedGPUs). cpusPerGPU is tiresias.cpu_job_cpus_per_gpu; 0
-// takes the rate from the job's node, its CPUs per GPU, as Synergy's
-// proportional share does. On a node without GPUs and with no configured
-// rate the job is charged the minimum, 1.
-func (s *Snapshot) chargedGPUs(cpusPerGPU uint32) uint32 {
-	gpus := s.gpuCount()
-	if gpus > 0 {
-		return gpus
-	}
-	if cpusPerGPU == 0 && s.NodeGPUs > 0 {
-		cpusPerGPU = max(s.NodeCPUs/s.NodeGPUs, 1)
-	}
-	return priority.ChargedGPUs(0, s.CPUs, cpusPerGPU)
 }

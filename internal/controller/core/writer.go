@@ -40,13 +40,6 @@ const (
 	keyRetryIn = "retry_in"
 )
 
-// markDirty queues a copy of rec for the writer. Caller holds mu.
-func (c *Core) markDirty(rec *ledger.Record) {
-	c.pendMu.Lock()
-	c.pending[rec.JobID] = *rec
-	c.pendMu.Unlock()
-}
-
 func (c *Core) signalWriter() {
 	select {
 	case c.kick <- struct{}{}:
