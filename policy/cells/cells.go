@@ -185,8 +185,13 @@ func (t *Tree) split(c, gpus, node, sw int) {
 	}
 }
 
-// Cell returns cell c.
+// Cell returns cell c; Cells is how many there are (ids 0 to Cells-1).
 func (t *Tree) Cell(c int) Cell { return t.cells[c] }
+func (t *Tree) Cells() int      { return len(t.cells) }
+
+// First is the first GPU index under the cell; its GPUs are First to
+// First+GPUs-1.
+func (c Cell) First() int { return c.first }
 
 // GPUs is the cluster's GPU count; Free its free GPUs.
 func (t *Tree) GPUs() int { return len(t.leafCell) }
@@ -284,6 +289,19 @@ func (t *Tree) Alloc(n int, filter Filter, scatter bool) (Placement, bool) {
 		return Placement{}, false
 	}
 	// Scattered: the fullest node with n free GPUs it may use.
+	return t.AllocBestFit(n, filter)
+}
+
+// AllocBestFit places a job without cells, as Slurm's node selection
+// does: a job within a node on the fullest node with n free GPUs (best
+// fit), a larger one on whole free nodes (one switch if one has enough).
+func (t *Tree) AllocBestFit(n int, filter Filter) (Placement, bool) {
+	if n <= 0 || n > len(t.leafCell) {
+		return Placement{}, false
+	}
+	if n > t.maxNode {
+		return t.allocNodes(n, filter, true)
+	}
 	bestNode, bestFree := -1, 0
 	for ni, nc := range t.nodes {
 		f := t.usableIn(nc, filter)

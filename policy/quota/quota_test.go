@@ -136,8 +136,14 @@ func TestChooseHoldsTheBound(t *testing.T) {
 	if !errors.Is(err, ErrBlocked) || !strings.Contains(err.Error(), "max_reclaim_per_pass") {
 		t.Fatalf("got %v, want blocked by the bound", err)
 	}
-	r.MaxVictims = 8
+	r.Partial = true
 	p, err := Choose(r)
+	if err != nil || len(p.Victims) != 2 || p.Remaining != 6 || p.WorkLost != 1+2 {
+		t.Fatalf("partial: %+v %v, want the 2 cheapest now and 6 left", p, err)
+	}
+	r.Partial = false
+	r.MaxVictims = 8
+	p, err = Choose(r)
 	if err != nil || len(p.Victims) != 8 {
 		t.Fatalf("with the bound at 8: %+v %v", p, err)
 	}

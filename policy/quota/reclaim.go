@@ -39,6 +39,11 @@ type Request struct {
 	Candidates []Candidate
 	// MaxVictims is what is left of quota.max_reclaim_per_pass this pass.
 	MaxVictims int
+	// Partial: when no room can be freed within MaxVictims, start on the
+	// cheapest room anyway with MaxVictims of its victims (the least work
+	// first); the caller keeps the room for the job and finishes at later
+	// passes. The bound still holds per pass.
+	Partial bool
 }
 
 // Plan is the chosen reclaim.
@@ -47,6 +52,8 @@ type Plan struct {
 	Victims   []Candidate
 	WorkLost  float64
 	GPUsFreed int
+	// Remaining: a partial plan's victims left for later passes.
+	Remaining int
 }
 
 // exactUpTo: a room with at most this many candidates is searched
@@ -101,6 +108,22 @@ func Choose(r Request) (Plan, error) {
 	}
 	if best.Room >= 0 {
 		return best, nil
+	}
+	if r.Partial && tooMany > 0 && r.MaxVictims > 0 {
+		full := r
+		full.Partial = false
+		full.MaxVictims = len(r.Candidates)
+		if p, err := Choose(full); err == nil && len(p.Victims) > r.MaxVictims {
+			slices.SortStableFunc(p.Victims, func(a, b Candidate) int { return cmp.Compare(a.WorkLost, b.WorkLost) })
+			p.Remaining = len(p.Victims) - r.MaxVictims
+			p.Victims = p.Victims[:r.MaxVictims]
+			p.WorkLost, p.GPUsFreed = 0, 0
+			for _, v := range p.Victims {
+				p.WorkLost += v.WorkLost
+				p.GPUsFreed += v.GPUsIn
+			}
+			return p, nil
+		}
 	}
 	switch {
 	case tooMany > 0:
