@@ -505,9 +505,37 @@ func (r *run) start(j *job, gpus []int, within, outside bool, now float64) {
 // reclaim evicts borrowed jobs so that j fits; returns how many.
 func (r *run) reclaim(j *job, now float64, budget int) int {
 	req := quota.Request{Account: j.Cluster, GPUs: j.GPUs, MaxVictims: budget, Partial: true}
+	var roomCells [][]int // each room's cells
 	if r.cfg.Policy == QuotaCells {
 		owner := r.bind.Index(j.Cluster)
-		for c := 0; c < r.treeCells(); c++ {
+		if j.GPUs > r.tree.NodeGPUs() {
+			// Above a node: the owner's whole nodes under one switch.
+			bySwitch := map[int][]int{}
+			var order []int
+			for c := 0; c < r.tree.Cells(); c++ {
+				cl := r.tree.Cell(c)
+				if cl.Level == cells.LevelNode && r.tree.Owner(c) == owner {
+					if _, ok := bySwitch[cl.Switch]; !ok {
+						order = append(order, cl.Switch)
+					}
+					bySwitch[cl.Switch] = append(bySwitch[cl.Switch], c)
+				}
+			}
+			for _, sw := range order {
+				room := quota.Room{ID: len(roomCells)}
+				for _, c := range bySwitch[sw] {
+					room.GPUs += r.tree.Cell(c).GPUs
+					if r.tree.CellFree(c) == r.tree.Cell(c).GPUs {
+						room.Free += r.tree.Cell(c).GPUs
+					}
+				}
+				if room.GPUs >= j.GPUs {
+					req.Rooms = append(req.Rooms, room)
+					roomCells = append(roomCells, bySwitch[sw])
+				}
+			}
+		}
+		for c := 0; c < r.tree.Cells() && j.GPUs <= r.tree.NodeGPUs(); c++ {
 			cl := r.tree.Cell(c)
 			if cl.Level == cells.LevelSwitch || cl.GPUs < j.GPUs || r.tree.Owner(c) != owner {
 				continue
@@ -516,7 +544,8 @@ func (r *run) reclaim(j *job, now float64, budget int) int {
 			if p := cl.Parent; p >= 0 && r.tree.Owner(p) == owner && r.tree.Cell(p).GPUs >= j.GPUs && cl.GPUs > j.GPUs {
 				continue
 			}
-			req.Rooms = append(req.Rooms, quota.Room{ID: c, GPUs: cl.GPUs, Free: r.tree.CellFree(c)})
+			req.Rooms = append(req.Rooms, quota.Room{ID: len(roomCells), GPUs: cl.GPUs, Free: r.tree.CellFree(c)})
+			roomCells = append(roomCells, []int{c})
 		}
 	} else {
 		req.Rooms = []quota.Room{{ID: -1, GPUs: r.tree.GPUs(), Free: r.tree.Free()}}
@@ -531,10 +560,13 @@ func (r *run) reclaim(j *job, now float64, budget int) int {
 		}
 		rooms := map[int]int{}
 		if r.cfg.Policy == QuotaCells {
-			for ri, room := range req.Rooms {
+			for ri := range req.Rooms {
 				for _, g := range v.gpus {
-					if r.inCell(g, room.ID) {
-						rooms[ri]++
+					for _, c := range roomCells[ri] {
+						if r.inCell(g, c) {
+							rooms[ri]++
+							break
+						}
 					}
 				}
 			}
@@ -572,7 +604,7 @@ func (r *run) reclaim(j *job, now float64, budget int) int {
 		r.res.Blocked[blockedBound+" (partial, finished later)"]++
 		r.retry = true
 		if r.cfg.Policy == QuotaCells {
-			r.reserved = append(r.reserved, req.Rooms[plan.Room].ID)
+			r.reserved = append(r.reserved, roomCells[plan.Room]...)
 		} else {
 			r.reservedGPUs += plan.GPUsFreed + req.Rooms[plan.Room].Free
 		}
@@ -593,8 +625,6 @@ func blockedKind(err error) string {
 		return "nothing to free"
 	}
 }
-
-func (r *run) treeCells() int { return r.tree.Cells() }
 
 func (r *run) inCell(g, c int) bool {
 	cl := r.tree.Cell(c)
