@@ -224,7 +224,9 @@ func Run(tr *trace.Trace, cfg Config) (Result, error) {
 		r.quotaG[i] = spec.GPUs()
 		r.shares[i] = float64(spec.GPUs())
 	}
-	r.loop(jobs)
+	if err := r.loop(jobs); err != nil {
+		return Result{}, err
+	}
 	return r.res, nil
 }
 
@@ -242,11 +244,10 @@ func (r *run) account(name string) int {
 	return i
 }
 
-func (r *run) loop(jobs []*job) {
+func (r *run) loop(jobs []*job) error {
 	p := r.cfg.PassInterval
 	next := 0
-	now := 0.0
-	last := 0.0
+	now, last, waited := 0.0, 0.0, 0.0
 	for next < len(jobs) || len(r.running) > 0 || len(r.waiting) > 0 {
 		changed := false
 		for next < len(jobs) && jobs[next].Submit <= now {
@@ -277,9 +278,8 @@ func (r *run) loop(jobs []*job) {
 		}
 		if math.IsInf(nxt, 1) {
 			if len(r.waiting) > 0 && len(r.running) == 0 {
-				// Nothing runs and nothing will: jobs that can never be
-				// placed (cannot happen: every job fits an empty tree).
-				panic("quotasim: waiting jobs on an idle cluster")
+				// Every job fits an empty tree, so this is a bug.
+				return fmt.Errorf("quotasim: %d jobs wait on an idle cluster at %.0f s", len(r.waiting), now)
 			}
 			break
 		}
@@ -295,13 +295,16 @@ func (r *run) loop(jobs []*job) {
 			s := float64(r.tree.Stranded(minJob))
 			r.res.StrandedGPUHours += s * (nt - now) / 3600
 			r.res.Fragmentation += s / float64(r.tree.GPUs()) * (nt - now)
+			waited += nt - now
 		}
 		last, now = now, nt
 	}
-	if r.res.Makespan = now; now > 0 {
-		r.res.Fragmentation /= now
+	r.res.Makespan = now
+	if waited > 0 {
+		r.res.Fragmentation /= waited
 	}
 	slices.SortFunc(r.res.Jobs, func(a, b JobResult) int { return cmp.Compare(a.ID, b.ID) })
+	return nil
 }
 
 func (r *run) decay(dt float64) {

@@ -113,3 +113,26 @@ func TestPrivateTopology(t *testing.T) {
 		}
 	}
 }
+
+// HiveD's measure: an account that floods the cluster leaves another
+// worse off than alone under today's order, and not with quotas in cells.
+func TestCompareCountsAccountsWorseOffThanAlone(t *testing.T) {
+	cfg := DefaultConfig(cells.Uniform(2, 4, 0))
+	cfg.Quotas = map[string]quota.Spec{"flood": {Cells: 1, CellGPUs: 4}, "quiet": {Cells: 1, CellGPUs: 4}}
+	var jobs []trace.Job
+	for i := 0; i < 6; i++ {
+		jobs = append(jobs, trace.Job{Submit: 0, GPUs: 4, Duration: 3600, Cluster: "flood"})
+	}
+	jobs = append(jobs, trace.Job{Submit: 60, GPUs: 4, Duration: 600, Cluster: "quiet"})
+	rep, err := Compare(tr(jobs...), cfg, []Policy{Defaults, QuotaCells}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worse := map[Policy]int{}
+	for _, p := range rep.Policies {
+		worse[p.Policy] = p.WorseQueue
+	}
+	if worse[Defaults] != 1 || worse[QuotaCells] != 0 {
+		t.Fatalf("accounts worse off than alone: %v; want 1 under defaults (quiet waits behind the flood), 0 with quotas in cells", worse)
+	}
+}
