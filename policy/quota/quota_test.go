@@ -159,3 +159,13 @@ func TestChooseGreedyOnManyCandidates(t *testing.T) {
 		t.Fatalf("greedy: %+v %v, want the two youngest (121 GPU-s)", p, err)
 	}
 }
+
+func TestPlanReasonSaysWhoTookWhat(t *testing.T) {
+	p := Plan{Victims: []Candidate{{Job: 1}, {Job: 2}}, WorkLost: 7200}
+	got := p.Reason("vision", 8)
+	for _, want := range []string{"vision", "8 GPUs", "2 jobs", "7200 GPU-s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reason %q lacks %q", got, want)
+		}
+	}
+}
