@@ -151,6 +151,8 @@ func run(args []string) error {
 			return runSynergyJobs(args[1:])
 		case "synergy-replay":
 			return runSynergyReplay(args[1:])
+		case "quota":
+			return runQuota(args[1:])
 		}
 	}
 	o, err := parseFlags(args)

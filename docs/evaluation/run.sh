@@ -191,6 +191,35 @@ sim fairshare-week-defaults "${FSWEEK[@]}" -out "$OUT/fairshare-week-defaults" \
 #    values, and the week of 2017-10-02.
 PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/sharing.sh
 
+# 9. Guaranteed quotas in affinity cells (issue 35; sim/quotasim): the
+#    Philly VCs as accounts, each with a quota from its share of the
+#    slice's GPU time in cells (whole nodes, or the largest buddy cell it
+#    fills), on 8-GPU nodes under switches of 8. Today's defaults, fair
+#    share only, quotas without cells and quotas in cells on the shared
+#    cluster; each account alone on a private cluster of its cells. The
+#    four-week slice at two loads (64 and 48 nodes, as section 3), then
+#    the overloaded first week on 16 nodes (section 3d's setting). About
+#    4 minutes on 2 busy cores, two simulations at once.
+# quotasim NAME ARGS...: a quota run, recorded like sim's.
+quotasim() {
+	local name=$1
+	shift
+	mkdir -p "$OUT/$name"
+	{
+		printf 'bin/lachesis-sim quota'
+		printf ' %q' "$@"
+		printf '\n'
+	} >>"$OUT/commands.txt"
+	echo "== $name"
+	nice bin/lachesis-sim quota -parallel 2 "$@" -out "$OUT/$name" | tee "$OUT/$name/stdout.txt"
+}
+quotasim quota-64 -trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 64 \
+	-title "Philly Oct 2017, 64 x 8 GPUs, quotas from each VC's share"
+quotasim quota-48 -trace "$PHILLY" -from 2017-10-02 -to 2017-10-30 -nodes 48 \
+	-title "Philly Oct 2017, 48 x 8 GPUs, quotas from each VC's share"
+quotasim quota-week16 -trace "$PHILLY" -from 2017-10-02 -to 2017-10-09 -nodes 16 \
+	-title "Philly 2017-10-02 to 10-09, 16 x 8 GPUs, quotas from each VC's share"
+
 # 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.
 sim bench -trace "$PHILLY" -nodes 64 -gpus-per-node 8 -policies gittins -parallel 1 -bench \

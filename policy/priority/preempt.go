@@ -126,6 +126,9 @@ const (
 	// DeniedOpportunistic: the preemptor is opportunistic, and an
 	// opportunistic job preempts nothing.
 	DeniedOpportunistic
+	// DeniedWithinQuota: the victim runs within its own account's
+	// guaranteed quota (quota.go), and the preemptor is of another account.
+	DeniedWithinQuota
 )
 
 func (v Verdict) String() string {
@@ -148,6 +151,8 @@ func (v Verdict) String() string {
 		return "both are tasks of one job array"
 	case DeniedOpportunistic:
 		return "preemptor is opportunistic"
+	case DeniedWithinQuota:
+		return "victim runs within its account's quota"
 	}
 	return fmt.Sprintf("verdict(%d)", uint8(v))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/util/yamlconf"
 	"github.com/lachesis-sched/lachesis/policy/placement"
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/quota"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
@@ -58,6 +59,8 @@ type Config struct {
 	// Sharing: the opportunistic class and GPU sharing (its rules are
 	// Sharing.Rules, which Tiresias.Opportunistic carries to the ranker).
 	Sharing Sharing
+	// Quota: guaranteed GPU quotas in affinity cells (quota.go).
+	Quota Quota
 }
 
 // GPUUse configures the per-job GPU-use summary (the usage section).
@@ -278,6 +281,7 @@ type file struct {
 		PairTable              string  `mapstructure:"pair_table"`
 		PairTableGPU           string  `mapstructure:"pair_table_gpu"`
 	} `mapstructure:"sharing"`
+	Quota quotaFile `mapstructure:"quota"`
 }
 
 // placementFile is the placement section's YAML layout.
@@ -319,6 +323,7 @@ func Default() Config {
 		GPUTypes:  map[string]float64{},
 		GPUUse:    GPUUse{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
 		Sharing:   Sharing{Rules: rules, PairTable: DefaultPairTable, PairTableGPU: "v100"},
+		Quota:     Quota{Accounts: map[string]quota.Spec{}, MaxReclaimPerPass: quota.DefaultMaxReclaimPerPass},
 	}
 }
 
@@ -388,6 +393,7 @@ func defaultFile() file {
 	f.Sharing.GuestMemoryHeadroomPct = d.Sharing.Rules.GuestMemoryHeadroomPct
 	f.Sharing.PairTable = d.Sharing.PairTable
 	f.Sharing.PairTableGPU = d.Sharing.PairTableGPU
+	f.Quota.MaxReclaimPerPass = d.Quota.MaxReclaimPerPass
 	return f
 }
 
@@ -508,6 +514,7 @@ func (f file) validate() (Config, error) {
 		f.checkGPUTypes,
 		f.checkUsage,
 		f.checkSharing,
+		f.checkQuota,
 	} {
 		if err := check(&c); err != nil {
 			return Config{}, err
