@@ -135,3 +135,8 @@ func running(id, gpus uint32, submit, start int64) Job {
 func pending(id, gpus uint32, submit int64) Job {
 	return Job{ID: id, State: Pending, OneNode: true, WaitingSince: submit}
 }
+
+// sameRequest compares what a requeue request asks (not its callback).
+func sameRequest(a, b requeueRequest) bool {
+	return a.job == b.job && a.node == b.node && a.exclude == b.exclude
+}
