@@ -243,6 +243,8 @@ type introState struct {
 	// nodes Lachesis keeps jobs off (exclude.go).
 	waiting map[uint32]waitingGuest
 	excl    map[uint32]*exclusion
+	// users: the pass's waiting guests per user (the bounds' fair split).
+	users waitingUsers
 	// exclChanged: jobs whose saved exclusion changed since the writer
 	// last saved them (ledger exclusions; a job no longer in excl is
 	// dropped there).
