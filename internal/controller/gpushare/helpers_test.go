@@ -122,8 +122,12 @@ func pass(c *testCore, now int64, jobs ...Job) []Job {
 	return out
 }
 
-// SizeJob is the core's sizing at submit: Synergy's, then maybe shards.
+// SizeJob is the core's sizing at submit: a guaranteed share refused,
+// else Synergy's, then maybe shards.
 func (c *testCore) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decision {
+	if d, refused := RefuseGuaranteedShare(c.cfg.Sharing, req); refused {
+		return d
+	}
 	d := synergy.Decide(c.cfg.Synergy, req, nodes, func(string, uint32) (sensitivity.Demand, bool) { return sensitivity.Demand{}, false })
 	return c.ConvertToShards(c.cfg.Sharing, req, nodes, d)
 }
