@@ -140,6 +140,9 @@ type exclusion struct {
 	// the updates queued in it (exclusionSends).
 	sendsFrom int64
 	sends     int
+	// over: the pass that saw the job waiting past the bounds (its user's
+	// share): not judged then, its exclusion left as it is.
+	over uint64
 	// userRaw is the user's own list as read (written back verbatim),
 	// userSet its nodes; ours are the nodes Lachesis added to it.
 	userRaw string
@@ -326,7 +329,8 @@ func (c *Sharing) heldByItsExclusion(s *Job) bool {
 // judged and steered.
 func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 	in := &c.intro
-	if ex := in.excl[s.ID]; ex != nil {
+	ex := in.excl[s.ID]
+	if ex != nil {
 		ex.seen = c.use.pass
 	}
 	if !opportunistic {
@@ -348,6 +352,9 @@ func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 	}
 	users := max(w.lastSeen, len(w.seen))
 	if w.total >= maxWaitingGuests || w.admitted[s.User] >= guestShare(maxWaitingGuests, users) {
+		if ex != nil {
+			ex.over = c.use.pass
+		}
 		return
 	}
 	g, ok := in.waiting[s.ID]
@@ -430,6 +437,9 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 		}
 		if l, live := u.live[id]; live && l.pass == u.pass {
 			continue // running: Slurm edits only pending jobs; kept for a requeue
+		}
+		if ex.over == u.pass {
+			continue // waiting past its user's share: not judged, left as it is
 		}
 		if ex.seen != u.pass {
 			delete(in.excl, id) // finished or gone
