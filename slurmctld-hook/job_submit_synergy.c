@@ -4,7 +4,10 @@
  *
  * Called with slurmctld's config/job/node/partition READ locks held: it only
  * reads the partition's nodes (a cached summary), makes one call, and edits
- * the job request. Jobs that ask for no GPU never reach the core.
+ * the job request. Jobs that ask for no GPU never reach the core, but for
+ * a job asking for a share of one (gres/shard, gres/mps), which the core
+ * only checks: while whole GPUs are rewritten into shards it refuses a
+ * guaranteed job's own share (gpushare/shardconvert.go).
  * The decision's reason goes into the job's admin comment, so
  * `scontrol show job` says why a job got its CPUs and memory.
  *
