@@ -4,7 +4,10 @@
  *
  * Called with slurmctld's config/job/node/partition READ locks held: it only
  * reads the partition's nodes (a cached summary), makes one call, and edits
- * the job request. Jobs that ask for no GPU never reach the core.
+ * the job request. Jobs that ask for no GPU never reach the core, but for
+ * a job asking for a share of one (gres/shard, gres/mps), which the core
+ * only checks: while whole GPUs are rewritten into shards it refuses a
+ * guaranteed job's own share (gpushare/shardconvert.go).
  * The decision's reason goes into the job's admin comment, so
  * `scontrol show job` says why a job got its CPUs and memory.
  *
@@ -389,6 +392,21 @@ static bool _wants_gpus(const job_desc_msg_t *job_desc)
 	       (job_desc->tres_per_task && strstr(job_desc->tres_per_task, "gpu"));
 }
 
+/* Whether the job may ask for a share of a GPU (gres/shard or gres/mps):
+ * the core checks it (policy/gres reads the strings; a guaranteed job's
+ * own share is refused while whole GPUs are rewritten into shards,
+ * gpushare/shardconvert.go). A loose test: the core decides. */
+static bool _wants_gpu_share(const job_desc_msg_t *job_desc)
+{
+	const char *s[] = { job_desc->tres_per_job, job_desc->tres_per_node,
+			    job_desc->tres_per_socket, job_desc->tres_per_task };
+
+	for (int i = 0; i < 4; i++)
+		if (s[i] && (strstr(s[i], "shard") || strstr(s[i], "mps")))
+			return true;
+	return false;
+}
+
 /*
  * The job's CPU count as the client worked it out from the request the
  * plugin just changed (24.11's sbatch sends --gpus=1 --cpus-per-gpu=2 as
@@ -433,9 +451,17 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	lachesis_submit_t req;
 	lachesis_sizing_t out;
 	int rc;
+	/* A job with a share of a GPU and no GPU is only checked, never
+	 * sized: the core's answer is a refusal or nothing. */
+	bool share_only = false;
 
-	if (!core_up || !_wants_gpus(job_desc))
+	if (!core_up)
 		return SLURM_SUCCESS;
+	if (!_wants_gpus(job_desc)) {
+		if (!_wants_gpu_share(job_desc))
+			return SLURM_SUCCESS;
+		share_only = true;
+	}
 	memset(&req, 0, sizeof(req));
 	req.user_id = job_desc->user_id;
 	req.name = job_desc->name;
@@ -477,6 +503,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		return SLURM_SUCCESS;
 	}
 
+	if (share_only && out.action != LACHESIS_SIZE_REJECT)
+		return SLURM_SUCCESS;
 	switch (out.action) {
 	case LACHESIS_SIZE_REJECT:
 		*err_msg = xstrdup(out.error);

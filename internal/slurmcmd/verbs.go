@@ -38,10 +38,35 @@ func checkNames(s string) error {
 	return nil
 }
 
+// ErrNotRequeueable: slurmctld refused a requeue that can never succeed:
+// the job is not a batch job (srun, salloc: ESLURM_BATCH_ONLY) or may not
+// be requeued (--no-requeue, or the cluster's JobRequeue=0 without
+// --requeue: ESLURM_DISABLED).
+var ErrNotRequeueable = errors.New("the job cannot be requeued")
+
+// notRequeueable are the messages of slurm_strerror that scontrol prints
+// for ESLURM_DISABLED and ESLURM_BATCH_ONLY (the same in 22.05 and 24.11).
+var notRequeueable = []string{"Requested operation is presently disabled", "Only batch jobs are accepted or processed"}
+
 // Requeue requeues a running job (scontrol requeue): slurmctld's user may
-// requeue any job.
+// requeue any job. scontrol exits non-zero when slurmctld refuses; a job
+// that can never be requeued wraps ErrNotRequeueable.
 func (r Runner) Requeue(ctx context.Context, job uint32) error {
 	_, err := r.Run(ctx, "scontrol", "requeue", jobID(job))
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		for _, m := range notRequeueable {
+			if strings.Contains(exit.Stderr, m) {
+				return fmt.Errorf("%w: %w", ErrNotRequeueable, err)
+			}
+		}
+	}
+	return err
+}
+
+// Cancel ends a job (scancel): slurmctld's user may cancel any job.
+func (r Runner) Cancel(ctx context.Context, job uint32) error {
+	_, err := r.Run(ctx, "scancel", jobID(job))
 	return err
 }
 
@@ -74,6 +99,10 @@ func (r Runner) ExcNodeList(ctx context.Context, job uint32) (list string, pendi
 	if notPending[state] {
 		return "", false, nil
 	}
+	// Slurm keeps a submitted --exclude as the user wrote it, and reads
+	// spaces in a host list as commas ("n1, n2" is n1,n2): the list is
+	// read the same way, so it is one token Lachesis can write back.
+	list = strings.Join(strings.FieldsFunc(list, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }), ",")
 	if list = strings.TrimSpace(list); list != "" {
 		if err := checkNames(list); err != nil {
 			return "", false, fmt.Errorf("squeue's ExcNodeList of job %d: %w", job, err)

@@ -96,6 +96,7 @@ func TestExcNodeListReadsStateAndList(t *testing.T) {
 		{"two jobs refused", "PENDING n1\nPENDING n2\n", "", false, true},
 		{"control characters refused", "PENDING n1\x1b[2J\n", "", false, true},
 		{"an option refused", "PENDING -x\n", "", false, true},
+		{"spaces read as Slurm reads them", "PENDING n1, n2 n[3-4,\tm1]\n", "n1,n2,n[3-4,m1]", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := standIn(t, "squeue", `[ "$*" = "-h -j 9 -o %T %x" ] || exit 3; printf '`+strings.ReplaceAll(tc.out, "\x1b", `\033`)+`'`)
@@ -148,6 +149,31 @@ func TestRequeueNamesTheJob(t *testing.T) {
 	}
 	if err := r.Requeue(context.Background(), 78); err == nil || !strings.Contains(err.Error(), "asked requeue 78") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A job that can never be requeued (srun/salloc, --no-requeue) is told
+// apart from a refusal that may pass later.
+func TestRequeueSaysWhenTheJobCannotBeRequeued(t *testing.T) {
+	for _, msg := range []string{"Requested operation is presently disabled for job 77", "Only batch jobs are accepted or processed for job 77"} {
+		r := standIn(t, "scontrol", `echo '`+msg+`' >&2; exit 1`)
+		if err := r.Requeue(context.Background(), 77); !errors.Is(err, ErrNotRequeueable) {
+			t.Fatalf("%s: got %v, want ErrNotRequeueable", msg, err)
+		}
+	}
+	r := standIn(t, "scontrol", `echo 'Job is pending execution for job 77' >&2; exit 1`)
+	if err := r.Requeue(context.Background(), 77); err == nil || errors.Is(err, ErrNotRequeueable) {
+		t.Fatalf("another refusal: got %v", err)
+	}
+}
+
+func TestCancelNamesTheJob(t *testing.T) {
+	r := standIn(t, "scancel", `[ "$*" = "77" ] || { echo "asked $*" >&2; exit 1; }`)
+	if err := r.Cancel(context.Background(), 77); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Cancel(context.Background(), 78); err == nil {
+		t.Fatal("a failed scancel was not reported")
 	}
 }
 

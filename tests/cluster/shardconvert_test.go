@@ -26,7 +26,8 @@ import (
 // (root's) job of light, whose history is empty (the attack: a user's
 // idle jobs must never change how another user's jobs are allocated).
 // Before the rewrite, the guaranteed job held the whole GPU and the guest
-// waited. gres.conf names the GPU's cores, so the node's Gres as
+// waited. A guaranteed job's own request for the spare shards is refused
+// at submit (issue 34 item 5). gres.conf names the GPU's cores, so the node's Gres as
 // slurmctld holds it carries a socket suffix ("gpu:1(S:0)"), which the
 // rewrite reads like any node string.
 func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
@@ -105,6 +106,17 @@ func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
 	e.waitState(guest, "RUNNING", 90*time.Second)
 	if j := e.jobs()[host]; j.State != "RUNNING" || e.restarts(host) != 0 {
 		t.Fatalf("the host beside the guest: %+v, %d restarts", j, e.restarts(host))
+	}
+	// Issue 34 item 5: the host's spare shards are its guests' room, which
+	// introspection and the memory bound judge. A guaranteed job asking
+	// for them itself would be a second guaranteed job on the GPU, never
+	// judged: the test user's is refused at submit, saying what to ask.
+	if out, err := e.asTestUser("sbatch", "--parsable", "-D", e.work, "-o", "/dev/null", "-J", "intruder", "--gres=shard:1", "--wrap", "sleep 600"); err == nil ||
+		!strings.Contains(out, `a share of a GPU (gres/shard, gres/mps) is only for the opportunistic partition "opp" here`) {
+		if id, perr := strconv.ParseUint(strings.TrimSpace(out), 10, 32); perr == nil {
+			e.c.Run("scancel", strconv.Itoa(int(id)))
+		}
+		t.Fatalf("a guaranteed job's own shard request beside a converted host: %v\n%s", err, out)
 	}
 
 	// Not rewritten: a busy model, an opt-out, another user's job.

@@ -3,6 +3,7 @@ package agentserver_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -147,5 +148,42 @@ func TestServicePublishesAgainWhenTheFileIsDeleted(t *testing.T) {
 	defer ro.Close()
 	if pub, err := ro.LatestPublished(); err != nil || pub["bert"].ID != "pub-1" {
 		t.Fatalf("published in the recreated file: %v, %v", pub, err)
+	}
+}
+
+// Issue 34 item 10: while the file cannot be written, the model keys
+// noted wait in memory; a user submitting under ever new names must not
+// grow them without end.
+func TestModelKeysHeldWhileTheFileIsUnwritableAreBounded(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lachesis.db")
+	w := &waitLog{prefix: "could not record submitted model keys", seen: make(chan string, 1)}
+	svc, err := agentserver.NewService(agentserver.ServiceConfig{DBPath: db, FlushEvery: 10 * time.Millisecond}, slog.New(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite3", "file:"+db+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`CREATE TRIGGER fail_keys BEFORE INSERT ON model_keys BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END`); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < agentserver.MaxNotedModelKeys+500; k++ {
+		svc.NoteModelKey(fmt.Sprintf("model-%d", k))
+	}
+	<-w.seen // a write failed: the keys went back into memory
+	if _, err := other.Exec(`DROP TRIGGER fail_keys`); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Close(); err != nil { // the last flush writes what memory held
+		t.Fatal(err)
+	}
+	var n int
+	if err := other.QueryRow(`SELECT count(*) FROM model_keys`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || n > agentserver.MaxNotedModelKeys {
+		t.Fatalf("%d model keys held and written, want 1 to %d", n, agentserver.MaxNotedModelKeys)
 	}
 }

@@ -43,6 +43,9 @@ type Service struct {
 
 	keysMu sync.Mutex
 	keys   map[string]int // model keys noted since the last flush
+	// keysDropped: new keys not counted since the last flush, the bound
+	// reached (MaxNotedModelKeys).
+	keysDropped int
 
 	srvMu sync.Mutex
 	srv   *Server
@@ -226,13 +229,32 @@ func (s *Service) Throughputs() map[string]map[string]float64 { return s.cache.T
 
 // NoteModelKey counts a job submitted with model key, for
 // `lachesis-profiler missing`. Memory only; a goroutine writes the counts.
+// At most MaxNotedModelKeys distinct keys wait in memory: while the file
+// cannot be written they are kept for the next flush, and a user
+// submitting job after job under new names must not grow slurmctld's
+// memory without end; a new key past the bound is not counted (logged at
+// the next flush).
 func (s *Service) NoteModelKey(key string) {
 	if key == "" {
 		return
 	}
 	s.keysMu.Lock()
-	s.keys[key]++
+	s.noteKeyLocked(key, 1)
 	s.keysMu.Unlock()
+}
+
+// MaxNotedModelKeys bounds the distinct model keys held in memory between
+// flushes (NoteModelKey).
+const MaxNotedModelKeys = 4096
+
+// noteKeyLocked adds n jobs to key, within MaxNotedModelKeys. Caller holds
+// keysMu.
+func (s *Service) noteKeyLocked(key string, n int) {
+	if _, ok := s.keys[key]; !ok && len(s.keys) >= MaxNotedModelKeys {
+		s.keysDropped++
+		return
+	}
+	s.keys[key] += n
 }
 
 // RecordModelKeys writes counts of submitted model keys now, for a caller
@@ -249,13 +271,17 @@ func (s *Service) RecordModelKeys(counts map[string]int, at time.Time) error {
 func (s *Service) flushKeys() {
 	fileErr := s.checkFile()
 	s.keysMu.Lock()
-	keys := s.keys
+	keys, dropped := s.keys, s.keysDropped
+	s.keysDropped = 0
 	if len(keys) == 0 {
 		s.keysMu.Unlock()
 		return
 	}
 	s.keys = map[string]int{}
 	s.keysMu.Unlock()
+	if dropped > 0 {
+		s.log.Warn("model keys not counted: too many distinct keys waiting to be written", "bound", MaxNotedModelKeys, "dropped", dropped)
+	}
 	err := fileErr // the file is gone and not reopened: writing would lose them
 	if err == nil {
 		err = s.store.NoteModelKeys(keys, time.Now())
@@ -264,7 +290,7 @@ func (s *Service) flushKeys() {
 		s.log.Error("could not record submitted model keys; keeping them for the next try", keyErr, err, keyModels, len(keys))
 		s.keysMu.Lock()
 		for k, n := range keys {
-			s.keys[k] += n
+			s.noteKeyLocked(k, n)
 		}
 		s.keysMu.Unlock()
 	}

@@ -377,6 +377,10 @@ func (f *replaySlurm) Requeue(_ context.Context, job uint32) error {
 	return nil
 }
 
+func (f *replaySlurm) Cancel(_ context.Context, job uint32) error {
+	return fmt.Errorf("job %d: the replay's guests are all batch jobs, never cancelled", job)
+}
+
 func (f *replaySlurm) ExcNodeList(_ context.Context, job uint32) (string, bool, error) {
 	if (f.h.isRunning(job, f.at) && !f.requeued[job]) || f.h.finish[job] <= float64(f.at) {
 		return "", false, nil

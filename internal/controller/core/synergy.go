@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -19,9 +20,14 @@ func (c *Core) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decisi
 	c.mu.Lock()
 	cfg, sharing := c.cfg.Synergy, c.cfg.Sharing
 	c.mu.Unlock()
-	d := synergy.Decide(cfg, req, nodes, c.lookupBestCase)
-	// Then, maybe, shards of one GPU instead of it (gpushare/shardconvert.go).
-	d = c.sharing.ConvertToShards(sharing, req, nodes, d)
+	// A guaranteed job's own request for a share of a GPU, refused while
+	// whole GPUs are rewritten into shards (gpushare/shardconvert.go).
+	d, refused := gpushare.RefuseGuaranteedShare(sharing, req)
+	if !refused {
+		d = synergy.Decide(cfg, req, nodes, c.lookupBestCase)
+		// Then, maybe, shards of one GPU instead of it.
+		d = c.sharing.ConvertToShards(sharing, req, nodes, d)
+	}
 	c.met.sized(d.Action)
 	if d.NoProfile && d.ModelKey != "" && c.agents != nil {
 		c.agents.NoteModelKey(d.ModelKey) // memory only; written by a goroutine

@@ -58,9 +58,17 @@ import (
 const (
 	// maxWaitingGuests bounds the waiting opportunistic jobs judged per
 	// pass, and maxGuestModels the distinct models among them (the work
-	// is per model and node, not per job).
+	// is per model and node, not per job). Both are split fairly among
+	// the users with waiting guests (guestShare): one user's flood takes
+	// at most its share, never everyone's steering.
 	maxWaitingGuests = 1024
 	maxGuestModels   = 64
+	// exclusionWindow (seconds) and exclusionSends rate-limit the
+	// ExcNodeList updates the pass queues for one job: a job whose update
+	// keeps failing (a list over the bounds, a refusal) costs at most
+	// exclusionSends rounds of Slurm commands per window, not one per pass.
+	exclusionWindow = 600
+	exclusionSends  = 6
 	// maxExclusions bounds the jobs whose exclusions are tracked (and
 	// saved: the ledger keeps as many), and maxExcludedNodes the nodes one
 	// job is kept off by judgement (its ExcNodeList stays short; a guest
@@ -88,7 +96,24 @@ const (
 // waitingGuest is a pending opportunistic job as the last pass saw it.
 type waitingGuest struct {
 	model string // sharing.ModelKey of its model key ("" unknown)
+	uid   uint32
 	pass  uint64
+}
+
+// waitingUsers is the pass's count of waiting guests per user, for the
+// fair split of the bounds (noteWaiting, excludeBadPairs).
+type waitingUsers struct {
+	pass     uint64          // the pass counted
+	admitted map[uint32]int  // guests recorded per user this pass
+	seen     map[uint32]bool // users with a waiting guest this pass, at most maxWaitingGuests
+	lastSeen int             // len(seen) of the last pass
+	total    int             // guests recorded this pass
+	models   map[uint32]int  // models judged per user this pass
+}
+
+// guestShare is each of users' fair share of bound (at least 1).
+func guestShare(bound, users int) int {
+	return max(1, bound/max(1, users))
 }
 
 // pin keeps a reverted guest off its host's node.
@@ -111,6 +136,13 @@ type exclusion struct {
 	judged map[string]uint32
 	sent   string // want's nodes as last queued (staleSent: send again)
 	seen   uint64 // the pass that last saw the job not finished
+	// sendsFrom and sends: the start of the job's rate-limit window and
+	// the updates queued in it (exclusionSends).
+	sendsFrom int64
+	sends     int
+	// over: the pass that saw the job waiting past the bounds (its user's
+	// share): not judged then, its exclusion left as it is.
+	over uint64
 	// userRaw is the user's own list as read (written back verbatim),
 	// userSet its nodes; ours are the nodes Lachesis added to it.
 	userRaw string
@@ -289,25 +321,50 @@ func (c *Sharing) heldByItsExclusion(s *Job) bool {
 // noteWaiting is the pass's record of a pending job (observe):
 // opportunistic ones are judged, and an exclusion of any pending job is
 // kept alive. Caller holds mu.
+//
+// The waiting guests recorded per pass are bounded by maxWaitingGuests in
+// all and, per user, by their fair share of it among the users the last
+// pass saw waiting (guestShare): a user with a thousand waiting guests
+// takes at most their share, and every other user's guests are still
+// judged and steered.
 func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 	in := &c.intro
-	if ex := in.excl[s.ID]; ex != nil {
+	ex := in.excl[s.ID]
+	if ex != nil {
 		ex.seen = c.use.pass
 	}
 	if !opportunistic {
 		return
 	}
-	g, ok := in.waiting[s.ID]
-	if !ok {
-		if len(in.waiting) >= maxWaitingGuests {
-			return
+	w := &in.users
+	if w.pass != c.use.pass {
+		w.lastSeen = len(w.seen)
+		w.pass, w.total = c.use.pass, 0
+		if w.admitted == nil {
+			w.admitted, w.seen, w.models = map[uint32]int{}, map[uint32]bool{}, map[uint32]int{}
 		}
-		if s.Asked != nil {
-			g.model = sharing.ModelKey(s.Asked.ModelKey()) // once per job: it copies out of slurmctld
-		}
+		clear(w.admitted)
+		clear(w.seen)
+		clear(w.models)
 	}
-	g.pass = c.use.pass
+	if len(w.seen) < maxWaitingGuests {
+		w.seen[s.User] = true
+	}
+	users := max(w.lastSeen, len(w.seen))
+	if w.total >= maxWaitingGuests || w.admitted[s.User] >= guestShare(maxWaitingGuests, users) {
+		if ex != nil {
+			ex.over = c.use.pass
+		}
+		return
+	}
+	g, ok := in.waiting[s.ID]
+	if !ok && s.Asked != nil {
+		g.model = sharing.ModelKey(s.Asked.ModelKey()) // once per job: it copies out of slurmctld
+	}
+	g.uid, g.pass = s.User, c.use.pass
 	in.waiting[s.ID] = g
+	w.admitted[s.User]++
+	w.total++
 }
 
 // excludeBadPairs is the pass's step after introspection: every waiting
@@ -334,11 +391,15 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 	if len(in.waiting) > 0 {
 		occ = c.occupancy(now)
 	}
+	// Each user's share of the models judged: among the users whose
+	// guests are recorded this pass.
+	w := &in.users
+	modelShare := guestShare(maxGuestModels, len(w.admitted))
 	for id, g := range in.waiting {
 		ex := in.excl[id]
 		v, ok := verdicts[g.model]
 		if !ok {
-			if len(verdicts) >= maxGuestModels {
+			if len(verdicts) >= maxGuestModels || w.models[g.uid] >= modelShare {
 				if ex != nil {
 					ex.seen = u.pass // not judged this pass: left as it is
 				}
@@ -346,6 +407,9 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 			}
 			v = judgeGuest(rules, in.table, g.model, occ)
 			verdicts[g.model] = v
+			if w.models != nil {
+				w.models[g.uid]++
+			}
 		}
 		if v.score > 0 {
 			pairScores[id] = v.score
@@ -365,7 +429,7 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 				}
 			}
 		}
-		c.setExclusion(id, ex, want, v.hosts)
+		c.setExclusion(now, id, ex, want, v.hosts)
 	}
 	for id, ex := range in.excl {
 		if _, waiting := in.waiting[id]; waiting {
@@ -374,6 +438,9 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 		if l, live := u.live[id]; live && l.pass == u.pass {
 			continue // running: Slurm edits only pending jobs; kept for a requeue
 		}
+		if ex.over == u.pass {
+			continue // waiting past its user's share: not judged, left as it is
+		}
 		if ex.seen != u.pass {
 			delete(in.excl, id) // finished or gone
 			in.saveExclusion(id)
@@ -381,7 +448,7 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 		}
 		// Pending, no longer a waiting opportunistic job (held, upgraded
 		// to guaranteed): every node of Lachesis's is lifted.
-		c.setExclusion(id, ex, nil, nil)
+		c.setExclusion(now, id, ex, nil, nil)
 	}
 }
 
@@ -398,8 +465,9 @@ func maps(m map[string]string) map[string]string {
 // host on each node the pass's judgement found), logs the nodes added and
 // lifted, and queues the update when it changed since the last one sent.
 // Once the queue is full, the pass's other updates wait for the next pass
-// (one warning). Caller holds mu.
-func (c *Sharing) setExclusion(id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
+// (one warning); a job past its exclusionSends in the window waits for the
+// next window. Caller holds mu.
+func (c *Sharing) setExclusion(now int64, id uint32, ex *exclusion, want map[string]string, judged map[string]uint32) {
 	in := &c.intro
 	if ex == nil {
 		if len(want) == 0 || len(in.excl) >= maxExclusions {
@@ -433,9 +501,17 @@ func (c *Sharing) setExclusion(id uint32, ex *exclusion, want map[string]string,
 	if nodes == ex.sent {
 		return
 	}
+	if now-ex.sendsFrom >= exclusionWindow {
+		ex.sendsFrom, ex.sends = now, 0
+	}
+	if ex.sends >= exclusionSends {
+		ex.sent = staleSent // sent in the next window
+		return
+	}
 	select {
 	case in.queue <- requeueRequest{job: id, exclude: true}:
 		ex.sent = nodes
+		ex.sends++
 	default:
 		in.queueFull = 1
 		ex.sent = staleSent

@@ -25,6 +25,7 @@ type fakeSlurm struct {
 	sets       []string
 	requeueErr error
 	requeued   chan uint32
+	cancelled  []uint32
 }
 
 func newFakeSlurm() *fakeSlurm {
@@ -39,6 +40,13 @@ func (f *fakeSlurm) Requeue(_ context.Context, job uint32) error {
 	f.mu.Lock()
 	f.running[job] = false
 	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeSlurm) Cancel(_ context.Context, job uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancelled = append(f.cancelled, job)
 	return nil
 }
 
@@ -219,7 +227,7 @@ func TestAGuestIsKeptOffANodeOnlyWhenEveryGPUThereIsTaken(t *testing.T) {
 	pass(c, 1020, host, bad, whole)
 	c.ReportGPUUse(shardReport(1025, 4, owner, "g1", 1, 90, 10))
 	pass(c, 1030, host, bad, whole)
-	if got := drain(t, c, newFakeSlurm()); len(got) != 1 || got[0] != (requeueRequest{job: 2, exclude: true}) {
+	if got := drain(t, c, newFakeSlurm()); len(got) != 1 || !sameRequest(got[0], requeueRequest{job: 2, exclude: true}) {
 		t.Fatalf("exclusions %+v, want job 2's once the node's other GPU is held whole", got)
 	}
 }

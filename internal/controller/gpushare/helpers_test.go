@@ -122,8 +122,12 @@ func pass(c *testCore, now int64, jobs ...Job) []Job {
 	return out
 }
 
-// SizeJob is the core's sizing at submit: Synergy's, then maybe shards.
+// SizeJob is the core's sizing at submit: a guaranteed share refused,
+// else Synergy's, then maybe shards.
 func (c *testCore) SizeJob(req synergy.Request, nodes []synergy.Node) synergy.Decision {
+	if d, refused := RefuseGuaranteedShare(c.cfg.Sharing, req); refused {
+		return d
+	}
 	d := synergy.Decide(c.cfg.Synergy, req, nodes, func(string, uint32) (sensitivity.Demand, bool) { return sensitivity.Demand{}, false })
 	return c.ConvertToShards(c.cfg.Sharing, req, nodes, d)
 }
@@ -134,4 +138,9 @@ func running(id, gpus uint32, submit, start int64) Job {
 
 func pending(id, gpus uint32, submit int64) Job {
 	return Job{ID: id, State: Pending, OneNode: true, WaitingSince: submit}
+}
+
+// sameRequest compares what a requeue request asks (not its callback).
+func sameRequest(a, b requeueRequest) bool {
+	return a.job == b.job && a.node == b.node && a.exclude == b.exclude
 }

@@ -243,6 +243,8 @@ type introState struct {
 	// nodes Lachesis keeps jobs off (exclude.go).
 	waiting map[uint32]waitingGuest
 	excl    map[uint32]*exclusion
+	// users: the pass's waiting guests per user (the bounds' fair split).
+	users waitingUsers
 	// exclChanged: jobs whose saved exclusion changed since the writer
 	// last saved them (ledger exclusions; a job no longer in excl is
 	// dropped there).
@@ -326,13 +328,6 @@ func (c *Sharing) introspect(now int64) {
 		if !slurmNodeName(node) {
 			node = "" // requeued, but not kept off a node it cannot name safely
 		}
-		select {
-		case in.queue <- requeueRequest{job: v.guest.id, node: node}:
-			in.asked[v.guest.id] = true
-		default:
-			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest.id)
-			continue
-		}
 		// why: the log line's reason; the exclusion's names the host's model.
 		why := fmt.Sprintf("its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
 			v.host.id, pct(sharing.Loss(solo, shared)), pct(cfg.MaxSlowdown))
@@ -343,13 +338,23 @@ func (c *Sharing) introspect(now int64) {
 				v.host.id, pct(v.rates.Of()), pct(v.rates.Beside()))
 			pinWhy = fmt.Sprintf("%s (host model %s)", why, v.host.model)
 		}
+		guest, host, signal, vnode, hostModel, guestModel := v.guest.id, v.host.id, v.signal, v.node, v.host.model, v.guest.model
+		requeued := func() { // the requeuer's, once Slurm requeued it
+			c.met.revert(signal)
+			c.log.Info(fmt.Sprintf("job %d requeued: %s", guest, why),
+				keyJob, guest, "host", host, "signal", signal, "solo", solo, "shared", shared,
+				"node", vnode, "host_model", hostModel, "guest_model", guestModel)
+		}
+		select {
+		case in.queue <- requeueRequest{job: v.guest.id, node: node, requeued: requeued, why: why}:
+			in.asked[v.guest.id] = true
+		default:
+			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest.id)
+			continue
+		}
 		if node != "" {
 			c.pinOff(v.guest.id, v.host.id, node, "introspection requeued it from there: "+pinWhy, now)
 		}
-		c.met.revert(v.signal)
-		c.log.Info(fmt.Sprintf("job %d requeued: %s", v.guest.id, why),
-			keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared,
-			"node", v.node, "host_model", v.host.model, "guest_model", v.guest.model)
 	}
 }
 

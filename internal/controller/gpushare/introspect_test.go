@@ -3,6 +3,7 @@ package gpushare
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
@@ -147,6 +149,12 @@ func shardReport(t int64, job, uid uint32, gpu string, sharers int, util, iters 
 // It returns the requeues asked.
 func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
 	t.Helper()
+	pairPasses(c, hostUID, guestUID, soloIters, sharedIters)
+	return drainRequeues(c)
+}
+
+// pairPasses runs runPair's passes and leaves what they asked queued.
+func pairPasses(c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) {
 	host := shardJob(1, owner, "gpu", "resnet")
 	guest := shardJob(2, guestUID, "opp", "lstm")
 	pass(c, 1000, host)
@@ -159,7 +167,6 @@ func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sha
 		c.ReportGPUUse(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
 	}
 	pass(c, 1090, host, guest)
-	return drainRequeues(c)
 }
 
 func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t *testing.T) {
@@ -167,7 +174,7 @@ func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t 
 	c := introCore(t, &buf)
 	defer c.Close()
 	got := runPair(t, c, owner, mallory, 10, 8)
-	if len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
+	if len(got) != 1 || !sameRequest(got[0], requeueRequest{job: 2, node: "n1"}) {
 		t.Fatalf("requeues %+v, want job 2 off n1", got)
 	}
 	if !strings.Contains(buf.String(), "job 2 requeued: its neighbour job 1 ran 20% slower than alone (max_slowdown 5%)") {
@@ -326,5 +333,52 @@ func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 	}
 	if again.PairBad("resnet", "a3c") {
 		t.Fatal("a pair never marked is bad after the restart")
+	}
+}
+
+// Issue 34 item 2: a guest Slurm cannot requeue (srun/salloc, or
+// --no-requeue) is neither logged nor counted as requeued, and is not
+// left on the GPU to be asked about at every pass: it is ended, with the
+// reason logged. A requeue that fails for another reason is not counted
+// either.
+func TestAGuestSlurmCannotRequeueIsEndedNotCountedAsRequeued(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	sj.requeueErr = fmt.Errorf("%w: scontrol: Only batch jobs are accepted or processed for job 2", slurmcmd.ErrNotRequeueable)
+	pairPasses(c, owner, mallory, 10, 8)
+	if n := c.CarryOutQueued(sj); n != 1 {
+		t.Fatalf("carried out %d requests, want the guest's requeue", n)
+	}
+	if strings.Contains(buf.String(), "job 2 requeued") {
+		t.Fatalf("a refused requeue is logged as done:\n%s", buf.String())
+	}
+	if n := testutil.ToFloat64(c.met.reverts.WithLabelValues(signalIters)); n != 0 {
+		t.Fatalf("%s = %v for a requeue Slurm refused, want 0", MetricReverts, n)
+	}
+	if len(sj.cancelled) != 1 || sj.cancelled[0] != 2 {
+		t.Fatalf("cancelled %v, want the guest that cannot be requeued", sj.cancelled)
+	}
+	if !strings.Contains(buf.String(), "job 2 cancelled: it had to leave its GPU (its neighbour job 1 ran 20% slower than alone") {
+		t.Fatalf("log lacks the reason it was ended:\n%s", buf.String())
+	}
+	// The next pass (it still shows running until Slurm ends it) asks
+	// nothing again.
+	pass(c, 1100, shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm"))
+	if n := len(c.intro.queue); n != 0 {
+		t.Fatalf("asked again %d times", n)
+	}
+
+	// Another failure: not counted, asked again.
+	var buf2 bytes.Buffer
+	c2 := introCore(t, &buf2)
+	defer c2.Close()
+	sj2 := newFakeSlurm()
+	sj2.requeueErr = context.DeadlineExceeded
+	pairPasses(c2, owner, mallory, 10, 8)
+	c2.CarryOutQueued(sj2)
+	if n := testutil.ToFloat64(c2.met.reverts.WithLabelValues(signalIters)); n != 0 || strings.Contains(buf2.String(), "job 2 requeued") || len(sj2.cancelled) != 0 {
+		t.Fatalf("a failed requeue: counted %v, cancelled %v, log:\n%s", n, sj2.cancelled, buf2.String())
 	}
 }

@@ -196,8 +196,16 @@ func (c *Sharing) guardMemory(now int64) {
 		if !slurmNodeName(node) {
 			node = ""
 		}
+		why := fmt.Sprintf("its GPU memory %s MiB on GPU %s exceeds the room its neighbour job %d leaves (%s MiB)",
+			mib(v.guestMB), v.uuid, v.host, mib(v.roomMB))
+		headroom := cfg.GuestMemoryHeadroomPct
+		requeued := func() { // the requeuer's, once Slurm requeued it
+			c.met.memoryRequeue(v.reason)
+			c.log.Info(fmt.Sprintf("job %d requeued: %s", v.guest, why),
+				keyJob, v.guest, "host", v.host, "node", v.node, "reason", v.reason, "headroom_pct", headroom)
+		}
 		select {
-		case in.queue <- requeueRequest{job: v.guest, node: node}:
+		case in.queue <- requeueRequest{job: v.guest, node: node, requeued: requeued, why: why}:
 			in.asked[v.guest] = true
 		default:
 			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest)
@@ -208,11 +216,6 @@ func (c *Sharing) guardMemory(now int64) {
 			c.pinOff(v.guest, v.host, node, fmt.Sprintf("its GPU memory %s MiB exceeded the room its neighbour job %d leaves there (%s MiB)",
 				mib(v.guestMB), v.host, mib(v.roomMB)), now)
 		}
-		c.met.memoryRequeue(v.reason)
-		c.log.Info(fmt.Sprintf("job %d requeued: its GPU memory %s MiB on GPU %s exceeds the room its neighbour job %d leaves (%s MiB)",
-			v.guest, mib(v.guestMB), v.uuid, v.host, mib(v.roomMB)),
-			keyJob, v.guest, "host", v.host, "node", v.node, "reason", v.reason,
-			"headroom_pct", cfg.GuestMemoryHeadroomPct)
 	}
 }
 

@@ -2,6 +2,8 @@ package gpushare
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
@@ -28,13 +30,21 @@ type requeueRequest struct {
 	job     uint32
 	node    string
 	exclude bool
+	// requeued, with a requeue, counts and logs it once Slurm has carried
+	// it out (never before: a refused requeue is not one); why says why
+	// the guest must leave, for the log line of a guest ended instead.
+	requeued func()
+	why      string
 }
 
 // SlurmJobs is what the requeuer asks of Slurm: slurmcmd.Runner, the one
 // runner of Slurm's commands, in slurmctld; a fake in tests.
 type SlurmJobs interface {
-	// Requeue requeues a running job.
+	// Requeue requeues a running job; a job that can never be requeued
+	// (not a batch job, or --no-requeue) wraps slurmcmd.ErrNotRequeueable.
 	Requeue(ctx context.Context, job uint32) error
+	// Cancel ends a job.
+	Cancel(ctx context.Context, job uint32) error
 	// ExcNodeList is the job's ExcNodeList as Slurm holds it ("" for
 	// none) and whether the job is pending (the only state Slurm edits it
 	// in).
@@ -76,18 +86,27 @@ func (c *Sharing) requeuer(stop <-chan struct{}, queue <-chan requeueRequest, sj
 }
 
 // carryOut runs one request: the requeue of a revert (a failed one is
-// asked again by the next pass), then the job's exclusion (sent again by
-// the next pass when it failed).
+// asked again by the next pass; a guest that can never be requeued is
+// ended instead), then the job's exclusion (sent again by the next pass
+// when it failed).
 func (c *Sharing) carryOut(sj SlurmJobs, r requeueRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
 	defer cancel()
 	if !r.exclude {
-		if err := sj.Requeue(ctx, r.job); err != nil {
-			c.log.Error("requeueing an opportunistic job failed", keyJob, r.job, keyErr, err)
+		err := sj.Requeue(ctx, r.job)
+		if errors.Is(err, slurmcmd.ErrNotRequeueable) {
+			c.endUnrequeueable(ctx, sj, r, err)
+			return
+		}
+		if err != nil {
+			c.log.Error("requeueing an opportunistic job failed; the next pass asks again", keyJob, r.job, keyErr, err)
 			c.mu.Lock()
 			delete(c.intro.asked, r.job) // the next pass asks again
 			c.mu.Unlock()
 			return
+		}
+		if r.requeued != nil {
+			r.requeued()
 		}
 	}
 	if err := c.applyExclusion(ctx, sj, r.job); err != nil {
@@ -111,4 +130,25 @@ func (c *Sharing) CarryOutQueued(sj SlurmJobs) int {
 			return n
 		}
 	}
+}
+
+// endUnrequeueable ends a guest that must leave its GPU and that Slurm
+// will never requeue: an interactive job (srun, salloc) or one submitted
+// with --no-requeue (or changed to it since) in the opportunistic
+// partition. A guest yields to the guaranteed job beside it (AntMan's
+// contract); one that cannot be requeued would otherwise stay for good,
+// asked again at every pass. It is cancelled, with the reason logged; it
+// is not counted as a requeue. A failed cancel is asked again by the next
+// pass.
+func (c *Sharing) endUnrequeueable(ctx context.Context, sj SlurmJobs, r requeueRequest, refused error) {
+	if err := sj.Cancel(ctx, r.job); err != nil {
+		c.log.Error("ending an opportunistic job that cannot be requeued failed; the next pass asks again", keyJob, r.job, keyErr, err)
+		c.mu.Lock()
+		delete(c.intro.asked, r.job)
+		c.mu.Unlock()
+		return
+	}
+	c.log.Info(fmt.Sprintf("job %d cancelled: it had to leave its GPU (%s) and Slurm cannot requeue it "+
+		"(an interactive job or --no-requeue in the opportunistic partition)", r.job, r.why),
+		keyJob, r.job, keyErr, refused)
 }

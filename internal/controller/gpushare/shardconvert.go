@@ -1,12 +1,14 @@
 package gpushare
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"sync"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/policy/gres"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
@@ -162,6 +164,31 @@ func (c *Sharing) ConvertToShards(cfg config.Sharing, req synergy.Request, nodes
 		"shards", p.Shards, "shards_per_gpu", p.ShardsPerGPU, "jobs", p.Hist.Jobs, "util_peak_pct", round1(p.Hist.UtilPeak),
 		"mem_peak_mb", round1(p.Hist.MemPeakMB), keyCPUs, out.CPUsPerGPU, "mem_mb", out.MemMBPerGPU)
 	return out
+}
+
+// RefuseGuaranteedShare is SizeJob's first step (issue 34 item 5): while
+// whole GPUs are rewritten into shards (convert_below_pct > 0), a job
+// outside the opportunistic partition that asks for a share of a GPU
+// itself (gres/shard or gres/mps) is refused at submit. Why: the rest of a
+// rewritten job's GPU is room for a guest, judged by introspection and the
+// memory bound; a second guaranteed job taking those shards would never be
+// judged (a GPU with two guaranteed jobs is not: whose loss is whose
+// cannot be told), so the user who never asked for shards would be slowed
+// and charged more by it. Shares of a GPU are for the opportunistic
+// partition; a whole GPU (--gpus) is what a guaranteed job asks for.
+func RefuseGuaranteedShare(cfg config.Sharing, req synergy.Request) (synergy.Decision, bool) {
+	if !cfg.Rules.Convert.Enabled() || cfg.Opportunistic(req.Partition) {
+		return synergy.Decision{}, false
+	}
+	g := req.GPU
+	if !gres.AsksForGPUShare(g.PerJob) && !gres.AsksForGPUShare(g.PerNode) &&
+		!gres.AsksForGPUShare(g.PerSocket) && !gres.AsksForGPUShare(g.PerTask) {
+		return synergy.Decision{}, false
+	}
+	return synergy.Decision{Action: synergy.Reject, Error: fmt.Sprintf(
+		"Lachesis: a share of a GPU (gres/shard, gres/mps) is only for the opportunistic partition %q here: "+
+			"the spare shards of a GPU beside a guaranteed job are its guests' room. Ask for a whole GPU (--gpus=1), "+
+			"or submit with -p %s", cfg.OpportunisticPartition, cfg.OpportunisticPartition)}, true
 }
 
 // noteFinishedUse is called by the pass (usage.go) for a job whose
