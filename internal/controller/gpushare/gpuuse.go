@@ -132,6 +132,9 @@ type gpuUseState struct {
 	// idleBelow is usage.idle_below_pct, copied by each pass so that
 	// reports need not take the core's lock.
 	idleBelow float64
+	// unaccounted: each node's last report of GPU use no job accounts
+	// for (memguard.go), at most maxUnaccountedNodes nodes.
+	unaccounted map[string]unaccountedReport
 }
 
 func (u *gpuUseState) init() {
@@ -187,6 +190,7 @@ func (c *Sharing) ReportGPUUse(rep *wire.JobUsageReport) {
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum
 	}
+	u.noteUnaccounted(rep, at)
 }
 
 // sampleOf sums up one entry: the mean utilisation of the job's GPUs, the
