@@ -267,7 +267,7 @@ var (
 	jobMemDesc = prometheus.NewDesc(MetricJobGPUMemUsed,
 		"GPU memory a Slurm job's processes held at the last sample, bytes.", gpuUseLabels, nil)
 	jobSharersDesc = prometheus.NewDesc(MetricJobGPUSharers,
-		"Jobs with processes on this GPU at the last sample, this one included.", gpuUseLabels, nil)
+		"Jobs with processes on this GPU at the last sample, this one included, plus one where processes of no job use it too.", gpuUseLabels, nil)
 	outsideDesc = prometheus.NewDesc(MetricGPUProcessesOutsideJobs,
 		"GPU processes at the last sample that belong to no Slurm job, by reason (no_job, gone, other_uid, mps_server).", []string{"reason"}, nil)
 )
