@@ -173,14 +173,14 @@ func statOwner(path string) (uint32, bool) {
 	return st.Uid, true
 }
 
-// RootJobOfCgroups is the job of the job_<id> cgroups among cgs whose
+// rootJobOfCgroups is the job of the job_<id> cgroups among cgs whose
 // directory root owns (Slurm makes a job's cgroup as root: in v1
 // .../uid_<uid>/job_<id>, in v2 .../job_<id>; only the step's cgroups
 // below it are the user's), 0 if none; false when they name two jobs.
 // A user may make a cgroup named job_<id> only where cgroups are
 // delegated to them, and it is theirs, not root's; nor can they move a
 // process out of their job's cgroup, whose parents root owns.
-func RootJobOfCgroups(cgs []Cgroup, mounts []cgroupMount, owner ownerOf) (uint32, bool) {
+func rootJobOfCgroups(cgs []Cgroup, mounts []cgroupMount, owner ownerOf) (uint32, bool) {
 	var job uint32
 	for _, c := range cgs {
 		m, ok := mountOf(mounts, c)

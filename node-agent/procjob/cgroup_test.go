@@ -79,7 +79,7 @@ func TestRootJobOfCgroups(t *testing.T) {
 		{"no job", "7:freezer:/\n0::/init.scope\n", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			job, whole := RootJobOfCgroups(ParseCgroups(tc.text), mounts, owner)
+			job, whole := rootJobOfCgroups(ParseCgroups(tc.text), mounts, owner)
 			if job != tc.job || whole != tc.whole {
 				t.Fatalf("got %d, %v; want %d, %v", job, whole, tc.job, tc.whole)
 			}

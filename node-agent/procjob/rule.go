@@ -23,7 +23,7 @@ type Process struct {
 	CgroupJobs []uint32
 	CgroupErr  error
 	// CgroupJob is the job of its job_<id> cgroup that root owns
-	// (Slurm's: RootJobOfCgroups), 0 where it is in none; CgroupsSplit:
+	// (Slurm's: rootJobOfCgroups), 0 where it is in none; CgroupsSplit:
 	// root-owned job cgroups of two jobs (only root could do that).
 	CgroupJob    uint32
 	CgroupsSplit bool
@@ -53,7 +53,7 @@ func Read(pid int) (Process, error) {
 	p.CgroupJobs, p.CgroupErr = JobsOfCgroups(cgs), err
 	if len(p.CgroupJobs) > 0 {
 		var whole bool
-		p.CgroupJob, whole = RootJobOfCgroups(cgs, readMounts(), statOwner)
+		p.CgroupJob, whole = rootJobOfCgroups(cgs, readMounts(), statOwner)
 		p.CgroupsSplit = !whole
 	}
 	if after, err := ReadStat(pid); err != nil || after.StartTime != before.StartTime {
