@@ -40,7 +40,8 @@ const (
 )
 
 // gpuUseOf aggregates the GPU processes of one sample into per-job GPU use
-// per GPU: utilisation (summed over the job's processes, at most 100),
+// per GPU: utilisation (summed over the job's processes whose utilisation
+// the device knows, at most 100; UtilUnknown where it knows none's),
 // memory summed, the GPU's memory (what the device says), Sharers the
 // number of jobs on that GPU, plus one where processes no job accounts
 // for use it too. Processes not in a job are counted in outside by
@@ -74,6 +75,7 @@ func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup, isMPSServer 
 	strays := map[stray]*wire.UnaccountedGPUUse{}
 	onGPU := map[int]map[uint32]bool{}
 	strayOn := map[int]bool{}
+	utilKnown := map[key]bool{}
 	// In pid order, so that a job's uid is its lowest pid's, whatever
 	// order the device lists them in.
 	procs = slices.Clone(procs)
@@ -113,7 +115,7 @@ func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup, isMPSServer 
 			continue
 		case l.why == procjob.NoJob:
 			outside[l.why]++
-			unaccount(p, l.uid, p.UtilPct, true)
+			unaccount(p, l.uid, knownUtil(p), true)
 			continue
 		case l.why != "":
 			outside[l.why]++
@@ -121,7 +123,7 @@ func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup, isMPSServer 
 		}
 		if u, ok := owner[l.job]; ok && u != l.uid {
 			outside[outsideOtherUID]++
-			unaccount(p, l.uid, p.UtilPct, true)
+			unaccount(p, l.uid, knownUtil(p), true)
 			continue
 		}
 		owner[l.job] = l.uid
@@ -131,7 +133,10 @@ func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup, isMPSServer 
 			g = &wire.JobGPUUsage{Index: p.GPU, UUID: p.UUID}
 			use[k] = g
 		}
-		g.UtilPct = min(100, g.UtilPct+max(0, p.UtilPct))
+		if p.UtilKnown {
+			g.UtilPct = min(100, g.UtilPct+max(0, p.UtilPct))
+			utilKnown[k] = true
+		}
 		g.MemUsedMB = min(wire.MaxGPUMemMB, g.MemUsedMB+max(0, p.MemUsedMB))
 		if p.MemTotalMB > 0 && p.MemTotalMB <= wire.MaxGPUMemMB {
 			g.MemTotalMB = p.MemTotalMB
@@ -164,6 +169,7 @@ func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup, isMPSServer 
 			jobs = append(jobs, wire.JobUsage{JobID: k.job, UID: owner[k.job]})
 		}
 		g := *use[k]
+		g.UtilUnknown = !utilKnown[k]
 		g.Sharers = len(onGPU[k.gpu])
 		if strayOn[k.gpu] {
 			g.Sharers++
@@ -173,6 +179,15 @@ func gpuUseOf(procs []telemetry.GPUProcess, jobOf ProcessJobLookup, isMPSServer 
 		gpus++
 	}
 	return jobs, unaccounted, outside
+}
+
+// knownUtil is a process's utilisation where the device knows it, else 0
+// (unknown, added as nothing).
+func knownUtil(p telemetry.GPUProcess) float64 {
+	if !p.UtilKnown {
+		return 0
+	}
+	return p.UtilPct
 }
 
 // withProgress gives each job the progress its training loop reported, if
@@ -299,7 +314,9 @@ func (u *gpuUseCollector) Collect(ch chan<- prometheus.Metric) {
 		id := strconv.FormatUint(uint64(j.JobID), 10)
 		for _, g := range j.GPUs {
 			l := []string{id, strconv.Itoa(g.Index), g.UUID}
-			ch <- prometheus.MustNewConstMetric(jobUtilDesc, prometheus.GaugeValue, g.UtilPct, l...)
+			if !g.UtilUnknown { // no series rather than a 0% that means nothing
+				ch <- prometheus.MustNewConstMetric(jobUtilDesc, prometheus.GaugeValue, g.UtilPct, l...)
+			}
 			ch <- prometheus.MustNewConstMetric(jobMemDesc, prometheus.GaugeValue, g.MemUsedMB*(1<<20), l...)
 			ch <- prometheus.MustNewConstMetric(jobSharersDesc, prometheus.GaugeValue, float64(g.Sharers), l...)
 		}

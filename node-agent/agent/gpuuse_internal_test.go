@@ -31,13 +31,14 @@ func TestGPUUseIsAggregatedPerJobAndGPU(t *testing.T) {
 		40: {job: 7, uid: 2000},             // job 7's number, another uid
 	}
 	procs := []telemetry.GPUProcess{
-		{GPU: 0, UUID: "GPU-a", PID: 11, UtilPct: 70, MemUsedMB: 1000, MemTotalMB: 81920},
-		{GPU: 0, UUID: "GPU-a", PID: 10, UtilPct: 50, MemUsedMB: 500, MemTotalMB: 81920},
-		{GPU: 1, UUID: "GPU-b", PID: 10, UtilPct: 20, MemUsedMB: 300},
-		{GPU: 0, UUID: "GPU-a", PID: 20, UtilPct: 25, MemUsedMB: 4000, MemTotalMB: 81920},
-		{GPU: 0, UUID: "GPU-a", PID: 30, UtilPct: 90, MemUsedMB: 9000},
-		{GPU: 1, UUID: "GPU-b", PID: 40, UtilPct: 90, MemUsedMB: 9000},
-		{GPU: 1, UUID: "GPU-b", PID: 50, UtilPct: 90, MemUsedMB: 9000}, // vanished
+		{GPU: 0, UUID: "GPU-a", PID: 11, UtilPct: 70, UtilKnown: true, MemUsedMB: 1000, MemTotalMB: 81920},
+		{GPU: 0, UUID: "GPU-a", PID: 10, UtilPct: 50, UtilKnown: true, MemUsedMB: 500, MemTotalMB: 81920},
+		{GPU: 1, UUID: "GPU-b", PID: 10, UtilPct: 20, UtilKnown: true, MemUsedMB: 300},
+		{GPU: 0, UUID: "GPU-a", PID: 20, UtilPct: 25, UtilKnown: true, MemUsedMB: 4000, MemTotalMB: 81920},
+		{GPU: 0, UUID: "GPU-a", PID: 30, UtilPct: 90, UtilKnown: true, MemUsedMB: 9000},
+		{GPU: 1, UUID: "GPU-b", PID: 40, UtilPct: 90, UtilKnown: true, MemUsedMB: 9000},
+		{GPU: 1, UUID: "GPU-b", PID: 50, UtilPct: 90, UtilKnown: true, MemUsedMB: 9000}, // vanished
+		{GPU: 2, UUID: "GPU-c", PID: 20, MemUsedMB: 100},                                // no sample: unknown, not idle
 	}
 	jobs, unaccounted, outside := gpuUseOf(procs, jobOf.of, nil)
 	// GPU 0 holds jobs 7 and 9 and a process of no job; GPU 1 job 7 and
@@ -49,6 +50,7 @@ func TestGPUUseIsAggregatedPerJobAndGPU(t *testing.T) {
 		}},
 		{JobID: 9, UID: 2000, GPUs: []wire.JobGPUUsage{
 			{Index: 0, UUID: "GPU-a", UtilPct: 25, MemUsedMB: 4000, MemTotalMB: 81920, Sharers: 3},
+			{Index: 2, UUID: "GPU-c", UtilUnknown: true, MemUsedMB: 100, Sharers: 1},
 		}},
 	}
 	if !reflect.DeepEqual(jobs, want) {
@@ -105,7 +107,7 @@ func TestProgressGoesToItsJobOnly(t *testing.T) {
 func TestMPSClientsAreAttributedAndTheServerNotCountedTwice(t *testing.T) {
 	procs := []telemetry.GPUProcess{
 		{GPU: 0, UUID: "GPU-h", PID: 857, MemUsedMB: 2566, MemTotalMB: 143771},
-		{GPU: 0, UUID: "GPU-h", PID: 868, UtilPct: 82, MemUsedMB: 66, MemTotalMB: 143771},
+		{GPU: 0, UUID: "GPU-h", PID: 868, UtilPct: 82, UtilKnown: true, MemUsedMB: 66, MemTotalMB: 143771},
 		{GPU: 0, UUID: "GPU-h", PID: 885, MemUsedMB: 6662, MemTotalMB: 143771},
 	}
 	jobOf := lookups{
@@ -115,9 +117,11 @@ func TestMPSClientsAreAttributedAndTheServerNotCountedTwice(t *testing.T) {
 	}
 	server := func(pid int) bool { return pid == 868 }
 	jobs, unaccounted, outside := gpuUseOf(procs, jobOf.of, server)
+	// The clients had no sample (the telemetry path leaves their
+	// utilisation unknown on a busy GPU): unknown, not idle.
 	want := []wire.JobUsage{
-		{JobID: 7, UID: 1000, GPUs: []wire.JobGPUUsage{{Index: 0, UUID: "GPU-h", MemUsedMB: 2566, MemTotalMB: 143771, Sharers: 2}}},
-		{JobID: 9, UID: 2000, GPUs: []wire.JobGPUUsage{{Index: 0, UUID: "GPU-h", MemUsedMB: 6662, MemTotalMB: 143771, Sharers: 2}}},
+		{JobID: 7, UID: 1000, GPUs: []wire.JobGPUUsage{{Index: 0, UUID: "GPU-h", UtilUnknown: true, MemUsedMB: 2566, MemTotalMB: 143771, Sharers: 2}}},
+		{JobID: 9, UID: 2000, GPUs: []wire.JobGPUUsage{{Index: 0, UUID: "GPU-h", UtilUnknown: true, MemUsedMB: 6662, MemTotalMB: 143771, Sharers: 2}}},
 	}
 	if !reflect.DeepEqual(jobs, want) {
 		t.Fatalf("got  %+v\nwant %+v", jobs, want)
@@ -136,12 +140,12 @@ func TestMPSClientsAreAttributedAndTheServerNotCountedTwice(t *testing.T) {
 		why      string
 	}{job: 7, uid: 1000}
 	jobs, unaccounted, _ = gpuUseOf(procs, jobOf.of, server)
-	if len(unaccounted) != 0 || jobs[0].GPUs[0].UtilPct != 82 || jobs[0].GPUs[0].MemUsedMB != 2566+66 {
+	if g := jobs[0].GPUs[0]; len(unaccounted) != 0 || g.UtilPct != 82 || g.UtilUnknown || g.MemUsedMB != 2566+66 {
 		t.Fatalf("a server inside job 7: %+v, unaccounted %+v", jobs, unaccounted)
 	}
 	// A guest's process that left its step (no job) beside the clients:
 	// unaccounted under its uid, and a sharer.
-	procs = append(procs, telemetry.GPUProcess{GPU: 0, UUID: "GPU-h", PID: 900, UtilPct: 30, MemUsedMB: 20000, MemTotalMB: 143771})
+	procs = append(procs, telemetry.GPUProcess{GPU: 0, UUID: "GPU-h", PID: 900, UtilPct: 30, UtilKnown: true, MemUsedMB: 20000, MemTotalMB: 143771})
 	jobOf[900] = struct {
 		job, uid uint32
 		why      string

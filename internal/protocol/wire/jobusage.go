@@ -61,6 +61,11 @@ type JobGPUUsage struct {
 	// UtilPct: percent of the GPU's time the job's kernels ran (NVML's
 	// per-process SM utilisation), 0..100.
 	UtilPct float64 `codec:"util_pct"`
+	// UtilUnknown: none of the job's processes on the GPU had a
+	// utilisation sample (no per-process counters, or the driver left
+	// them out while the GPU was busy): UtilPct is 0 and means nothing,
+	// not idle. A controller older than the field reads 0.
+	UtilUnknown bool `codec:"util_unknown,omitempty"`
 	// MemUsedMB: GPU memory the job's processes hold, MiB.
 	MemUsedMB float64 `codec:"mem_used_mb"`
 	// MemTotalMB: the GPU's memory, MiB; what the controller's memory
