@@ -108,9 +108,10 @@ func hiddenGuestIsBounded(t *testing.T, cgroups bool) {
 	got := regexp.MustCompile(requeued.String() + `.*`).FindString(e.c.ControllerLog())
 	t.Logf("%.1f s after the hidden process grew: %s", time.Since(grew).Seconds(), got)
 	// Through the job cgroup it is its job's own memory; without, its
-	// user's memory that no job accounts for.
-	if noJob := strings.Contains(got, "20000 MiB of it in its user's processes that no job accounts for"); noJob == cgroups {
-		t.Fatalf("with job cgroups %v, the requeue line says the memory was no job's: %v", cgroups, noJob)
+	// user's memory that no job accounts for, charged to it.
+	charged := line("job %d charged 20000 MiB of GPU memory on GPU GPU-fake-lnode1-0 that its user's processes outside every job hold", guest)
+	if noJob := charged.MatchString(e.c.ControllerLog()); noJob == cgroups {
+		t.Fatalf("with job cgroups %v, the log says the memory was no job's: %v", cgroups, noJob)
 	}
 	if j := e.jobs()[host]; j.State != "RUNNING" || e.restarts(host) != 0 {
 		t.Fatalf("the host: %+v, %d restarts; want it running, untouched", j, e.restarts(host))

@@ -217,6 +217,10 @@ func (c *Sharing) guardMemory(now int64) {
 		if in.asked[v.guest] {
 			continue
 		}
+		if v.unaccountedMB > 0 {
+			c.log.Info(fmt.Sprintf("job %d charged %s MiB of GPU memory on GPU %s that its user's processes outside every job hold (outside their step)",
+				v.guest, mib(v.unaccountedMB), v.uuid), keyJob, v.guest, "node", v.node)
+		}
 		node := v.node
 		if !slurmNodeName(node) {
 			node = ""
@@ -234,12 +238,8 @@ func (c *Sharing) guardMemory(now int64) {
 				mib(v.guestMB), v.host, mib(v.roomMB)), now)
 		}
 		c.met.memoryRequeue(v.reason)
-		hidden := ""
-		if v.unaccountedMB > 0 {
-			hidden = fmt.Sprintf("; %s MiB of it in its user's processes that no job accounts for (outside their step)", mib(v.unaccountedMB))
-		}
-		c.log.Info(fmt.Sprintf("job %d requeued: its GPU memory %s MiB on GPU %s exceeds the room its neighbour job %d leaves (%s MiB)%s",
-			v.guest, mib(v.guestMB), v.uuid, v.host, mib(v.roomMB), hidden),
+		c.log.Info(fmt.Sprintf("job %d requeued: its GPU memory %s MiB on GPU %s exceeds the room its neighbour job %d leaves (%s MiB)",
+			v.guest, mib(v.guestMB), v.uuid, v.host, mib(v.roomMB)),
 			keyJob, v.guest, "host", v.host, "node", v.node, "reason", v.reason,
 			"headroom_pct", cfg.GuestMemoryHeadroomPct)
 	}
