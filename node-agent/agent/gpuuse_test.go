@@ -46,7 +46,8 @@ func jobOfPID(pid int) (uint32, uint32, string) {
 }
 
 // Per-job GPU use is exported on /metrics while the job runs and gone once
-// it ends; a process outside any job is counted, never attributed; the
+// it ends; a process outside any job is counted, never attributed (a
+// sharer of its GPU, no job's); the
 // controller (which has no handler for usage reports yet) refuses every
 // report, which is counted each time and logged once.
 func TestGPUUseIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
@@ -73,8 +74,9 @@ func TestGPUUseIsExportedAndItsRefusalsCountedNotSpammed(t *testing.T) {
 	}{
 		{agent.MetricJobGPUUtil, `gpu="0",hpc_job="6",uuid="GPU-a"`, 30},
 		{agent.MetricJobGPUMemUsed, `gpu="0",hpc_job="5"`, 1 << 30},
-		{agent.MetricJobGPUSharers, `hpc_job="5"`, 2},
-		{agent.MetricJobGPUSharers, `hpc_job="6"`, 2},
+		// Jobs 5 and 6, and pid 200's use, which no job accounts for.
+		{agent.MetricJobGPUSharers, `hpc_job="5"`, 3},
+		{agent.MetricJobGPUSharers, `hpc_job="6"`, 3},
 		{agent.MetricGPUProcessesOutsideJobs, `reason="no_job"`, 1},
 	}
 	for _, tt := range tests {

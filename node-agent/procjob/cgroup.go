@@ -1,9 +1,11 @@
 package procjob
 
 import (
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Cgroup is one line of /proc/<pid>/cgroup.
@@ -68,4 +70,155 @@ func JobsOfCgroups(cgs []Cgroup) []uint32 {
 		}
 	}
 	return ids
+}
+
+// cgroupMount is where one cgroup hierarchy is mounted: its directory,
+// and the hierarchy's path that directory shows (not "/" when only a
+// subtree is mounted, as in a container).
+type cgroupMount struct {
+	// controllers: a v1 hierarchy's (super options naming a controller or
+	// name=…); nil for v2.
+	controllers []string
+	v2          bool
+	dir, root   string
+}
+
+// maxMountinfo bounds what is read of /proc/self/mountinfo: the cgroup
+// hierarchies are mounted early, so a host with more mounts than this
+// loses only later ones.
+const maxMountinfo = 1 << 20
+
+// parseMountinfo reads the cgroup mounts of /proc/self/mountinfo's text.
+func parseMountinfo(text string) []cgroupMount {
+	var out []cgroupMount
+	for _, line := range strings.Split(text, "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		m := cgroupMount{root: unescapeMount(f[3]), dir: unescapeMount(f[4])}
+		switch g[0] {
+		case "cgroup2":
+			m.v2 = true
+		case "cgroup":
+			for _, o := range strings.Split(g[2], ",") {
+				if o != "rw" && o != "ro" && !strings.Contains(o, "=") || strings.HasPrefix(o, "name=") {
+					m.controllers = append(m.controllers, o)
+				}
+			}
+		default:
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountOf is where cgroup line c's hierarchy is mounted (false if
+// nowhere this process sees).
+func mountOf(mounts []cgroupMount, c Cgroup) (cgroupMount, bool) {
+	for _, m := range mounts {
+		if c.V2() {
+			if m.v2 {
+				return m, true
+			}
+			continue
+		}
+		if m.v2 || len(c.Controllers) == 0 {
+			continue
+		}
+		all := true
+		for _, ctl := range c.Controllers {
+			all = all && slices.Contains(m.controllers, ctl)
+		}
+		if all {
+			return m, true
+		}
+	}
+	return cgroupMount{}, false
+}
+
+// ownerOf is the uid that owns a file (stat, no link followed).
+type ownerOf func(path string) (uint32, bool)
+
+func statOwner(path string) (uint32, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
+
+// rootJobOfCgroups is the job of the job_<id> cgroups among cgs whose
+// directory root owns (Slurm makes a job's cgroup as root: in v1
+// .../uid_<uid>/job_<id>, in v2 .../job_<id>; only the step's cgroups
+// below it are the user's), 0 if none; false when they name two jobs.
+// A user may make a cgroup named job_<id> only where cgroups are
+// delegated to them, and it is theirs, not root's; nor can they move a
+// process out of their job's cgroup, whose parents root owns.
+func rootJobOfCgroups(cgs []Cgroup, mounts []cgroupMount, owner ownerOf) (uint32, bool) {
+	var job uint32
+	for _, c := range cgs {
+		m, ok := mountOf(mounts, c)
+		if !ok {
+			continue
+		}
+		rel, ok := strings.CutPrefix(c.Path, strings.TrimSuffix(m.root, "/"))
+		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
+			continue // outside the mounted subtree
+		}
+		dir := m.dir
+		for _, comp := range strings.Split(strings.Trim(rel, "/"), "/") {
+			if comp == "" || comp == "." || comp == ".." {
+				break
+			}
+			dir += "/" + comp
+			id := JobOfCgroupPath(comp)
+			if id == 0 {
+				continue
+			}
+			if uid, ok := owner(dir); !ok || uid != 0 {
+				continue
+			}
+			if job != 0 && job != id {
+				return 0, false
+			}
+			job = id
+			break
+		}
+	}
+	return job, true
+}
+
+// readMounts reads this process's cgroup mounts.
+func readMounts() []cgroupMount {
+	b, err := readBounded("/proc/self/mountinfo", maxMountinfo, true)
+	if err != nil {
+		return nil
+	}
+	return parseMountinfo(string(b))
 }

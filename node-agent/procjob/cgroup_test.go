@@ -38,3 +38,51 @@ func TestJobsOfCgroupsAreDistinctInOrder(t *testing.T) {
 		t.Fatalf("no cgroups: got %v", got)
 	}
 }
+
+// Which job_<id> cgroup is the authority: the first on a hierarchy's
+// path whose directory root owns, where the hierarchy is mounted (a
+// subtree mount included); a user's own job_<id> (delegated v2, or below
+// their step) is not.
+func TestRootJobOfCgroups(t *testing.T) {
+	mounts := parseMountinfo(`31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+38 31 0:35 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct
+40 31 0:37 /ct /sys/fs/cgroup/my\040systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,nsdelegate
+`)
+	if len(mounts) != 4 || mounts[2].dir != "/sys/fs/cgroup/my systemd" || mounts[2].root != "/ct" {
+		t.Fatalf("mounts: %+v", mounts)
+	}
+	users := map[string]uint32{
+		"/sys/fs/cgroup/freezer/slurm/uid_1000/job_5/step_0/job_9":                              1000,
+		"/sys/fs/cgroup/unified/user.slice/user-1000.slice/user@1000.service/job_7":             1000,
+		"/sys/fs/cgroup/unified/system.slice/slurmstepd.scope/job_8/step_0/user/job_6":          1000,
+		"/sys/fs/cgroup/unified/user.slice/user-1000.slice/user@1000.service/app.slice/x/job_3": 1000,
+	}
+	owner := func(path string) (uint32, bool) { return users[path], true }
+	for _, tc := range []struct {
+		name  string
+		text  string
+		job   uint32
+		whole bool
+	}{
+		{"v1, Slurm's layout", "7:freezer:/slurm/uid_1000/job_5/step_0\n", 5, true},
+		{"v1, a user's job_ below their step", "7:freezer:/slurm/uid_1000/job_5/step_0/job_9\n", 5, true},
+		{"v1, two controllers", "3:cpu,cpuacct:/slurm/uid_1000/job_5/step_batch\n", 5, true},
+		{"v1, a hierarchy not mounted", "9:memory:/slurm/uid_1000/job_5/step_0\n", 0, true},
+		{"v1, a subtree mount", "4:name=systemd:/ct/slurm/job_4\n", 4, true},
+		{"v1, outside the subtree mount", "4:name=systemd:/other/job_4\n", 0, true},
+		{"v2, Slurm's layout", "0::/system.slice/slurmstepd.scope/job_8/step_0/user/task_0\n", 8, true},
+		{"v2, a user's own job_ (delegated)", "0::/user.slice/user-1000.slice/user@1000.service/job_7\n", 0, true},
+		{"v2, a user's own job_ deeper", "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x/job_3\n", 0, true},
+		{"root's cgroups naming two jobs", "7:freezer:/slurm/uid_1000/job_5/step_0\n0::/system.slice/slurmstepd.scope/job_8/step_0\n", 0, false},
+		{"no job", "7:freezer:/\n0::/init.scope\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job, whole := rootJobOfCgroups(ParseCgroups(tc.text), mounts, owner)
+			if job != tc.job || whole != tc.whole {
+				t.Fatalf("got %d, %v; want %d, %v", job, whole, tc.job, tc.whole)
+			}
+		})
+	}
+}

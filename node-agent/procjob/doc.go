@@ -6,9 +6,10 @@
 //
 // Each question reads /proc once: Read takes one look at the process
 // (its status, once, serves both its uid and the first step of its
-// ancestry) and returns the facts; the rule that turns facts into a job
-// lives in rule.go alone, so that changing how a job is decided (cgroups
-// as the authority, MPS clients) changes one file. Every read is bounded
-// (readBounded), and a process that ends while it is read is "gone", never
-// another process's job.
+// ancestry; its cgroups, and the owners of their job_<id> directories)
+// and returns the facts; the rule that turns facts into a job lives in
+// rule.go alone (root's job cgroup first, the step ancestry where there
+// is none). Every read is bounded (readBounded), and a process that ends
+// while it is read, or whose pid is reused meanwhile (its start time
+// changed), is "gone", never another process's job.
 package procjob

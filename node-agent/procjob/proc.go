@@ -125,6 +125,10 @@ type Stat struct {
 	PPID int
 	// UTime and STime are the user and system time, in clock ticks.
 	UTime, STime int64
+	// StartTime is when the process started, in clock ticks after boot:
+	// with its pid, it names one process for the life of the host (a
+	// reused pid has another).
+	StartTime uint64
 }
 
 // ReadStat reads /proc/<pid>/stat.
@@ -149,13 +153,15 @@ func ParseStat(b []byte) (Stat, error) {
 		return Stat{}, errors.New("malformed")
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
-	if len(f) < 13 {
+	// f[0] is field 3 (state): ppid is field 4, utime 14, stime 15,
+	// starttime 22.
+	if len(f) < 20 {
 		return Stat{}, errors.New("short")
 	}
 	var st Stat
 	st.PPID, _ = strconv.Atoi(f[1])
 	st.UTime, _ = strconv.ParseInt(f[11], 10, 64)
 	st.STime, _ = strconv.ParseInt(f[12], 10, 64)
+	st.StartTime, _ = strconv.ParseUint(f[19], 10, 64)
 	return st, nil
 }

@@ -65,7 +65,7 @@ func TestParseStatReadsPastAHostileCommandName(t *testing.T) {
 	// A process may name itself with spaces and parentheses.
 	text := "4242 (a) b (c) d) S 4200 4242 4242 0 -1 4194560 100 0 0 0 37 5 0 0 20 0 1 0 100 1000 100\n"
 	st, err := ParseStat([]byte(text))
-	if err != nil || st != (Stat{PPID: 4200, UTime: 37, STime: 5}) {
+	if err != nil || st != (Stat{PPID: 4200, UTime: 37, STime: 5, StartTime: 100}) {
 		t.Fatalf("got %+v, %v", st, err)
 	}
 	for _, text := range []string{"", "4242 python S 1 2", "4242 (x) S 1 2 3"} {

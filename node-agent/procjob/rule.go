@@ -22,6 +22,11 @@ type Process struct {
 	// they could not be read.
 	CgroupJobs []uint32
 	CgroupErr  error
+	// CgroupJob is the job of its job_<id> cgroup that root owns
+	// (Slurm's: rootJobOfCgroups), 0 where it is in none; CgroupsSplit:
+	// root-owned job cgroups of two jobs (only root could do that).
+	CgroupJob    uint32
+	CgroupsSplit bool
 }
 
 // ErrGone: the process does not exist, or ended while it was read.
@@ -35,32 +40,55 @@ func Read(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, fmt.Errorf("%w: %w", ErrGone, err)
 	}
+	// The start time before and after: a pid reused meanwhile (the
+	// process ended and another took its number) is read as gone, never
+	// as the newcomer.
+	before, err := ReadStat(pid)
+	if err != nil {
+		return Process{}, fmt.Errorf("%w: %w", ErrGone, err)
+	}
 	p := Process{PID: pid, UID: st.UID}
 	p.StepJob, p.StepPID = stepdOf(pid, st)
 	cgs, err := ReadCgroups(pid)
 	p.CgroupJobs, p.CgroupErr = JobsOfCgroups(cgs), err
+	if len(p.CgroupJobs) > 0 {
+		var whole bool
+		p.CgroupJob, whole = rootJobOfCgroups(cgs, readMounts(), statOwner)
+		p.CgroupsSplit = !whole
+	}
+	if after, err := ReadStat(pid); err != nil || after.StartTime != before.StartTime {
+		return Process{}, fmt.Errorf("%w: its pid was reused while it was read", ErrGone)
+	}
 	return p, nil
 }
 
-// The rule. A process is in job J when its nearest ancestor that is
-// Slurm's own slurmstepd running as root names J (the kernel's view,
-// which the process cannot forge), and its job_<id> cgroups, where it has
-// any, agree. The cgroups alone are not enough: where cgroup v2 is
-// delegated to users (systemd user slices), a user can make a cgroup named
-// job_<id> of their own and move into it. A process that left its step's
-// process tree (daemonised) is in no job.
+// The rule. Where the process is in a job_<id> cgroup that root owns,
+// that is its job: Slurm makes a job's cgroup as root (proctrack/cgroup,
+// task/cgroup), a user can neither make one (a job_<id> cgroup they make
+// where cgroup v2 is delegated to them is their own, and not believed)
+// nor move a process out of theirs, so a GPU process that left its step's
+// process tree (setsid, daemonised, a chain deeper than the walk) is
+// still in its job. Only where it is in no such cgroup (a node without
+// job cgroups: proctrack/linuxproc or pgid) does the ancestry decide: its
+// nearest ancestor that is Slurm's own slurmstepd running as root names
+// J (the kernel's view, which the process cannot forge), and job_<id>
+// cgroups it has, if any, must agree. There a process that left its
+// step's tree is in no job; the agent reports its use as no job's, with
+// its uid, and the controller charges it to that user's guests on the
+// GPU (node-agent/agent/gpuuse.go, internal/controller/gpushare).
 //
-// "Agree" is judged two ways, as the two questions have always been:
-// a request on the agent's socket (RequestJob) needs J among the cgroups'
-// jobs and ignores cgroups it cannot read; a GPU process's use
-// (GPUProcessJob) needs J to be the only one, and cgroups it cannot read
-// mean the process ended.
+// A GPU process's use (GPUJob) follows that rule; cgroups it cannot
+// read mean the process ended. A request on the agent's socket
+// (RequestJob) still needs the step, as it always has: a request comes
+// from a process the user starts in their job, and the step is what
+// profiling runs under; it takes J among the cgroups' jobs and ignores
+// cgroups it cannot read.
 
 // Why a process is in no job: the reason label of the agent's
 // lachesis_agent_gpu_processes_outside_jobs.
 const (
-	// NoJob: no root slurmstepd among its ancestors, or its job_<id>
-	// cgroups name another job.
+	// NoJob: in no job cgroup of root's, and no root slurmstepd among its
+	// ancestors (or its job_<id> cgroups name another job).
 	NoJob = "no_job"
 	// Gone: the process ended between the device's list and the look-up.
 	Gone = "gone"
@@ -97,10 +125,14 @@ func (p Process) RequestJob() (uint32, error) {
 // NoJob or Gone).
 func (p Process) GPUJob() (uint32, string) {
 	switch {
-	case p.StepJob == 0:
-		return 0, NoJob
 	case p.CgroupErr != nil:
 		return 0, Gone
+	case p.CgroupsSplit:
+		return 0, NoJob
+	case p.CgroupJob != 0:
+		return p.CgroupJob, ""
+	case p.StepJob == 0:
+		return 0, NoJob
 	case len(p.CgroupJobs) > 1 || (len(p.CgroupJobs) == 1 && p.CgroupJobs[0] != p.StepJob):
 		return 0, NoJob
 	}

@@ -30,6 +30,9 @@ func TestTheRuleOnFacts(t *testing.T) {
 		{"cgroups naming another job: no job", Process{StepJob: 5, CgroupJobs: []uint32{6}}, 0, true, 0, NoJob},
 		{"cgroups naming two jobs: a request's job, no GPU job", Process{StepJob: 5, CgroupJobs: []uint32{6, 5}}, 5, false, 0, NoJob},
 		{"cgroups unreadable: a request's job, a GPU process gone", Process{StepJob: 5, CgroupErr: errCg}, 5, false, 0, Gone},
+		{"root's job cgroup, no step (left its step's tree): a GPU process in its job", Process{CgroupJobs: []uint32{5}, CgroupJob: 5}, 0, true, 5, ""},
+		{"root's job cgroup and a user's inside it: its job", Process{StepJob: 5, CgroupJobs: []uint32{5, 9}, CgroupJob: 5}, 5, false, 5, ""},
+		{"root's job cgroups of two jobs: no job", Process{StepJob: 5, CgroupJobs: []uint32{5, 6}, CgroupsSplit: true}, 5, false, 0, NoJob},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job, err := tc.p.RequestJob()
@@ -143,14 +146,18 @@ func TestAProcessUnderARootStepdIsInItsJob(t *testing.T) {
 }
 
 // A job_<id> cgroup is not enough to claim a job: where cgroup v2 is
-// delegated, a user can make one and move into it. A process in such a
-// cgroup with no root slurmstepd above it is in no job.
-func TestGPUProcessJobIgnoresAJobCgroupWithoutItsStep(t *testing.T) {
+// delegated, a user can make one and move into it, and it is theirs. A
+// process in such a cgroup (played by one chowned to nobody) with no root
+// slurmstepd above it is in no job; in one root owns (Slurm's), it is in
+// that job, step or none: the daemonised GPU process of a job is still
+// its job's.
+func TestGPUProcessJobBelievesOnlyRootsJobCgroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a cgroup needs root")
 	}
 	root := "/sys/fs/cgroup/freezer"
-	cg := filepath.Join(root, fmt.Sprintf("job_%d", 900000+os.Getpid()%90000))
+	id := 900000 + os.Getpid()%90000
+	cg := filepath.Join(root, fmt.Sprintf("job_%d", id))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Skipf("no cgroup v1 freezer hierarchy to test in: %v", err)
 	}
@@ -167,8 +174,17 @@ func TestGPUProcessJobIgnoresAJobCgroupWithoutItsStep(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
 		t.Skipf("cannot move a process into a cgroup here: %v", err)
 	}
-	if p, _ := Read(cmd.Process.Pid); len(p.CgroupJobs) != 1 {
-		t.Fatalf("the process's cgroups name jobs %v, want the forged one", p.CgroupJobs)
+	if p, _ := Read(cmd.Process.Pid); len(p.CgroupJobs) != 1 || p.CgroupJob != uint32(id) {
+		t.Fatalf("the process's cgroups: %+v, want job %d, root's", p, id)
+	}
+	if job, _, why := GPUProcessJob(cmd.Process.Pid); job != uint32(id) || why != "" {
+		t.Fatalf("root's job cgroup gave job %d (%q), want %d", job, why, id)
+	}
+	if err := os.Chown(cg, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := Read(cmd.Process.Pid); len(p.CgroupJobs) != 1 || p.CgroupJob != 0 {
+		t.Fatalf("the process's cgroups: %+v, want the forged one, not believed", p)
 	}
 	if job, _, why := GPUProcessJob(cmd.Process.Pid); job != 0 || why != NoJob {
 		t.Fatalf("a forged job cgroup gave job %d (%q), want no job", job, why)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // maxAncestors bounds the walk from a process up to its slurmstepd.
@@ -54,4 +55,25 @@ func stepdJobID(cmdline string) uint32 {
 		return 0
 	}
 	return uint32(id)
+}
+
+// mpsServerName is the binary of CUDA MPS's server, the process the
+// device lists beside its clients (and charges their utilisation to).
+const mpsServerName = "nvidia-cuda-mps-server"
+
+// MPSServer says process pid runs CUDA MPS's server: /proc/<pid>/exe is
+// a file of that name that root owns and only root may write (as the
+// driver's package installs it), so a user's copy or renamed program is
+// not one.
+func MPSServer(pid int) bool {
+	exe, err := os.Readlink(procPath(pid, "exe"))
+	if err != nil || filepath.Base(exe) != mpsServerName {
+		return false
+	}
+	fi, err := os.Stat(procPath(pid, "exe"))
+	if err != nil || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == 0
 }

@@ -22,7 +22,8 @@ type GPUProcess struct {
 	MemTotalMB float64
 	// UtilPct is the process's share of the GPU's time (SM utilisation
 	// over the interval since the last call), 0..100; 0 when UtilKnown is
-	// false.
+	// false: the GPU has no per-process counters, or the process had no
+	// sample while the GPU was busy (unknown, not idle).
 	UtilPct   float64
 	UtilKnown bool
 }
@@ -85,13 +86,25 @@ func (n *NVML) Processes() ([]GPUProcess, error) {
 				total = float64(m.Total) / (1 << 20)
 			}
 		}
+		// A listed process without a sample is not idle for that alone:
+		// the driver leaves some out (docs/gpu-check.md: a process busy
+		// 25% of the time with none, MPS clients, whose time the server's
+		// pid carries). Its utilisation is 0 only when the GPU itself was
+		// idle; else it is unknown, never read as 0%.
+		gpuIdle, askedIdle := false, false
 		for _, p := range procs {
 			g := GPUProcess{GPU: i, UUID: uuid, PID: int(p.Pid), MemTotalMB: total}
 			if p.UsedGpuMemory != notAvailable {
 				g.MemUsedMB = float64(p.UsedGpuMemory) / (1 << 20)
 			}
-			if known {
-				g.UtilPct, g.UtilKnown = util[p.Pid], true
+			if v, sampled := util[p.Pid]; known && sampled {
+				g.UtilPct, g.UtilKnown = v, true
+			} else if known {
+				if !askedIdle {
+					u, ret := dev.GetUtilizationRates()
+					gpuIdle, askedIdle = ret == nvml.SUCCESS && u.Gpu == 0, true
+				}
+				g.UtilKnown = gpuIdle
 			}
 			out = append(out, g)
 		}
@@ -101,7 +114,8 @@ func (n *NVML) Processes() ([]GPUProcess, error) {
 
 // processUtil is the mean SM utilisation of each process over the samples
 // of GPU i newer than the last one seen, and whether the GPU reports it at
-// all. ERROR_NOT_FOUND means no sample is newer: every process was idle.
+// all. ERROR_NOT_FOUND means no sample is newer: no process has one (the
+// caller asks the GPU whether it was idle).
 func (n *NVML) processUtil(i int, uuid string, dev nvml.Device) (map[uint32]float64, bool) {
 	key := fmt.Sprintf("%d/%s", i, uuid)
 	samples, ret := dev.GetProcessUtilization(n.lastSeen[key])

@@ -132,6 +132,9 @@ type gpuUseState struct {
 	// idleBelow is usage.idle_below_pct, copied by each pass so that
 	// reports need not take the core's lock.
 	idleBelow float64
+	// unaccounted: each node's last report of GPU use no job accounts
+	// for (memguard.go), at most maxUnaccountedNodes nodes.
+	unaccounted map[string]unaccountedReport
 }
 
 func (u *gpuUseState) init() {
@@ -187,18 +190,28 @@ func (c *Sharing) ReportGPUUse(rep *wire.JobUsageReport) {
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum
 	}
+	u.noteUnaccounted(rep, at)
 }
 
-// sampleOf sums up one entry: the mean utilisation of the job's GPUs, the
+// sampleOf sums up one entry: the mean utilisation of the job's GPUs whose
+// utilisation the agent knew (unknown where it knew none's: not idle), the
 // most memory on one of them, the most sharers.
 func sampleOf(e *wire.JobUsage, at int64) ledger.JobGPUSample {
 	s := ledger.JobGPUSample{At: at, GPUs: len(e.GPUs)}
+	known := 0
 	for _, g := range e.GPUs {
-		s.UtilPct += g.UtilPct
+		if !g.UtilUnknown {
+			s.UtilPct += g.UtilPct
+			known++
+		}
 		s.MemPeakMB = max(s.MemPeakMB, g.MemUsedMB)
 		s.Sharers = max(s.Sharers, g.Sharers)
 	}
-	s.UtilPct /= float64(len(e.GPUs))
+	if known > 0 {
+		s.UtilPct /= float64(known)
+	} else {
+		s.UtilPct, s.UtilUnknown = 0, true
+	}
 	if p := e.Progress; p != nil {
 		s.HasProgress, s.Iterations, s.ItersPerSec = true, p.Iterations, p.ItersPerSec
 	}

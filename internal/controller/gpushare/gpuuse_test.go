@@ -332,3 +332,43 @@ func TestRequeuedJobKeepsItsUsageSummary(t *testing.T) {
 		t.Fatalf("summary across the requeue %+v, want 2 samples of mean 40", u)
 	}
 }
+
+// A GPU whose utilisation the agent did not know (the driver left its
+// processes' samples out while the GPU was busy: docs/gpu-check.md) is
+// not 0%: the job's mean is over the GPUs it knew; with none known the
+// sample counts for memory only and ends an idle run. Before, a missing
+// sample was read as 0% and a busy job could be called idle.
+func TestUnknownUtilisationIsNotIdle(t *testing.T) {
+	var logs bytes.Buffer
+	cfg := testConfig(filepath.Join(t.TempDir(), "l.db"))
+	cfg.GPUUse.IdleBelowPct, cfg.GPUUse.IdleAfter = 10, 60*time.Second
+	c := openCoreWith(t, cfg)
+	c.log = slog.New(slog.NewTextHandler(&logs, nil))
+	defer c.Close()
+	job := runningAs(1, owner)
+	pass(c, 1000, job)
+	unknown := func(t0 int64, memMB float64) *wire.JobUsageReport {
+		rep := usageReport("n1", t0, 1, owner, []float64{0}, memMB, nil)
+		rep.Jobs[0].GPUs[0].UtilUnknown = true
+		return rep
+	}
+	c.ReportGPUUse(usageReport("n1", 1010, 1, owner, []float64{2}, 100, nil)) // measured idle
+	for t0 := int64(1020); t0 <= 1100; t0 += 10 {
+		c.ReportGPUUse(unknown(t0, 500))
+	}
+	pass(c, 1100, job)
+	u, _ := c.JobGPUUse(1)
+	if u.Samples != 1 || u.MeanUtil() != 2 || u.MemPeakMB != 500 || u.IdleSince != 0 || u.Idle(1100, 60) || u.LastSeen != 1100 {
+		t.Fatalf("summary %+v: want one utilisation sample, the memory of all, no idle run", u)
+	}
+	if strings.Contains(logs.String(), "idle") {
+		t.Fatalf("a job of unknown utilisation was called idle:\n%s", logs.String())
+	}
+	// Two GPUs, one known: the mean is the known one's.
+	rep := usageReport("n1", 1110, 1, owner, []float64{60, 0}, 500, nil)
+	rep.Jobs[0].GPUs[1].UtilUnknown = true
+	c.ReportGPUUse(rep)
+	if u, _ := c.JobGPUUse(1); u.Samples != 2 || u.MeanUtil() != 31 {
+		t.Fatalf("summary %+v: want the second sample at 60%%", u)
+	}
+}

@@ -28,7 +28,22 @@ import (
 //
 // Every figure is an agent's measurement (root on the node, NVML's
 // per-process memory), checked by ReportGPUUse (the job runs, the uid
-// owns it); a job's own processes say nothing about their memory. The
+// owns it); a job's own processes say nothing about their memory.
+//
+// GPU memory no job accounts for counts too (issue 34 item 1): on a node
+// without job cgroups, a guest's process that left its step's process
+// tree (setsid, daemonised) is in no job, and its agent reports its use
+// per GPU under its real uid, which the process cannot change
+// (wire.UnaccountedGPUUse). On a GPU the pass judges, such use is
+// charged to a guest that could hold it: the guest of that uid on that
+// GPU using the most memory; where that user has no guest seen there, the
+// newest of their running guests seen on no GPU at all (the hiding one
+// reports nothing of its own); where the user has no running guest (an
+// administrator's process, the MPS server, a host's own process outside
+// its step), to nobody, but it is memory the GPU does not have, so it is
+// taken from the guests' room like a host's. A guest charged for another
+// of its user's guests is the user's own doing: the next pass charges
+// what is still there to the next. The
 // bound acts after the fact, a sampling interval late at worst; where
 // CUDA MPS is configured, its per-client limit can stop the allocation
 // itself, but it is an environment variable the client may override
@@ -63,10 +78,15 @@ func memSampleOf(e *wire.JobUsage, node string) memSample {
 	return memSample{node: node, uuid: g.UUID, index: g.Index, usedMB: g.MemUsedMB, totalMB: g.MemTotalMB, sharers: g.Sharers}
 }
 
-// memMember is one running job on a shared GPU as the pass sees it.
+// memMember is one running job on a shared GPU as the pass sees it; id
+// 0 is use that no job accounts for and no guest could hold
+// (chargeUnaccounted), taken from the guests' room.
 type memMember struct {
 	id            uint32
 	opportunistic bool
+	// unaccountedMB: of s.usedMB, what its user's processes outside
+	// every job hold (chargeUnaccounted).
+	unaccountedMB float64
 	// peakMB: its measured peak (ledger.JobGPUUse.MemPeakMB: the most it
 	// held on one GPU in any sample, this run or an earlier one).
 	peakMB float64
@@ -78,6 +98,7 @@ type memVerdict struct {
 	guest, host     uint32 // host: the guaranteed job with the largest peak
 	node, uuid      string
 	guestMB, roomMB float64
+	unaccountedMB   float64 // of guestMB, in processes of no job
 	reason          string
 }
 
@@ -104,10 +125,13 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 		total, hostPeak, guestMB := 0.0, 0.0, 0.0
 		for _, m := range groups[k] {
 			total = max(total, m.s.totalMB)
-			if m.opportunistic {
+			switch {
+			case m.id == 0:
+				hostPeak += m.s.usedMB
+			case m.opportunistic:
 				guests = append(guests, m)
 				guestMB += m.s.usedMB
-			} else {
+			default:
 				hosts = append(hosts, m)
 				hostPeak += max(m.peakMB, m.s.usedMB)
 			}
@@ -132,7 +156,7 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 		for _, g := range guests {
 			if cfg.MemoryOver(total, hostPeak, guestMB) {
 				out = append(out, memVerdict{guest: g.id, host: host.id, node: k.node, uuid: k.uuid,
-					guestMB: g.s.usedMB, roomMB: room, reason: reason})
+					guestMB: g.s.usedMB, roomMB: room, unaccountedMB: g.unaccountedMB, reason: reason})
 				guestMB -= g.s.usedMB
 				continue
 			}
@@ -175,6 +199,7 @@ func (c *Sharing) guardMemory(now int64) {
 		}
 		members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, s: j.mem})
 	}
+	members = chargeUnaccounted(members, u.unaccountedUse(now), u.guestsByUser())
 	if len(members) < 2 {
 		return
 	}
@@ -191,6 +216,10 @@ func (c *Sharing) guardMemory(now int64) {
 	for _, v := range over {
 		if in.asked[v.guest] {
 			continue
+		}
+		if v.unaccountedMB > 0 {
+			c.log.Info(fmt.Sprintf("job %d charged %s MiB of GPU memory on GPU %s that its user's processes outside every job hold (outside their step)",
+				v.guest, mib(v.unaccountedMB), v.uuid), keyJob, v.guest, "node", v.node)
 		}
 		node := v.node
 		if !slurmNodeName(node) {
@@ -220,3 +249,141 @@ func (c *Sharing) guardMemory(now int64) {
 }
 
 func mib(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+// maxUnaccountedNodes bounds the nodes whose unaccounted use is kept (a
+// report from one more is not kept until one expires).
+const maxUnaccountedNodes = 16384
+
+// unaccountedReport is one node's last report of GPU use no job accounts
+// for, believed until its expiry.
+type unaccountedReport struct {
+	until int64
+	use   []wire.UnaccountedGPUUse
+}
+
+// unaccountedFor is how long a node's unaccounted use stands without a
+// newer report: three of its intervals, at least a minute.
+func unaccountedFor(intervalSec float64) int64 {
+	return max(60, int64(3*intervalSec))
+}
+
+// noteUnaccounted keeps the unaccounted use of node's report (validated
+// by the listener: at most wire.MaxUnaccounted entries); a report with
+// none clears the node's. Caller holds mu.
+func (u *gpuUseState) noteUnaccounted(rep *wire.JobUsageReport, at int64) {
+	if len(rep.Unaccounted) == 0 {
+		delete(u.unaccounted, rep.Node)
+		return
+	}
+	if u.unaccounted == nil {
+		u.unaccounted = map[string]unaccountedReport{}
+	}
+	if _, ok := u.unaccounted[rep.Node]; !ok && len(u.unaccounted) >= maxUnaccountedNodes {
+		for n, r := range u.unaccounted {
+			if r.until < at {
+				delete(u.unaccounted, n)
+			}
+		}
+		if len(u.unaccounted) >= maxUnaccountedNodes {
+			return
+		}
+	}
+	u.unaccounted[rep.Node] = unaccountedReport{until: at + unaccountedFor(rep.IntervalSec), use: rep.Unaccounted}
+}
+
+// unaccountedEntry is one node's unaccounted use of one GPU by one uid.
+type unaccountedEntry struct {
+	node string
+	use  wire.UnaccountedGPUUse
+}
+
+// unaccountedUse is the unaccounted use still standing at now, in node
+// order; expired reports are dropped. Caller holds mu.
+func (u *gpuUseState) unaccountedUse(now int64) []unaccountedEntry {
+	var out []unaccountedEntry
+	for n, r := range u.unaccounted {
+		if r.until < now {
+			delete(u.unaccounted, n)
+			continue
+		}
+		for _, g := range r.use {
+			out = append(out, unaccountedEntry{node: n, use: g})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b unaccountedEntry) int { return cmp.Compare(a.node, b.node) })
+	return out
+}
+
+// userGuest is a running guest as chargeUnaccounted picks among them.
+type userGuest struct {
+	id uint32
+	// seen: it reported use of some GPU (its memory sample names one).
+	seen bool
+}
+
+// guestsByUser is each user's running guests. Caller holds mu.
+func (u *gpuUseState) guestsByUser() map[uint32][]userGuest {
+	out := map[uint32][]userGuest{}
+	for id, l := range u.live {
+		if !l.running || !l.opportunistic || l.pass != u.pass {
+			continue
+		}
+		j := u.jobs[id]
+		out[l.uid] = append(out[l.uid], userGuest{id: id, seen: j != nil && j.mem.uuid != ""})
+	}
+	return out
+}
+
+// chargeUnaccounted adds the use no job accounts for to the members of
+// the pass's memory bound (the rule is at the top of this file): to a
+// guest of the same uid on the GPU, else to the newest of that user's
+// guests seen on no GPU (a member of that GPU from now on), else as a
+// member of id 0, whose memory judgeMemory takes from the room. Pure.
+func chargeUnaccounted(members []memMember, use []unaccountedEntry, guests map[uint32][]userGuest) []memMember {
+	for _, e := range use {
+		g := e.use
+		if g.UUID == "" || !(g.MemUsedMB > 0) {
+			continue
+		}
+		best := -1
+		for i, m := range members {
+			if m.opportunistic && m.id != 0 && m.s.node == e.node && m.s.uuid == g.UUID && guestOf(guests[g.UID], m.id) &&
+				(best < 0 || cmp.Or(cmp.Compare(m.s.usedMB, members[best].s.usedMB), cmp.Compare(m.id, members[best].id)) > 0) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			members[best].s.usedMB += g.MemUsedMB
+			members[best].unaccountedMB += g.MemUsedMB
+			continue
+		}
+		var hiding uint32
+		for _, ug := range guests[g.UID] {
+			if !ug.seen && ug.id > hiding {
+				hiding = ug.id
+			}
+		}
+		s := memSample{node: e.node, uuid: g.UUID, index: g.Index, usedMB: g.MemUsedMB, totalMB: g.MemTotalMB, sharers: 2}
+		if hiding != 0 {
+			// A guest seen on no GPU may already be a member of this GPU
+			// through another entry (another uid of the same user is not
+			// possible; another report of the node is): add to it.
+			i := slices.IndexFunc(members, func(m memMember) bool {
+				return m.id == hiding && m.s.node == e.node && m.s.uuid == g.UUID
+			})
+			if i >= 0 {
+				members[i].s.usedMB += g.MemUsedMB
+				members[i].unaccountedMB += g.MemUsedMB
+				continue
+			}
+			members = append(members, memMember{id: hiding, opportunistic: true, unaccountedMB: g.MemUsedMB, s: s})
+			continue
+		}
+		members = append(members, memMember{id: 0, s: s})
+	}
+	return members
+}
+
+func guestOf(guests []userGuest, id uint32) bool {
+	return slices.ContainsFunc(guests, func(g userGuest) bool { return g.id == id })
+}

@@ -249,3 +249,111 @@ func TestAGuestRequeuedForItsMemoryIsNotAlsoReportedKept(t *testing.T) {
 		t.Fatalf("the requeued guest is also logged kept:\n%s", buf.String())
 	}
 }
+
+// unaccountedOn is node n1's report at t of a host on g0 beside GPU use
+// of uid that no job accounts for.
+func unaccountedOn(t int64, host, hostUID uint32, hostMB float64, uid uint32, hiddenMB float64) *wire.JobUsageReport {
+	rep := memReport(t, host, hostUID, hostMB)
+	rep.Unaccounted = []wire.UnaccountedGPUUse{{UUID: "g0", UID: uid, MemUsedMB: hiddenMB, MemTotalMB: 81920, Processes: 1}}
+	return rep
+}
+
+// Issue 34 item 1: a guest whose GPU process left its step's process tree
+// reports nothing of its own; its agent reports the process's use as no
+// job's, under its uid. Within the room it is kept; grown past it, the
+// guest of that uid that hides (seen on no GPU) is requeued within a
+// pass, kept off the node, and the log says the memory was no job's.
+// Before, only the host's report reached the pass, saying it was alone.
+func TestAGuestWhoseProcessLeftItsStepIsStillBounded(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
+	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	pass(c, 1000, host, guest)
+	c.ReportGPUUse(unaccountedOn(1010, 1, owner, 60000, mallory, 4096))
+	pass(c, 1020, host, guest)
+	if got := drainRequeues(c); len(got) != 0 {
+		t.Fatalf("requeues %+v of a hidden guest within the room", got)
+	}
+	c.ReportGPUUse(unaccountedOn(1030, 1, owner, 60000, mallory, 20000))
+	pass(c, 1040, host, guest)
+	if got := drainRequeues(c); len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
+		t.Fatalf("requeues %+v, want job 2 off n1", got)
+	}
+	line := "job 2 requeued: its GPU memory 20000 MiB on GPU g0 exceeds the room its neighbour job 1 leaves (13728 MiB)"
+	charged := "job 2 charged 20000 MiB of GPU memory on GPU g0 that its user's processes outside every job hold"
+	if !strings.Contains(buf.String(), line) || !strings.Contains(buf.String(), charged) {
+		t.Fatalf("log lacks the requeue line:\n%s", buf.String())
+	}
+}
+
+// Unaccounted use of a user with no guest (an administrator's process)
+// is nobody's to requeue, but it takes the guests' room: a guest that fit
+// beside the host alone no longer does. A report without it clears it;
+// one that stops coming expires.
+func TestUseNoGuestCouldHoldTakesTheRoom(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
+	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	pass(c, 1000, host, guest)
+	rep := unaccountedOn(1010, 1, owner, 50000, 0, 20000)
+	rep.Jobs = append(rep.Jobs, memReport(1010, 2, mallory, 8000).Jobs...) // one report per node
+	c.ReportGPUUse(rep)
+	pass(c, 1020, host, guest)
+	if got := drainRequeues(c); len(got) != 1 || got[0].job != 2 {
+		t.Fatalf("requeues %+v, want job 2: 8000 MiB beside 50000 + 20000 of no job's", got)
+	}
+	if strings.Contains(buf.String(), "outside every job") {
+		t.Fatalf("the guest was charged another's use:\n%s", buf.String())
+	}
+	// The unaccounted use is gone from the next report: nothing stands.
+	c.ReportGPUUse(memReport(1030, 1, owner, 50000))
+	c.mu.Lock()
+	n := len(c.use.unaccountedUse(1040))
+	c.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d unaccounted entries after a report without any", n)
+	}
+	c.ReportGPUUse(unaccountedOn(1050, 1, owner, 50000, 0, 10000))
+	c.mu.Lock()
+	n, m := len(c.use.unaccountedUse(1060)), len(c.use.unaccountedUse(1050+unaccountedFor(10)+1))
+	c.mu.Unlock()
+	if n != 1 || m != 0 {
+		t.Fatalf("unaccounted entries: %d while fresh (want 1), %d once expired (want 0)", n, m)
+	}
+}
+
+// Which guest is charged: the one of the same uid on the GPU with the
+// most memory; else that user's newest guest seen on no GPU; never
+// another user's guest; else nobody (id 0).
+func TestChargeUnaccounted(t *testing.T) {
+	host := memMember{id: 1, peakMB: 40000, s: memOn("g0", 40000, 2)}
+	g := func(id uint32, mb float64) memMember {
+		return memMember{id: id, opportunistic: true, s: memOn("g0", mb, 2)}
+	}
+	use := func(uid uint32, mb float64) []unaccountedEntry {
+		return []unaccountedEntry{{node: "n1", use: wire.UnaccountedGPUUse{UUID: "g0", UID: uid, MemUsedMB: mb, MemTotalMB: 81920, Processes: 1}}}
+	}
+	guests := map[uint32][]userGuest{
+		100: {{id: 2, seen: true}, {id: 3, seen: true}, {id: 7}, {id: 9}},
+		200: {{id: 4, seen: true}},
+	}
+	got := chargeUnaccounted([]memMember{host, g(2, 100), g(3, 500), g(4, 9000)}, use(100, 1000), guests)
+	if got[2].s.usedMB != 1500 || got[2].unaccountedMB != 1000 || got[1].s.usedMB != 100 || got[3].s.usedMB != 9000 || len(got) != 4 {
+		t.Fatalf("same uid on the GPU: %+v", got)
+	}
+	got = chargeUnaccounted([]memMember{host, g(4, 9000)}, use(100, 1000), guests)
+	if len(got) != 3 || got[2].id != 9 || !got[2].opportunistic || got[2].s.usedMB != 1000 || got[2].s.uuid != "g0" || got[1].s.usedMB != 9000 {
+		t.Fatalf("the user's hiding guest: %+v", got)
+	}
+	got = chargeUnaccounted([]memMember{host, g(4, 9000)}, use(300, 1000), guests)
+	if len(got) != 3 || got[2].id != 0 || got[2].opportunistic || got[2].s.usedMB != 1000 {
+		t.Fatalf("nobody's: %+v", got)
+	}
+	if got := chargeUnaccounted([]memMember{host}, use(100, 0), guests); len(got) != 1 {
+		t.Fatalf("no memory charged: %+v", got)
+	}
+}

@@ -51,6 +51,9 @@ type JobGPUSample struct {
 	HasProgress bool
 	Iterations  uint64
 	ItersPerSec float64
+	// UtilUnknown: the agent knew none of the job's GPUs' utilisation
+	// (wire.JobGPUUsage.UtilUnknown); UtilPct means nothing.
+	UtilUnknown bool
 }
 
 // JobGPUUse is a job's running summary. Utilisation is averaged over
@@ -81,14 +84,19 @@ type JobGPUUse struct {
 }
 
 // Fold adds one sample; idleBelow is usage.idle_below_pct, the threshold
-// IdleSince is kept at (a new threshold restarts it).
+// IdleSince is kept at (a new threshold restarts it). A sample whose
+// utilisation is unknown counts for memory, sharers and progress, not in
+// Samples or the utilisation figures, and ends an idle run: unknown is not
+// idle.
 func (u *JobGPUUse) Fold(s JobGPUSample, idleBelow float64) {
-	if u.Samples == 0 {
+	if u.Samples == 0 && u.FirstSeen == 0 {
 		u.FirstSeen = s.At
 	}
-	u.Samples++
-	u.UtilSum += s.UtilPct
-	u.UtilPeak = max(u.UtilPeak, s.UtilPct)
+	if !s.UtilUnknown {
+		u.Samples++
+		u.UtilSum += s.UtilPct
+		u.UtilPeak = max(u.UtilPeak, s.UtilPct)
+	}
 	u.MemPeakMB = max(u.MemPeakMB, s.MemPeakMB)
 	u.GPUsMax = max(u.GPUsMax, s.GPUs)
 	u.SharersMax = max(u.SharersMax, s.Sharers)
@@ -104,7 +112,8 @@ func (u *JobGPUUse) Fold(s JobGPUSample, idleBelow float64) {
 		u.IdleBelowPct, u.IdleSince, u.IdlePeak = idleBelow, 0, 0
 	}
 	switch {
-	case s.UtilPct >= idleBelow:
+	case s.UtilUnknown || s.UtilPct >= idleBelow:
+		// Unknown is not idle: an idle run is measured idle throughout.
 		u.IdleSince, u.IdlePeak = 0, 0
 	case u.IdleSince == 0:
 		u.IdleSince, u.IdlePeak = s.At, s.UtilPct

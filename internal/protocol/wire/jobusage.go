@@ -19,6 +19,28 @@ type JobUsageReport struct {
 	// IntervalSec is the span the utilisation figures average over.
 	IntervalSec float64    `codec:"interval_s"`
 	Jobs        []JobUsage `codec:"jobs"`
+	// Unaccounted is GPU use no job accounts for, per GPU and uid (at
+	// most MaxUnaccounted entries). A controller older than the field
+	// skips the key.
+	Unaccounted []UnaccountedGPUUse `codec:"unaccounted,omitempty"`
+}
+
+// UnaccountedGPUUse is the use of one GPU by the processes of one uid
+// that the agent found in no job: on a node without job cgroups, a
+// process that left its step's process tree (setsid, daemonised), or one
+// under another uid than its job's. The uid is the kernel's (a process
+// cannot change its real uid); the controller charges the use to that
+// user's opportunistic jobs on the GPU (gpushare/memguard.go).
+type UnaccountedGPUUse struct {
+	Index int    `codec:"index"`
+	UUID  string `codec:"uuid"`
+	UID   uint32 `codec:"uid"`
+	// UtilPct (0..100) and MemUsedMB are the processes' together;
+	// MemTotalMB the GPU's memory (0: unknown).
+	UtilPct    float64 `codec:"util_pct"`
+	MemUsedMB  float64 `codec:"mem_used_mb"`
+	MemTotalMB float64 `codec:"mem_total_mb,omitempty"`
+	Processes  int     `codec:"procs"`
 }
 
 // JobUsage is one job's use of the node's GPUs.
@@ -39,6 +61,11 @@ type JobGPUUsage struct {
 	// UtilPct: percent of the GPU's time the job's kernels ran (NVML's
 	// per-process SM utilisation), 0..100.
 	UtilPct float64 `codec:"util_pct"`
+	// UtilUnknown: none of the job's processes on the GPU had a
+	// utilisation sample (no per-process counters, or the driver left
+	// them out while the GPU was busy): UtilPct is 0 and means nothing,
+	// not idle. A controller older than the field reads 0.
+	UtilUnknown bool `codec:"util_unknown,omitempty"`
 	// MemUsedMB: GPU memory the job's processes hold, MiB.
 	MemUsedMB float64 `codec:"mem_used_mb"`
 	// MemTotalMB: the GPU's memory, MiB; what the controller's memory
@@ -72,6 +99,9 @@ const (
 	// MaxGPUMemMB bounds a GPU's memory and a job's use of it, MiB: 16
 	// TiB, a hundred times today's largest GPU.
 	MaxGPUMemMB = 16 << 20
+	// MaxUnaccounted bounds a report's unaccounted entries (one per GPU
+	// and uid).
+	MaxUnaccounted = 1024
 )
 
 // Validate rejects a usage report that names no node, too many jobs or
@@ -111,6 +141,19 @@ func (r *JobUsageReport) Validate() error {
 		}
 		if p := j.Progress; p != nil && (bad(p.ItersPerSec) || p.ItersPerSec < 0 || p.ItersPerSec > MaxItersPerSec) {
 			return fmt.Errorf("%w: job %d: %v iterations/s", ErrBody, j.JobID, p.ItersPerSec)
+		}
+	}
+	if len(r.Unaccounted) > MaxUnaccounted {
+		return fmt.Errorf("%w: %d unaccounted entries, limit %d", ErrBody, len(r.Unaccounted), MaxUnaccounted)
+	}
+	for _, g := range r.Unaccounted {
+		if g.Index < 0 || g.Index >= MaxGPUs || len(g.UUID) > MaxNameLen || g.Processes < 1 || g.Processes > MaxUsageJobs*64 {
+			return fmt.Errorf("%w: unaccounted use: GPU index %d, uuid of %d bytes or %d processes", ErrBody, g.Index, len(g.UUID), g.Processes)
+		}
+		if bad(g.UtilPct) || g.UtilPct < 0 || g.UtilPct > 100 || !(g.MemUsedMB >= 0 && g.MemUsedMB <= MaxGPUMemMB) ||
+			!(g.MemTotalMB >= 0 && g.MemTotalMB <= MaxGPUMemMB) {
+			return fmt.Errorf("%w: unaccounted use of GPU %d: utilisation %v%%, memory %v MB or GPU memory %v MB", ErrBody, g.Index,
+				g.UtilPct, g.MemUsedMB, g.MemTotalMB)
 		}
 	}
 	return nil
