@@ -278,7 +278,7 @@ func TestAGuestWhoseProcessLeftItsStepIsStillBounded(t *testing.T) {
 	}
 	c.ReportGPUUse(unaccountedOn(1030, 1, owner, 60000, mallory, 20000))
 	pass(c, 1040, host, guest)
-	if got := drainRequeues(c); len(got) != 1 || got[0] != (requeueRequest{job: 2, node: "n1"}) {
+	if got := drainRequeues(c); len(got) != 1 || got[0].job != 2 || got[0].node != "n1" {
 		t.Fatalf("requeues %+v, want job 2 off n1", got)
 	}
 	line := "job 2 requeued: its GPU memory 20000 MiB on GPU g0 exceeds the room its neighbour job 1 leaves (13728 MiB)"
