@@ -281,7 +281,9 @@ func (t *Table) MeasureBy(p Party, now int64, a, b string, fa, fb float64) error
 }
 
 // Measure is MeasureBy for the zero Party (the simulator's).
-func (t *Table) Measure(a, b string, fa, fb float64) error { return t.MeasureBy(Party{}, 0, a, b, fa, fb) }
+func (t *Table) Measure(a, b string, fa, fb float64) error {
+	return t.MeasureBy(Party{}, 0, a, b, fa, fb)
+}
 
 // MarkBadBy remembers that a pair hurt p's guaranteed job at now (Revert):
 // it is not packed again for p's jobs while the mark lasts, nor for
@@ -444,7 +446,9 @@ func median(v []float64) float64 {
 
 // Lookup is the pair's speeds with a first as the zero Party (the
 // simulator) sees them; ok is false for a pair the table does not hold.
-func (t *Table) Lookup(a, b string) (s Speeds, measured, ok bool) { return t.For(Party{}, 0).Lookup(a, b) }
+func (t *Table) Lookup(a, b string) (s Speeds, measured, ok bool) {
+	return t.For(Party{}, 0).Lookup(a, b)
+}
 
 // Bad says whether the pair is bad for the zero Party (the simulator).
 func (t *Table) Bad(a, b string) bool { return t.For(Party{}, 0).Bad(a, b) }
