@@ -57,8 +57,8 @@ import (
 
 const (
 	// maxWaitingGuests bounds the waiting opportunistic jobs judged per
-	// pass, and maxGuestModels the distinct models among them (the work
-	// is per model and node, not per job).
+	// pass, and maxGuestModels the distinct models and owners among them
+	// (the work is per model, owner and node, not per job).
 	maxWaitingGuests = 1024
 	maxGuestModels   = 64
 	// maxExclusions bounds the jobs whose exclusions are tracked (and
@@ -88,7 +88,15 @@ const (
 // waitingGuest is a pending opportunistic job as the last pass saw it.
 type waitingGuest struct {
 	model string // sharing.ModelKey of its model key ("" unknown)
+	uid   uint32 // its owner: the pair table is read as its party sees it
 	pass  uint64
+}
+
+// guestKind is what a waiting guest is judged by: its model and its
+// owner (the pair table's view differs per pair of users, issue 34).
+type guestKind struct {
+	model string
+	uid   uint32
 }
 
 // pin keeps a reverted guest off its host's node.
@@ -128,6 +136,7 @@ type gpuUse struct {
 
 type pairHost struct {
 	id    uint32
+	uid   uint32
 	model string
 }
 
@@ -181,7 +190,7 @@ func (c *Sharing) occupancy(now int64) []nodeUse {
 			case !l.gpuShare:
 				g.whole = true
 			case !l.opportunistic && l.model != "":
-				g.hosts = append(g.hosts, pairHost{id: id, model: l.model})
+				g.hosts = append(g.hosts, pairHost{id: id, uid: l.uid, model: l.model})
 			}
 		}
 	}
@@ -211,9 +220,13 @@ func (c *Sharing) occupancy(now int64) []nodeUse {
 // least one by such a host), with the reason, at most maxExcludedNodes of
 // them; and its pair score, the best predicted speed of a host it fits
 // beside. A host whose model is unknown is not judged (introspection
-// measures that pair). The rule is asked once per host model.
-func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse) guestVerdict {
+// measures that pair). The pair table is read as a host's owner and the
+// guest's owner (uid) see it at now (sharing.Table.For): another user's
+// measurement keeps this guest off nowhere without a quorum. The rule is
+// asked once per host model and owner.
+func judgeGuest(rules sharing.Config, t *sharing.Table, now int64, g guestKind, occ []nodeUse) guestVerdict {
 	v := guestVerdict{}
+	m := g.model
 	if m == "" {
 		return v
 	}
@@ -221,7 +234,11 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 		ok        bool
 		predicted float64
 	}
-	fits := map[string]fit{}
+	type hostKind struct {
+		model string
+		uid   uint32
+	}
+	fits := map[hostKind]fit{}
 	for i := range occ {
 		n := &occ[i]
 		blocked := n.whole
@@ -229,10 +246,10 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 		for _, hosts := range n.shared {
 			for k := range hosts {
 				h := &hosts[k]
-				f, seen := fits[h.model]
+				f, seen := fits[hostKind{h.model, h.uid}]
 				if !seen {
-					f.ok, f.predicted = rules.Fits(t, h.model, m)
-					fits[h.model] = f
+					f.ok, f.predicted = rules.Fits(t.For(party(h.uid, g.uid), now), h.model, m)
+					fits[hostKind{h.model, h.uid}] = f
 				}
 				if !f.ok {
 					blocked++
@@ -248,7 +265,7 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 			if v.excluded == nil {
 				v.excluded, v.hosts = map[string]string{}, map[string]uint32{}
 			}
-			v.excluded[n.name] = badPairWhy(rules, t, *badHost, m)
+			v.excluded[n.name] = badPairWhy(rules, t.For(party(badHost.uid, g.uid), now), *badHost, m)
 			v.hosts[n.name] = badHost.id
 		}
 	}
@@ -256,7 +273,7 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 }
 
 // badPairWhy says why guest model m does not fit beside host h.
-func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) string {
+func badPairWhy(rules sharing.Config, t sharing.View, h pairHost, m string) string {
 	s, measured, _ := t.Lookup(h.model, m)
 	src := "Gavel's measurement"
 	if measured {
@@ -306,7 +323,7 @@ func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 			g.model = sharing.ModelKey(s.Asked.ModelKey()) // once per job: it copies out of slurmctld
 		}
 	}
-	g.pass = c.use.pass
+	g.uid, g.pass = s.User, c.use.pass
 	in.waiting[s.ID] = g
 }
 
@@ -329,14 +346,15 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 		}
 	}
 	var occ []nodeUse
-	verdicts := map[string]guestVerdict{}
+	verdicts := map[guestKind]guestVerdict{}
 	rules := c.cfg.Sharing.Rules
 	if len(in.waiting) > 0 {
 		occ = c.occupancy(now)
 	}
 	for id, g := range in.waiting {
 		ex := in.excl[id]
-		v, ok := verdicts[g.model]
+		kind := guestKind{g.model, g.uid}
+		v, ok := verdicts[kind]
 		if !ok {
 			if len(verdicts) >= maxGuestModels {
 				if ex != nil {
@@ -344,8 +362,8 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 				}
 				continue
 			}
-			v = judgeGuest(rules, in.table, g.model, occ)
-			verdicts[g.model] = v
+			v = judgeGuest(rules, in.table, now, kind, occ)
+			verdicts[kind] = v
 		}
 		if v.score > 0 {
 			pairScores[id] = v.score

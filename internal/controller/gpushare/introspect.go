@@ -153,9 +153,16 @@ func (r *introRates) rates() (solo, shared float64, signal string, ok bool) {
 // pairMember is one job on a shared GPU as the pass sees it.
 type pairMember struct {
 	id            uint32
+	uid           uint32 // its owner: who a measurement of its pair is by
 	opportunistic bool
 	model         string
 	rates         *introRates
+}
+
+// party is who measured the pair of host and guest: their owners
+// (sharing.Party; what they measured applies to their own jobs, issue 34).
+func party(hostUID, guestUID uint32) sharing.Party {
+	return sharing.Party{Host: strconv.FormatUint(uint64(hostUID), 10), Guest: strconv.FormatUint(uint64(guestUID), 10)}
 }
 
 // pairVerdict is what judgePairs decided for one shared GPU: the rules'
@@ -226,8 +233,11 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 type introState struct {
 	// table: the pair table (sharing.Table), seeded at start from
 	// sharing.pair_table (seedPairTable), then filled by introspection:
-	// bad pairs and measured fractions.
-	table *sharing.Table
+	// bad pairs and measured fractions, each by its party (the host's
+	// and the guest's owners); limits: its bounds, sharing.pair_quorum
+	// and sharing.pair_mark_ttl among them (New).
+	table  *sharing.Table
+	limits sharing.Limits
 	// asked: guests whose requeue was asked, until a pass sees them not
 	// running (one request per revert).
 	asked map[uint32]bool
@@ -253,7 +263,7 @@ type introState struct {
 
 func (in *introState) init() {
 	if in.table == nil {
-		in.table = sharing.NewTable(sharing.Limits{})
+		in.table = sharing.NewTable(in.limits)
 	}
 	if in.asked == nil {
 		in.asked = map[uint32]bool{}
@@ -280,7 +290,7 @@ func (c *Sharing) introspect(now int64) {
 		if j == nil || l.pass != u.pass || !l.running || j.rates.sharers < 2 {
 			continue
 		}
-		members = append(members, pairMember{id: id, opportunistic: l.opportunistic, model: l.model, rates: &j.rates})
+		members = append(members, pairMember{id: id, uid: l.uid, opportunistic: l.opportunistic, model: l.model, rates: &j.rates})
 	}
 	for id := range in.asked {
 		if _, ok := u.live[id]; !ok {
@@ -299,7 +309,7 @@ func (c *Sharing) introspect(now int64) {
 	for _, v := range judgePairs(cfg, members) {
 		solo, shared := v.rates.HostSolo, v.rates.HostShared
 		if !v.Revert {
-			c.measurePair(v)
+			c.measurePair(v, now)
 			if in.asked[v.guest.id] {
 				// Its requeue is asked (by the memory bound this pass,
 				// or by a revert Slurm has not carried out yet): it is
@@ -317,10 +327,11 @@ func (c *Sharing) introspect(now int64) {
 		if in.asked[v.guest.id] {
 			continue
 		}
-		if marked, err := in.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), v.rates.Beside()); err != nil {
+		by := party(v.host.uid, v.guest.uid)
+		if marked, err := in.table.LearnBy(by, now, v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), v.rates.Beside()); err != nil {
 			c.log.Warn("pair table refused a bad pair", keyErr, err)
 		} else if marked && len(in.unsaved) < ledger.MaxBadPairs {
-			in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
+			in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, HostUser: by.Host, GuestUser: by.Guest, At: now})
 		}
 		node := v.node
 		if !slurmNodeName(node) {
@@ -358,14 +369,14 @@ func (c *Sharing) introspect(now int64) {
 // its solo rate, which a guest that never ran alone lacks; the table's
 // earlier figure for it is kept then, and a pair with neither is left for
 // a later pass.
-func (c *Sharing) measurePair(v pairVerdict) {
+func (c *Sharing) measurePair(v pairVerdict, now int64) {
 	beside := math.NaN() // not measured: the table's figure stays
 	if v.guestKnown {
 		if beside = v.rates.Beside(); math.IsNaN(beside) {
 			return // a guest measured at 0 alone and beside: nothing the table takes
 		}
 	}
-	_, _ = c.intro.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
+	_, _ = c.intro.table.LearnBy(party(v.host.uid, v.guest.uid), now, v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
 }
 
 // slurmNodeName says whether name is one plain Slurm node name, safe to

@@ -147,18 +147,24 @@ func shardReport(t int64, job, uid uint32, gpu string, sharers int, util, iters 
 // It returns the requeues asked.
 func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
 	t.Helper()
+	return runPairAt(t, c, 1000, hostUID, guestUID, soloIters, sharedIters)
+}
+
+// runPairAt is runPair from time base (its last pass at base+90).
+func runPairAt(t *testing.T, c *testCore, base int64, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
+	t.Helper()
 	host := shardJob(1, owner, "gpu", "resnet")
 	guest := shardJob(2, guestUID, "opp", "lstm")
-	pass(c, 1000, host)
+	pass(c, base, host)
 	for k := int64(1); k <= 3; k++ {
-		c.ReportGPUUse(shardReport(1000+10*k, 1, hostUID, "g0", 1, 90, soloIters))
+		c.ReportGPUUse(shardReport(base+10*k, 1, hostUID, "g0", 1, 90, soloIters))
 	}
-	pass(c, 1040, host, guest)
+	pass(c, base+40, host, guest)
 	for k := int64(5); k <= 8; k++ {
-		c.ReportGPUUse(shardReport(1000+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
-		c.ReportGPUUse(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
+		c.ReportGPUUse(shardReport(base+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
+		c.ReportGPUUse(shardReport(base+10*k, 2, guestUID, "g0", 2, 40, 3))
 	}
-	pass(c, 1090, host, guest)
+	pass(c, base+90, host, guest)
 	return drainRequeues(c)
 }
 
@@ -173,7 +179,7 @@ func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t 
 	if !strings.Contains(buf.String(), "job 2 requeued: its neighbour job 1 ran 20% slower than alone (max_slowdown 5%)") {
 		t.Fatalf("log lacks the revert line:\n%s", buf.String())
 	}
-	if !c.PairBad("resnet", "lstm") {
+	if !c.PairBad("resnet", "lstm", owner, mallory, 1090) {
 		t.Fatal("the pair is not marked bad")
 	}
 	if n := testutil.ToFloat64(c.met.reverts.WithLabelValues(signalIters)); n != 1 {
@@ -200,14 +206,14 @@ func TestAGuestWithinMaxSlowdownIsKeptAndThePairMeasured(t *testing.T) {
 	if got := runPair(t, c, owner, mallory, 10, 9.7); len(got) != 0 {
 		t.Fatalf("requeues %+v, want none", got)
 	}
-	s, measured, ok := c.intro.table.Lookup("resnet", "lstm")
+	s, measured, ok := c.intro.table.For(party(owner, mallory), 1090).Lookup("resnet", "lstm")
 	if !ok || !measured || s.Of < 0.969 || s.Of > 0.971 || s.Beside != 0.7 {
 		t.Fatalf("pair %+v measured %v ok %v, want resnet at 0.97 measured, lstm's seed 0.7 kept", s, measured, ok)
 	}
 	if !strings.Contains(buf.String(), "job 2 kept: its neighbour job 1 ran 3% slower than alone (max_slowdown 5%)") {
 		t.Fatalf("log lacks the kept line:\n%s", buf.String())
 	}
-	if c.PairBad("resnet", "lstm") || strings.Contains(buf.String(), "requeued") {
+	if c.PairBad("resnet", "lstm", owner, mallory, 1090) || strings.Contains(buf.String(), "requeued") {
 		t.Fatalf("kept pair marked bad or logged as requeued:\n%s", buf.String())
 	}
 }
@@ -306,12 +312,14 @@ func TestSlurmNodeNameRefusesListsAndRanges(t *testing.T) {
 }
 
 // A bad pair outlives slurmctld: the writer saves it in the ledger
-// (bad_pairs) and the next core marks it bad again at start.
+// (bad_pair_marks, with the users who measured it) and the next core
+// marks it bad again at start, for those users.
 func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	db := c.cfg.DBPath
-	if got := runPair(t, c, owner, mallory, 10, 5); len(got) != 1 {
+	base := time.Now().Unix() - 100
+	if got := runPairAt(t, c, base, owner, mallory, 10, 5); len(got) != 1 {
 		t.Fatalf("requeues %+v, want one", got)
 	}
 	if err := c.Close(); err != nil { // the writer's last flush
@@ -321,10 +329,14 @@ func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0.05)}
 	again := openCoreWith(t, cfg)
 	defer again.Close()
-	if !again.PairBad("resnet", "lstm") {
+	now := time.Now().Unix()
+	if !again.PairBad("resnet", "lstm", owner, mallory, now) {
 		t.Fatal("the bad pair was forgotten by the restart")
 	}
-	if again.PairBad("resnet", "a3c") {
+	if again.PairBad("resnet", "lstm", owner, owner, now) {
+		t.Fatal("after the restart the mark applies to users who did not measure it")
+	}
+	if again.PairBad("resnet", "a3c", owner, mallory, now) {
 		t.Fatal("a pair never marked is bad after the restart")
 	}
 }
