@@ -79,7 +79,19 @@ type introRates struct {
 	gpus      []string
 	// at: the report time of the last sample.
 	at int64
+	// util: the utilisation of the last counted sample; winUtil: the
+	// current window's; before: the previous window's mean on the same
+	// GPU (0 for a job new to it). rise is what a revert charges a guest
+	// by (judgePairs).
+	util    float64
+	winUtil rateMean
+	before  float64
 }
+
+// rise is how far the job's utilisation rose since its GPU's sharers
+// last changed: its last sample's less its mean in the window before (a
+// job that came to the GPU with the change rose from 0).
+func (r *introRates) rise() float64 { return r.util - r.before }
 
 // observe folds one checked entry of node's report at time at.
 func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
@@ -103,12 +115,23 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 	if sharers != r.sharers || node != r.node || gpu != r.gpu {
 		// A new window: its first sample is skipped (the agent's rate
 		// and utilisation span the change).
+		switch {
+		case node != r.node || gpu != r.gpu:
+			r.before, r.util = 0, 0
+		case r.winUtil.n > 0:
+			r.before = r.winUtil.mean()
+		}
+		r.winUtil = rateMean{}
 		r.sharers, r.since, r.node, r.gpu = sharers, at, node, gpu
 		r.sharedIters, r.sharedUtil = rateMean{}, rateMean{}
 		r.at = at
 		return
 	}
 	r.at = at
+	if !math.IsNaN(util) && !math.IsInf(util, 0) && util >= 0 {
+		r.util = util
+		r.winUtil.add(util)
+	}
 	if sharers == 1 {
 		r.soloIters.add(iters)
 		r.soloUtil.add(util)
@@ -181,11 +204,17 @@ type pairVerdict struct {
 // judgePairs finds the pairs among the jobs on shared GPUs and judges
 // each: per GPU (node and uuid) with exactly one guaranteed job and at
 // least one opportunistic job in the same window, the pair's measured
-// rates against cfg.JudgePair (the simulator's introspection too). On a
-// revert the guest is the one that came last (Gandiva reverts the last
-// packing). A GPU with several guaranteed jobs (two guaranteed shard
-// jobs, and a guest) is not judged: whose loss is whose cannot be told.
-// Pure: the caller applies the verdicts.
+// rates against cfg.JudgePair (the simulator's introspection too). With
+// several guests the one charged (requeued on a revert) is the one whose
+// GPU utilisation rose most since the GPU's sharers last changed
+// (introRates.rise: a guest that came with the change rose from 0, so a
+// newcomer that slowed the host goes, as Gandiva reverts the last
+// packing; an earlier guest that saturated the GPU after it is charged,
+// not the newcomer: issue 34 item 4); a tie (within chargeTie) goes to
+// the one that came last, then to the larger job id. A GPU with several
+// guaranteed jobs (two guaranteed shard jobs, and a guest) is not
+// judged: whose loss is whose cannot be told. Pure: the caller applies
+// the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	order, groups := sharedGPUs(members, func(m pairMember) (string, string, bool) {
 		return m.rates.node, m.rates.gpu, m.rates.sharers >= 2 && m.rates.gpu != ""
@@ -211,7 +240,7 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 		}
 		last := guests[0]
 		for _, g := range guests[1:] {
-			if g.rates.since > last.rates.since || (g.rates.since == last.rates.since && g.id > last.id) {
+			if chargedBefore(g, last) {
 				last = g
 			}
 		}
@@ -227,6 +256,22 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 		out = append(out, v)
 	}
 	return out
+}
+
+// chargeTie: utilisation rises (percentage points) this close are a tie.
+const chargeTie = 1.0
+
+// chargedBefore says whether guest a is charged for its host's slowdown
+// rather than b: its utilisation rose more, or as much and it came later
+// (then the larger job id).
+func chargedBefore(a, b pairMember) bool {
+	if ra, rb := a.rates.rise(), b.rates.rise(); math.Abs(ra-rb) >= chargeTie {
+		return ra > rb
+	}
+	if a.rates.since != b.rates.since {
+		return a.rates.since > b.rates.since
+	}
+	return a.id > b.id
 }
 
 // introState is the core's introspection between passes; under mu.

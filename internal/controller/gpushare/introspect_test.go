@@ -49,6 +49,12 @@ func sharedOnly(gpu string, since int) *introRates {
 	return r
 }
 
+// shiftedBy moves r's window start by d seconds (a job that came later).
+func shiftedBy(r *introRates, d int64) *introRates {
+	r.since += d
+	return r
+}
+
 func TestJudgePairs(t *testing.T) {
 	cfg := sharing.Config{MaxSlowdown: 0.05}
 	host := func(r *introRates) pairMember { return pairMember{id: 1, model: "resnet", rates: r} }
@@ -87,6 +93,21 @@ func TestJudgePairs(t *testing.T) {
 			[]pairMember{host(aloneThenShared("g0", 10, 9.7, true)), guest(2, aloneThenShared("g0", 10, 0.2, true))}, 1, true, 2, signalIters},
 		{"host 3% slower, the guest measured at half its own rate: the pair gains, the guest is kept",
 			[]pairMember{host(aloneThenShared("g0", 10, 9.7, true)), guest(2, aloneThenShared("g0", 10, 5, true))}, 1, false, 2, signalIters},
+		// Issue 34 item 4: the earlier guest saturates the GPU once a
+		// newcomer arrives; the tie (one window, the later job) used to
+		// requeue the newcomer.
+		{"two guests: the earlier one whose utilisation rose is requeued, not the newcomer beside it",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)),
+				guest(2, ratesOf("g0", [3]float64{2, -1, 20}, [3]float64{2, -1, 20}, [3]float64{2, -1, 20},
+					[3]float64{3, -1, 20}, [3]float64{3, -1, 90}, [3]float64{3, -1, 90})),
+				guest(4, shiftedBy(ratesOf("g0", [3]float64{3, -1, 30}, [3]float64{3, -1, 30}, [3]float64{3, -1, 30}), 30))},
+			1, true, 2, signalIters},
+		{"two guests: the newcomer whose use slowed the host is requeued, the steady earlier one kept",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)),
+				guest(2, ratesOf("g0", [3]float64{2, -1, 20}, [3]float64{2, -1, 20}, [3]float64{2, -1, 20},
+					[3]float64{3, -1, 20}, [3]float64{3, -1, 20}, [3]float64{3, -1, 20})),
+				guest(4, shiftedBy(ratesOf("g0", [3]float64{3, -1, 30}, [3]float64{3, -1, 30}, [3]float64{3, -1, 30}), 30))},
+			1, true, 4, signalIters},
 		{"two guests: the one that came last is requeued",
 			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), guest(2, sharedOnly("g0", 0)), guest(4, sharedOnly("g0", 5)), guest(3, sharedOnly("g0", 0))},
 			1, true, 4, signalIters},
