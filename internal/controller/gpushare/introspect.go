@@ -36,7 +36,10 @@ import (
 // once a guest arrives) and so evict guests beside it. That only ever
 // requeues opportunistic jobs, which by AntMan's contract yield to any
 // guaranteed job anyway; it cannot requeue a guaranteed job, nor a job
-// on another GPU (docs/security.md).
+// on another GPU, and the bad mark it leaves applies to the host's and
+// that guest's users only (sharing.Party: to everyone's jobs only with
+// sharing.pair_quorum parties without a user in common; issue 34,
+// docs/security.md).
 
 const (
 	// introMinSamples: a rate needs this many samples before a pair is
