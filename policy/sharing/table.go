@@ -302,6 +302,15 @@ func (t *Table) MarkBadBy(p Party, now int64, a, b string) error {
 // MarkBad is MarkBadBy for the zero Party (the simulator's).
 func (t *Table) MarkBad(a, b string) error { return t.MarkBadBy(Party{}, 0, a, b) }
 
+// Marked says whether any party's measurement of the pair is held: if
+// not, every party's view of it is the seed, and a caller judging many
+// parties may ask once.
+func (t *Table) Marked(a, b string) bool {
+	k, _ := key(a, b)
+	e, ok := t.entries[k]
+	return ok && len(e.marks) > 0
+}
+
 // Pairs is what the rules read of a pair table: one party's view
 // (Table.For), or the simulator's (*Table).
 type Pairs interface {

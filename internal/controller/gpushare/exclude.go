@@ -239,6 +239,10 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, now int64, g guestKind, 
 		uid   uint32
 	}
 	fits := map[hostKind]fit{}
+	// marked: whether anyone measured the pair of each host model and m;
+	// a pair nobody measured reads the same (its seed) for every owner,
+	// so the rule is asked once per host model, not per owner.
+	marked := map[string]bool{}
 	for i := range occ {
 		n := &occ[i]
 		blocked := n.whole
@@ -246,10 +250,19 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, now int64, g guestKind, 
 		for _, hosts := range n.shared {
 			for k := range hosts {
 				h := &hosts[k]
-				f, seen := fits[hostKind{h.model, h.uid}]
+				hk := hostKind{model: h.model}
+				byUser, seen := marked[h.model]
+				if !seen {
+					byUser = t.Marked(h.model, m)
+					marked[h.model] = byUser
+				}
+				if byUser {
+					hk.uid = h.uid // measured by someone: each host owner's view
+				}
+				f, seen := fits[hk]
 				if !seen {
 					f.ok, f.predicted = rules.Fits(t.For(party(h.uid, g.uid), now), h.model, m)
-					fits[hostKind{h.model, h.uid}] = f
+					fits[hk] = f
 				}
 				if !f.ok {
 					blocked++
