@@ -24,7 +24,10 @@ import (
 //     where it could only land beside a guaranteed job it would slow by
 //     more than sharing.max_slowdown (sharing.Config.Fits: measured bad,
 //     did not run together, or predicted too slow) — every GPU of the
-//     node is held whole or by such a host. A node with one GPU it may
+//     node is held whole or by such a host. The table is read as the
+//     guest's owner and each host's owner see it (sharing.Table.For:
+//     another user's measurement counts only with a quorum, issue 34).
+//     A node with one GPU it may
 //     use is left open: which GPU's shard Slurm picks cannot be steered,
 //     and introspection reverts a bad landing within a pass. A revert
 //     also pins its guest off its host's node while the host runs, for
