@@ -38,7 +38,10 @@
 //     packed again. RevertPair adds the opportunistic job's measured rate:
 //     a pair that does not gain (Gains) is reverted too. JudgePair is the
 //     two on one pair's measured rates, and Table.Learn what the table
-//     takes from its verdict (introspect.go).
+//     takes from its verdict (introspect.go); in slurmctld Table.LearnBy,
+//     for the users whose jobs were measured (Party: their mark reaches
+//     other users' jobs only with Limits.Quorum independent parties, and
+//     expires after Limits.MarkTTL; table.go).
 //   - Promote: an opportunistic job that has waited PromoteAfter becomes
 //     guaranteed; PromoteNow does it only at a pass where no guaranteed
 //     job waits, so a promoted job never competes with one that was

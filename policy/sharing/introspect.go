@@ -50,33 +50,44 @@ func (c Config) JudgePair(r PairRates) PairVerdict {
 	return v
 }
 
-// Learn is what the table takes from a judged pair of models host and
-// guest (Gandiva's introspection): a reverted pair is marked bad, so it
-// is not packed again; a kept one's measured fractions replace the
-// table's (a seed or an earlier measurement), of the host's and beside
-// the guest's, each capped at the table's MaxFraction; a guest whose own
-// fraction was not measured (beside NaN) keeps the table's figure, and a
-// pair with neither is left for a later measurement. A pair the table
-// holds as bad, or without both names, is left as it is. It reports
-// whether it marked the pair bad now, and why the table refused it.
-func (t *Table) Learn(host, guest string, v PairVerdict, of, beside float64) (markedBad bool, err error) {
-	if host == "" || guest == "" || t.Bad(host, guest) {
+// LearnBy is what the table takes from a pair of models host and guest
+// that party p's jobs ran and the rules judged at now (Gandiva's
+// introspection): a reverted pair is marked bad for p, so it is not packed
+// again for p's jobs; a kept one's measured fractions replace p's view of
+// the pair (a seed, what a quorum agreed, or p's earlier measurement), of
+// the host's and beside the guest's, each clamped to [0, 1]; a guest whose
+// own fraction was not measured (beside NaN) keeps the figure p's view
+// holds, and a pair with neither is left for a later measurement. A pair
+// p's view holds as bad, or without both names, is left as it is. What p
+// measured reaches other users' jobs only with a quorum (Table.For). It
+// reports whether it marked the pair bad now, and why the table refused
+// it.
+func (t *Table) LearnBy(p Party, now int64, host, guest string, v PairVerdict, of, beside float64) (markedBad bool, err error) {
+	view := t.For(p, now)
+	if host == "" || guest == "" || view.Bad(host, guest) {
 		return false, nil
 	}
 	if v.Revert {
-		if err := t.MarkBad(host, guest); err != nil {
+		if err := t.MarkBadBy(p, now, host, guest); err != nil {
 			return false, err
 		}
 		return true, nil
 	}
 	if math.IsNaN(beside) {
-		s, _, ok := t.Lookup(host, guest)
+		s, _, ok := view.Lookup(host, guest)
 		if !ok {
 			return false, nil
 		}
 		beside = s.Beside
 	}
-	lim := t.limits.MaxFraction
-	_ = t.Measure(host, guest, min(of, lim), min(beside, lim)) // a fraction Measure refuses (NaN) leaves the pair unmeasured
+	// Clamped before Measure's check: a measurement above MaxFraction is
+	// noise at 1, not a refusal; one Measure refuses (NaN) leaves the
+	// pair as it was.
+	_ = t.MeasureBy(p, now, host, guest, min(of, 1), min(beside, 1))
 	return false, nil
+}
+
+// Learn is LearnBy for the zero Party (the simulator's one measurer).
+func (t *Table) Learn(host, guest string, v PairVerdict, of, beside float64) (markedBad bool, err error) {
+	return t.LearnBy(Party{}, 0, host, guest, v, of, beside)
 }

@@ -57,8 +57,8 @@ func TestTableLearn(t *testing.T) {
 	t.Run("a_kept_pair_replaces_the_seed_capped", func(t *testing.T) {
 		tab := seeded()
 		tab.Learn("host", "guest", keep, 0.97, 5)
-		if s, measured, _ := tab.Lookup("host", "guest"); !measured || s.Of != 0.97 || s.Beside != DefaultLimits().MaxFraction {
-			t.Fatalf("pair %+v measured %v, want 0.97 and the cap", s, measured)
+		if s, measured, _ := tab.Lookup("host", "guest"); !measured || s.Of != 0.97 || s.Beside != 1 {
+			t.Fatalf("pair %+v measured %v, want 0.97 and the physical cap 1", s, measured)
 		}
 	})
 	t.Run("a_guest_not_measured_keeps_the_tables_figure", func(t *testing.T) {
@@ -94,6 +94,90 @@ func TestTableLearn(t *testing.T) {
 		tab.Seed("a", "b", 1, 1)
 		if marked, err := tab.Learn("host", "guest", revert, 0.5, nan); marked || !errors.Is(err, ErrTableFull) {
 			t.Fatalf("marked %v, err %v, want ErrTableFull", marked, err)
+		}
+	})
+}
+
+// Issue 34 item 3: one user's jobs poison the pair table for everyone. A
+// user's own host and guest, named after other users' models, fake a
+// slowdown (or store fractions above 1). What a party measured applies to
+// its own two users' jobs only, to everyone only when Quorum parties with
+// no user in common agree, and never for longer than MarkTTL; fractions
+// are clamped to [0, 1].
+func TestAPartysMeasurementReachesOtherUsersOnlyByQuorum(t *testing.T) {
+	const now, ttl = 1_000_000, 3600
+	revert, keep := PairVerdict{Revert: true}, PairVerdict{}
+	mallory := Party{Host: "666", Guest: "666"}
+	alice := Party{Host: "100", Guest: "200"} // another user's host and guest
+	t.Run("a self-made bad mark keeps only its maker's guests away", func(t *testing.T) {
+		tab := NewTable(Limits{Quorum: 2, MarkTTL: ttl})
+		must(t, tab.Seed("resnet50", "bert", 0.99, 0.9))
+		if marked, err := tab.LearnBy(mallory, now, "resnet50", "bert", revert, 0.5, math.NaN()); !marked || err != nil {
+			t.Fatalf("marked %v, err %v", marked, err)
+		}
+		if !tab.For(mallory, now).Bad("resnet50", "bert") {
+			t.Fatal("the mark does not apply to its own party")
+		}
+		if tab.For(alice, now).Bad("resnet50", "bert") {
+			t.Fatal("one user's mark applies to another user's jobs")
+		}
+		if s, measured, ok := tab.For(alice, now).Lookup("resnet50", "bert"); !ok || measured || s.Of != 0.99 {
+			t.Fatalf("another user sees %+v measured %v ok %v; want the seed", s, measured, ok)
+		}
+		if ch, ok := DefaultConfig().Choose(tab.For(alice, now), "resnet50", []string{"bert"}); !ok || ch.Unmeasured {
+			t.Fatalf("another user's guest is not chosen by its seed: %+v %v", ch, ok)
+		}
+	})
+	t.Run("one user beside many victims counts once", func(t *testing.T) {
+		tab := NewTable(Limits{Quorum: 2, MarkTTL: ttl})
+		for _, victim := range []string{"1", "2", "3"} {
+			tab.LearnBy(Party{Host: "666", Guest: victim}, now, "resnet50", "bert", revert, 0.5, math.NaN())
+		}
+		if tab.For(alice, now).Bad("resnet50", "bert") {
+			t.Fatal("marks that all share one user reached a quorum")
+		}
+		tab.LearnBy(Party{Host: "7", Guest: "8"}, now, "resnet50", "bert", revert, 0.5, math.NaN())
+		if !tab.For(alice, now).Bad("resnet50", "bert") {
+			t.Fatal("two independent parties' marks do not apply to everyone")
+		}
+	})
+	t.Run("fractions are clamped and a quorum's figure is their median", func(t *testing.T) {
+		tab := NewTable(Limits{Quorum: 3, MarkTTL: ttl})
+		tab.LearnBy(mallory, now, "resnet50", "bert", keep, 5, 1.2)
+		if s, _, _ := tab.For(mallory, now).Lookup("resnet50", "bert"); s.Of != 1 || s.Beside != 1 {
+			t.Fatalf("stored %+v; want clamped to 1", s)
+		}
+		if _, _, ok := tab.For(alice, now).Lookup("resnet50", "bert"); ok {
+			t.Fatal("one party's fractions reach another user")
+		}
+		tab.LearnBy(Party{Host: "1", Guest: "2"}, now, "resnet50", "bert", keep, 0.9, 0.6)
+		tab.LearnBy(Party{Host: "3", Guest: "3"}, now, "resnet50", "bert", keep, 0.8, 0.5)
+		s, measured, ok := tab.For(alice, now).Lookup("bert", "resnet50")
+		if !ok || !measured || s.Of != 0.6 || s.Beside != 0.9 {
+			t.Fatalf("with a quorum another user sees %+v measured %v; want the median {0.6 0.9}", s, measured)
+		}
+	})
+	t.Run("every mark expires", func(t *testing.T) {
+		tab := NewTable(Limits{Quorum: 1, MarkTTL: ttl})
+		tab.LearnBy(mallory, now, "resnet50", "bert", revert, 0.5, math.NaN())
+		if !tab.For(alice, now+ttl-1).Bad("resnet50", "bert") {
+			t.Fatal("the mark does not hold before its TTL (quorum 1)")
+		}
+		if tab.For(mallory, now+ttl).Bad("resnet50", "bert") || tab.For(alice, now+ttl).Bad("resnet50", "bert") {
+			t.Fatal("the mark outlived its TTL")
+		}
+		if marked, _ := tab.LearnBy(mallory, now+ttl, "resnet50", "bert", revert, 0.5, math.NaN()); !marked {
+			t.Fatal("an expired pair is not marked again")
+		}
+	})
+	t.Run("a host's and guest's roles count", func(t *testing.T) {
+		tab := NewTable(Limits{Quorum: 2, MarkTTL: ttl})
+		tab.LearnBy(Party{Host: "1", Guest: "2"}, now, "resnet50", "bert", revert, 0.5, math.NaN())
+		if !tab.For(Party{Host: "2", Guest: "1"}, now).Bad("bert", "resnet50") {
+			t.Fatal("the pair named the other way round does not meet the mark")
+		}
+		if tab.For(Party{Host: "2", Guest: "1"}, now).Bad("resnet50", "bert") {
+			t.Fatal("the users' roles swapped meet the mark")
 		}
 	})
 }

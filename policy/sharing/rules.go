@@ -141,7 +141,7 @@ type Choice struct {
 // candidate (the caller's order: who waited longest). With TryUnmeasured, a guest whose
 // pair the table lacks is chosen only when no held pair qualifies. ok is
 // false when no guest may go beside host.
-func (c Config) Choose(t *Table, host string, guests []string) (ch Choice, ok bool) {
+func (c Config) Choose(t Pairs, host string, guests []string) (ch Choice, ok bool) {
 	best, bestLoss, bestGuest := -1, math.Inf(1), -1.0
 	firstUnmeasured := -1
 	for i, g := range guests {
@@ -179,7 +179,7 @@ func (c Config) Choose(t *Table, host string, guests []string) (ch Choice, ok bo
 // MaxSlowdown; an unmeasured pair fits only with TryUnmeasured. predicted
 // is host's speed beside guest as the table holds it (Speeds.Of), 0 when
 // the table has no figure: what a caller ranks waiting guests by.
-func (c Config) Fits(t *Table, host, guest string) (fits bool, predicted float64) {
+func (c Config) Fits(t Pairs, host, guest string) (fits bool, predicted float64) {
 	ch, ok := c.Choose(t, host, []string{guest})
 	if !ok {
 		return false, 0

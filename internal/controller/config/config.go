@@ -97,7 +97,21 @@ type Sharing struct {
 	// slurmctld's log: introspection then learns every pair by trying it.
 	PairTable    string
 	PairTableGPU string
+	// PairQuorum and PairMarkTTL bound how far what introspection measured
+	// reaches (sharing.Limits.Quorum, MarkTTL; issue 34): a pair's
+	// measurement applies to the jobs of the two users whose jobs it was
+	// measured on, to every user's only once PairQuorum measurements with
+	// no user in common agree, and for PairMarkTTL seconds at most.
+	PairQuorum  int
+	PairMarkTTL int64
 }
+
+// MaxPairQuorum and MaxPairMarkTTL bound sharing.pair_quorum and
+// sharing.pair_mark_ttl (a year: a mark must expire).
+const (
+	MaxPairQuorum  = 16
+	MaxPairMarkTTL = 365 * 24 * 3600
+)
 
 // DefaultPairTable is where the lachesis-slurmctld package installs
 // Gavel's measurements (data/gavel in the repository).
@@ -280,6 +294,8 @@ type file struct {
 		GuestMemoryHeadroomPct float64 `mapstructure:"guest_memory_headroom_pct"`
 		PairTable              string  `mapstructure:"pair_table"`
 		PairTableGPU           string  `mapstructure:"pair_table_gpu"`
+		PairQuorum             float64 `mapstructure:"pair_quorum"`
+		PairMarkTTL            float64 `mapstructure:"pair_mark_ttl"`
 	} `mapstructure:"sharing"`
 	Quota quotaFile `mapstructure:"quota"`
 }
@@ -322,8 +338,9 @@ func Default() Config {
 		Placement: placement.DefaultConfig(),
 		GPUTypes:  map[string]float64{},
 		GPUUse:    GPUUse{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
-		Sharing:   Sharing{Rules: rules, PairTable: DefaultPairTable, PairTableGPU: "v100"},
-		Quota:     Quota{Accounts: map[string]quota.Spec{}, MaxReclaimPerPass: quota.DefaultMaxReclaimPerPass},
+		Sharing: Sharing{Rules: rules, PairTable: DefaultPairTable, PairTableGPU: "v100",
+			PairQuorum: sharing.DefaultQuorum, PairMarkTTL: sharing.DefaultMarkTTL},
+		Quota: Quota{Accounts: map[string]quota.Spec{}, MaxReclaimPerPass: quota.DefaultMaxReclaimPerPass},
 	}
 }
 
@@ -394,6 +411,8 @@ func defaultFile() file {
 	f.Sharing.PairTable = d.Sharing.PairTable
 	f.Sharing.PairTableGPU = d.Sharing.PairTableGPU
 	f.Quota.MaxReclaimPerPass = d.Quota.MaxReclaimPerPass
+	f.Sharing.PairQuorum = float64(d.Sharing.PairQuorum)
+	f.Sharing.PairMarkTTL = float64(d.Sharing.PairMarkTTL)
 	return f
 }
 
@@ -640,7 +659,14 @@ func (f file) checkSharing(c *Config) error {
 	if err != nil {
 		return err
 	}
-	c.Sharing = Sharing{OpportunisticPartition: name, PairTable: f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU}
+	c.Sharing = Sharing{OpportunisticPartition: name, PairTable: f.Sharing.PairTable, PairTableGPU: f.Sharing.PairTableGPU,
+		PairQuorum: int(f.Sharing.PairQuorum), PairMarkTTL: int64(f.Sharing.PairMarkTTL)}
+	if q := f.Sharing.PairQuorum; !(q >= 1 && q <= MaxPairQuorum) || q != math.Trunc(q) {
+		return fmt.Errorf("%w: sharing.pair_quorum must be a whole number of measurements from 1 to %d, got %v", ErrInvalid, MaxPairQuorum, q)
+	}
+	if ttl := f.Sharing.PairMarkTTL; !(ttl >= 60 && ttl <= MaxPairMarkTTL) || ttl != math.Trunc(ttl) {
+		return fmt.Errorf("%w: sharing.pair_mark_ttl must be a whole number of seconds from 60 to %d, got %v", ErrInvalid, MaxPairMarkTTL, ttl)
+	}
 	if p := c.Sharing.PairTable; p != "" && (len(p) > MaxPairTablePath || !filepath.IsAbs(p) || strings.ContainsRune(p, 0)) {
 		return fmt.Errorf("%w: sharing.pair_table must be an absolute directory path of at most %d bytes (or empty: no seeds), got %q",
 			ErrInvalid, MaxPairTablePath, p)

@@ -188,6 +188,11 @@ func TestParseRejectsBadInputNamingTheKey(t *testing.T) {
 		{"NaN max_slowdown is rejected", "sharing:\n  max_slowdown: .nan\n", "sharing.max_slowdown"},
 		{"a relative pair_table is rejected", "sharing:\n  pair_table: data/gavel\n", "sharing.pair_table"},
 		{"an empty pair_table_gpu is rejected", "sharing:\n  pair_table_gpu: \"\"\n", "sharing.pair_table_gpu"},
+		{"a pair_quorum of 0 is rejected", "sharing:\n  pair_quorum: 0\n", "sharing.pair_quorum"},
+		{"a fractional pair_quorum is rejected", "sharing:\n  pair_quorum: 2.5\n", "sharing.pair_quorum"},
+		{"a pair_mark_ttl under a minute is rejected", "sharing:\n  pair_mark_ttl: 59\n", "sharing.pair_mark_ttl"},
+		{"a pair_mark_ttl over a year is rejected (a mark must expire)", "sharing:\n  pair_mark_ttl: 31536001\n", "sharing.pair_mark_ttl"},
+		{"a NaN pair_mark_ttl is rejected", "sharing:\n  pair_mark_ttl: .nan\n", "sharing.pair_mark_ttl"},
 		{"negative convert_below_pct is rejected", "sharing:\n  convert_below_pct: -1\n", "sharing.convert_below_pct"},
 		{"convert_below_pct of 100 is rejected", "sharing:\n  convert_below_pct: 100\n", "sharing.convert_below_pct"},
 		{"NaN convert_below_pct is rejected", "sharing:\n  convert_below_pct: .nan\n", "sharing.convert_below_pct"},
@@ -351,6 +356,12 @@ func TestParseReadsSharing(t *testing.T) {
 	}
 	if c.Sharing.PairTable != DefaultPairTable || c.Sharing.PairTableGPU != "v100" {
 		t.Fatalf("pair table %q on %q, want the installed copy on v100 by default", c.Sharing.PairTable, c.Sharing.PairTableGPU)
+	}
+	if c.Sharing.PairQuorum != 3 || c.Sharing.PairMarkTTL != 7*24*3600 {
+		t.Fatalf("pair_quorum %d, pair_mark_ttl %d; want 3 and 7 days by default", c.Sharing.PairQuorum, c.Sharing.PairMarkTTL)
+	}
+	if c, err := Parse(strings.NewReader("sharing:\n  pair_quorum: 2\n  pair_mark_ttl: 3600\n")); err != nil || c.Sharing.PairQuorum != 2 || c.Sharing.PairMarkTTL != 3600 {
+		t.Fatalf("pair_quorum 2 and pair_mark_ttl 3600 read as %d, %d (%v)", c.Sharing.PairQuorum, c.Sharing.PairMarkTTL, err)
 	}
 	c, err = Parse(strings.NewReader("sharing:\n  pair_table: /srv/gavel\n  pair_table_gpu: p100\n"))
 	if err != nil || c.Sharing.PairTable != "/srv/gavel" || c.Sharing.PairTableGPU != "p100" {

@@ -470,7 +470,9 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 		if p.Judged == 0 {
 			continue
 		}
-		if bad := c.sharing.PairBad(p.HostModel, p.GuestModel); bad != p.Reverted {
+		// Each job is its own user's (2000 + id): the mark is the pair
+		// of users' who measured it (issue 34).
+		if bad := c.sharing.PairBad(p.HostModel, p.GuestModel, 2000+p.Host, 2000+p.Guest, clock); bad != p.Reverted {
 			problems = append(problems, fmt.Sprintf("pair %s beside %s: bad in the core %v, reverted by the simulator %v", p.GuestModel, p.HostModel, bad, p.Reverted))
 		}
 	}

@@ -24,7 +24,10 @@ import (
 //     where it could only land beside a guaranteed job it would slow by
 //     more than sharing.max_slowdown (sharing.Config.Fits: measured bad,
 //     did not run together, or predicted too slow) — every GPU of the
-//     node is held whole or by such a host. A node with one GPU it may
+//     node is held whole or by such a host. The table is read as the
+//     guest's owner and each host's owner see it (sharing.Table.For:
+//     another user's measurement counts only with a quorum, issue 34).
+//     A node with one GPU it may
 //     use is left open: which GPU's shard Slurm picks cannot be steered,
 //     and introspection reverts a bad landing within a pass. A revert
 //     also pins its guest off its host's node while the host runs, for
@@ -57,10 +60,10 @@ import (
 
 const (
 	// maxWaitingGuests bounds the waiting opportunistic jobs judged per
-	// pass, and maxGuestModels the distinct models among them (the work
-	// is per model and node, not per job). Both are split fairly among
-	// the users with waiting guests (guestShare): one user's flood takes
-	// at most its share, never everyone's steering.
+	// pass, and maxGuestModels the distinct models and owners among them
+	// (the work is per model, owner and node, not per job). Both are
+	// split fairly among the users with waiting guests (guestShare): one
+	// user's flood takes at most its share, never everyone's steering.
 	maxWaitingGuests = 1024
 	maxGuestModels   = 64
 	// exclusionWindow (seconds) and exclusionSends rate-limit the
@@ -96,8 +99,15 @@ const (
 // waitingGuest is a pending opportunistic job as the last pass saw it.
 type waitingGuest struct {
 	model string // sharing.ModelKey of its model key ("" unknown)
-	uid   uint32
+	uid   uint32 // its owner: the pair table is read as its party sees it
 	pass  uint64
+}
+
+// guestKind is what a waiting guest is judged by: its model and its
+// owner (the pair table's view differs per pair of users, issue 34).
+type guestKind struct {
+	model string
+	uid   uint32
 }
 
 // waitingUsers is the pass's count of waiting guests per user, for the
@@ -108,7 +118,7 @@ type waitingUsers struct {
 	seen     map[uint32]bool // users with a waiting guest this pass, at most maxWaitingGuests
 	lastSeen int             // len(seen) of the last pass
 	total    int             // guests recorded this pass
-	models   map[uint32]int  // models judged per user this pass
+	models   map[uint32]int  // guest kinds judged per user this pass
 }
 
 // guestShare is each of users' fair share of bound (at least 1).
@@ -160,6 +170,7 @@ type gpuUse struct {
 
 type pairHost struct {
 	id    uint32
+	uid   uint32
 	model string
 }
 
@@ -213,7 +224,7 @@ func (c *Sharing) occupancy(now int64) []nodeUse {
 			case !l.gpuShare:
 				g.whole = true
 			case !l.opportunistic && l.model != "":
-				g.hosts = append(g.hosts, pairHost{id: id, model: l.model})
+				g.hosts = append(g.hosts, pairHost{id: id, uid: l.uid, model: l.model})
 			}
 		}
 	}
@@ -243,9 +254,13 @@ func (c *Sharing) occupancy(now int64) []nodeUse {
 // least one by such a host), with the reason, at most maxExcludedNodes of
 // them; and its pair score, the best predicted speed of a host it fits
 // beside. A host whose model is unknown is not judged (introspection
-// measures that pair). The rule is asked once per host model.
-func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse) guestVerdict {
+// measures that pair). The pair table is read as a host's owner and the
+// guest's owner (uid) see it at now (sharing.Table.For): another user's
+// measurement keeps this guest off nowhere without a quorum. The rule is
+// asked once per host model and owner.
+func judgeGuest(rules sharing.Config, t *sharing.Table, now int64, g guestKind, occ []nodeUse) guestVerdict {
 	v := guestVerdict{}
+	m := g.model
 	if m == "" {
 		return v
 	}
@@ -253,7 +268,15 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 		ok        bool
 		predicted float64
 	}
-	fits := map[string]fit{}
+	type hostKind struct {
+		model string
+		uid   uint32
+	}
+	fits := map[hostKind]fit{}
+	// marked: whether anyone measured the pair of each host model and m;
+	// a pair nobody measured reads the same (its seed) for every owner,
+	// so the rule is asked once per host model, not per owner.
+	marked := map[string]bool{}
 	for i := range occ {
 		n := &occ[i]
 		blocked := n.whole
@@ -261,10 +284,19 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 		for _, hosts := range n.shared {
 			for k := range hosts {
 				h := &hosts[k]
-				f, seen := fits[h.model]
+				hk := hostKind{model: h.model}
+				byUser, seen := marked[h.model]
 				if !seen {
-					f.ok, f.predicted = rules.Fits(t, h.model, m)
-					fits[h.model] = f
+					byUser = t.Marked(h.model, m)
+					marked[h.model] = byUser
+				}
+				if byUser {
+					hk.uid = h.uid // measured by someone: each host owner's view
+				}
+				f, seen := fits[hk]
+				if !seen {
+					f.ok, f.predicted = rules.Fits(t.For(party(h.uid, g.uid), now), h.model, m)
+					fits[hk] = f
 				}
 				if !f.ok {
 					blocked++
@@ -280,7 +312,7 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 			if v.excluded == nil {
 				v.excluded, v.hosts = map[string]string{}, map[string]uint32{}
 			}
-			v.excluded[n.name] = badPairWhy(rules, t, *badHost, m)
+			v.excluded[n.name] = badPairWhy(rules, t.For(party(badHost.uid, g.uid), now), *badHost, m)
 			v.hosts[n.name] = badHost.id
 		}
 	}
@@ -288,7 +320,7 @@ func judgeGuest(rules sharing.Config, t *sharing.Table, m string, occ []nodeUse)
 }
 
 // badPairWhy says why guest model m does not fit beside host h.
-func badPairWhy(rules sharing.Config, t *sharing.Table, h pairHost, m string) string {
+func badPairWhy(rules sharing.Config, t sharing.View, h pairHost, m string) string {
 	s, measured, _ := t.Lookup(h.model, m)
 	src := "Gavel's measurement"
 	if measured {
@@ -386,7 +418,7 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 		}
 	}
 	var occ []nodeUse
-	verdicts := map[string]guestVerdict{}
+	verdicts := map[guestKind]guestVerdict{}
 	rules := c.cfg.Sharing.Rules
 	if len(in.waiting) > 0 {
 		occ = c.occupancy(now)
@@ -397,7 +429,8 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 	modelShare := guestShare(maxGuestModels, len(w.admitted))
 	for id, g := range in.waiting {
 		ex := in.excl[id]
-		v, ok := verdicts[g.model]
+		kind := guestKind{g.model, g.uid}
+		v, ok := verdicts[kind]
 		if !ok {
 			if len(verdicts) >= maxGuestModels || w.models[g.uid] >= modelShare {
 				if ex != nil {
@@ -405,8 +438,8 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 				}
 				continue
 			}
-			v = judgeGuest(rules, in.table, g.model, occ)
-			verdicts[g.model] = v
+			v = judgeGuest(rules, in.table, now, kind, occ)
+			verdicts[kind] = v
 			if w.models != nil {
 				w.models[g.uid]++
 			}

@@ -456,3 +456,30 @@ func TestAGuestSlurmHoldsForItsExclusionKeepsItUntilTheHostEnds(t *testing.T) {
 		t.Fatalf("after the host ended ExcNodeList %q, want it lifted", l)
 	}
 }
+
+// Issue 34 item 3, the exclusion's side: a pair one party (a host of
+// owner's, a guest of mallory's) marked bad keeps mallory's waiting guest
+// of that model off the node of owner's host, and nobody else's; a pair
+// nobody measured is judged by its seed for every owner.
+func TestABadMarkKeepsOffOnlyTheGuestsOfTheUsersWhoMeasuredIt(t *testing.T) {
+	const now = 5000
+	tab := sharing.NewTable(sharing.Limits{})
+	if err := tab.Seed("resnet", "lstm", 0.99, 0.9); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.MarkBadBy(party(owner, mallory), now-10, "resnet", "lstm"); err != nil {
+		t.Fatal(err)
+	}
+	occ := []nodeUse{{name: "n1", gpus: 1, shared: [][]pairHost{{{id: 1, uid: owner, model: "resnet"}}}}}
+	rules := sharing.DefaultConfig()
+	if v := judgeGuest(rules, tab, now, guestKind{model: "lstm", uid: mallory}, occ); v.excluded["n1"] == "" {
+		t.Fatalf("the measuring party's guest is not kept off n1: %+v", v)
+	}
+	if v := judgeGuest(rules, tab, now, guestKind{model: "lstm", uid: 1003}, occ); len(v.excluded) != 0 || v.score != 0.99 {
+		t.Fatalf("another user's guest: %+v; want it on n1 by the seed (score 0.99)", v)
+	}
+	other := []nodeUse{{name: "n2", gpus: 1, shared: [][]pairHost{{{id: 2, uid: 1004, model: "resnet"}}}}}
+	if v := judgeGuest(rules, tab, now, guestKind{model: "lstm", uid: mallory}, other); len(v.excluded) != 0 {
+		t.Fatalf("the measuring guest's user beside another user's host: %+v; want the seed", v)
+	}
+}

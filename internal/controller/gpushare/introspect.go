@@ -36,7 +36,10 @@ import (
 // once a guest arrives) and so evict guests beside it. That only ever
 // requeues opportunistic jobs, which by AntMan's contract yield to any
 // guaranteed job anyway; it cannot requeue a guaranteed job, nor a job
-// on another GPU (docs/security.md).
+// on another GPU, and the bad mark it leaves applies to the host's and
+// that guest's users only (sharing.Party: to everyone's jobs only with
+// sharing.pair_quorum parties without a user in common; issue 34,
+// docs/security.md).
 
 const (
 	// introMinSamples: a rate needs this many samples before a pair is
@@ -79,7 +82,19 @@ type introRates struct {
 	gpus      []string
 	// at: the report time of the last sample.
 	at int64
+	// util: the utilisation of the last counted sample; winUtil: the
+	// current window's; before: the previous window's mean on the same
+	// GPU (0 for a job new to it). rise is what a revert charges a guest
+	// by (judgePairs).
+	util    float64
+	winUtil rateMean
+	before  float64
 }
+
+// rise is how far the job's utilisation rose since its GPU's sharers
+// last changed: its last sample's less its mean in the window before (a
+// job that came to the GPU with the change rose from 0).
+func (r *introRates) rise() float64 { return r.util - r.before }
 
 // observe folds one checked entry of node's report at time at.
 func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
@@ -103,12 +118,23 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 	if sharers != r.sharers || node != r.node || gpu != r.gpu {
 		// A new window: its first sample is skipped (the agent's rate
 		// and utilisation span the change).
+		switch {
+		case node != r.node || gpu != r.gpu:
+			r.before, r.util = 0, 0
+		case r.winUtil.n > 0:
+			r.before = r.winUtil.mean()
+		}
+		r.winUtil = rateMean{}
 		r.sharers, r.since, r.node, r.gpu = sharers, at, node, gpu
 		r.sharedIters, r.sharedUtil = rateMean{}, rateMean{}
 		r.at = at
 		return
 	}
 	r.at = at
+	if !math.IsNaN(util) && !math.IsInf(util, 0) && util >= 0 {
+		r.util = util
+		r.winUtil.add(util)
+	}
 	if sharers == 1 {
 		r.soloIters.add(iters)
 		r.soloUtil.add(util)
@@ -153,9 +179,16 @@ func (r *introRates) rates() (solo, shared float64, signal string, ok bool) {
 // pairMember is one job on a shared GPU as the pass sees it.
 type pairMember struct {
 	id            uint32
+	uid           uint32 // its owner: who a measurement of its pair is by
 	opportunistic bool
 	model         string
 	rates         *introRates
+}
+
+// party is who measured the pair of host and guest: their owners
+// (sharing.Party; what they measured applies to their own jobs, issue 34).
+func party(hostUID, guestUID uint32) sharing.Party {
+	return sharing.Party{Host: strconv.FormatUint(uint64(hostUID), 10), Guest: strconv.FormatUint(uint64(guestUID), 10)}
 }
 
 // pairVerdict is what judgePairs decided for one shared GPU: the rules'
@@ -174,11 +207,17 @@ type pairVerdict struct {
 // judgePairs finds the pairs among the jobs on shared GPUs and judges
 // each: per GPU (node and uuid) with exactly one guaranteed job and at
 // least one opportunistic job in the same window, the pair's measured
-// rates against cfg.JudgePair (the simulator's introspection too). On a
-// revert the guest is the one that came last (Gandiva reverts the last
-// packing). A GPU with several guaranteed jobs (two guaranteed shard
-// jobs, and a guest) is not judged: whose loss is whose cannot be told.
-// Pure: the caller applies the verdicts.
+// rates against cfg.JudgePair (the simulator's introspection too). With
+// several guests the one charged (requeued on a revert) is the one whose
+// GPU utilisation rose most since the GPU's sharers last changed
+// (introRates.rise: a guest that came with the change rose from 0, so a
+// newcomer that slowed the host goes, as Gandiva reverts the last
+// packing; an earlier guest that saturated the GPU after it is charged,
+// not the newcomer: issue 34 item 4); a tie (within chargeTie) goes to
+// the one that came last, then to the larger job id. A GPU with several
+// guaranteed jobs (two guaranteed shard jobs, and a guest) is not
+// judged: whose loss is whose cannot be told. Pure: the caller applies
+// the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	order, groups := sharedGPUs(members, func(m pairMember) (string, string, bool) {
 		return m.rates.node, m.rates.gpu, m.rates.sharers >= 2 && m.rates.gpu != ""
@@ -204,7 +243,7 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 		}
 		last := guests[0]
 		for _, g := range guests[1:] {
-			if g.rates.since > last.rates.since || (g.rates.since == last.rates.since && g.id > last.id) {
+			if chargedBefore(g, last) {
 				last = g
 			}
 		}
@@ -222,12 +261,31 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	return out
 }
 
+// chargeTie: utilisation rises (percentage points) this close are a tie.
+const chargeTie = 1.0
+
+// chargedBefore says whether guest a is charged for its host's slowdown
+// rather than b: its utilisation rose more, or as much and it came later
+// (then the larger job id).
+func chargedBefore(a, b pairMember) bool {
+	if ra, rb := a.rates.rise(), b.rates.rise(); math.Abs(ra-rb) >= chargeTie {
+		return ra > rb
+	}
+	if a.rates.since != b.rates.since {
+		return a.rates.since > b.rates.since
+	}
+	return a.id > b.id
+}
+
 // introState is the core's introspection between passes; under mu.
 type introState struct {
 	// table: the pair table (sharing.Table), seeded at start from
 	// sharing.pair_table (seedPairTable), then filled by introspection:
-	// bad pairs and measured fractions.
-	table *sharing.Table
+	// bad pairs and measured fractions, each by its party (the host's
+	// and the guest's owners); limits: its bounds, sharing.pair_quorum
+	// and sharing.pair_mark_ttl among them (New).
+	table  *sharing.Table
+	limits sharing.Limits
 	// asked: guests whose requeue was asked, until a pass sees them not
 	// running (one request per revert).
 	asked map[uint32]bool
@@ -255,7 +313,7 @@ type introState struct {
 
 func (in *introState) init() {
 	if in.table == nil {
-		in.table = sharing.NewTable(sharing.Limits{})
+		in.table = sharing.NewTable(in.limits)
 	}
 	if in.asked == nil {
 		in.asked = map[uint32]bool{}
@@ -282,7 +340,7 @@ func (c *Sharing) introspect(now int64) {
 		if j == nil || l.pass != u.pass || !l.running || j.rates.sharers < 2 {
 			continue
 		}
-		members = append(members, pairMember{id: id, opportunistic: l.opportunistic, model: l.model, rates: &j.rates})
+		members = append(members, pairMember{id: id, uid: l.uid, opportunistic: l.opportunistic, model: l.model, rates: &j.rates})
 	}
 	for id := range in.asked {
 		if _, ok := u.live[id]; !ok {
@@ -301,7 +359,7 @@ func (c *Sharing) introspect(now int64) {
 	for _, v := range judgePairs(cfg, members) {
 		solo, shared := v.rates.HostSolo, v.rates.HostShared
 		if !v.Revert {
-			c.measurePair(v)
+			c.measurePair(v, now)
 			if in.asked[v.guest.id] {
 				// Its requeue is asked (by the memory bound this pass,
 				// or by a revert Slurm has not carried out yet): it is
@@ -319,10 +377,11 @@ func (c *Sharing) introspect(now int64) {
 		if in.asked[v.guest.id] {
 			continue
 		}
-		if marked, err := in.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), v.rates.Beside()); err != nil {
+		by := party(v.host.uid, v.guest.uid)
+		if marked, err := in.table.LearnBy(by, now, v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), v.rates.Beside()); err != nil {
 			c.log.Warn("pair table refused a bad pair", keyErr, err)
 		} else if marked && len(in.unsaved) < ledger.MaxBadPairs {
-			in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, At: now})
+			in.unsaved = append(in.unsaved, ledger.BadPair{Host: v.host.model, Guest: v.guest.model, HostUser: by.Host, GuestUser: by.Guest, At: now})
 		}
 		node := v.node
 		if !slurmNodeName(node) {
@@ -363,14 +422,14 @@ func (c *Sharing) introspect(now int64) {
 // its solo rate, which a guest that never ran alone lacks; the table's
 // earlier figure for it is kept then, and a pair with neither is left for
 // a later pass.
-func (c *Sharing) measurePair(v pairVerdict) {
+func (c *Sharing) measurePair(v pairVerdict, now int64) {
 	beside := math.NaN() // not measured: the table's figure stays
 	if v.guestKnown {
 		if beside = v.rates.Beside(); math.IsNaN(beside) {
 			return // a guest measured at 0 alone and beside: nothing the table takes
 		}
 	}
-	_, _ = c.intro.table.Learn(v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
+	_, _ = c.intro.table.LearnBy(party(v.host.uid, v.guest.uid), now, v.host.model, v.guest.model, v.PairVerdict, v.rates.Of(), beside)
 }
 
 // slurmNodeName says whether name is one plain Slurm node name, safe to

@@ -51,6 +51,12 @@ func sharedOnly(gpu string, since int) *introRates {
 	return r
 }
 
+// shiftedBy moves r's window start by d seconds (a job that came later).
+func shiftedBy(r *introRates, d int64) *introRates {
+	r.since += d
+	return r
+}
+
 func TestJudgePairs(t *testing.T) {
 	cfg := sharing.Config{MaxSlowdown: 0.05}
 	host := func(r *introRates) pairMember { return pairMember{id: 1, model: "resnet", rates: r} }
@@ -89,6 +95,21 @@ func TestJudgePairs(t *testing.T) {
 			[]pairMember{host(aloneThenShared("g0", 10, 9.7, true)), guest(2, aloneThenShared("g0", 10, 0.2, true))}, 1, true, 2, signalIters},
 		{"host 3% slower, the guest measured at half its own rate: the pair gains, the guest is kept",
 			[]pairMember{host(aloneThenShared("g0", 10, 9.7, true)), guest(2, aloneThenShared("g0", 10, 5, true))}, 1, false, 2, signalIters},
+		// Issue 34 item 4: the earlier guest saturates the GPU once a
+		// newcomer arrives; the tie (one window, the later job) used to
+		// requeue the newcomer.
+		{"two guests: the earlier one whose utilisation rose is requeued, not the newcomer beside it",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)),
+				guest(2, ratesOf("g0", [3]float64{2, -1, 20}, [3]float64{2, -1, 20}, [3]float64{2, -1, 20},
+					[3]float64{3, -1, 20}, [3]float64{3, -1, 90}, [3]float64{3, -1, 90})),
+				guest(4, shiftedBy(ratesOf("g0", [3]float64{3, -1, 30}, [3]float64{3, -1, 30}, [3]float64{3, -1, 30}), 30))},
+			1, true, 2, signalIters},
+		{"two guests: the newcomer whose use slowed the host is requeued, the steady earlier one kept",
+			[]pairMember{host(aloneThenShared("g0", 10, 5, true)),
+				guest(2, ratesOf("g0", [3]float64{2, -1, 20}, [3]float64{2, -1, 20}, [3]float64{2, -1, 20},
+					[3]float64{3, -1, 20}, [3]float64{3, -1, 20}, [3]float64{3, -1, 20})),
+				guest(4, shiftedBy(ratesOf("g0", [3]float64{3, -1, 30}, [3]float64{3, -1, 30}, [3]float64{3, -1, 30}), 30))},
+			1, true, 4, signalIters},
 		{"two guests: the one that came last is requeued",
 			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), guest(2, sharedOnly("g0", 0)), guest(4, sharedOnly("g0", 5)), guest(3, sharedOnly("g0", 0))},
 			1, true, 4, signalIters},
@@ -149,24 +170,35 @@ func shardReport(t int64, job, uid uint32, gpu string, sharers int, util, iters 
 // It returns the requeues asked.
 func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
 	t.Helper()
-	pairPasses(c, hostUID, guestUID, soloIters, sharedIters)
+	return runPairAt(t, c, 1000, hostUID, guestUID, soloIters, sharedIters)
+}
+
+// runPairAt is runPair from time base (its last pass at base+90).
+func runPairAt(t *testing.T, c *testCore, base int64, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
+	t.Helper()
+	pairPassesAt(c, base, hostUID, guestUID, soloIters, sharedIters)
 	return drainRequeues(c)
 }
 
 // pairPasses runs runPair's passes and leaves what they asked queued.
 func pairPasses(c *testCore, hostUID, guestUID uint32, soloIters, sharedIters float64) {
+	pairPassesAt(c, 1000, hostUID, guestUID, soloIters, sharedIters)
+}
+
+// pairPassesAt is pairPasses from time base.
+func pairPassesAt(c *testCore, base int64, hostUID, guestUID uint32, soloIters, sharedIters float64) {
 	host := shardJob(1, owner, "gpu", "resnet")
 	guest := shardJob(2, guestUID, "opp", "lstm")
-	pass(c, 1000, host)
+	pass(c, base, host)
 	for k := int64(1); k <= 3; k++ {
-		c.ReportGPUUse(shardReport(1000+10*k, 1, hostUID, "g0", 1, 90, soloIters))
+		c.ReportGPUUse(shardReport(base+10*k, 1, hostUID, "g0", 1, 90, soloIters))
 	}
-	pass(c, 1040, host, guest)
+	pass(c, base+40, host, guest)
 	for k := int64(5); k <= 8; k++ {
-		c.ReportGPUUse(shardReport(1000+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
-		c.ReportGPUUse(shardReport(1000+10*k, 2, guestUID, "g0", 2, 40, 3))
+		c.ReportGPUUse(shardReport(base+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
+		c.ReportGPUUse(shardReport(base+10*k, 2, guestUID, "g0", 2, 40, 3))
 	}
-	pass(c, 1090, host, guest)
+	pass(c, base+90, host, guest)
 }
 
 func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t *testing.T) {
@@ -180,7 +212,7 @@ func TestAGuestThatSlowsItsHostBeyondMaxSlowdownIsRequeuedAndThePairMarkedBad(t 
 	if !strings.Contains(buf.String(), "job 2 requeued: its neighbour job 1 ran 20% slower than alone (max_slowdown 5%)") {
 		t.Fatalf("log lacks the revert line:\n%s", buf.String())
 	}
-	if !c.PairBad("resnet", "lstm") {
+	if !c.PairBad("resnet", "lstm", owner, mallory, 1090) {
 		t.Fatal("the pair is not marked bad")
 	}
 	if n := testutil.ToFloat64(c.met.reverts.WithLabelValues(signalIters)); n != 1 {
@@ -207,14 +239,14 @@ func TestAGuestWithinMaxSlowdownIsKeptAndThePairMeasured(t *testing.T) {
 	if got := runPair(t, c, owner, mallory, 10, 9.7); len(got) != 0 {
 		t.Fatalf("requeues %+v, want none", got)
 	}
-	s, measured, ok := c.intro.table.Lookup("resnet", "lstm")
+	s, measured, ok := c.intro.table.For(party(owner, mallory), 1090).Lookup("resnet", "lstm")
 	if !ok || !measured || s.Of < 0.969 || s.Of > 0.971 || s.Beside != 0.7 {
 		t.Fatalf("pair %+v measured %v ok %v, want resnet at 0.97 measured, lstm's seed 0.7 kept", s, measured, ok)
 	}
 	if !strings.Contains(buf.String(), "job 2 kept: its neighbour job 1 ran 3% slower than alone (max_slowdown 5%)") {
 		t.Fatalf("log lacks the kept line:\n%s", buf.String())
 	}
-	if c.PairBad("resnet", "lstm") || strings.Contains(buf.String(), "requeued") {
+	if c.PairBad("resnet", "lstm", owner, mallory, 1090) || strings.Contains(buf.String(), "requeued") {
 		t.Fatalf("kept pair marked bad or logged as requeued:\n%s", buf.String())
 	}
 }
@@ -313,12 +345,14 @@ func TestSlurmNodeNameRefusesListsAndRanges(t *testing.T) {
 }
 
 // A bad pair outlives slurmctld: the writer saves it in the ledger
-// (bad_pairs) and the next core marks it bad again at start.
+// (bad_pair_marks, with the users who measured it) and the next core
+// marks it bad again at start, for those users.
 func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 	var buf bytes.Buffer
 	c := introCore(t, &buf)
 	db := c.cfg.DBPath
-	if got := runPair(t, c, owner, mallory, 10, 5); len(got) != 1 {
+	base := time.Now().Unix() - 100
+	if got := runPairAt(t, c, base, owner, mallory, 10, 5); len(got) != 1 {
 		t.Fatalf("requeues %+v, want one", got)
 	}
 	if err := c.Close(); err != nil { // the writer's last flush
@@ -328,10 +362,14 @@ func TestBadPairsAreRememberedAcrossARestart(t *testing.T) {
 	cfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: sharingRules(0.05)}
 	again := openCoreWith(t, cfg)
 	defer again.Close()
-	if !again.PairBad("resnet", "lstm") {
+	now := time.Now().Unix()
+	if !again.PairBad("resnet", "lstm", owner, mallory, now) {
 		t.Fatal("the bad pair was forgotten by the restart")
 	}
-	if again.PairBad("resnet", "a3c") {
+	if again.PairBad("resnet", "lstm", owner, owner, now) {
+		t.Fatal("after the restart the mark applies to users who did not measure it")
+	}
+	if again.PairBad("resnet", "a3c", owner, mallory, now) {
 		t.Fatal("a pair never marked is bad after the restart")
 	}
 }

@@ -20,7 +20,9 @@ import (
 // the room the guaranteed jobs leave: the GPU's memory (the agent's
 // mem_total_mb) less their measured peak less
 // sharing.guest_memory_headroom_pct (sharing.Config.MemoryOver). Guests
-// over it are requeued, the largest first until the rest fit, by the
+// over it are requeued, the one that grew most since the last pass first
+// (issue 34 item 4: not the largest, which a small guest growing past
+// the room would otherwise get requeued) until the rest fit, by the
 // requeuer introspection uses (introspect.go: scontrol outside every
 // lock, kept off the node), in the pass that sees it. A host's peak
 // includes its current use, so a host that grows until host and guests
@@ -90,6 +92,9 @@ type memMember struct {
 	// peakMB: its measured peak (ledger.JobGPUUse.MemPeakMB: the most it
 	// held on one GPU in any sample, this run or an earlier one).
 	peakMB float64
+	// grewMB: how much more it holds on this GPU than the last pass saw
+	// (all of it for a job the last pass did not see there).
+	grewMB float64
 	s      memSample
 }
 
@@ -113,9 +118,12 @@ type memFit struct {
 // against the room those leave (cfg.MemoryOver) and says which guests go
 // and which stay. Per GPU: the hosts' peaks are summed (several
 // guaranteed jobs on shards of one GPU leave less between them); the
-// guests go largest first (then the later job id) until the rest fit, as
-// the largest is the one that took the room. A GPU without a guaranteed
-// job, or whose memory the agent did not report, is not judged. Pure.
+// guests go in the order they took the room, the one that grew most since
+// the last pass first (a guest that came since grew by all it holds),
+// ties to the larger, then to the later job id, until the rest fit. A
+// guest is charged for its own growth, never for another's. A GPU
+// without a guaranteed job, or whose memory the agent did not report, is
+// not judged. Pure.
 func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fits []memFit) {
 	order, groups := sharedGPUs(members, func(m memMember) (string, string, bool) {
 		return m.s.node, m.s.uuid, m.s.sharers >= 2 && m.s.uuid != ""
@@ -151,7 +159,7 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 			reason = memNoRoom
 		}
 		slices.SortFunc(guests, func(a, b memMember) int {
-			return cmp.Or(cmp.Compare(b.s.usedMB, a.s.usedMB), cmp.Compare(b.id, a.id))
+			return cmp.Or(cmp.Compare(b.grewMB, a.grewMB), cmp.Compare(b.s.usedMB, a.s.usedMB), cmp.Compare(b.id, a.id))
 		})
 		for _, g := range guests {
 			if cfg.MemoryOver(total, hostPeak, guestMB) {
@@ -172,6 +180,9 @@ type memGuardState struct {
 	// fits: the host each guest was last logged as fitting beside (one
 	// line per pair and run, not one per pass).
 	fits map[uint32]uint32
+	// seen: each job's memory on its shared GPU as the last pass saw it
+	// (grewMB's reference).
+	seen map[uint32]memSample
 }
 
 // guardMemory is the pass's memory bound (Judge), called with
@@ -185,6 +196,7 @@ func (c *Sharing) guardMemory(now int64) {
 	mg := &c.memGuard
 	if mg.fits == nil {
 		mg.fits = map[uint32]uint32{}
+		mg.seen = map[uint32]memSample{}
 	}
 	for id := range mg.fits {
 		if l, ok := u.live[id]; !ok || !l.running {
@@ -195,9 +207,20 @@ func (c *Sharing) guardMemory(now int64) {
 	for id, l := range u.live {
 		j := u.jobs[id]
 		if j == nil || l.pass != u.pass || !l.running || j.mem.sharers < 2 {
+			delete(mg.seen, id)
 			continue
 		}
-		members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, s: j.mem})
+		grew := j.mem.usedMB
+		if last, ok := mg.seen[id]; ok && last.node == j.mem.node && last.uuid == j.mem.uuid {
+			grew -= last.usedMB
+		}
+		mg.seen[id] = j.mem
+		members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, grewMB: grew, s: j.mem})
+	}
+	for id := range mg.seen {
+		if _, ok := u.live[id]; !ok {
+			delete(mg.seen, id)
+		}
 	}
 	members = chargeUnaccounted(members, u.unaccountedUse(now), u.guestsByUser())
 	if len(members) < 2 {

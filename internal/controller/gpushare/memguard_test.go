@@ -20,6 +20,12 @@ func memOn(gpu string, usedMB float64, sharers int) memSample {
 
 // With the default 10% headroom (8192 MiB), a host whose peak is 60000
 // MiB leaves 13728 MiB to its guests.
+// grown is m having grown by mb since the last pass.
+func grown(m memMember, mb float64) memMember {
+	m.grewMB = mb
+	return m
+}
+
 func TestJudgeMemory(t *testing.T) {
 	cfg := sharing.Config{GuestMemoryHeadroomPct: sharing.DefaultGuestMemoryHeadroomPct}
 	host := func(id uint32, peak, now float64) memMember {
@@ -59,6 +65,14 @@ func TestJudgeMemory(t *testing.T) {
 		{"two guests over together: the largest goes, the other fits",
 			[]memMember{host(1, 60000, 60000), guest(2, 9000), guest(3, 8000)},
 			[]memVerdict{{guest: 2, host: 1, guestMB: 9000, roomMB: 13728, reason: memOverRoom}}, []uint32{3}},
+		// Issue 34 item 4: a small guest grows just past the room; the
+		// largest used to be charged for it.
+		{"two guests over together: the one that grew goes, not the larger one beside it",
+			[]memMember{host(1, 60000, 60000), guest(2, 9000), grown(guest(3, 5000), 1000)},
+			[]memVerdict{{guest: 3, host: 1, guestMB: 5000, roomMB: 13728, reason: memOverRoom}}, []uint32{2}},
+		{"two guests grew: the one that grew most goes",
+			[]memMember{host(1, 60000, 60000), grown(guest(2, 9000), 200), grown(guest(3, 5000), 1000)},
+			[]memVerdict{{guest: 3, host: 1, guestMB: 5000, roomMB: 13728, reason: memOverRoom}}, []uint32{2}},
 		{"two guaranteed jobs' peaks are summed",
 			[]memMember{host(1, 25000, 25000), host(4, 35000, 35000), guest(2, 20000)},
 			[]memVerdict{{guest: 2, host: 4, guestMB: 20000, roomMB: 13728, reason: memOverRoom}}, nil},

@@ -5,16 +5,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // The pair table (sharing.Table) in slurmctld: seeded at start from
 // Gavel's measurements in sharing.pair_table, then what introspection
-// measured and marked bad; the bad pairs are kept in the ledger
-// (bad_pairs), so a restart remembers them.
+// measured and marked bad, each by the users whose jobs it measured
+// (sharing.Party: applied to their jobs, to everyone's only with
+// sharing.pair_quorum, for sharing.pair_mark_ttl); the bad pairs are kept
+// in the ledger (bad_pair_marks, with their users and time), so a restart
+// remembers them.
 
 // maxGavelFile bounds each of the pair table's seed files (Gavel's are
 // 20 and 110 KB).
@@ -42,7 +47,7 @@ func (c *Sharing) seedPairTable() {
 		defer f.Close()
 		files[i] = &capReader{r: f, left: maxGavelFile}
 	}
-	t, err := sharing.ReadGavel(files[0], files[1], gpu, sharing.DefaultLimits())
+	t, err := sharing.ReadGavel(files[0], files[1], gpu, c.intro.limits)
 	if err != nil {
 		c.log.Error("pair table not seeded: its files were refused; it starts empty", keyPath, dir, "gpu_type", gpu, keyErr, err)
 		return
@@ -108,9 +113,13 @@ func (c *Sharing) flushBadPairs(store ledger.BadPairStore) {
 	}
 }
 
-// restoreBadPairs marks the pairs the ledger remembers as bad; a name the
-// table refuses (the ledger is a file: hostile too) is skipped.
-func (c *Sharing) restoreBadPairs(store ledger.BadPairStore) error {
+// restoreBadPairs marks the pairs the ledger remembers as bad, each for
+// the users who measured it, at the time it was marked (so it expires
+// sharing.pair_mark_ttl after, as it would have without the restart). The
+// ledger is a file, hostile too: a name the table refuses, a row without
+// users or not a uid, and a mark already expired are skipped; a time in
+// the future counts as now.
+func (c *Sharing) restoreBadPairs(store ledger.BadPairStore, now int64) error {
 	pairs, err := store.BadPairs()
 	if err != nil {
 		return err
@@ -119,15 +128,36 @@ func (c *Sharing) restoreBadPairs(store ledger.BadPairStore) error {
 	defer c.mu.Unlock()
 	c.intro.init()
 	for _, p := range pairs {
-		_ = c.intro.table.MarkBad(p.Host, p.Guest)
+		hu, herr := strconv.ParseUint(p.HostUser, 10, 32)
+		gu, gerr := strconv.ParseUint(p.GuestUser, 10, 32)
+		at := min(p.At, now)
+		if herr != nil || gerr != nil || now-at >= c.intro.limits.MarkTTL {
+			continue
+		}
+		_ = c.intro.table.MarkBadBy(party(uint32(hu), uint32(gu)), at, p.Host, p.Guest)
 	}
 	return nil
 }
 
-// PairBad says whether introspection marked the pair of models bad.
-func (c *Sharing) PairBad(host, guest string) bool {
+// PairBad says whether the pair of models is bad for a host of user
+// hostUID beside a guest of user guestUID now.
+func (c *Sharing) PairBad(host, guest string, hostUID, guestUID uint32, now int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.intro.init()
-	return c.intro.table.Bad(host, guest)
+	return c.intro.table.For(party(hostUID, guestUID), now).Bad(host, guest)
+}
+
+// pairLimits are the pair table's bounds for cfg: sharing's defaults
+// with sharing.pair_quorum and sharing.pair_mark_ttl (0 takes the
+// default).
+func pairLimits(cfg config.Config) sharing.Limits {
+	l := sharing.DefaultLimits()
+	if cfg.Sharing.PairQuorum > 0 {
+		l.Quorum = cfg.Sharing.PairQuorum
+	}
+	if cfg.Sharing.PairMarkTTL > 0 {
+		l.MarkTTL = cfg.Sharing.PairMarkTTL
+	}
+	return l
 }

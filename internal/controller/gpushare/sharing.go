@@ -59,6 +59,7 @@ func New(cfg config.Config, log *slog.Logger) *Sharing {
 		s.met = newMetrics()
 	}
 	s.use.init()
+	s.intro.limits = pairLimits(cfg)
 	s.intro.init()
 	s.intro.queue = make(chan requeueRequest, requeueQueue)
 	return s
@@ -85,7 +86,7 @@ func (c *Sharing) Restore(store Store, now int64) error {
 		return err
 	}
 	c.seedPairTable()
-	if err := c.restoreBadPairs(store); err != nil {
+	if err := c.restoreBadPairs(store, now); err != nil {
 		return err
 	}
 	c.restoreExclusions(store, now)
