@@ -319,6 +319,7 @@ func (e *engine) preempt(j *JobState, now float64) {
 		// still a guest while its run closes (it held no GPU of its own).
 		e.sh.sum.HostPreempted++
 		e.preempt(g, now)
+		e.unpairOthers(g, j, now)
 		j.guest, g.host = nil, nil
 	}
 	j.Remaining = j.RemainingAt(now)
@@ -347,9 +348,12 @@ func (e *engine) complete(j *JobState, now float64) error {
 	host := j.host
 	e.closeRun(j, now)
 	switch {
-	case j.guest != nil:
+	case j.guest != nil && len(j.guest.coHosts) == 0:
 		e.hostEnded(j, node, now)
+	case j.guest != nil:
+		e.multiHostEnded(j, now)
 	case host != nil:
+		e.unpairOthers(j, host, now)
 		e.unpair(host, j, now)
 	}
 	j.Account.CloseRun()
