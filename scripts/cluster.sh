@@ -107,12 +107,18 @@ slurm=
 cgroup_conf_extra=
 release_settings() {
   slurm=$(slurm_release)
+  select_params_extra=
   case $slurm in
     22.05)
       # Removed in 23.11: slurmd logs an error for it on every step.
       cgroup_conf_extra=CgroupAutomount=no
       ;;
-    24.11) ;;
+    24.11)
+      # 23.11+: a job's shards may come from several GPUs of a node (a
+      # multi-GPU opportunistic job on shares beside guaranteed jobs,
+      # docs/slurm-releases.md). Slurm still takes one GPU with room first.
+      select_params_extra=,MULTIPLE_SHARING_GRES_PJ
+      ;;
     *) die "Slurm $slurm is not a release this script configures (22.05, 24.11): see docs/slurm-releases.md" ;;
   esac
 }
@@ -484,7 +490,7 @@ MpiDefault=none
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=2,sched_interval=2
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
+SelectTypeParameters=CR_Core_Memory${select_params_extra}
 # Without a default, CR_*_Memory gives a job without --mem a whole node's
 # memory, and jobs could never share a node.
 DefMemPerCPU=$((mem / cpus))
