@@ -297,6 +297,10 @@ func (e *engine) closeRun(j *JobState, now float64) {
 		if j.opp {
 			e.sh.oppGPUs -= j.Job.GPUs
 		}
+	} else if own := j.ownGPUs(); own > 0 {
+		// A guest of several GPUs holding idle ones beside its shares.
+		e.busyGPUSeconds += float64(own) * run
+		e.sh.oppGPUs -= own
 	}
 	j.heldGPUSeconds += gpuSeconds
 	e.accts.gpus[j.acct] -= j.Job.GPUs
@@ -348,7 +352,7 @@ func (e *engine) complete(j *JobState, now float64) error {
 	host := j.host
 	e.closeRun(j, now)
 	switch {
-	case j.guest != nil && len(j.guest.coHosts) == 0:
+	case j.guest != nil && len(j.guest.coHosts) == 0 && len(j.guest.slots) == 0:
 		e.hostEnded(j, node, now)
 	case j.guest != nil:
 		e.multiHostEnded(j, now)

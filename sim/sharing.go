@@ -43,15 +43,20 @@ import (
 //
 // With MultiGPUGuests (Slurm 23.11's MULTIPLE_SHARING_GRES_PJ: shards of
 // several GPUs of a node in one job), an opportunistic job of k > 1 GPUs
-// may also go as a guest on k GPUs of one node, each held by a running
-// one-GPU guaranteed job that leaves room and that Choose's rule lets it
-// go beside (placeMultiGuests). It runs at the slowest of its GPUs' pair
-// fractions (its GPUs step together), each host at its own pair's. Each
-// pair is judged by the revert rule; one reverted pair requeues the guest.
+// may also go as a guest on k GPUs of one node: the node's idle GPUs (all
+// their shards; at most k − 1, held like an opportunistic job's GPUs: a
+// guaranteed job takes them back by requeueing it) and, for the rest,
+// GPUs each held by a running one-GPU guaranteed job that leaves room and
+// that Choose's rule lets it go beside (placeMultiGuests). It runs at the
+// slowest of its pairs' fractions (its GPUs step together), each host at
+// its own pair's. Each pair is judged by the revert rule; one reverted
+// pair requeues the guest.
 // When one of its hosts ends, the guest is requeued (HostEnded): Slurm
 // leaves its shards allocated and it runs on, but a job holding one GPU
 // whole and the others as shares is not modelled, so the simulator counts
-// the cost of a restart instead (it understates the gain).
+// the cost of a restart instead (it understates the gain). With
+// Shape.GPUCountOnly the cluster is one pool without nodes, so there a
+// guest may go beside any hosts: an upper bound on what one node allows.
 //
 // Off, jobs run exactly as without a SharingConfig (class and share are
 // ignored: every job takes whole GPUs); only the models are drawn and the
@@ -303,10 +308,13 @@ func (e *engine) segment(j *JobState, now float64) {
 	h := e.sh.horizon
 	from := max(j.segFrom, j.ProgressFrom)
 	j.segFrom = now
-	if j.host == nil {
+	if held := j.Job.GPUs; j.host == nil || j.ownGPUs() > 0 {
+		if j.host != nil {
+			held = j.ownGPUs() // a guest's idle GPUs beside its shares
+		}
 		// Allocated from the run's start or the last change, penalty included.
 		if a, b := max(j.allocFrom, 0), min(now, h); b > a {
-			e.sh.sum.AllocUtil += float64(j.Job.GPUs) * (b - a)
+			e.sh.sum.AllocUtil += float64(held) * (b - a)
 		}
 	}
 	j.allocFrom = now
@@ -594,8 +602,20 @@ func (e *engine) placeMultiGuests(now float64) bool {
 		}
 		var best []cand
 		bestNode := int32(-1)
+		var own slot
 		for n, hs := range byNode {
-			if len(hs) < g.Job.GPUs || (bestNode >= 0 && n > bestNode) {
+			// Idle GPUs of the node first (no interference), hosts for the
+			// rest; at least one host (else placeFree had placed it).
+			idle := min(e.cluster.free[n].GPUs, g.Job.GPUs-1)
+			var s slot
+			if idle > 0 {
+				var ok bool
+				if s, _, ok = e.cluster.grant(g, int(n), e.cluster.free[n], idle); !ok {
+					idle = 0
+				}
+			}
+			need := g.Job.GPUs - idle
+			if len(hs) < need || (bestNode >= 0 && n > bestNode) {
 				continue
 			}
 			var fits []cand
@@ -613,7 +633,7 @@ func (e *engine) placeMultiGuests(now float64) bool {
 				}
 				fits = append(fits, cand{h: h, of: of, unmeasured: !held})
 			}
-			if len(fits) < g.Job.GPUs {
+			if len(fits) < need {
 				continue
 			}
 			// Least predicted loss first; unmeasured pairs (of 0) last.
@@ -626,7 +646,10 @@ func (e *engine) placeMultiGuests(now float64) bool {
 				}
 				return 0
 			})
-			best, bestNode = fits[:g.Job.GPUs], n
+			best, bestNode, own = fits[:need], n, slot{}
+			if idle > 0 {
+				own = s
+			}
 		}
 		if bestNode < 0 {
 			continue
@@ -637,7 +660,7 @@ func (e *engine) placeMultiGuests(now float64) bool {
 			hosts[i] = c.h
 			trial = trial || c.unmeasured
 		}
-		e.startMultiGuest(g, hosts, now)
+		e.startMultiGuest(g, hosts, own, now)
 		if trial {
 			sh.sum.Trials++
 		}
@@ -647,11 +670,18 @@ func (e *engine) placeMultiGuests(now float64) bool {
 }
 
 // startMultiGuest starts opportunistic job g as a guest on the GPUs of
-// hosts, one each: it runs at the slowest of its pairs' fractions (its
-// share's limit included), each host at its own pair's.
-func (e *engine) startMultiGuest(g *JobState, hosts []*JobState, now float64) {
+// hosts, one each, and on own (idle GPUs it holds; none when own.gpus is
+// 0): it runs at the slowest of its pairs' fractions (its share's limit
+// included), each host at its own pair's.
+func (e *engine) startMultiGuest(g *JobState, hosts []*JobState, own slot, now float64) {
 	sh := e.sh
 	g.host, g.coHosts = hosts[0], hosts[1:]
+	if own.gpus > 0 {
+		c := e.cluster
+		c.plan = append(c.plan[:0], own)
+		c.take(g)
+		sh.oppGPUs += int(own.gpus)
+	}
 	g.pairedAt, g.pairChecked = now, false
 	beside := math.Inf(1)
 	for _, h := range hosts {
@@ -680,6 +710,9 @@ func (e *engine) startMultiGuest(g *JobState, hosts []*JobState, now float64) {
 // of several GPUs; nothing for a guest of one): they run alone again.
 func (e *engine) unpairOthers(g, except *JobState, now float64) {
 	if len(g.coHosts) == 0 {
+		if except == nil && g.host != nil {
+			e.unpair(g.host, g, now)
+		}
 		return
 	}
 	if h := g.host; h != except {
@@ -698,6 +731,19 @@ func (e *engine) unpairOthers(g, except *JobState, now float64) {
 	if except != nil {
 		g.host = except // its caller unpairs it
 	}
+}
+
+// ownGPUs is the GPUs a guest holds of the node beside its shares (idle
+// GPUs a guest of several GPUs took), 0 for one that is not a guest.
+func (j *JobState) ownGPUs() int {
+	if j.host == nil {
+		return 0
+	}
+	n := 0
+	for _, s := range j.slots {
+		n += int(s.gpus)
+	}
+	return n
 }
 
 // multiHostEnded requeues the guest of several GPUs of host h, which
@@ -755,7 +801,8 @@ func (e *engine) hostEnded(h *JobState, node int32, now float64) {
 	}
 	e.segment(g, now) // a guest up to now: nothing allocated to it
 	h.guest, g.host = nil, nil
-	// The guest's run goes on: its GPU becomes its own allocation.
+	// The guest's run goes on: its GPU becomes its own allocation (a guest
+	// of one GPU holds none of the node before: multiHostEnded otherwise).
 	c.plan = append(c.plan[:0], s)
 	c.take(g)
 	e.sh.oppGPUs++

@@ -487,23 +487,25 @@ func TestSharingMultiGPUGuestOnSharesOfTwoGPUs(t *testing.T) {
 		t.Errorf("without MultiGPUGuests the guest started at %v, before its GPUs were idle", g.FirstStart)
 	}
 
-	// The first host ends at 50: the guest is requeued, its other host runs
-	// alone again, and the guest restarts once both GPUs are idle.
+	// The first host ends at 50: the guest is requeued (Slurm would leave
+	// its shards; the simulator restarts it) and goes again at once on the
+	// GPU that host left idle and a share of the other host's.
 	tr.Jobs[0].Duration = 50
 	tr.Jobs[2].Duration = 500
 	ended, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := ended.Sharing; s.HostEnded != 1 || s.MultiGPUGuests != 1 {
-		t.Fatalf("host ended %d, multi-GPU guests %d; want the guest requeued once", s.HostEnded, s.MultiGPUGuests)
+	if s := ended.Sharing; s.HostEnded != 1 || s.MultiGPUGuests != 2 {
+		t.Fatalf("host ended %d, multi-GPU guests %d; want the guest requeued once and placed again", s.HostEnded, s.MultiGPUGuests)
 	}
-	if g := byID(ended, 3); g.Preemptions != 1 || g.Finish < 1000 {
-		t.Errorf("guest: %d requeues, finished at %v; want one, and a restart after host 2 ended", g.Preemptions, g.Finish)
+	// 45 s of work by 50, the other 455 at 0.9: done at 50 + 505.6.
+	if g := byID(ended, 3); g.Preemptions != 1 || g.Finish < 555.5 || g.Finish > 555.7 {
+		t.Errorf("guest: %d requeues, finished at %v; want one, and done at 555.6 (beside host 2 again)", g.Preemptions, g.Finish)
 	}
-	if h := byID(ended, 2); h.Finish < 1001.9 || h.Finish > 1002.1 {
-		// about 52 s at 0.96, then alone: 1000 + 52×0.04
-		t.Errorf("host 2 finished at %v, want about 1002 (alone again after the guest left)", h.Finish)
+	// 555.6 s at 0.96, then alone: 1000 + 555.6×0.04.
+	if h := byID(ended, 2); h.Finish < 1022.1 || h.Finish > 1022.3 {
+		t.Errorf("host 2 finished at %v, want 1022.2", h.Finish)
 	}
 }
 
@@ -575,5 +577,35 @@ func TestSharingMultiGPUGuestsBusySliceKeepsItsBooks(t *testing.T) {
 	}
 	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
 		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
+	}
+}
+
+// A two-GPU opportunistic job takes the node's idle GPU and a share of the
+// host's: it holds the idle GPU (allocated) and runs at its pair's
+// fraction. A guaranteed job that needs a GPU takes it back: the guest is
+// evicted and its host runs alone again.
+func TestSharingMultiGPUGuestOnAnIdleGPUAndAShare(t *testing.T) {
+	tr := &Trace{Name: "multi", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		{ID: 2, Submit: 0, GPUs: 2, Duration: 900, Model: "guest", Class: sharing.Opportunistic},
+		sjob(3, 100, 100, "host", sharing.Guaranteed),
+	}}
+	r, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Sharing
+	if s.MultiGPUGuests < 2 || s.Evicted != 1 || s.Pairs < s.MultiGPUGuests {
+		t.Fatalf("multi-GPU guests %d, pairs %d, evicted %d; want a guest on an idle GPU and one share, evicted once and placed again", s.MultiGPUGuests, s.Pairs, s.Evicted)
+	}
+	if g := byID(r, 2); g.FirstStart != 0 || g.Preemptions != 2 {
+		t.Errorf("guest started at %v with %d requeues; want 0 and two (evicted, then its second host ended)", g.FirstStart, g.Preemptions)
+	}
+	if j := byID(r, 3); j.FirstStart != 100 {
+		t.Errorf("the guaranteed job started at %v, want 100 (the guest's idle GPU taken back)", j.FirstStart)
+	}
+	// The guest held the idle GPU 100 s of the window (the last submission, 100).
+	if s.AllocUtil < 0.99 || s.AllocUtil > 1.01 {
+		t.Errorf("allocated %v of the window, want 1 (host's GPU, the guest's idle one)", s.AllocUtil)
 	}
 }
