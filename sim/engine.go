@@ -355,7 +355,7 @@ func (e *engine) complete(j *JobState, now float64) error {
 	case j.guest != nil && len(j.guest.coHosts) == 0 && len(j.guest.slots) == 0:
 		e.hostEnded(j, node, now)
 	case j.guest != nil:
-		e.multiHostEnded(j, now)
+		e.multiHostEnded(j, node, now)
 	case host != nil:
 		e.unpairOthers(j, host, now)
 		e.unpair(host, j, now)

@@ -50,11 +50,9 @@ import (
 // that Choose's rule lets it go beside (placeMultiGuests). It runs at the
 // slowest of its pairs' fractions (its GPUs step together), each host at
 // its own pair's. Each pair is judged by the revert rule; one reverted
-// pair requeues the guest.
-// When one of its hosts ends, the guest is requeued (HostEnded): Slurm
-// leaves its shards allocated and it runs on, but a job holding one GPU
-// whole and the others as shares is not modelled, so the simulator counts
-// the cost of a restart instead (it understates the gain). With
+// pair requeues the guest. When one of its hosts ends, the guest runs on,
+// that GPU now its own (Slurm leaves its shards allocated; TakenOver), or
+// is requeued where the node lacks the CPUs or memory (HostEnded). With
 // Shape.GPUCountOnly the cluster is one pool without nodes, so there a
 // guest may go beside any hosts: an upper bound on what one node allows.
 //
@@ -192,8 +190,9 @@ type SharingSummary struct {
 	Trials    int `json:"trials"`
 	TakenOver int `json:"taken_over"`
 	// MultiGPUGuests: guests placed on shares of several GPUs of a node
-	// (each of their GPUs also counts in Pairs); HostEnded: such guests
-	// requeued because one of their hosts ended (SharingConfig).
+	// (each host's GPU also counts in Pairs); HostEnded: such guests
+	// requeued because one of their hosts ended and the node could not
+	// give them its GPU (SharingConfig).
 	MultiGPUGuests int `json:"multi_gpu_guests"`
 	HostEnded      int `json:"host_ended"`
 }
@@ -746,15 +745,67 @@ func (j *JobState) ownGPUs() int {
 	return n
 }
 
-// multiHostEnded requeues the guest of several GPUs of host h, which
-// completed (SharingConfig: a guest holding one GPU whole and the others
-// as shares is not modelled).
-func (e *engine) multiHostEnded(h *JobState, now float64) {
+// multiHostEnded: host h of g, a guest of several GPUs (or of one GPU
+// and idle ones), completed on node. As in Slurm, whose shards stay
+// allocated, the guest runs on: h's GPU becomes its own (TakenOver), it
+// runs at the slowest of its remaining pairs' fractions, and with no host
+// left it is an opportunistic job on GPUs alone. Where the node cannot
+// give it the GPU (CPUs or memory) it is requeued (HostEnded).
+func (e *engine) multiHostEnded(h *JobState, node int32, now float64) {
 	g := h.guest
-	e.sh.sum.HostEnded++
-	e.preempt(g, now)
-	e.unpairOthers(g, h, now)
-	h.guest, g.host = nil, nil
+	c := e.cluster
+	gs, speed, ok := c.grant(g, int(node), c.free[node], 1)
+	if !ok {
+		e.sh.sum.HostEnded++
+		e.preempt(g, now)
+		e.unpairOthers(g, h, now)
+		h.guest, g.host = nil, nil
+		return
+	}
+	e.segment(g, now) // up to now with what it held
+	h.guest = nil
+	if g.host == h {
+		g.host = nil
+		if len(g.coHosts) > 0 {
+			g.host, g.coHosts = g.coHosts[0], g.coHosts[1:]
+		}
+	} else {
+		g.coHosts = slices.DeleteFunc(g.coHosts, func(x *JobState) bool { return x == h })
+	}
+	if len(g.coHosts) == 0 {
+		g.coHosts = nil
+	}
+	// The GPU joins what g holds on the node.
+	c.adjust(int(node), -1, -int(gs.cpus), -gs.memGB)
+	merged := false
+	for k := range g.slots {
+		if g.slots[k].node == node {
+			g.slots[k].gpus++
+			g.slots[k].cpus += gs.cpus
+			g.slots[k].memGB += gs.memGB
+			merged = true
+		}
+	}
+	if !merged {
+		g.slots = append(g.slots, gs)
+		c.jobsOn[node] = append(c.jobsOn[node], g)
+	}
+	e.sh.oppGPUs++
+	e.sh.sum.TakenOver++
+	g.allocFrom = now
+	factor := 1.0
+	for k := -1; k < len(g.coHosts) && g.host != nil; k++ {
+		x := g.host
+		if k >= 0 {
+			x = g.coHosts[k]
+		}
+		truth, _, _ := e.sh.cfg.Pairs.Lookup(x.pairModel, g.pairModel)
+		factor = min(factor, truth.Beside*g.shareLimit())
+	}
+	if g.host == nil {
+		factor = 1
+	}
+	e.setSpeed(g, min(speed, 1)*factor, factor, now)
 }
 
 // shareLimit is the most of its solo speed a guest that asked for a share

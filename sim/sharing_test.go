@@ -450,8 +450,8 @@ func multiGPUNode(tab *sharing.Table, multi bool) Config {
 // A two-GPU opportunistic job goes beside two one-GPU guaranteed jobs, a
 // share of each GPU, only with MultiGPUGuests: it runs at its pairs'
 // fraction (0.9) from the start and each host at its own (0.96); without,
-// it waits for both GPUs to be idle. When the first host ends the guest is
-// requeued (HostEnded) and restarts on the idle GPUs once both are.
+// it waits for both GPUs to be idle. When the first host ends the guest
+// runs on, that GPU now its own (Slurm leaves its shards allocated).
 func TestSharingMultiGPUGuestOnSharesOfTwoGPUs(t *testing.T) {
 	guest := Job{ID: 3, Submit: 0, GPUs: 2, Duration: 90, Model: "guest", Class: sharing.Opportunistic}
 	tr := &Trace{Name: "multi", Jobs: []Job{
@@ -487,21 +487,20 @@ func TestSharingMultiGPUGuestOnSharesOfTwoGPUs(t *testing.T) {
 		t.Errorf("without MultiGPUGuests the guest started at %v, before its GPUs were idle", g.FirstStart)
 	}
 
-	// The first host ends at 50: the guest is requeued (Slurm would leave
-	// its shards; the simulator restarts it) and goes again at once on the
-	// GPU that host left idle and a share of the other host's.
+	// The first host ends at 50: the guest keeps its GPU and runs on beside
+	// the other host.
 	tr.Jobs[0].Duration = 50
 	tr.Jobs[2].Duration = 500
 	ended, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := ended.Sharing; s.HostEnded != 1 || s.MultiGPUGuests != 2 {
-		t.Fatalf("host ended %d, multi-GPU guests %d; want the guest requeued once and placed again", s.HostEnded, s.MultiGPUGuests)
+	if s := ended.Sharing; s.HostEnded != 0 || s.TakenOver != 1 || s.MultiGPUGuests != 1 {
+		t.Fatalf("host ended %d, taken over %d, multi-GPU guests %d; want the guest to keep the GPU once", s.HostEnded, s.TakenOver, s.MultiGPUGuests)
 	}
-	// 45 s of work by 50, the other 455 at 0.9: done at 50 + 505.6.
-	if g := byID(ended, 3); g.Preemptions != 1 || g.Finish < 555.5 || g.Finish > 555.7 {
-		t.Errorf("guest: %d requeues, finished at %v; want one, and done at 555.6 (beside host 2 again)", g.Preemptions, g.Finish)
+	// 500 s of work at 0.9 throughout (paced by its share beside host 2).
+	if g := byID(ended, 3); g.Preemptions != 0 || g.Finish < 555.5 || g.Finish > 555.7 {
+		t.Errorf("guest: %d requeues, finished at %v; want none, done at 555.6", g.Preemptions, g.Finish)
 	}
 	// 555.6 s at 0.96, then alone: 1000 + 555.6×0.04.
 	if h := byID(ended, 2); h.Finish < 1022.1 || h.Finish > 1022.3 {
@@ -567,8 +566,8 @@ func TestSharingMultiGPUGuestsBusySliceKeepsItsBooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := r.Sharing
-	if s.MultiGPUGuests == 0 || s.HostEnded == 0 {
-		t.Errorf("multi-GPU guests %d, host ended %d: the slice does not exercise that path", s.MultiGPUGuests, s.HostEnded)
+	if s.MultiGPUGuests == 0 || s.TakenOver == 0 {
+		t.Errorf("multi-GPU guests %d, taken over %d: the slice does not exercise that path", s.MultiGPUGuests, s.TakenOver)
 	}
 	for _, j := range r.Jobs {
 		if !(j.Finish >= j.Submit) {
@@ -598,8 +597,8 @@ func TestSharingMultiGPUGuestOnAnIdleGPUAndAShare(t *testing.T) {
 	if s.MultiGPUGuests < 2 || s.Evicted != 1 || s.Pairs < s.MultiGPUGuests {
 		t.Fatalf("multi-GPU guests %d, pairs %d, evicted %d; want a guest on an idle GPU and one share, evicted once and placed again", s.MultiGPUGuests, s.Pairs, s.Evicted)
 	}
-	if g := byID(r, 2); g.FirstStart != 0 || g.Preemptions != 2 {
-		t.Errorf("guest started at %v with %d requeues; want 0 and two (evicted, then its second host ended)", g.FirstStart, g.Preemptions)
+	if g := byID(r, 2); g.FirstStart != 0 || g.Preemptions != 1 {
+		t.Errorf("guest started at %v with %d requeues; want 0 and one (evicted; a host's end leaves it the GPU)", g.FirstStart, g.Preemptions)
 	}
 	if j := byID(r, 3); j.FirstStart != 100 {
 		t.Errorf("the guaranteed job started at %v, want 100 (the guest's idle GPU taken back)", j.FirstStart)
