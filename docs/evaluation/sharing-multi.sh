@@ -9,7 +9,9 @@
 # pools (-gpu-count-only: one pool without nodes, so a guest may span any
 # hosts' GPUs there, an upper bound on what one node allows); the four
 # weeks as in section 8, on 64 nodes x 8 GPUs, where a guest's hosts
-# share a node.
+# share a node. Then, to see what it does where sharing gains, the week of
+# section 8 (2017-10-02, 16 x 8 GPUs counted as one pool, both request
+# mixes, seeds 1-3, the four policies).
 #
 # Writes OUT/sharing-multi/rows.csv (one row per run: useful utilisation,
 # guaranteed average JCT and work for off, on and multi, multi-GPU guests
@@ -70,20 +72,33 @@ while read -r slice load gpus mix seed policies; do
 	row "$slice" "$load" "$gpus" pool "$mix" "$seed"
 done < "$tmp/fell.txt"
 
+for mix in philly pai2020; do
+	m=()
+	[ $mix = philly ] || m=(-gpu-mix $mix)
+	for seed in 1 2 3; do
+		nice $B -trace "$P" -from 2017-10-02 -to 2017-10-09 -gpu-count-only -nodes 16 -gpus-per-node 8 \
+			-policies fifo-skip,fifo,las,gittins -parallel 2 -sharing off,on,multi -opportunistic 0.2 -seed $seed "${m[@]}" -out "$tmp" >/dev/null
+		row week-2017-10-02 - 128 pool $mix $seed
+	done
+done
+
 python3 - "$rows" > "$OUT/sharing-multi/summary.md" <<'PY'
 import csv,sys,collections
 rows=list(csv.DictReader(open(sys.argv[1])))
 g=lambda r,c: float(r[c])
 by=collections.defaultdict(list)
 for r in rows:
-    by['VC slices, one pool (upper bound)' if r['gpus_per_node']=='pool' else 'four weeks, 64 x 8 GPUs'].append(r)
-print('| pools | runs | useful util fell (on < off) | of those, no longer falls with multi (multi >= off) | multi differs from on | multi-GPU guests (sum) | requeued when a host ended (sum) | guaranteed JCT multi/on (mean, worst) |')
-print('|---|---:|---:|---:|---:|---:|---:|---|')
+    sl=r['slice']
+    by['week, one pool of 128 (all runs)' if sl.startswith('week') else 'four weeks, 64 x 8 GPUs' if sl.startswith('month') else 'VC slices, one pool (upper bound)'].append(r)
+print('| runs of | runs | useful util fell (on < off) | of those, no longer falls with multi (multi >= off) | multi differs from on | useful util on → multi (mean; largest change, points) | multi-GPU guests (sum) | requeued when a host ended (sum) | guaranteed JCT multi/on (mean, worst) |')
+print('|---|---:|---:|---:|---:|---|---:|---:|---|')
 for k,v in sorted(by.items()):
     fell=[r for r in v if g(r,'useful_util_on')<g(r,'useful_util_off')]
     fixed=[r for r in fell if g(r,'useful_util_multi')>=g(r,'useful_util_off')]
     diff=sum(1 for r in v if r['useful_util_multi']!=r['useful_util_on'] or r['guaranteed_jct_multi_s']!=r['guaranteed_jct_on_s'])
     rat=[g(r,'guaranteed_jct_multi_s')/g(r,'guaranteed_jct_on_s') for r in v]
-    print(f"| {k} | {len(v)} | {len(fell)} | {len(fixed)} | {diff} | {sum(int(r['multi_gpu_guests']) for r in v)} | {sum(int(r['host_ended']) for r in v)} | {sum(rat)/len(rat):.4f}, {max(rat):.4f} |")
+    du=[100*(g(r,'useful_util_multi')-g(r,'useful_util_on')) for r in v]
+    big=max(du,key=abs)
+    print(f"| {k} | {len(v)} | {len(fell)} | {len(fixed)} | {diff} | {100*sum(g(r,'useful_util_on') for r in v)/len(v):.2f}% → {100*sum(g(r,'useful_util_multi') for r in v)/len(v):.2f}% ({big:+.2f}) | {sum(int(r['multi_gpu_guests']) for r in v)} | {sum(int(r['host_ended']) for r in v)} | {sum(rat)/len(rat):.4f}, {max(rat):.4f} |")
 PY
 cat "$OUT/sharing-multi/summary.md"
