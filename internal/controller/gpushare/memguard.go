@@ -48,7 +48,7 @@ const (
 // more GPU memory than the guaranteed jobs beside them leave.
 const MetricMemoryRequeues = "lachesis_sharing_memory_requeues_total"
 
-// memSample is a job's last measured use of its (first) GPU.
+// memSample is a job's last measured use of one of its GPUs.
 type memSample struct {
 	node, uuid string
 	index      int
@@ -57,10 +57,15 @@ type memSample struct {
 	sharers    int
 }
 
-// memSampleOf is the memory part of one checked entry of node's report.
-func memSampleOf(e *wire.JobUsage, node string) memSample {
-	g := e.GPUs[0]
-	return memSample{node: node, uuid: g.UUID, index: g.Index, usedMB: g.MemUsedMB, totalMB: g.MemTotalMB, sharers: g.Sharers}
+// memSamplesOf is the memory part of one checked entry of node's report,
+// one sample per GPU (at most maxTrackedGPUs; a guest on shares of
+// several GPUs, Slurm 23.11+, is held to the room on each), into buf.
+func memSamplesOf(buf []memSample, e *wire.JobUsage, node string) []memSample {
+	buf = buf[:0]
+	for _, g := range e.GPUs[:min(len(e.GPUs), maxTrackedGPUs)] {
+		buf = append(buf, memSample{node: node, uuid: g.UUID, index: g.Index, usedMB: g.MemUsedMB, totalMB: g.MemTotalMB, sharers: g.Sharers})
+	}
+	return buf
 }
 
 // memMember is one running job on a shared GPU as the pass sees it.
@@ -145,9 +150,10 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 // memGuardState is what the memory bound keeps between passes; under
 // mu.
 type memGuardState struct {
-	// fits: the host each guest was last logged as fitting beside (one
-	// line per pair and run, not one per pass).
-	fits map[uint32]uint32
+	// fits: the pairs (guest, host) last logged as fitting (one line per
+	// pair and run, not one per pass; a guest of several GPUs has a host
+	// on each).
+	fits map[keptPair]bool
 }
 
 // guardMemory is the pass's memory bound (Judge), called with
@@ -160,20 +166,24 @@ func (c *Sharing) guardMemory(now int64) {
 	in.init()
 	mg := &c.memGuard
 	if mg.fits == nil {
-		mg.fits = map[uint32]uint32{}
+		mg.fits = map[keptPair]bool{}
 	}
-	for id := range mg.fits {
-		if l, ok := u.live[id]; !ok || !l.running {
-			delete(mg.fits, id)
+	for p := range mg.fits {
+		if l, ok := u.live[p.guest]; !ok || !l.running {
+			delete(mg.fits, p)
 		}
 	}
 	var members []memMember
 	for id, l := range u.live {
 		j := u.jobs[id]
-		if j == nil || l.pass != u.pass || !l.running || j.mem.sharers < 2 {
+		if j == nil || l.pass != u.pass || !l.running {
 			continue
 		}
-		members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, s: j.mem})
+		for _, s := range j.mem {
+			if s.sharers >= 2 {
+				members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, s: s})
+			}
+		}
 	}
 	if len(members) < 2 {
 		return
@@ -181,10 +191,11 @@ func (c *Sharing) guardMemory(now int64) {
 	cfg := c.cfg.Sharing.Rules
 	over, fits := judgeMemory(cfg, members)
 	for _, f := range fits {
-		if h, ok := mg.fits[f.guest]; ok && h == f.host {
+		p := keptPair{guest: f.guest, host: f.host}
+		if mg.fits[p] {
 			continue
 		}
-		mg.fits[f.guest] = f.host
+		mg.fits[p] = true
 		c.log.Info(fmt.Sprintf("job %d fits beside job %d on GPU %s: its GPU memory %s MiB is within the room its neighbour leaves (%s MiB)",
 			f.guest, f.host, f.uuid, mib(f.guestMB), mib(f.roomMB)), keyJob, f.guest, "host", f.host)
 	}
@@ -203,7 +214,11 @@ func (c *Sharing) guardMemory(now int64) {
 			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest)
 			continue
 		}
-		delete(mg.fits, v.guest)
+		for p := range mg.fits {
+			if p.guest == v.guest {
+				delete(mg.fits, p)
+			}
+		}
 		if node != "" {
 			c.pinOff(v.guest, v.host, node, fmt.Sprintf("its GPU memory %s MiB exceeded the room its neighbour job %d leaves there (%s MiB)",
 				mib(v.guestMB), v.host, mib(v.roomMB)), now)
