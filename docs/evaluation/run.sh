@@ -190,6 +190,9 @@ sim fairshare-week-defaults "${FSWEEK[@]}" -out "$OUT/fairshare-week-defaults" \
 #    Alibaba PAI 2020's GPU requests, three seeds, three promote_after
 #    values, and the week of 2017-10-02.
 PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/sharing.sh
+# 8.x Multi-GPU guests on shares (Slurm 23.11+): the runs above where
+#    useful utilisation fell, and the week, with -sharing off,on,multi.
+SHARING_ROWS=$OUT/sharing/rows.csv PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/sharing-multi.sh
 
 # 7. Speed: the whole trace (78,802 jobs) on 512 GPUs with 2D-Gittins, one
 #    simulation on one core.
