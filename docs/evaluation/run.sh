@@ -6,7 +6,8 @@
 #
 # DATA (default: data, the repository's own copy) and OUT
 # (default: docs/evaluation/results) may be overridden. About 10 minutes on
-# 2 cores, plus about 10 for section 8 (GPU sharing). Everything but bench.txt (wall time, memory) is deterministic.
+# 2 cores, plus about 10 for section 8 (GPU sharing) and 20 for 8.x (on a
+# machine shared at a load of 10 to 20). Everything but bench.txt (wall time, memory) is deterministic.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
