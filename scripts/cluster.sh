@@ -20,6 +20,10 @@
 #                                   (Slurm spreads them evenly), so jobs can
 #                                   share a GPU with --gres=shard:K. A GPU is
 #                                   allocated as gpu or as shards, never both
+#   LACHESIS_LL_SHARED_GRES 0       1: SelectTypeParameters gets 23.11's
+#                                   LL_SHARED_GRES (a job's shards from the
+#                                   least loaded GPU first); 24.11 only; off
+#                                   by default (docs/slurm-releases.md)
 #   LACHESIS_MPS_PER_NODE  0        >0: GresTypes=gpu,mps and each node gets
 #                                   mps:N, all on its first fake GPU (Slurm
 #                                   22.05 gives MPS one GPU per node), so
@@ -84,6 +88,7 @@ gpus=${LACHESIS_GPUS_PER_NODE:-4}
 gpu_types=${LACHESIS_GPU_TYPES:-}
 shards=${LACHESIS_SHARDS_PER_GPU:-0}
 mps=${LACHESIS_MPS_PER_NODE:-0}
+ll_shared_gres=${LACHESIS_LL_SHARED_GRES:-0}
 gres_cores=${LACHESIS_GRES_CORES:-0}
 cpus=${LACHESIS_CPUS_PER_NODE:-8}
 mem=${LACHESIS_MEM_PER_NODE:-16000}
@@ -107,12 +112,20 @@ slurm=
 cgroup_conf_extra=
 release_settings() {
   slurm=$(slurm_release)
+  select_params_extra=
   case $slurm in
     22.05)
       # Removed in 23.11: slurmd logs an error for it on every step.
       cgroup_conf_extra=CgroupAutomount=no
+      [[ $ll_shared_gres == 0 ]] || die "LACHESIS_LL_SHARED_GRES needs Slurm 23.11 or later (this is $slurm)"
       ;;
-    24.11) ;;
+    24.11)
+      # 23.11+: a job's shards may come from several GPUs of a node (a
+      # multi-GPU opportunistic job on shares beside guaranteed jobs,
+      # docs/slurm-releases.md). Slurm still takes one GPU with room first.
+      select_params_extra=,MULTIPLE_SHARING_GRES_PJ
+      [[ $ll_shared_gres == 0 ]] || select_params_extra+=,LL_SHARED_GRES
+      ;;
     *) die "Slurm $slurm is not a release this script configures (22.05, 24.11): see docs/slurm-releases.md" ;;
   esac
 }
@@ -198,6 +211,7 @@ validate() {
   ((shards == 0 || gpus > 0)) || die "LACHESIS_SHARDS_PER_GPU needs LACHESIS_GPUS_PER_NODE > 0"
   ((mps == 0 || gpus > 0)) || die "LACHESIS_MPS_PER_NODE needs LACHESIS_GPUS_PER_NODE > 0"
   ((mps == 0 || shards == 0)) || die "LACHESIS_MPS_PER_NODE and LACHESIS_SHARDS_PER_GPU do not go together"
+  [[ $ll_shared_gres == 0 || $ll_shared_gres == 1 ]] || die "LACHESIS_LL_SHARED_GRES must be 0 or 1, got '$ll_shared_gres'"
   ((cpus >= 1)) || die "LACHESIS_CPUS_PER_NODE must be >= 1"
   ((mem >= 1)) || die "LACHESIS_MEM_PER_NODE must be >= 1"
   ((port_base + nodes <= 65535)) || die "ports beyond 65535"
@@ -484,7 +498,7 @@ MpiDefault=none
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=2,sched_interval=2
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
+SelectTypeParameters=CR_Core_Memory${select_params_extra}
 # Without a default, CR_*_Memory gives a job without --mem a whole node's
 # memory, and jobs could never share a node.
 DefMemPerCPU=$((mem / cpus))

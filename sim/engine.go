@@ -297,6 +297,10 @@ func (e *engine) closeRun(j *JobState, now float64) {
 		if j.opp {
 			e.sh.oppGPUs -= j.Job.GPUs
 		}
+	} else if own := j.ownGPUs(); own > 0 {
+		// A guest of several GPUs holding idle ones beside its shares.
+		e.busyGPUSeconds += float64(own) * run
+		e.sh.oppGPUs -= own
 	}
 	j.heldGPUSeconds += gpuSeconds
 	e.accts.gpus[j.acct] -= j.Job.GPUs
@@ -319,6 +323,7 @@ func (e *engine) preempt(j *JobState, now float64) {
 		// still a guest while its run closes (it held no GPU of its own).
 		e.sh.sum.HostPreempted++
 		e.preempt(g, now)
+		e.unpairOthers(g, j, now)
 		j.guest, g.host = nil, nil
 	}
 	j.Remaining = j.RemainingAt(now)
@@ -347,9 +352,12 @@ func (e *engine) complete(j *JobState, now float64) error {
 	host := j.host
 	e.closeRun(j, now)
 	switch {
-	case j.guest != nil:
+	case j.guest != nil && len(j.guest.coHosts) == 0 && len(j.guest.slots) == 0:
 		e.hostEnded(j, node, now)
+	case j.guest != nil:
+		e.multiHostEnded(j, node, now)
 	case host != nil:
+		e.unpairOthers(j, host, now)
 		e.unpair(host, j, now)
 	}
 	j.Account.CloseRun()

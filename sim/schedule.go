@@ -213,10 +213,17 @@ func (e *engine) evictFor(j *JobState, now float64) bool {
 	// use nor change that memory.
 	noRoom, noWhole := c.noRoom, c.noWhole
 	c.noRoom, c.noWhole = math.MaxInt, math.MaxInt
-	ok := e.preemptFor(j, func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }, now, true)
+	// A guest of several GPUs that holds idle GPUs beside its shares is
+	// taken back like one on GPUs alone; its hosts run alone again.
+	ok := e.preemptFor(j, func(v *JobState) bool { return v.Status == Running && v.opp && (v.host == nil || len(v.slots) > 0) }, now, true)
 	c.noRoom, c.noWhole = noRoom, noWhole
 	if ok {
 		e.sh.sum.Evicted += len(e.victims)
+		for _, v := range e.victims {
+			if v.host != nil {
+				e.unpairOthers(v, nil, now)
+			}
+		}
 	}
 	return ok
 }

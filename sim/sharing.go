@@ -41,6 +41,21 @@ import (
 // usage. A guest holds no CPUs or memory of the node in the simulation,
 // and a GPU holds at most one guest (the pair table knows pairs).
 //
+// With MultiGPUGuests (Slurm 23.11's MULTIPLE_SHARING_GRES_PJ: shards of
+// several GPUs of a node in one job), an opportunistic job of k > 1 GPUs
+// may also go as a guest on k GPUs of one node: the node's idle GPUs (all
+// their shards; at most k − 1, held like an opportunistic job's GPUs: a
+// guaranteed job takes them back by requeueing it) and, for the rest,
+// GPUs each held by a running one-GPU guaranteed job that leaves room and
+// that Choose's rule lets it go beside (placeMultiGuests). It runs at the
+// slowest of its pairs' fractions (its GPUs step together), each host at
+// its own pair's. Each pair is judged by the revert rule; one reverted
+// pair requeues the guest. When one of its hosts ends, the guest runs on,
+// that GPU now its own (Slurm leaves its shards allocated; TakenOver), or
+// is requeued where the node lacks the CPUs or memory (HostEnded). With
+// Shape.GPUCountOnly the cluster is one pool without nodes, so there a
+// guest may go beside any hosts: an upper bound on what one node allows.
+//
 // Off, jobs run exactly as without a SharingConfig (class and share are
 // ignored: every job takes whole GPUs); only the models are drawn and the
 // sharing report (Result.Sharing) computed, so an off and an on run of the
@@ -53,6 +68,10 @@ type SharingConfig struct {
 	// measured and kept or reverted).
 	Pairs *sharing.Table
 	Learn bool
+	// MultiGPUGuests lets a multi-GPU opportunistic job be a guest on
+	// several GPUs of one node (Slurm 23.11+; off: guests of one GPU, as
+	// on Slurm 22.05).
+	MultiGPUGuests bool
 }
 
 // shareState is a run's sharing bookkeeping.
@@ -170,6 +189,12 @@ type SharingSummary struct {
 	Pairs     int `json:"pairs"`
 	Trials    int `json:"trials"`
 	TakenOver int `json:"taken_over"`
+	// MultiGPUGuests: guests placed on shares of several GPUs of a node
+	// (each host's GPU also counts in Pairs); HostEnded: such guests
+	// requeued because one of their hosts ended and the node could not
+	// give them its GPU (SharingConfig).
+	MultiGPUGuests int `json:"multi_gpu_guests"`
+	HostEnded      int `json:"host_ended"`
 }
 
 // ClassSummary is one class's outcome.
@@ -282,10 +307,13 @@ func (e *engine) segment(j *JobState, now float64) {
 	h := e.sh.horizon
 	from := max(j.segFrom, j.ProgressFrom)
 	j.segFrom = now
-	if j.host == nil {
+	if held := j.Job.GPUs; j.host == nil || j.ownGPUs() > 0 {
+		if j.host != nil {
+			held = j.ownGPUs() // a guest's idle GPUs beside its shares
+		}
 		// Allocated from the run's start or the last change, penalty included.
 		if a, b := max(j.allocFrom, 0), min(now, h); b > a {
-			e.sh.sum.AllocUtil += float64(j.Job.GPUs) * (b - a)
+			e.sh.sum.AllocUtil += float64(held) * (b - a)
 		}
 	}
 	j.allocFrom = now
@@ -351,13 +379,21 @@ func (e *engine) sharePrePass(now float64) {
 		// (its share's limit included). The table learns the pair's own
 		// fractions: a share's limit is the guest's, applied when it is
 		// placed (sharePostPass).
-		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
-		v := sh.cfg.Rules.JudgePair(sharing.PairRates{HostSolo: 1, HostShared: truth.Of, GuestSolo: 1, GuestShared: g.shareFactor})
-		_, _ = sh.known.Learn(h.pairModel, g.pairModel, v, truth.Of, truth.Beside)
-		if p := sh.pairRecord(g); p != nil {
-			p.Judged, p.Reverted = now, v.Revert
+		// A guest of several GPUs: each pair judged, one revert requeues it.
+		revert := false
+		for i := -1; i < len(g.coHosts); i++ {
+			if i >= 0 {
+				h = g.coHosts[i]
+			}
+			truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
+			v := sh.cfg.Rules.JudgePair(sharing.PairRates{HostSolo: 1, HostShared: truth.Of, GuestSolo: 1, GuestShared: g.shareFactor})
+			_, _ = sh.known.Learn(h.pairModel, g.pairModel, v, truth.Of, truth.Beside)
+			if p := sh.pairRecord(g); p != nil && i < 0 {
+				p.Judged, p.Reverted = now, v.Revert
+			}
+			revert = revert || v.Revert
 		}
-		if v.Revert {
+		if revert {
 			sh.sum.Reverted++
 			e.requeueOpp(g, now)
 			continue
@@ -424,12 +460,15 @@ func (e *engine) sharePostPass(now float64) float64 {
 		if c.freeGPUs-moved <= 0 {
 			break
 		}
+		if c.freeGPUs-moved < g.Job.GPUs {
+			continue // a guest of several GPUs moves only to as many idle ones
+		}
 		if g.host != nil && g.Status == Running && sh.cfg.Rules.Move(now-g.pairedAt) {
 			sh.sum.Moved++
 			if p := sh.pairRecord(g); p != nil {
 				p.Moved = true
 			}
-			moved++
+			moved += g.Job.GPUs
 			e.requeueOpp(g, now)
 			if g.eligibleAt <= now && c.couldFit(g.Job.GPUs) {
 				// No requeue hold: it takes the idle GPU in this pass.
@@ -496,6 +535,9 @@ func (e *engine) sharePostPass(now float64) float64 {
 		}
 		clear(sh.queues)
 	}
+	if sh.cfg.MultiGPUGuests && e.placeMultiGuests(now) {
+		next = min(next, now+max(e.cfg.PassInterval, 1))
+	}
 	for _, j := range sh.opps {
 		if j.Status == Pending {
 			next = min(next, now+max(sh.cfg.Rules.PromoteAfter-j.waitedAt(now), 0))
@@ -526,6 +568,246 @@ func (e *engine) startGuest(g, h *JobState, now float64) {
 	e.setSpeed(h, h.soloSpeed*truth.Of, truth.Of, now)
 }
 
+// placeMultiGuests places waiting opportunistic jobs of several GPUs, in
+// arrival order, as guests on shares of as many GPUs of one node, each
+// GPU held by a running one-GPU guaranteed job without a guest whose usage
+// leaves the guest's share and whose pair with the guest Choose's rule
+// allows (Fits, with Gains at the guest's share limit). On the first node
+// (by index) with enough such hosts it takes the hosts the table predicts
+// lose least. It says whether it placed one (a pair to measure at the next
+// pass).
+func (e *engine) placeMultiGuests(now float64) bool {
+	sh := e.sh
+	placed := false
+	var byNode map[int32][]*JobState
+	for _, g := range sh.opps {
+		if g.Status != Pending || g.eligibleAt > now || g.Job.GPUs < 2 {
+			continue
+		}
+		if byNode == nil {
+			// The hosts that are free of a guest, by node, in the policy's
+			// order; rebuilt only when a pass has such a guest waiting.
+			byNode = map[int32][]*JobState{}
+			for _, h := range e.order {
+				if h.Status == Running && h.Job.GPUs == 1 && h.guest == nil && h.usage < 1 && len(h.slots) == 1 {
+					byNode[h.slots[0].node] = append(byNode[h.slots[0].node], h)
+				}
+			}
+		}
+		type cand struct {
+			h          *JobState
+			of         float64
+			unmeasured bool
+		}
+		var best []cand
+		bestNode := int32(-1)
+		var own slot
+		for n, hs := range byNode {
+			// Idle GPUs of the node first (no interference), hosts for the
+			// rest; at least one host (else placeFree had placed it).
+			idle := min(e.cluster.free[n].GPUs, g.Job.GPUs-1)
+			var s slot
+			if idle > 0 {
+				var ok bool
+				if s, _, ok = e.cluster.grant(g, int(n), e.cluster.free[n], idle); !ok {
+					idle = 0
+				}
+			}
+			need := g.Job.GPUs - idle
+			if len(hs) < need || (bestNode >= 0 && n > bestNode) {
+				continue
+			}
+			var fits []cand
+			for _, h := range hs {
+				if h.guest != nil || g.Job.Share > 1-h.usage+1e-9 {
+					continue
+				}
+				ok, of := sh.cfg.Rules.Fits(sh.known, h.pairModel, g.pairModel)
+				if !ok {
+					continue
+				}
+				s, _, held := sh.known.Lookup(h.pairModel, g.pairModel)
+				if held && !sharing.Gains(sharing.Speeds{Of: s.Of, Beside: s.Beside * g.shareLimit()}) {
+					continue
+				}
+				fits = append(fits, cand{h: h, of: of, unmeasured: !held})
+			}
+			if len(fits) < need {
+				continue
+			}
+			// Least predicted loss first; unmeasured pairs (of 0) last.
+			slices.SortStableFunc(fits, func(a, b cand) int {
+				switch {
+				case a.of > b.of:
+					return -1
+				case a.of < b.of:
+					return 1
+				}
+				return 0
+			})
+			best, bestNode, own = fits[:need], n, slot{}
+			if idle > 0 {
+				own = s
+			}
+		}
+		if bestNode < 0 {
+			continue
+		}
+		hosts := make([]*JobState, len(best))
+		trial := false
+		for i, c := range best {
+			hosts[i] = c.h
+			trial = trial || c.unmeasured
+		}
+		e.startMultiGuest(g, hosts, own, now)
+		if trial {
+			sh.sum.Trials++
+		}
+		placed = true
+	}
+	return placed
+}
+
+// startMultiGuest starts opportunistic job g as a guest on the GPUs of
+// hosts, one each, and on own (idle GPUs it holds; none when own.gpus is
+// 0): it runs at the slowest of its pairs' fractions (its share's limit
+// included), each host at its own pair's.
+func (e *engine) startMultiGuest(g *JobState, hosts []*JobState, own slot, now float64) {
+	sh := e.sh
+	g.host, g.coHosts = hosts[0], hosts[1:]
+	if own.gpus > 0 {
+		c := e.cluster
+		c.plan = append(c.plan[:0], own)
+		c.take(g)
+		sh.oppGPUs += int(own.gpus)
+	}
+	g.pairedAt, g.pairChecked = now, false
+	beside := math.Inf(1)
+	for _, h := range hosts {
+		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
+		beside = min(beside, truth.Beside)
+	}
+	sh.sum.Pairs += len(hosts)
+	sh.sum.MultiGPUGuests++
+	limit := g.shareLimit()
+	e.start(g, beside*limit, now)
+	g.shareFactor = beside * limit
+	for i, h := range hosts {
+		truth, _, _ := sh.cfg.Pairs.Lookup(h.pairModel, g.pairModel)
+		h.guest = g
+		if sh.hist != nil && i == 0 {
+			sh.open[g] = len(sh.hist.Pairs)
+			sh.hist.Pairs = append(sh.hist.Pairs, PairRecord{Host: h.Job.ID, Guest: g.Job.ID, HostModel: h.pairModel, GuestModel: g.pairModel,
+				Start: now, Of: truth.Of, GuestSpeed: g.shareFactor})
+		}
+		h.soloSpeed = h.Speed
+		e.setSpeed(h, h.soloSpeed*truth.Of, truth.Of, now)
+	}
+}
+
+// unpairOthers ends the sharing of g's hosts other than except (a guest
+// of several GPUs; nothing for a guest of one): they run alone again.
+func (e *engine) unpairOthers(g, except *JobState, now float64) {
+	if len(g.coHosts) == 0 {
+		if except == nil && g.host != nil {
+			e.unpair(g.host, g, now)
+		}
+		return
+	}
+	if h := g.host; h != except {
+		e.unpair(h, g, now)
+	}
+	for _, h := range g.coHosts {
+		if h == except {
+			continue
+		}
+		h.guest = nil
+		if h.Status == Running {
+			e.setSpeed(h, h.soloSpeed, 1, now)
+		}
+	}
+	g.coHosts = nil
+	if except != nil {
+		g.host = except // its caller unpairs it
+	}
+}
+
+// ownGPUs is the GPUs a guest holds of the node beside its shares (idle
+// GPUs a guest of several GPUs took), 0 for one that is not a guest.
+func (j *JobState) ownGPUs() int {
+	if j.host == nil {
+		return 0
+	}
+	n := 0
+	for _, s := range j.slots {
+		n += int(s.gpus)
+	}
+	return n
+}
+
+// multiHostEnded: host h of g, a guest of several GPUs (or of one GPU
+// and idle ones), completed on node. As in Slurm, whose shards stay
+// allocated, the guest runs on: h's GPU becomes its own (TakenOver), it
+// runs at the slowest of its remaining pairs' fractions, and with no host
+// left it is an opportunistic job on GPUs alone. Where the node cannot
+// give it the GPU (CPUs or memory) it is requeued (HostEnded).
+func (e *engine) multiHostEnded(h *JobState, node int32, now float64) {
+	g := h.guest
+	c := e.cluster
+	gs, speed, ok := c.grant(g, int(node), c.free[node], 1)
+	if !ok {
+		e.sh.sum.HostEnded++
+		e.preempt(g, now)
+		e.unpairOthers(g, h, now)
+		h.guest, g.host = nil, nil
+		return
+	}
+	e.segment(g, now) // up to now with what it held
+	h.guest = nil
+	if g.host == h {
+		g.host = nil
+		if len(g.coHosts) > 0 {
+			g.host, g.coHosts = g.coHosts[0], g.coHosts[1:]
+		}
+	} else {
+		g.coHosts = slices.DeleteFunc(g.coHosts, func(x *JobState) bool { return x == h })
+	}
+	if len(g.coHosts) == 0 {
+		g.coHosts = nil
+	}
+	// The GPU joins what g holds on the node.
+	c.adjust(int(node), -1, -int(gs.cpus), -gs.memGB)
+	merged := false
+	for k := range g.slots {
+		if g.slots[k].node == node {
+			g.slots[k].gpus++
+			g.slots[k].cpus += gs.cpus
+			g.slots[k].memGB += gs.memGB
+			merged = true
+		}
+	}
+	if !merged {
+		g.slots = append(g.slots, gs)
+		c.jobsOn[node] = append(c.jobsOn[node], g)
+	}
+	e.sh.oppGPUs++
+	e.sh.sum.TakenOver++
+	g.allocFrom = now
+	factor := 1.0
+	for k := -1; k < len(g.coHosts) && g.host != nil; k++ {
+		x := g.host
+		if k >= 0 {
+			x = g.coHosts[k]
+		}
+		truth, _, _ := e.sh.cfg.Pairs.Lookup(x.pairModel, g.pairModel)
+		factor = min(factor, truth.Beside*g.shareLimit())
+	}
+	if g.host == nil {
+		factor = 1
+	}
+	e.setSpeed(g, min(speed, 1)*factor, factor, now)
+}
+
 // shareLimit is the most of its solo speed a guest that asked for a share
 // s of the GPU runs at beside a host: s/u, u its model's usage (an MPS
 // thread limit), 1 without a share.
@@ -548,6 +830,7 @@ func (e *engine) unpair(h, g *JobState, now float64) {
 func (e *engine) requeueOpp(j *JobState, now float64) {
 	if h := j.host; h != nil {
 		e.preempt(j, now)
+		e.unpairOthers(j, h, now)
 		e.unpair(h, j, now)
 		return
 	}
@@ -569,7 +852,8 @@ func (e *engine) hostEnded(h *JobState, node int32, now float64) {
 	}
 	e.segment(g, now) // a guest up to now: nothing allocated to it
 	h.guest, g.host = nil, nil
-	// The guest's run goes on: its GPU becomes its own allocation.
+	// The guest's run goes on: its GPU becomes its own allocation (a guest
+	// of one GPU holds none of the node before: multiHostEnded otherwise).
 	c.plan = append(c.plan[:0], s)
 	c.take(g)
 	e.sh.oppGPUs++
@@ -629,7 +913,8 @@ func (e *engine) sharingSummary(r *Result) *SharingSummary {
 	return &s
 }
 
-// SharingVariants replaces each variant by one per mode ("off", "on"), all
+// SharingVariants replaces each variant by one per mode ("off", "on",
+// "multi": on with MultiGPUGuests), all
 // with base's tables and rules, labelled LABEL/sharing-MODE.
 func SharingVariants(variants []Variant, base SharingConfig, modes []string) ([]Variant, error) {
 	var out []Variant
@@ -641,8 +926,12 @@ func SharingVariants(variants []Variant, base SharingConfig, modes []string) ([]
 				sc.On = false
 			case "on":
 				sc.On = true
+			case "multi":
+				// On, with guests on shares of several GPUs of a node
+				// (Slurm 23.11+).
+				sc.On, sc.MultiGPUGuests = true, true
 			default:
-				return nil, fmt.Errorf("%w: sharing mode %q is not off or on", ErrBadConfig, m)
+				return nil, fmt.Errorf("%w: sharing mode %q is not off, on or multi", ErrBadConfig, m)
 			}
 			w := v
 			w.Label += "/sharing-" + m

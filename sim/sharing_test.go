@@ -437,3 +437,174 @@ func TestSharingIdleWhileAnOpportunisticJobWaits(t *testing.T) {
 		}
 	}
 }
+
+// multiGPUNode is sharedGPU on one node of two GPUs, with guests on shares
+// of several GPUs when multi is set (Slurm 23.11's MULTIPLE_SHARING_GRES_PJ).
+func multiGPUNode(tab *sharing.Table, multi bool) Config {
+	c := sharedGPU(tab, false, 1e6)
+	c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
+	c.Sharing.MultiGPUGuests = multi
+	return c
+}
+
+// A two-GPU opportunistic job goes beside two one-GPU guaranteed jobs, a
+// share of each GPU, only with MultiGPUGuests: it runs at its pairs'
+// fraction (0.9) from the start and each host at its own (0.96); without,
+// it waits for both GPUs to be idle. When the first host ends the guest
+// runs on, that GPU now its own (Slurm leaves its shards allocated).
+func TestSharingMultiGPUGuestOnSharesOfTwoGPUs(t *testing.T) {
+	guest := Job{ID: 3, Submit: 0, GPUs: 2, Duration: 90, Model: "guest", Class: sharing.Opportunistic}
+	tr := &Trace{Name: "multi", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		sjob(2, 0, 1000, "host", sharing.Guaranteed),
+		guest,
+	}}
+	r, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Sharing; s.MultiGPUGuests != 1 || s.Pairs != 2 || s.Reverted != 0 || s.HostEnded != 0 {
+		t.Fatalf("multi-GPU guests %d, pairs %d, reverted %d, host ended %d; want one guest on two pairs kept", s.MultiGPUGuests, s.Pairs, s.Reverted, s.HostEnded)
+	}
+	if g := byID(r, 3); g.FirstStart != 0 || g.Finish < 99.9 || g.Finish > 100.1 {
+		t.Errorf("guest started at %v and finished at %v, want 0 and 100 (90 s of work at 0.9)", g.FirstStart, g.Finish)
+	}
+	// 100 s at 0.96 beside the guest: 4 s late.
+	for _, id := range []uint32{1, 2} {
+		if h := byID(r, id); h.Finish < 1003.9 || h.Finish > 1004.1 {
+			t.Errorf("host %d finished at %v, want 1004", id, h.Finish)
+		}
+	}
+
+	off, err := Run(multiGPUNode(pairs(t, 0.04), false), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := off.Sharing; s.MultiGPUGuests != 0 || s.Pairs != 0 {
+		t.Fatalf("without MultiGPUGuests: multi-GPU guests %d, pairs %d, want none", s.MultiGPUGuests, s.Pairs)
+	}
+	if g := byID(off, 3); g.FirstStart < 1000 {
+		t.Errorf("without MultiGPUGuests the guest started at %v, before its GPUs were idle", g.FirstStart)
+	}
+
+	// The first host ends at 50: the guest keeps its GPU and runs on beside
+	// the other host.
+	tr.Jobs[0].Duration = 50
+	tr.Jobs[2].Duration = 500
+	ended, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ended.Sharing; s.HostEnded != 0 || s.TakenOver != 1 || s.MultiGPUGuests != 1 {
+		t.Fatalf("host ended %d, taken over %d, multi-GPU guests %d; want the guest to keep the GPU once", s.HostEnded, s.TakenOver, s.MultiGPUGuests)
+	}
+	// 500 s of work at 0.9 throughout (paced by its share beside host 2).
+	if g := byID(ended, 3); g.Preemptions != 0 || g.Finish < 555.5 || g.Finish > 555.7 {
+		t.Errorf("guest: %d requeues, finished at %v; want none, done at 555.6", g.Preemptions, g.Finish)
+	}
+	// 555.6 s at 0.96, then alone: 1000 + 555.6×0.04.
+	if h := byID(ended, 2); h.Finish < 1022.1 || h.Finish > 1022.3 {
+		t.Errorf("host 2 finished at %v, want 1022.2", h.Finish)
+	}
+}
+
+// A guest of several GPUs whose pair with one of its hosts hurts that host
+// beyond max_slowdown is reverted as a whole.
+func TestSharingMultiGPUGuestRevertedByOneBadPair(t *testing.T) {
+	tab := pairs(t, 0.04)
+	if err := tab.Seed("other", "other", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	tr := &Trace{Name: "multi", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		sjob(2, 0, 1000, "other", sharing.Guaranteed),
+		{ID: 3, Submit: 0, GPUs: 2, Duration: 90, Model: "guest", Class: sharing.Opportunistic},
+	}}
+	truth := tab.Clone()
+	if err := truth.Seed("other", "guest", 0.7, 0.9); err != nil {
+		t.Fatal(err)
+	}
+	c := multiGPUNode(truth, true)
+	c.Sharing.Learn = true
+	r, err := Run(c, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Sharing; s.MultiGPUGuests != 1 || s.Reverted != 1 {
+		t.Fatalf("multi-GPU guests %d, reverted %d; want the guest tried once and reverted", s.MultiGPUGuests, s.Reverted)
+	}
+	if g := byID(r, 3); g.Preemptions != 1 || g.Finish < 1000 {
+		t.Errorf("guest: %d requeues, finished at %v; want one, then back only on idle GPUs", g.Preemptions, g.Finish)
+	}
+}
+
+// A busy slice on nodes of eight GPUs places guests of several GPUs and
+// keeps its books: every job finishes, useful time stays bounded.
+func TestSharingMultiGPUGuestsBusySliceKeepsItsBooks(t *testing.T) {
+	tr := phillySlice(t, 600)
+	MarkOpportunistic(tr, 0.5, 1)
+	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer solo.Close()
+	col, err := os.Open(refData(t, "gavel/colocated.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.Shape = Shape{Nodes: 6, GPUsPerNode: 8, GPUCountOnly: true}
+	c.Policy = PolicyGittins
+	c.Sharing = &SharingConfig{On: true, Rules: sharing.DefaultConfig(), Pairs: tab, MultiGPUGuests: true}
+	r, err := Run(c, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Sharing
+	if s.MultiGPUGuests == 0 || s.TakenOver == 0 {
+		t.Errorf("multi-GPU guests %d, taken over %d: the slice does not exercise that path", s.MultiGPUGuests, s.TakenOver)
+	}
+	for _, j := range r.Jobs {
+		if !(j.Finish >= j.Submit) {
+			t.Fatalf("job %d did not finish: %+v", j.ID, j)
+		}
+	}
+	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
+		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
+	}
+}
+
+// A two-GPU opportunistic job takes the node's idle GPU and a share of the
+// host's: it holds the idle GPU (allocated) and runs at its pair's
+// fraction. A guaranteed job that needs a GPU takes it back: the guest is
+// evicted and its host runs alone again.
+func TestSharingMultiGPUGuestOnAnIdleGPUAndAShare(t *testing.T) {
+	tr := &Trace{Name: "multi", Jobs: []Job{
+		sjob(1, 0, 1000, "host", sharing.Guaranteed),
+		{ID: 2, Submit: 0, GPUs: 2, Duration: 900, Model: "guest", Class: sharing.Opportunistic},
+		sjob(3, 100, 100, "host", sharing.Guaranteed),
+	}}
+	r, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Sharing
+	if s.MultiGPUGuests < 2 || s.Evicted != 1 || s.Pairs < s.MultiGPUGuests {
+		t.Fatalf("multi-GPU guests %d, pairs %d, evicted %d; want a guest on an idle GPU and one share, evicted once and placed again", s.MultiGPUGuests, s.Pairs, s.Evicted)
+	}
+	if g := byID(r, 2); g.FirstStart != 0 || g.Preemptions != 1 {
+		t.Errorf("guest started at %v with %d requeues; want 0 and one (evicted; a host's end leaves it the GPU)", g.FirstStart, g.Preemptions)
+	}
+	if j := byID(r, 3); j.FirstStart != 100 {
+		t.Errorf("the guaranteed job started at %v, want 100 (the guest's idle GPU taken back)", j.FirstStart)
+	}
+	// The guest held the idle GPU 100 s of the window (the last submission, 100).
+	if s.AllocUtil < 0.99 || s.AllocUtil > 1.01 {
+		t.Errorf("allocated %v of the window, want 1 (host's GPU, the guest's idle one)", s.AllocUtil)
+	}
+}

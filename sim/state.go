@@ -94,6 +94,10 @@ type JobState struct {
 	// is opportunistic (not promoted); a guest runs on its host's GPU.
 	opp         bool
 	host, guest *JobState
+	// coHosts: a guest on shares of several GPUs of one node
+	// (SharingConfig.MultiGPUGuests), its hosts beyond host, one per GPU;
+	// each has guest set to it.
+	coHosts []*JobState
 	// pairModel is the model its interference is looked up by, usage its
 	// share of a GPU alone; shareFactor its speed relative to alone now,
 	// soloSpeed a host's speed without its guest.

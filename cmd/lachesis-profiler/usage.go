@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 )
 
 // openLedger opens the controller's ledger read-only, found like openStore
@@ -72,6 +74,7 @@ func cmdJobs(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("jobs", stderr)
 	db := dbFlag(fs)
 	limit := fs.Int("limit", 50, "show at most this many jobs, those measured most recently first (0: all)")
+	withSlurm := fs.Bool("slurm", true, "beside the agents' figures, Slurm's own (sacct's gres/gpuutil and gres/gpumem, Slurm 23.02+ with NVML)")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
@@ -84,6 +87,15 @@ func cmdJobs(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var slurm map[uint32]slurmcmd.JobGPUFigures
+	var slurmErr error
+	if *withSlurm {
+		ids := make([]uint32, len(uses))
+		for i := range uses {
+			ids[i] = uses[i].JobID
+		}
+		slurm, slurmErr = slurmGPUFigures(ids)
+	}
 	rows := make([][]string, 0, len(uses))
 	for i := range uses {
 		u := &uses[i]
@@ -95,13 +107,76 @@ func cmdJobs(args []string, stdout, stderr io.Writer) error {
 		if u.Finished != 0 {
 			state = "ended"
 		}
-		rows = append(rows, []string{strconv.FormatUint(uint64(u.JobID), 10), userName(u.User), state,
+		row := []string{strconv.FormatUint(uint64(u.JobID), 10), userName(u.User), state,
 			strconv.FormatInt(u.Samples, 10), fmt.Sprintf("%.0f", u.MeanUtil()), fmt.Sprintf("%.0f", u.UtilPeak),
 			fmt.Sprintf("%.1f", u.MemPeakMB/1024), strconv.Itoa(u.GPUsMax), strconv.Itoa(u.SharersMax),
-			formatRate(ips), formatRate(u.MeanItersPerSec()), formatTime(u.FirstSeen), formatTime(u.LastSeen)})
+			formatRate(ips), formatRate(u.MeanItersPerSec()), formatTime(u.FirstSeen), formatTime(u.LastSeen)}
+		if *withSlurm {
+			f, ok := slurm[u.JobID]
+			if !ok {
+				f = slurmcmd.JobGPUFigures{UtilPct: math.NaN(), MemBytes: math.NaN()}
+			}
+			row = append(row, slurmFigure(f.UtilPct, 1, "%.0f"), slurmFigure(f.MemBytes, 1<<30, "%.1f"))
+		}
+		rows = append(rows, row)
 	}
-	return storeTable(stdout, "JOB\tUSER\tSTATE\tSAMPLES\tMEAN UTIL %\tPEAK UTIL %\tPEAK MEM GiB/GPU\tGPUS\tMAX SHARERS\tIT/S\tMEAN IT/S\tFIRST SEEN\tLAST SEEN",
-		"no job's GPU use reported yet (node agents report it every telemetry interval)", rows)
+	header := "JOB\tUSER\tSTATE\tSAMPLES\tMEAN UTIL %\tPEAK UTIL %\tPEAK MEM GiB/GPU\tGPUS\tMAX SHARERS\tIT/S\tMEAN IT/S\tFIRST SEEN\tLAST SEEN"
+	if *withSlurm {
+		header += "\tSLURM UTIL %\tSLURM PEAK MEM GiB"
+	}
+	if err := storeTable(stdout, header, "no job's GPU use reported yet (node agents report it every telemetry interval)", rows); err != nil {
+		return err
+	}
+	if *withSlurm && len(rows) > 0 {
+		fmt.Fprintln(stdout, slurmFiguresNote(slurm, slurmErr))
+	}
+	return nil
+}
+
+// slurmGPUFigures is Slurm's own GPU figures of jobs (sacct, through
+// internal/slurmcmd), MaxSacctJobs at a time; a variable so tests answer
+// without Slurm.
+var slurmGPUFigures = func(ids []uint32) (map[uint32]slurmcmd.JobGPUFigures, error) {
+	out := map[uint32]slurmcmd.JobGPUFigures{}
+	r := slurmcmd.Runner{Timeout: 20 * time.Second}
+	for len(ids) > 0 {
+		n := min(len(ids), slurmcmd.MaxSacctJobs)
+		figs, err := r.JobGPUFigures(context.Background(), ids[:n])
+		if err != nil {
+			return out, err
+		}
+		for id, f := range figs {
+			out[id] = f
+		}
+		ids = ids[n:]
+	}
+	return out, nil
+}
+
+// slurmFigure is one of Slurm's figures in unit, n/a where Slurm reported
+// none.
+func slurmFigure(v, unit float64, format string) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v/unit)
+}
+
+// slurmFiguresNote says where Slurm's columns come from and why a cell
+// may be n/a: the agents measure every job on every GPU (NVML, or the
+// fake device on test clusters), Slurm only where its gpu/nvml plugin
+// does and accounting keeps the TRES.
+func slurmFiguresNote(figs map[uint32]slurmcmd.JobGPUFigures, err error) string {
+	const why = "n/a (not reported by Slurm): Slurm reports gres/gpuutil and gres/gpumem only from 23.02, with AccountingStorageTRES listing them, for GPUs slurmd reads through NVML (AutoDetect=nvml); never for the fake GPU device of test clusters"
+	if err != nil {
+		return fmt.Sprintf("note: Slurm's own GPU figures could not be read (%v); %s", err, why)
+	}
+	for _, f := range figs {
+		if !math.IsNaN(f.UtilPct) || !math.IsNaN(f.MemBytes) {
+			return "note: SLURM columns are sacct's (the highest step average utilisation, summed over the job's processes, and peak memory); they should agree with the agents' MEAN UTIL % and PEAK MEM (per GPU: Slurm's is the job's total). " + why
+		}
+	}
+	return "note: " + why
 }
 
 // cmdIdle lists running jobs that hold GPUs below a utilisation for at

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
+	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 )
 
 // usageDB is a real ledger file holding rows of job_gpu_use.
@@ -32,7 +35,16 @@ func ledgerFile(t *testing.T, save func(*ledger.SQLite) error) string {
 	return path
 }
 
+// noSlurmFigures makes the jobs command's sacct answer figs and err for
+// the test.
+func noSlurmFigures(t *testing.T, figs map[uint32]slurmcmd.JobGPUFigures, err error) {
+	old := slurmGPUFigures
+	slurmGPUFigures = func([]uint32) (map[uint32]slurmcmd.JobGPUFigures, error) { return figs, err }
+	t.Cleanup(func() { slurmGPUFigures = old })
+}
+
 func TestJobsListsEachJobsGPUUse(t *testing.T) {
+	noSlurmFigures(t, nil, nil)
 	now := time.Now().Unix()
 	db := usageDB(t,
 		ledger.JobGPUUse{JobID: 41, User: 0, Samples: 4, UtilSum: 148, UtilPeak: 80, MemPeakMB: 9318, GPUsMax: 2, SharersMax: 1,
@@ -43,8 +55,8 @@ func TestJobsListsEachJobsGPUUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "42 ") || !strings.HasPrefix(lines[2], "41 ") {
-		t.Fatalf("want the header and jobs 42, 41 (most recent first):\n%s", out)
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "42 ") || !strings.HasPrefix(lines[2], "41 ") || !strings.HasPrefix(lines[3], "note: n/a (not reported by Slurm)") {
+		t.Fatalf("want the header, jobs 42, 41 (most recent first) and the note on Slurm's figures:\n%s", out)
 	}
 	for _, want := range []string{"root", "running", "37", "80", "9.1", "12.5", "4242424", "ended"} {
 		if !strings.Contains(out, want) {
@@ -52,8 +64,49 @@ func TestJobsListsEachJobsGPUUse(t *testing.T) {
 		}
 	}
 	out, _, err = runCLI(t, "jobs", "--db", db, "--limit", "1")
-	if err != nil || strings.Count(out, "\n") != 2 {
+	if err != nil || strings.Count(out, "\n") != 3 {
 		t.Fatalf("--limit 1: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, "jobs", "--db", db, "--slurm=false")
+	if err != nil || strings.Count(out, "\n") != 3 || strings.Contains(out, "SLURM") {
+		t.Fatalf("--slurm=false: %v\n%s", err, out)
+	}
+}
+
+// Slurm's own figures (sacct's gres/gpuutil and gres/gpumem) stand beside
+// the agents' where Slurm has them, n/a where it has none; when sacct
+// fails the table still comes, with the reason.
+func TestJobsShowsSlurmsGPUFiguresBesideTheAgents(t *testing.T) {
+	now := time.Now().Unix()
+	db := usageDB(t,
+		ledger.JobGPUUse{JobID: 41, Samples: 4, UtilSum: 148, UtilPeak: 80, MemPeakMB: 9318, GPUsMax: 1, FirstSeen: now - 100, LastSeen: now - 10},
+		ledger.JobGPUUse{JobID: 42, Samples: 1, UtilSum: 3, UtilPeak: 3, FirstSeen: now - 50, LastSeen: now - 5})
+	noSlurmFigures(t, map[uint32]slurmcmd.JobGPUFigures{
+		41: {UtilPct: 36, MemBytes: 9.5 * (1 << 30)},
+		42: {UtilPct: math.NaN(), MemBytes: math.NaN()},
+	}, nil)
+	out, _, err := runCLI(t, "jobs", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasSuffix(lines[0], "SLURM UTIL %  SLURM PEAK MEM GiB") {
+		t.Fatalf("want Slurm's two columns last:\n%s", out)
+	}
+	if f := strings.Fields(lines[1]); f[0] != "42" || f[len(f)-1] != "n/a" || f[len(f)-2] != "n/a" {
+		t.Errorf("job 42, which Slurm did not measure: %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); f[0] != "41" || f[len(f)-1] != "9.5" || f[len(f)-2] != "36" {
+		t.Errorf("job 41: %q, want Slurm's 36%% and 9.5 GiB last", lines[2])
+	}
+	if !strings.Contains(lines[3], "agree") {
+		t.Errorf("the note does not say what to compare: %q", lines[3])
+	}
+
+	noSlurmFigures(t, nil, errors.New("sacct: Slurm accounting storage is disabled"))
+	out, _, err = runCLI(t, "jobs", "--db", db)
+	if err != nil || !strings.Contains(out, "could not be read (sacct: Slurm accounting storage is disabled)") || !strings.Contains(out, "\n41 ") {
+		t.Fatalf("sacct failing: %v\n%s", err, out)
 	}
 }
 

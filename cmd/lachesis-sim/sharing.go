@@ -20,7 +20,7 @@ type shareOptions struct {
 }
 
 func (s *shareOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&s.modes, "sharing", "", "GPU sharing between guaranteed and opportunistic jobs: off, on, or off,on (each run both ways); empty: none, as before sharing existed")
+	fs.StringVar(&s.modes, "sharing", "", "GPU sharing between guaranteed and opportunistic jobs: off, on, multi (on, with multi-GPU jobs also guests on shares of several GPUs of a node: Slurm 23.11+), or a list such as off,on (each run every way); empty: none, as before sharing existed")
 	fs.StringVar(&s.pairs, "pairs", "data/gavel/colocated.csv", "with -sharing: Gavel's co-located throughputs, the pair table's seed (solo throughputs from -gavel)")
 	fs.StringVar(&s.gpu, "pairs-gpu", "v100", "with -sharing: the GPU type whose pair figures are used (k80, p100, v100)")
 	fs.Float64Var(&s.maxSlowdown, "max-slowdown", sharing.DefaultConfig().MaxSlowdown, "with -sharing: largest loss of a guaranteed job's solo rate its opportunistic neighbour may cause")

@@ -6,7 +6,8 @@
 #
 # DATA (default: data, the repository's own copy) and OUT
 # (default: docs/evaluation/results) may be overridden. About 10 minutes on
-# 2 cores, plus about 10 for section 8 (GPU sharing). Everything but bench.txt (wall time, memory) is deterministic.
+# 2 cores, plus about 10 for section 8 (GPU sharing) and 20 for 8.1 (on a
+# machine shared at a load of 10 to 20). Everything but bench.txt (wall time, memory) is deterministic.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -190,6 +191,9 @@ sim fairshare-week-defaults "${FSWEEK[@]}" -out "$OUT/fairshare-week-defaults" \
 #    Alibaba PAI 2020's GPU requests, three seeds, three promote_after
 #    values, and the week of 2017-10-02.
 PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/sharing.sh
+# 8.1 Multi-GPU guests on shares (Slurm 23.11+): the runs above where
+#    useful utilisation fell, and the week, with -sharing off,on,multi.
+SHARING_ROWS=$OUT/sharing/rows.csv PHILLY=$PHILLY OUT=$OUT nice bash docs/evaluation/sharing-multi.sh
 
 # 9. Guaranteed quotas in affinity cells (issue 35; sim/quotasim): the
 #    Philly VCs as accounts, each with a quota from its share of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -202,3 +203,89 @@ func parseNodeGres(out string) string {
 	}
 	return ""
 }
+
+// JobGPUFigures is what Slurm's own accounting measured of one job's GPUs
+// (Slurm 23.02+: the TRES gres/gpuutil and gres/gpumem, gathered from NVML
+// by slurmd's gpu/nvml plugin for every step): the highest over its steps
+// of the average utilisation (percent, summed over the job's processes,
+// so over 100 on several GPUs) and of the peak memory (bytes). Each is
+// NaN when no step of the job reported it: accounting does not list the
+// TRES (AccountingStorageTRES), or the GPUs are not NVML-backed.
+type JobGPUFigures struct {
+	UtilPct  float64
+	MemBytes float64
+}
+
+// MaxSacctJobs bounds the jobs of one JobGPUFigures call (one sacct).
+const MaxSacctJobs = 500
+
+// JobGPUFigures asks sacct for jobs' GPU figures (at most MaxSacctJobs):
+// every step's TRESUsageInAve and TRESUsageInMax, raw (--noconvert). A
+// job sacct does not know is absent from the answer.
+func (r Runner) JobGPUFigures(ctx context.Context, jobs []uint32) (map[uint32]JobGPUFigures, error) {
+	if len(jobs) == 0 {
+		return map[uint32]JobGPUFigures{}, nil
+	}
+	if len(jobs) > MaxSacctJobs {
+		return nil, fmt.Errorf("%w: %d jobs in one sacct (at most %d)", ErrBadArgument, len(jobs), MaxSacctJobs)
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = jobID(j)
+	}
+	out, err := r.Run(ctx, "sacct", "--noheader", "--parsable2", "--noconvert", "--allusers",
+		"--jobs", strings.Join(ids, ","), "--format", "JobID,TRESUsageInAve,TRESUsageInMax")
+	if err != nil {
+		return nil, err
+	}
+	return parseJobGPUFigures(out), nil
+}
+
+// parseJobGPUFigures reads sacct's lines "JOBID[.STEP]|AVE TRES|MAX TRES"
+// (TRES as "cpu=…,gres/gpumem=123,gres/gpuutil=45"); a line it cannot
+// read is skipped.
+func parseJobGPUFigures(out string) map[uint32]JobGPUFigures {
+	figs := map[uint32]JobGPUFigures{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			continue
+		}
+		base, _, _ := strings.Cut(f[0], ".")
+		base, _, _ = strings.Cut(base, "_") // an array task's line names the array
+		id, err := strconv.ParseUint(base, 10, 32)
+		if err != nil {
+			continue
+		}
+		g, ok := figs[uint32(id)]
+		if !ok {
+			g = JobGPUFigures{UtilPct: nan(), MemBytes: nan()}
+		}
+		if v, ok := tresValue(f[1], "gres/gpuutil"); ok && !(v <= g.UtilPct) {
+			g.UtilPct = v
+		}
+		if v, ok := tresValue(f[2], "gres/gpumem"); ok && !(v <= g.MemBytes) {
+			g.MemBytes = v
+		}
+		figs[uint32(id)] = g
+	}
+	return figs
+}
+
+// tresValue is name's value in a TRES list ("cpu=1,gres/gpuutil=45").
+func tresValue(list, name string) (float64, bool) {
+	for _, kv := range strings.Split(list, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k != name {
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || x != x {
+			return 0, false
+		}
+		return x, true
+	}
+	return 0, false
+}
+
+func nan() float64 { return math.NaN() }

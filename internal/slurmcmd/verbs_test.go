@@ -3,6 +3,7 @@ package slurmcmd
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -186,5 +187,27 @@ func TestNodeGresAsksForTheNode(t *testing.T) {
 	r = standIn(t, "scontrol", `printf 'NodeName=lnode1 Gres=gpu:\033[2J:2\n'`)
 	if _, err := r.NodeGres(context.Background(), "lnode1"); !errors.Is(err, ErrBadArgument) {
 		t.Fatalf("control characters: got %v", err)
+	}
+}
+
+func TestParseJobGPUFigures(t *testing.T) {
+	out := "12|cpu=00:00:00|cpu=00:00:00\n" +
+		"12.batch|cpu=00:00:01,gres/gpumem=104857600,gres/gpuutil=40|cpu=00:00:01,gres/gpumem=209715200,gres/gpuutil=90\n" +
+		"12.0|gres/gpuutil=55|gres/gpumem=104857600\n" +
+		"13|cpu=1|cpu=1\n13.batch|cpu=1,gres/gpuutil=-3|cpu=1,gres/gpumem=NaN\n" +
+		"14_2.batch|gres/gpuutil=7|\n" +
+		"garbage\n-1|gres/gpuutil=5|\n"
+	got := parseJobGPUFigures(out)
+	if g := got[12]; g.UtilPct != 55 || g.MemBytes != 209715200 {
+		t.Errorf("job 12: %+v, want the highest average (55) and peak memory (200 MiB) over its steps", g)
+	}
+	if g, ok := got[13]; !ok || !math.IsNaN(g.UtilPct) || !math.IsNaN(g.MemBytes) {
+		t.Errorf("job 13: %+v, %v; want known, both not reported", g, ok)
+	}
+	if g := got[14]; g.UtilPct != 7 {
+		t.Errorf("array job 14: %+v", g)
+	}
+	if len(got) != 3 {
+		t.Errorf("%d jobs, want 3: %+v", len(got), got)
 	}
 }

@@ -100,6 +100,9 @@ type shape struct {
 	ShardsPerGPU int
 	// MPSPerNode > 0: gres/mps on each node's first GPU (not with shards).
 	MPSPerNode int
+	// LLSharedGres: Slurm 23.11's LL_SHARED_GRES (shards from the least
+	// loaded GPU first).
+	LLSharedGres bool
 	// GresCores: gres.conf names the GPUs' cores, so slurmctld writes
 	// each node's Gres with a socket suffix ("gpu:1(S:0)").
 	GresCores bool
@@ -168,6 +171,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		ShardsPerGPU: hw.ShardsPerGPU,
 		MPSPerNode:   hw.MPSPerNode,
 		GresCores:    hw.GresCores,
+		LLSharedGres: hw.LLSharedGres,
 		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),

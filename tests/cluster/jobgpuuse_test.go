@@ -101,6 +101,14 @@ func TestJobGPUUseReachesAdminCommentAndProfiler(t *testing.T) {
 		return err == nil && regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+%s\s+running\s+2\s+60\s+70\s+2\.0\s`, busy, testUser)).MatchString(out) &&
 			regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+%s\s+running\s+2\s+2\s+2\s`, idle, testUser)).MatchString(out), out
 	})
+	// Slurm's own figures (sacct's gres/gpuutil and gres/gpumem, 23.02+)
+	// come only from NVML-backed gres: on the fake device there are none,
+	// and the profiler says so rather than showing a zero.
+	if out, err := e.profilerCLI("", "jobs", "--db", db); err != nil ||
+		!regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s.*\sn/a\s+n/a$`, busy)).MatchString(out) ||
+		!strings.Contains(out, "n/a (not reported by Slurm)") {
+		t.Fatalf("lachesis-profiler jobs without Slurm's GPU figures (%v):\n%s", err, out)
+	}
 	e.eventually(30*time.Second, "the idle job in lachesis-profiler idle", func() (bool, string) {
 		out, err := e.profilerCLI("", "idle", "--db", db, "--below", "10", "--for", "2s")
 		listed := regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s`, idle)).MatchString(out)

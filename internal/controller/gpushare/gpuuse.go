@@ -112,7 +112,7 @@ type jobGPUUse struct {
 	// joins its user's history when it ends (shardconvert.go).
 	model  string
 	oneGPU bool
-	mem    memSample // its last memory sample (memguard.go)
+	mem    []memSample // its last memory sample of each GPU (memguard.go)
 }
 
 // gpuUseState is per-job GPU use, and which jobs the last pass saw run;
@@ -185,7 +185,7 @@ func (c *Sharing) ReportGPUUse(rep *wire.JobUsageReport) {
 		}
 		j.sum.Fold(sampleOf(e, at), u.idleBelow)
 		j.rates.observe(e, rep.Node, at)
-		j.mem = memSampleOf(e, rep.Node)
+		j.mem = memSamplesOf(j.mem, e, rep.Node)
 		// Saved with the next pass's flush: one transaction per pass,
 		// however many nodes report in between.
 		u.dirty[e.JobID] = j.sum

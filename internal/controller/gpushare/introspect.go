@@ -216,17 +216,34 @@ type pairVerdict struct {
 // not the newcomer: issue 34 item 4); a tie (within chargeTie) goes to
 // the one that came last, then to the larger job id. A GPU with several
 // guaranteed jobs (two guaranteed shard jobs, and a guest) is not
-// judged: whose loss is whose cannot be told. Pure: the caller applies
-// the verdicts.
+// judged: whose loss is whose cannot be told. A guest on shares of
+// several GPUs (Slurm 23.11+'s MULTIPLE_SHARING_GRES_PJ) is a member of
+// each of its GPUs (at most maxTrackedGPUs), so each of its hosts is
+// judged; one revert requeues it. Pure: the caller applies the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
-	order, groups := sharedGPUs(members, func(m pairMember) (string, string, bool) {
-		return m.rates.node, m.rates.gpu, m.rates.sharers >= 2 && m.rates.gpu != ""
+	type onGPU struct {
+		m    pairMember
+		uuid string
+	}
+	placed := make([]onGPU, 0, len(members))
+	for _, m := range members {
+		if m.opportunistic && len(m.rates.gpus) > 1 {
+			for _, uuid := range m.rates.gpus {
+				placed = append(placed, onGPU{m, uuid})
+			}
+			continue
+		}
+		placed = append(placed, onGPU{m, m.rates.gpu})
+	}
+	order, groups := sharedGPUs(placed, func(p onGPU) (string, string, bool) {
+		return p.m.rates.node, p.uuid, p.m.rates.sharers >= 2 && p.uuid != ""
 	})
 	var out []pairVerdict
 	for _, k := range order {
 		var host pairMember
 		hosts, guests := 0, []pairMember(nil)
-		for _, m := range groups[k] {
+		for _, p := range groups[k] {
+			m := p.m
 			if m.opportunistic {
 				guests = append(guests, m)
 			} else {
@@ -289,9 +306,10 @@ type introState struct {
 	// asked: guests whose requeue was asked, until a pass sees them not
 	// running (one request per revert).
 	asked map[uint32]bool
-	// kept: the host each guest was last logged as kept beside (one
-	// line per pair and run, not one per pass).
-	kept map[uint32]uint32
+	// kept: the pairs (guest, host) last logged as kept (one line per
+	// pair and run, not one per pass; a guest of several GPUs has a host
+	// on each).
+	kept map[keptPair]bool
 	// queue feeds the requeuer goroutine.
 	queue chan requeueRequest
 	// unsaved: bad pairs marked since the writer last saved them
@@ -317,7 +335,7 @@ func (in *introState) init() {
 	}
 	if in.asked == nil {
 		in.asked = map[uint32]bool{}
-		in.kept = map[uint32]uint32{}
+		in.kept = map[keptPair]bool{}
 		in.waiting = map[uint32]waitingGuest{}
 		in.excl = map[uint32]*exclusion{}
 		in.exclChanged = map[uint32]bool{}
@@ -347,9 +365,9 @@ func (c *Sharing) introspect(now int64) {
 			delete(in.asked, id)
 		}
 	}
-	for id := range in.kept {
-		if _, ok := u.live[id]; !ok {
-			delete(in.kept, id)
+	for p := range in.kept {
+		if _, ok := u.live[p.guest]; !ok {
+			delete(in.kept, p)
 		}
 	}
 	if len(members) < 2 {
@@ -366,8 +384,8 @@ func (c *Sharing) introspect(now int64) {
 				// not kept. The speeds measured still hold.
 				continue
 			}
-			if h, ok := in.kept[v.guest.id]; !ok || h != v.host.id {
-				in.kept[v.guest.id] = v.host.id
+			if p := (keptPair{guest: v.guest.id, host: v.host.id}); !in.kept[p] {
+				in.kept[p] = true
 				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
 					v.guest.id, v.host.id, pct(max(0, sharing.Loss(solo, shared))), pct(cfg.MaxSlowdown)),
 					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared)
@@ -448,6 +466,9 @@ func slurmNodeName(name string) bool {
 }
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) }
+
+// keptPair is a guest and a host it was logged as kept beside.
+type keptPair struct{ guest, host uint32 }
 
 // gpuKey names one GPU: its node and NVML uuid.
 type gpuKey struct{ node, uuid string }

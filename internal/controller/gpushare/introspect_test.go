@@ -131,6 +131,33 @@ func TestJudgePairs(t *testing.T) {
 	}
 }
 
+// A guest on shares of two GPUs (Slurm 23.11+'s MULTIPLE_SHARING_GRES_PJ)
+// is judged beside the host of each: kept beside the one it barely slows
+// (g0), requeued for the one it slows by 30% (g1). Judged on its first GPU
+// only, as before, the bad pair on g1 was never seen.
+func TestJudgePairsJudgesAGuestOfSeveralGPUsOnEach(t *testing.T) {
+	cfg := sharingRules(0.05)
+	guest := ratesOf("g0", [3]float64{2, -1, 50}, [3]float64{2, -1, 50}, [3]float64{2, -1, 50})
+	guest.gpus = []string{"g0", "g1"}
+	members := []pairMember{
+		{id: 1, model: "resnet", rates: aloneThenShared("g0", 10, 9.8, true)},
+		{id: 5, model: "resnet", rates: aloneThenShared("g1", 10, 7, true)},
+		{id: 2, opportunistic: true, model: "lstm", rates: guest},
+	}
+	got := judgePairs(cfg, members)
+	if len(got) != 2 {
+		t.Fatalf("%d verdicts, want one per GPU: %+v", len(got), got)
+	}
+	for _, v := range got {
+		if v.guest.id != 2 {
+			t.Fatalf("verdict for guest %d, want 2", v.guest.id)
+		}
+		if want := v.host.id == 5; v.Revert != want {
+			t.Errorf("host %d on %s: revert %v, want %v", v.host.id, v.node, v.Revert, want)
+		}
+	}
+}
+
 // introCore is a core with the opportunistic partition "opp", its log in
 // buf.
 func introCore(t *testing.T, buf *bytes.Buffer) *testCore {

@@ -65,7 +65,7 @@ const (
 // more GPU memory than the guaranteed jobs beside them leave.
 const MetricMemoryRequeues = "lachesis_sharing_memory_requeues_total"
 
-// memSample is a job's last measured use of its (first) GPU.
+// memSample is a job's last measured use of one of its GPUs.
 type memSample struct {
 	node, uuid string
 	index      int
@@ -74,10 +74,15 @@ type memSample struct {
 	sharers    int
 }
 
-// memSampleOf is the memory part of one checked entry of node's report.
-func memSampleOf(e *wire.JobUsage, node string) memSample {
-	g := e.GPUs[0]
-	return memSample{node: node, uuid: g.UUID, index: g.Index, usedMB: g.MemUsedMB, totalMB: g.MemTotalMB, sharers: g.Sharers}
+// memSamplesOf is the memory part of one checked entry of node's report,
+// one sample per GPU (at most maxTrackedGPUs; a guest on shares of
+// several GPUs, Slurm 23.11+, is held to the room on each), into buf.
+func memSamplesOf(buf []memSample, e *wire.JobUsage, node string) []memSample {
+	buf = buf[:0]
+	for _, g := range e.GPUs[:min(len(e.GPUs), maxTrackedGPUs)] {
+		buf = append(buf, memSample{node: node, uuid: g.UUID, index: g.Index, usedMB: g.MemUsedMB, totalMB: g.MemTotalMB, sharers: g.Sharers})
+	}
+	return buf
 }
 
 // memMember is one running job on a shared GPU as the pass sees it; id
@@ -177,12 +182,19 @@ func judgeMemory(cfg sharing.Config, members []memMember) (out []memVerdict, fit
 // memGuardState is what the memory bound keeps between passes; under
 // mu.
 type memGuardState struct {
-	// fits: the host each guest was last logged as fitting beside (one
-	// line per pair and run, not one per pass).
-	fits map[uint32]uint32
-	// seen: each job's memory on its shared GPU as the last pass saw it
+	// fits: the pairs (guest, host) last logged as fitting (one line per
+	// pair and run, not one per pass; a guest of several GPUs has a host
+	// on each).
+	fits map[keptPair]bool
+	// seen: each job's memory on each shared GPU as the last pass saw it
 	// (grewMB's reference).
-	seen map[uint32]memSample
+	seen map[memSeenKey]memSample
+}
+
+// memSeenKey is one job on one GPU, for memGuardState.seen.
+type memSeenKey struct {
+	job  uint32
+	uuid string
 }
 
 // guardMemory is the pass's memory bound (Judge), called with
@@ -195,32 +207,37 @@ func (c *Sharing) guardMemory(now int64) {
 	in.init()
 	mg := &c.memGuard
 	if mg.fits == nil {
-		mg.fits = map[uint32]uint32{}
-		mg.seen = map[uint32]memSample{}
+		mg.fits = map[keptPair]bool{}
+		mg.seen = map[memSeenKey]memSample{}
 	}
-	for id := range mg.fits {
-		if l, ok := u.live[id]; !ok || !l.running {
-			delete(mg.fits, id)
+	for p := range mg.fits {
+		if l, ok := u.live[p.guest]; !ok || !l.running {
+			delete(mg.fits, p)
 		}
 	}
 	var members []memMember
 	for id, l := range u.live {
 		j := u.jobs[id]
-		if j == nil || l.pass != u.pass || !l.running || j.mem.sharers < 2 {
-			delete(mg.seen, id)
+		if j == nil || l.pass != u.pass || !l.running {
 			continue
 		}
-		grew := j.mem.usedMB
-		if last, ok := mg.seen[id]; ok && last.node == j.mem.node && last.uuid == j.mem.uuid {
-			grew -= last.usedMB
+		for _, s := range j.mem {
+			if s.sharers < 2 {
+				continue
+			}
+			k := memSeenKey{job: id, uuid: s.uuid}
+			grew := s.usedMB
+			if last, ok := mg.seen[k]; ok && last.node == s.node {
+				grew -= last.usedMB
+			}
+			members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, grewMB: grew, s: s})
 		}
-		mg.seen[id] = j.mem
-		members = append(members, memMember{id: id, opportunistic: l.opportunistic, peakMB: j.sum.MemPeakMB, grewMB: grew, s: j.mem})
 	}
-	for id := range mg.seen {
-		if _, ok := u.live[id]; !ok {
-			delete(mg.seen, id)
-		}
+	// The reference is this pass's samples only: a job that left a GPU,
+	// stopped sharing it or ended comes back to it as a newcomer.
+	clear(mg.seen)
+	for _, m := range members {
+		mg.seen[memSeenKey{job: m.id, uuid: m.s.uuid}] = m.s
 	}
 	members = chargeUnaccounted(members, u.unaccountedUse(now), u.guestsByUser())
 	if len(members) < 2 {
@@ -229,10 +246,11 @@ func (c *Sharing) guardMemory(now int64) {
 	cfg := c.cfg.Sharing.Rules
 	over, fits := judgeMemory(cfg, members)
 	for _, f := range fits {
-		if h, ok := mg.fits[f.guest]; ok && h == f.host {
+		p := keptPair{guest: f.guest, host: f.host}
+		if mg.fits[p] {
 			continue
 		}
-		mg.fits[f.guest] = f.host
+		mg.fits[p] = true
 		c.log.Info(fmt.Sprintf("job %d fits beside job %d on GPU %s: its GPU memory %s MiB is within the room its neighbour leaves (%s MiB)",
 			f.guest, f.host, f.uuid, mib(f.guestMB), mib(f.roomMB)), keyJob, f.guest, "host", f.host)
 	}
@@ -263,7 +281,11 @@ func (c *Sharing) guardMemory(now int64) {
 			c.log.Warn("requeue queue full; the next pass asks again", keyJob, v.guest)
 			continue
 		}
-		delete(mg.fits, v.guest)
+		for p := range mg.fits {
+			if p.guest == v.guest {
+				delete(mg.fits, p)
+			}
+		}
 		if node != "" {
 			c.pinOff(v.guest, v.host, node, fmt.Sprintf("its GPU memory %s MiB exceeded the room its neighbour job %d leaves there (%s MiB)",
 				mib(v.guestMB), v.host, mib(v.roomMB)), now)
@@ -352,7 +374,7 @@ func (u *gpuUseState) guestsByUser() map[uint32][]userGuest {
 			continue
 		}
 		j := u.jobs[id]
-		out[l.uid] = append(out[l.uid], userGuest{id: id, seen: j != nil && j.mem.uuid != ""})
+		out[l.uid] = append(out[l.uid], userGuest{id: id, seen: j != nil && slices.ContainsFunc(j.mem, func(s memSample) bool { return s.uuid != "" })})
 	}
 	return out
 }

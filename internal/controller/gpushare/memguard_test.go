@@ -371,3 +371,35 @@ func TestChargeUnaccounted(t *testing.T) {
 		t.Fatalf("no memory charged: %+v", got)
 	}
 }
+
+// A guest on shares of two GPUs (Slurm 23.11+'s MULTIPLE_SHARING_GRES_PJ)
+// is held to the room on each: within it beside the host of g0, over it
+// beside the host of g1, it is requeued for g1's. Checked on its first GPU
+// only, as before, it was kept.
+func TestAGuestOfTwoGPUsIsHeldToTheRoomOnEach(t *testing.T) {
+	var buf bytes.Buffer
+	c := introCore(t, &buf)
+	defer c.Close()
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
+	hostA, hostB, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(3, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	pass(c, 1000, hostA, hostB, guest)
+	on := func(uuid string, usedMB float64) wire.JobGPUUsage {
+		return wire.JobGPUUsage{UUID: uuid, UtilPct: 50, MemUsedMB: usedMB, MemTotalMB: 81920, Sharers: 2}
+	}
+	at := time.Unix(1010, 0)
+	for _, j := range []wire.JobUsage{
+		{JobID: 1, UID: owner, GPUs: []wire.JobGPUUsage{on("g0", 60000)}},
+		{JobID: 3, UID: owner, GPUs: []wire.JobGPUUsage{on("g1", 60000)}},
+		{JobID: 2, UID: mallory, GPUs: []wire.JobGPUUsage{on("g0", 4096), on("g1", 20000)}},
+	} {
+		c.ReportGPUUse(&wire.JobUsageReport{Node: "n1", At: at, IntervalSec: 10, Jobs: []wire.JobUsage{j}})
+	}
+	pass(c, 1020, hostA, hostB, guest)
+	if got := drainRequeues(c); len(got) != 1 || got[0].job != 2 || got[0].node != "n1" {
+		t.Fatalf("requeues %+v, want job 2 off n1", got)
+	}
+	line := "job 2 requeued: its GPU memory 20000 MiB on GPU g1 exceeds the room its neighbour job 3 leaves (13728 MiB)"
+	if !strings.Contains(buf.String(), line) {
+		t.Fatalf("log lacks the requeue line for g1:\n%s", buf.String())
+	}
+}

@@ -48,6 +48,10 @@ type Options struct {
 	// GPU, so jobs can share it with CUDA MPS (scripts/cluster.sh's
 	// LACHESIS_MPS_PER_NODE; not with ShardsPerGPU).
 	MPSPerNode int
+	// LLSharedGres: SelectTypeParameters gets 23.11's LL_SHARED_GRES
+	// (shards from the least loaded GPU first; LACHESIS_LL_SHARED_GRES,
+	// Slurm 23.11 or later).
+	LLSharedGres bool
 	// GresCores: gres.conf ties the GPUs to the node's cores, so the
 	// node's Gres carries a socket suffix (LACHESIS_GRES_CORES).
 	GresCores bool
@@ -135,6 +139,9 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 	}
 	if o.GresCores {
 		env["LACHESIS_GRES_CORES"] = "1"
+	}
+	if o.LLSharedGres {
+		env["LACHESIS_LL_SHARED_GRES"] = "1"
 	}
 	for k, v := range map[string]int{
 		"LACHESIS_NODES": o.Nodes, "LACHESIS_GPUS_PER_NODE": o.GPUsPerNode,
