@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -32,7 +33,7 @@ func (e *engine) pass(now float64) float64 {
 		j.pos = int32(i)
 	}
 	e.blocked = false
-	if e.pending > 0 {
+	if e.pending > 0 || e.oppsInOrder() {
 		e.place(now)
 	}
 	next := e.policy.Order.NextChange(now, e.order)
@@ -113,16 +114,21 @@ func (e *engine) place(now float64) {
 			c.heldBack = false
 			if speed, ok := c.placeFree(j); ok {
 				e.start(j, speed, now)
+				if j.opp {
+					e.sh.oppGPUs += j.Job.GPUs
+				}
 				continue
 			}
 			if c.heldBack && !j.held { // the pass's clock starts (core.Fallback)
 				j.held, j.heldSince = true, now
 			}
 		}
-		if e.oppHeld() > 0 && c.freeGPUs+e.oppHeld() >= j.Job.GPUs && e.evictFor(j, now) {
+		// An opportunistic job in the order (sharing.go) takes only what
+		// is idle: it preempts and evicts nothing.
+		if !j.opp && e.oppHeld() > 0 && c.freeGPUs+e.oppHeld() >= j.Job.GPUs && e.evictFor(j, now) {
 			continue
 		}
-		if pol.Preemptive {
+		if pol.Preemptive && !j.opp {
 			for k < n && (k <= i || (!pol.PreemptRankedBelow && !pol.preempts(levels[i], levels[k]))) {
 				if order[k].preemptedIn == pass {
 					preemptedBeyond -= order[k].Job.GPUs
@@ -205,7 +211,11 @@ func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now floa
 // evictFor takes back GPUs that opportunistic jobs hold alone for the
 // guaranteed job j, in any policy (they are every job's first victims),
 // before the policy's own preemption is considered; it returns whether j
-// started.
+// started. Under the strict rule any of them goes, in the policy's victim
+// order; by default only those the pass ranked below j (where the order
+// is Tiresias's, priority.Preemption.Decide's queue rule), the one whose
+// run has lasted least first (the least work thrown away,
+// priority.Preemption.CompareVictims).
 func (e *engine) evictFor(j *JobState, now float64) bool {
 	c := e.cluster
 	// planPreemption remembers within a pass where the policy's victims
@@ -213,10 +223,35 @@ func (e *engine) evictFor(j *JobState, now float64) bool {
 	// use nor change that memory.
 	noRoom, noWhole := c.noRoom, c.noWhole
 	c.noRoom, c.noWhole = math.MaxInt, math.MaxInt
-	ok := e.preemptFor(j, func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }, now, true)
+	eligible := func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }
+	order := c.victimOrder
+	if !e.sh.cfg.Rules.StrictOpportunistic {
+		eligible = func(v *JobState) bool {
+			return v.Status == Running && v.opp && v.host == nil && v.pos > j.pos
+		}
+		c.victimOrder = leastRunFirst
+	}
+	ok := e.preemptFor(j, eligible, now, true)
+	c.victimOrder = order
 	c.noRoom, c.noWhole = noRoom, noWhole
 	if ok {
 		e.sh.sum.Evicted += len(e.victims)
 	}
 	return ok
+}
+
+// leastRunFirst orders opportunistic victims by how long their current
+// run has lasted, shortest first (evictFor), then by rank, lowest first.
+func leastRunFirst(a, b *JobState) int {
+	if c := cmp.Compare(b.RunStart, a.RunStart); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.pos, a.pos)
+}
+
+// oppsInOrder says whether opportunistic jobs stand in the policy's order
+// (sharing on, not under the strict rule): a pass then places even when
+// no guaranteed job waits.
+func (e *engine) oppsInOrder() bool {
+	return e.sharingOn() && !e.sh.cfg.Rules.StrictOpportunistic && len(e.sh.opps) > 0
 }

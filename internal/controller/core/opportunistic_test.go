@@ -65,7 +65,7 @@ func TestOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
 		want                 bool
 	}{
 		{"guaranteed job of queue 0 requeues an opportunistic job 10 s into its run (under min_run)", 3, 1, true},
-		{"guaranteed job of the last queue requeues an opportunistic job of queue 0", 5, 1, true},
+		{"guaranteed job of the last queue does not requeue an opportunistic job of queue 0, ranked above it", 5, 1, false},
 		{"opportunistic job does not preempt a guaranteed job of a lower queue", 4, 2, false},
 		{"job listing the guaranteed partition beside the opportunistic one preempts nothing", 6, 2, false},
 		{"guaranteed jobs keep Tiresias's rule between themselves", 3, 2, true},
@@ -82,8 +82,8 @@ func TestOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
 			t.Fatalf("victim order: opportunistic %d, guaranteed %d", a, b)
 		}
 	})
-	t.Run("a waiting opportunistic job ranks below a guaranteed job of the last queue", func(t *testing.T) {
-		if !d[3].Opportunistic || d[4].Opportunistic || !(d[3].Priority < d[4].Priority) || d[4].Queue != 2 {
+	t.Run("a waiting opportunistic job of queue 0 ranks above a guaranteed job of the last queue", func(t *testing.T) {
+		if !d[3].Opportunistic || d[4].Opportunistic || !(d[3].Priority > d[4].Priority) || d[4].Queue != 2 {
 			t.Fatalf("opportunistic %+v, guaranteed %+v", d[3], d[4])
 		}
 		if !d[5].Opportunistic {
