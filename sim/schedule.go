@@ -212,9 +212,11 @@ func (e *engine) preemptFor(j *JobState, eligible func(*JobState) bool, now floa
 // guaranteed job j, in any policy (they are every job's first victims),
 // before the policy's own preemption is considered; it returns whether j
 // started. Under the strict rule any of them goes, in the policy's victim
-// order; by default only those the pass ranked below j (where the order
-// is Tiresias's, priority.Preemption.Decide's queue rule), the one whose
-// run has lasted least first (the least work thrown away,
+// order; by default only those at j's level of the policy's order or a
+// worse one (under las and gittins in j's Tiresias queue or a worse one,
+// priority.Preemption.Decide's rule; under the non-preemptive orders,
+// which set no levels, ranked below j), the one whose run has lasted
+// least first (the least work thrown away,
 // priority.Preemption.CompareVictims).
 func (e *engine) evictFor(j *JobState, now float64) bool {
 	c := e.cluster
@@ -226,8 +228,16 @@ func (e *engine) evictFor(j *JobState, now float64) bool {
 	eligible := func(v *JobState) bool { return v.Status == Running && v.opp && v.host == nil }
 	order := c.victimOrder
 	if !e.sh.cfg.Rules.StrictOpportunistic {
+		// The preemptive policies' levels (Tiresias's queues) are what the
+		// policy's own preemption compares; the others set none, and
+		// their order is the rank.
+		ranked := func(v *JobState) bool { return v.pos > j.pos }
+		if e.policy.Preemptive {
+			level := e.levels[j.pos]
+			ranked = func(v *JobState) bool { return e.levels[v.pos] >= level }
+		}
 		eligible = func(v *JobState) bool {
-			return v.Status == Running && v.opp && v.host == nil && v.pos > j.pos
+			return v.Status == Running && v.opp && v.host == nil && ranked(v)
 		}
 		c.victimOrder = leastRunFirst
 	}
