@@ -13,7 +13,8 @@
 # guaranteed job), each against sharing off in the same run. Then the week
 # of 2017-10-02 on 16 x 8 GPUs, and one run where the scheduler starts
 # with an empty pair table (-sharing-learn). PROMOTES (default 4h; the
-# first sweep also ran 1h and 16h) lists the promote_after values; MONTH=1
+# first sweep also ran 1h and 16h) lists the promote_after values, SEEDS
+# (default 1 2 3) and WEEK_SEEDS (default SEEDS) the seeds; MONTH=1
 # adds the four weeks of sections 1-3 on 64 x 8 GPUs (with CPUs and
 # memory), offered load about 0.7, where sharing changed little.
 #
@@ -27,6 +28,8 @@ P=${PHILLY:?}
 OUT=${OUT:?}
 POLICIES=fifo-skip,fifo,las,gittins
 PROMOTES=${PROMOTES:-4h}
+SEEDS=${SEEDS:-1 2 3}
+WEEK_SEEDS=${WEEK_SEEDS:-$SEEDS}
 RULES=(new strict)
 mkdir -p "$OUT/sharing"
 tmp=$(mktemp -d)
@@ -82,7 +85,7 @@ g=max(max(1,round(gh*3600/sec/load)),max(n for _,n in jobs))
 print(g, f"{gh*3600/sec/g:.2f}")
 PY
 )"
-			for seed in 1 2 3; do
+			for seed in $SEEDS; do
 				for pa in $PROMOTES; do
 					for rule in "${RULES[@]}"; do
 						nice $B "${sel[@]}" -nodes $gpus -gpus-per-node 1 -policies $POLICIES -sharing off,on \
@@ -99,7 +102,7 @@ done
 for mix in philly pai2020; do
 	m=()
 	[ $mix = philly ] || m=(-gpu-mix $mix)
-	for seed in 1 2 3; do
+	for seed in $WEEK_SEEDS; do
 		for rule in "${RULES[@]}"; do
 			nice $B -trace "$P" -from 2017-10-02 -to 2017-10-09 -gpu-count-only -nodes 16 -gpus-per-node 8 \
 				-policies $POLICIES -parallel 2 -sharing off,on -opportunistic 0.2 -seed $seed "${m[@]}" \
