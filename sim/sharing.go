@@ -31,9 +31,8 @@ import (
 // By default opportunistic jobs stand in the policy's order like any job
 // (by attained service under las and gittins): in the main walk they take
 // idle GPUs in their turn but preempt nothing; a guaranteed job evicts
-// only those of its level or a worse one (its Tiresias queue or a worse
-// one), the one whose run has lasted least first (evictFor); a promoted
-// job keeps its place. Under
+// only those of a worse level (a worse Tiresias queue), the one whose run
+// has lasted least first (evictFor); a promoted job keeps its place. Under
 // Rules.StrictOpportunistic they stay out of the order, take only what
 // the guaranteed jobs leave, any guaranteed job evicts them, and one is
 // promoted only at a pass where no guaranteed job waits, joining the

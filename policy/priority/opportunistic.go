@@ -20,10 +20,12 @@ import (
 //     opportunistic (the class is about who may be evicted, not about
 //     waiting behind every long guaranteed job);
 //   - it never preempts anything (DeniedOpportunistic);
-//   - it is the first victim of a guaranteed job in its own queue or a
-//     better one (CompareVictims, Decide): neither min_run, max_per_job
-//     nor queue_gap shields it, but a guaranteed job in a worse queue,
-//     which attained-service ranking puts after it, does not evict it;
+//   - it is the first victim of a guaranteed job of a better queue
+//     (CompareVictims, Decide): neither min_run, max_per_job nor
+//     queue_gap shields it, but a guaranteed job of its own queue or a
+//     worse one, which attained-service ranking puts no earlier, does not
+//     evict it (within a queue that evicted the same short jobs again at
+//     every arrival);
 //     of opportunistic victims, the one whose run has lasted least goes
 //     first, so an eviction throws away as little work as it can;
 //   - after waiting Opportunistic.Rules.PromoteAfter seconds it is

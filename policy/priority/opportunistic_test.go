@@ -261,9 +261,9 @@ func TestOpportunisticJobsCompeteByAttainedService(t *testing.T) {
 		want              Verdict
 	}{
 		{"guaranteed job in the last queue does not evict an opportunistic job in queue 0", guaranteed(2), opp(0), DeniedQueue},
-		{"guaranteed job evicts an opportunistic job of its own queue", guaranteed(1), opp(1), Allowed},
+		{"guaranteed job does not evict an opportunistic job of its own queue", guaranteed(1), opp(1), DeniedQueue},
 		{"guaranteed job evicts an opportunistic job one queue below, queue_gap aside", guaranteed(0), opp(1), Allowed},
-		{"guaranteed job evicts an opportunistic job one second into its run", guaranteed(0), Candidate{Queue: 0, RunSeconds: 1, Opportunistic: true}, Allowed},
+		{"guaranteed job evicts an opportunistic job one second into its run, past its budget", guaranteed(0), Candidate{Queue: 1, RunSeconds: 1, Preemptions: 50, Opportunistic: true}, Allowed},
 		{"opportunistic job evicts nothing", opp(0), opp(2), DeniedOpportunistic},
 	} {
 		t.Run(c.name, func(t *testing.T) {

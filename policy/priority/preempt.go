@@ -47,8 +47,8 @@ type Preemption struct {
 	// StrictOpportunistic is sharing.Config.StrictOpportunistic, which the
 	// controller's config copies here (it is no preemption key): under it
 	// a guaranteed job evicts an opportunistic one whatever either's
-	// queue; off, only from its own queue or a worse one (Decide), the
-	// opportunistic victims that ran least first (CompareVictims).
+	// queue; off, only from a worse queue (Decide), the opportunistic
+	// victims that ran least first (CompareVictims).
 	StrictOpportunistic bool
 }
 
@@ -183,11 +183,12 @@ func (p Preemption) QueuePreempts(preemptorQueue, victimQueue int) bool {
 // The opportunistic class (opportunistic.go) comes before queues: an
 // opportunistic preemptor is refused whatever the victim; an
 // opportunistic victim of a guaranteed preemptor is allowed whatever the
-// victim's run, its preemptions, and the preemptor's promotion, since its
-// GPUs were lent, not given, as long as it is not in a better queue than
-// the preemptor (DeniedQueue: attained-service ranking runs it first, and
-// evicting it would only hand its GPUs back at the next pass), or in any
-// queue under StrictOpportunistic. Only the two decisions about who owns
+// victim's run, its preemptions, the queue gap and the preemptor's
+// promotion, since its GPUs were lent, not given, as long as it is in a
+// worse queue than the preemptor (DeniedQueue otherwise: attained-service
+// ranking runs it no later, and evicting it within its queue evicted the
+// same short jobs again at every arrival, docs/evaluation section 8), or
+// in any queue under StrictOpportunistic. Only the two decisions about who owns
 // what still hold for it besides: a higher PriorityTier and the
 // preemptor's own job array.
 func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
@@ -196,7 +197,7 @@ func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 		return DeniedOpportunistic
 	case victim.Opportunistic:
 		switch {
-		case !p.StrictOpportunistic && victim.Queue < preemptor.Queue:
+		case !p.StrictOpportunistic && victim.Queue <= preemptor.Queue:
 			return DeniedQueue
 		case victim.Tier > preemptor.Tier:
 			return DeniedTier
