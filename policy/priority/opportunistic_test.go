@@ -203,7 +203,7 @@ func TestStrictAWaitingOpportunisticJobWithABetterPairGoesFirstInItsQueue(t *tes
 
 // The default rule (sharing.Config.StrictOpportunistic off): an
 // opportunistic job is ranked among all jobs by attained service, evicted
-// only by a guaranteed job of its queue or a better one, the least run
+// only by a guaranteed job of a better queue, the least run
 // first, and upgraded after promote_after even while guaranteed jobs wait.
 func TestOpportunisticJobsCompeteByAttainedService(t *testing.T) {
 	cfg := testConfig()

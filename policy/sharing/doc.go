@@ -57,7 +57,7 @@
 // Who may preempt whom is not here: priority.Preemption.Decide and
 // priority.CompareVictims hold it for slurmctld (policy/priority/opportunistic.go:
 // opportunistic jobs never preempt and are the first victims of a
-// guaranteed job of their queue or a better one, of any under
+// guaranteed job of a better queue, of any under
 // StrictOpportunistic), and the simulator's sharing mode takes
 // opportunistic jobs back by the same rule before its policy preempts
 // anything.
@@ -80,7 +80,7 @@
 //  3. Place jobs in the policy's order, opportunistic ones among them
 //     (under StrictOpportunistic, guaranteed jobs only): an opportunistic
 //     job takes only idle GPUs, never preempts, and is the first victim of
-//     a guaranteed job of its level or a better one
+//     a guaranteed job of a better level (queue)
 //     (policy/priority/opportunistic.go).
 //  4. Place opportunistic jobs: idle whole GPUs left first, then for each
 //     one-GPU guaranteed job whose model's Table.Usage leaves room,
