@@ -4,12 +4,14 @@
 // apply, so what the evaluation measures is what the cluster runs.
 //
 // Jobs are guaranteed (the default) or opportunistic. An opportunistic job
-// runs only on capacity guaranteed jobs leave: an idle whole GPU, or a share
-// of a GPU beside a guaranteed job whose measured speed it does not hurt.
-// It never preempts anything, is the first victim of any guaranteed job,
-// and is promoted to guaranteed after Config.PromoteAfter of waiting, at a
-// pass where no guaranteed job waits, so it cannot starve for ever once
-// the guaranteed backlog clears (AntMan's upgrade).
+// competes with every job by attained service for idle whole GPUs, and
+// runs on a share of a GPU beside a guaranteed job whose measured speed it
+// does not hurt. It never preempts anything, is the first victim of a
+// guaranteed job of a better queue, and is promoted to guaranteed after
+// Config.PromoteAfter of waiting (Config.PromoteNow). Under
+// Config.StrictOpportunistic (AntMan's quota rule) it runs only on
+// capacity guaranteed jobs leave, any guaranteed job takes it back, and it
+// is promoted only at a pass where no guaranteed job waits.
 //
 // # The pair table
 //
