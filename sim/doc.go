@@ -114,12 +114,14 @@
 //
 // With Config.Sharing (SharingConfig), jobs are guaranteed or
 // opportunistic (package sharing's rules, the ones slurmctld applies):
-// opportunistic jobs stay out of the policy's order, run on idle whole
-// GPUs and as guests on the GPU of a one-GPU guaranteed job whose model
-// leaves room, at the pair table's fractions of their solo speeds (Gavel's
-// co-location measurements), are taken back first and never preempt, are
-// requeued when their host is measured to lose more than max_slowdown, and
-// are promoted after promote_after of waiting. Off, every job runs as
+// opportunistic jobs stand in the policy's order by attained service (out
+// of it under Rules.StrictOpportunistic), run on idle whole GPUs and as
+// guests on the GPU of a one-GPU guaranteed job whose model leaves room,
+// at the pair table's fractions of their solo speeds (Gavel's co-location
+// measurements), are taken back first by a guaranteed job of their level
+// or a better one (any, strict) and never preempt, are requeued when their
+// host is measured to lose more than max_slowdown, and are promoted after
+// promote_after of waiting. Off, every job runs as
 // without sharing and only the report (Result.Sharing: utilisation in the
 // window of submissions, each class's JCT and time to first start,
 // requeues by cause) is added.

@@ -242,9 +242,14 @@ func (e *engine) arrive(j *JobState) {
 	j.pendingSince = j.Job.Submit
 	j.entry = j.Job.Submit
 	if e.sharingOn() && j.Job.Class == sharing.Opportunistic {
-		// Outside the policy's order until promoted (sharing.go).
+		// In the policy's order like any job, or, under the strict rule,
+		// outside it until promoted (sharing.go).
 		j.opp = true
 		e.sh.opps = append(e.sh.opps, j)
+		if e.sh.cfg.Rules.StrictOpportunistic {
+			return
+		}
+		e.active = append(e.active, j)
 		return
 	}
 	e.active = append(e.active, j)

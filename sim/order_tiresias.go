@@ -125,7 +125,7 @@ func (o *tiresiasOrder) Order(now float64, jobs []*JobState, levels []float64) {
 	o.floor.Reset()
 	for i, j := range jobs {
 		levels[i] = float64(j.Account.Queue)
-		if j.Status == Running {
+		if j.Status == Running && !j.opp { // the guaranteed jobs' reference (priority.Victim)
 			o.floor.Add(j.Account.Queue, j.Account.Preemptions)
 		}
 	}

@@ -26,9 +26,17 @@ import (
 // pair is packed and kept only if the two jobs together do more than the
 // host alone (sharing.Gains, the guest at its share's limit). An
 // opportunistic job pending for Rules.PromoteAfter in total is promoted to
-// guaranteed at the first pass where no guaranteed job waits
-// (sharing.Config.PromoteNow) and joins the policy's order as a job
-// submitted then. When a guest's host ends, the
+// guaranteed (sharing.Config.PromoteNow).
+//
+// By default opportunistic jobs stand in the policy's order like any job
+// (by attained service under las and gittins): in the main walk they take
+// idle GPUs in their turn but preempt nothing; a guaranteed job evicts
+// only those of a worse level (a worse Tiresias queue), the one whose run
+// has lasted least first (evictFor); a promoted job keeps its place. Under
+// Rules.StrictOpportunistic they stay out of the order, take only what
+// the guaranteed jobs leave, any guaranteed job evicts them, and one is
+// promoted only at a pass where no guaranteed job waits, joining the
+// order as a job submitted then. When a guest's host ends, the
 // guest keeps the GPU alone (Slurm's shards stay allocated); when the host
 // is preempted, the guest is requeued with it. A guest that has shared for
 // Rules.MoveAfter is requeued while a GPU stays idle after the waiting
@@ -406,6 +414,17 @@ func (e *engine) sharePrePass(now float64) {
 		case j.Status == Done:
 			continue
 		case j.Status == Pending && sh.cfg.Rules.PromoteNow(j.waitedAt(now), e.pending):
+			j.opp = false
+			sh.sum.Promoted++
+			if sh.hist != nil {
+				sh.hist.Promoted = append(sh.hist.Promoted, PromotionRecord{Job: j.Job.ID, At: now})
+			}
+			e.pending++
+			if !sh.cfg.Rules.StrictOpportunistic {
+				// It stood in the policy's order already, and keeps its
+				// place there (priority.Ranker keeps its queue entry).
+				continue
+			}
 			// No guaranteed job waits (e.pending counts them, requeue holds
 			// included). It joins the guaranteed class as an arrival of now:
 			// FIFO and age order it by now, and its waiting for Tiresias's
@@ -414,13 +433,7 @@ func (e *engine) sharePrePass(now float64) {
 			j.Account.QueueEntry = int64(math.Floor(now))
 			j.Account.WaitingSince = j.Account.QueueEntry
 			j.entry = now
-			j.opp = false
-			sh.sum.Promoted++
-			if sh.hist != nil {
-				sh.hist.Promoted = append(sh.hist.Promoted, PromotionRecord{Job: j.Job.ID, At: now})
-			}
 			e.active = append(e.active, j)
-			e.pending++
 			continue
 		}
 		kept = append(kept, j)
@@ -496,7 +509,7 @@ func (e *engine) sharePostPass(now float64) float64 {
 			if len(sh.models) == 0 {
 				break
 			}
-			if h.Status != Running || h.Job.GPUs != 1 || h.guest != nil || h.usage >= 1 {
+			if h.Status != Running || h.opp || h.Job.GPUs != 1 || h.guest != nil || h.usage >= 1 {
 				continue
 			}
 			room := 1 - h.usage

@@ -16,7 +16,7 @@ type shareOptions struct {
 	modes, pairs, gpu, promoteAfter string
 	gpuMix, moveAfter               string
 	maxSlowdown, opportunistic      float64
-	learn                           bool
+	learn, strict                   bool
 }
 
 func (s *shareOptions) flags(fs *flag.FlagSet) {
@@ -28,6 +28,7 @@ func (s *shareOptions) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.opportunistic, "opportunistic", 0, "with -sharing: mark this share of the jobs opportunistic by a seeded draw on their ids (for traces without a class column)")
 	fs.StringVar(&s.gpuMix, "gpu-mix", "", "with -sharing: redraw every job's GPU request from a published mix, keeping arrivals and durations: pai2020 (Alibaba PAI's tasks, trace.PAIRequestMix)")
 	fs.StringVar(&s.moveAfter, "move-after", "10m", "with -sharing: a guest that has shared this long is requeued to run alone when a GPU stays idle (0: never)")
+	fs.BoolVar(&s.strict, "strict-opportunistic", false, "with -sharing: the first opportunistic rule (sharing.Config.StrictOpportunistic): behind every guaranteed job, evicted by any, upgraded only when none waits")
 	fs.BoolVar(&s.learn, "sharing-learn", false, "with -sharing: the scheduler starts with an empty pair table and measures every pair it tries")
 }
 
@@ -39,6 +40,7 @@ func (s *shareOptions) variants(variants []sim.Variant, soloPath string, tr *sim
 	}
 	rules := sharing.DefaultConfig()
 	rules.MaxSlowdown = s.maxSlowdown
+	rules.StrictOpportunistic = s.strict
 	var err error
 	if rules.PromoteAfter, err = parseSeconds(s.promoteAfter); err != nil {
 		return nil, fmt.Errorf("-promote-after: %w", err)

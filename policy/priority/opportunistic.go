@@ -10,22 +10,35 @@ import (
 
 // AntMan's two job classes (Xiao et al., OSDI'20). A guaranteed job is
 // what every job was before: ranked by Tiresias, preempted only by the
-// rule in preempt.go. An opportunistic job runs on GPU capacity that
-// guaranteed jobs leave, and in exchange:
+// rule in preempt.go. An opportunistic job is one its owner marked as
+// one that may be evicted; by default (sharing.Config.StrictOpportunistic
+// off):
 //
-//   - it waits behind every guaranteed job: the opportunistic class is a
-//     second set of Tiresias queues, all below the guaranteed ones (its
-//     jobs are still ordered among themselves by Tiresias);
+//   - it competes with every job by attained service: it is ranked in
+//     the same Tiresias queues as guaranteed jobs, so the short jobs
+//     attained-service ranking runs first still run first when marked
+//     opportunistic (the class is about who may be evicted, not about
+//     waiting behind every long guaranteed job);
 //   - it never preempts anything (DeniedOpportunistic);
-//   - it is the first victim of every guaranteed job, whatever either's
-//     queue, before any guaranteed victim (CompareVictims), and neither
-//     min_run, max_per_job nor queue_gap shields it: its GPUs were only
-//     lent;
-//   - after waiting Opportunistic.Rules.PromoteAfter seconds it is upgraded to
-//     guaranteed for good (Result.Upgraded, Account.Upgraded), at the first
-//     pass where no guaranteed GPU job waits: its starvation is bounded by
-//     PromoteAfter and the guaranteed backlog, as AntMan upgrades when the
-//     guaranteed quota has room.
+//   - it is the first victim of a guaranteed job of a better queue
+//     (CompareVictims, Decide): neither min_run, max_per_job nor
+//     queue_gap shields it, but a guaranteed job of its own queue or a
+//     worse one, which attained-service ranking puts no earlier, does not
+//     evict it (within a queue that evicted the same short jobs again at
+//     every arrival);
+//     of opportunistic victims, the one whose run has lasted least goes
+//     first, so an eviction throws away as little work as it can;
+//   - after waiting Opportunistic.Rules.PromoteAfter seconds it is
+//     upgraded to guaranteed for good (Result.Upgraded, Account.Upgraded)
+//     at the next pass, guaranteed jobs waiting or not: the upgrade keeps
+//     its place in the order and only ends its exposure to eviction.
+//
+// With StrictOpportunistic (AntMan's quota rule, this project's first
+// one) the class is a second set of Tiresias queues, all below the
+// guaranteed ones (bands); any guaranteed job evicts it whatever either's
+// queue; and it is upgraded only at a pass where no guaranteed GPU job
+// waits (waitsGuaranteed), entering the back of its queue. That starved
+// the class in busy clusters (docs/evaluation section 8).
 //
 // Which jobs are opportunistic is the caller's to say (Job.Opportunistic:
 // the core, from the job's Slurm partition; the simulator, from its job
@@ -62,18 +75,18 @@ func (o Opportunistic) Validate() error {
 }
 
 // upgrades is AntMan's upgrade: an opportunistic job that has waited
-// PromoteAfter since it last became pending becomes guaranteed, at a pass
-// where no guaranteed GPU job waits (guaranteedWaiting, guaranteedWaiting
-// counts them). The rule is the simulator's (sharing.Config.PromoteNow):
-// a job upgraded while guaranteed jobs wait competes with them, and under
-// FIFO-like orders it starts before them.
+// PromoteAfter since it last became pending becomes guaranteed; with
+// StrictOpportunistic only at a pass where no guaranteed GPU job waits
+// (guaranteedWaiting counts them). The rule is the simulator's
+// (sharing.Config.PromoteNow).
 func (o Opportunistic) upgrades(now int64, job *Job, guaranteedWaiting int) bool {
 	return o.Enabled && job.Opportunistic && job.State == Pending && o.Rules.PromoteAfter > 0 &&
 		o.Rules.PromoteNow(float64(now-job.WaitingSince), guaranteedWaiting)
 }
 
 // waitsGuaranteed says whether job is a guaranteed GPU job waiting to
-// start now: what holds opportunistic jobs' upgrades back (upgrades). A
+// start now: what holds opportunistic jobs' upgrades back under
+// StrictOpportunistic (upgrades). A
 // held job, or one whose begin time is still ahead, waits for nothing the
 // cluster could give it, so it holds no upgrade back.
 func (o Opportunistic) waitsGuaranteed(now int64, job *Job) bool {
@@ -81,20 +94,24 @@ func (o Opportunistic) waitsGuaranteed(now int64, job *Job) bool {
 		!(o.Enabled && job.Opportunistic)
 }
 
+// strict says the class is on under StrictOpportunistic: its own band of
+// queues below the guaranteed ones.
+func (o Opportunistic) strict() bool { return o.Enabled && o.Rules.StrictOpportunistic }
+
 // bands is how many priority bands the ranker lays out: one per Tiresias
-// queue, twice that with the opportunistic class (its queues below all of
-// the guaranteed ones).
+// queue, twice that under StrictOpportunistic (the opportunistic queues
+// below all of the guaranteed ones).
 func (r *Ranker) bands() int {
-	if r.cfg.Opportunistic.Enabled {
+	if r.cfg.Opportunistic.strict() {
 		return 2 * r.cfg.Queues()
 	}
 	return r.cfg.Queues()
 }
 
-// bandOf is the band of a job in Tiresias queue q: q for a guaranteed job,
-// K+q for an opportunistic one.
+// bandOf is the band of a job in Tiresias queue q: q, but K+q for an
+// opportunistic one under StrictOpportunistic.
 func (r *Ranker) bandOf(q int, opportunistic bool) int {
-	if opportunistic && r.cfg.Opportunistic.Enabled {
+	if opportunistic && r.cfg.Opportunistic.strict() {
 		return r.cfg.Queues() + q
 	}
 	return q

@@ -9,8 +9,8 @@ import (
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
-func TestOpportunisticPreemption(t *testing.T) {
-	rule := Preemption{MinRun: 600, MaxPerJob: 3, QueueGap: 2}
+func TestStrictOpportunisticPreemption(t *testing.T) {
+	rule := Preemption{MinRun: 600, MaxPerJob: 3, QueueGap: 2, StrictOpportunistic: true}
 	guaranteed := func(q int) Candidate { return Candidate{Queue: q, RunSeconds: 3600} }
 	opp := func(q int) Candidate { return Candidate{Queue: q, RunSeconds: 3600, Opportunistic: true} }
 	cases := []struct {
@@ -38,8 +38,9 @@ func TestOpportunisticPreemption(t *testing.T) {
 	}
 }
 
-func TestOpportunisticVictimsGoFirst(t *testing.T) {
+func TestStrictOpportunisticVictimsGoFirst(t *testing.T) {
 	rule := DefaultPreemption()
+	rule.StrictOpportunistic = true
 	var floor PreemptionFloor
 	// Guaranteed jobs in the last queue, requeued never, and opportunistic
 	// ones in queue 0, requeued often: the opportunistic ones go first.
@@ -66,9 +67,9 @@ func TestOpportunisticVictimsGoFirst(t *testing.T) {
 	}
 }
 
-func TestOpportunisticRanking(t *testing.T) {
+func TestStrictOpportunisticRanking(t *testing.T) {
 	cfg := testConfig()
-	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 300}}
+	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 300, StrictOpportunistic: true}}
 	r := mustRanker(t, cfg, nil)
 	jobs := []Job{
 		// Guaranteed, last queue (service 25 ≥ 20), waiting since long.
@@ -173,9 +174,9 @@ func TestOpportunisticValidate(t *testing.T) {
 	}
 }
 
-func TestAWaitingOpportunisticJobWithABetterPairGoesFirstInItsQueue(t *testing.T) {
+func TestStrictAWaitingOpportunisticJobWithABetterPairGoesFirstInItsQueue(t *testing.T) {
 	cfg := testConfig()
-	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 3600}}
+	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 3600, StrictOpportunistic: true}}
 	r := mustRanker(t, cfg, nil)
 	jobs := []Job{
 		// Guaranteed, queue 0: a pair score on it decides nothing.
@@ -198,4 +199,97 @@ func TestAWaitingOpportunisticJobWithABetterPairGoesFirstInItsQueue(t *testing.T
 	if !(res[1].Rank < res[2].Rank) || res[1].Factors.Pair != 0 {
 		t.Fatalf("guaranteed jobs reordered by a pair score: %+v %+v", res[1], res[2])
 	}
+}
+
+// The default rule (sharing.Config.StrictOpportunistic off): an
+// opportunistic job is ranked among all jobs by attained service, evicted
+// only by a guaranteed job of a better queue, the least run
+// first, and upgraded after promote_after even while guaranteed jobs wait.
+func TestOpportunisticJobsCompeteByAttainedService(t *testing.T) {
+	cfg := testConfig()
+	cfg.Opportunistic = Opportunistic{Enabled: true, Rules: sharing.Config{PromoteAfter: 300}}
+	r := mustRanker(t, cfg, nil)
+	jobs := []Job{
+		// Guaranteed, last queue (service 25 ≥ 20), waiting since long.
+		{ID: 1, State: Pending, GPUs: 1, SubmitTime: 1, Service: 25, Queue: 2, QueueEntry: 1, WaitingSince: now - 100},
+		// Opportunistic, queue 0, fresh.
+		{ID: 2, State: Pending, GPUs: 1, SubmitTime: 2, Service: 0, QueueEntry: 2, WaitingSince: now - 100, Opportunistic: true, Pair: 0.99},
+		// Opportunistic that waited promote_after, while job 1 and job 6 wait.
+		{ID: 3, State: Pending, GPUs: 1, SubmitTime: 3, Service: 0, QueueEntry: 3, WaitingSince: now - 300, Opportunistic: true},
+		// Opportunistic in queue 1 (service 12).
+		{ID: 4, State: Pending, GPUs: 1, SubmitTime: 4, Service: 12, Queue: 1, QueueEntry: 4, WaitingSince: now - 100, Opportunistic: true},
+		// Guaranteed, queue 0, submitted after job 2.
+		{ID: 6, State: Pending, GPUs: 1, SubmitTime: 6, Service: 0, QueueEntry: 6, WaitingSince: now - 10},
+	}
+	res := byID(r.Rank(now, jobs, nil))
+	rankCases := []struct {
+		name string
+		ok   bool
+	}{
+		{"an opportunistic job in queue 0 ranks above a guaranteed job in the last queue",
+			res[2].Rank < res[1].Rank && res[2].Priority > res[1].Priority && res[2].Opportunistic},
+		{"an opportunistic job in queue 1 ranks above a guaranteed job in the last queue and below a guaranteed one in queue 0",
+			res[4].Rank < res[1].Rank && res[4].Rank > res[6].Rank},
+		{"in one queue, an opportunistic job keeps its place by queue entry ahead of a later guaranteed job (its pair score jumps no one)",
+			res[2].Rank < res[6].Rank && res[2].Factors.Pair == 0.99},
+		{"an opportunistic job that waited promote_after is upgraded while guaranteed jobs wait",
+			res[3].Upgraded && !res[3].Opportunistic},
+		{"the upgraded job keeps its place: its queue entry stays",
+			res[3].QueueEntry == 3 && res[3].Rank < res[6].Rank},
+	}
+	for _, c := range rankCases {
+		t.Run(c.name, func(t *testing.T) {
+			if !c.ok {
+				t.Fatalf("results: %+v", res)
+			}
+		})
+	}
+	t.Run("standing puts a new opportunistic job in queue 0 with guaranteed jobs", func(t *testing.T) {
+		opp := r.Standing(now, Job{ID: 9, Opportunistic: true})
+		g := r.Standing(now, Job{ID: 10})
+		if opp.Priority != g.Priority || !opp.Opportunistic {
+			t.Fatalf("opportunistic standing %+v, guaranteed %+v", opp, g)
+		}
+	})
+
+	rule := Preemption{MinRun: 600, MaxPerJob: 3, QueueGap: 2}
+	guaranteed := func(q int) Candidate { return Candidate{Queue: q, RunSeconds: 3600} }
+	opp := func(q int) Candidate { return Candidate{Queue: q, RunSeconds: 3600, Opportunistic: true} }
+	for _, c := range []struct {
+		name              string
+		preemptor, victim Candidate
+		want              Verdict
+	}{
+		{"guaranteed job in the last queue does not evict an opportunistic job in queue 0", guaranteed(2), opp(0), DeniedQueue},
+		{"guaranteed job does not evict an opportunistic job of its own queue", guaranteed(1), opp(1), DeniedQueue},
+		{"guaranteed job evicts an opportunistic job one queue below, queue_gap aside", guaranteed(0), opp(1), Allowed},
+		{"guaranteed job evicts an opportunistic job one second into its run, past its budget", guaranteed(0), Candidate{Queue: 1, RunSeconds: 1, Preemptions: 50, Opportunistic: true}, Allowed},
+		{"opportunistic job evicts nothing", opp(0), opp(2), DeniedOpportunistic},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := rule.Decide(c.preemptor, c.victim); got != c.want {
+				t.Fatalf("Decide = %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	t.Run("of opportunistic victims the one that ran least goes first, before any guaranteed one", func(t *testing.T) {
+		rule := DefaultPreemption()
+		victims := []Victim{
+			{Queue: 3, Rank: 9, RunSeconds: 5},
+			{Queue: 2, Rank: 8, RunSeconds: 7200, Opportunistic: true},
+			{Queue: 0, Rank: 1, RunSeconds: 60, Opportunistic: true},
+			{Queue: 1, Rank: 2, RunSeconds: 600, Opportunistic: true},
+		}
+		var floor PreemptionFloor
+		floor.Add(3, 0)
+		slices.SortFunc(victims, func(a, b Victim) int { return rule.CompareVictims(&floor, a, b) })
+		got := make([]int, len(victims))
+		for i, v := range victims {
+			got[i] = v.Rank
+		}
+		if want := []int{1, 2, 8, 9}; !slices.Equal(got, want) {
+			t.Fatalf("victim order by rank = %v, want %v", got, want)
+		}
+	})
 }

@@ -44,6 +44,12 @@ type Preemption struct {
 	// large cost in JCT (a job past its budget holds its GPUs against
 	// every short job).
 	SpreadVictims bool
+	// StrictOpportunistic is sharing.Config.StrictOpportunistic, which the
+	// controller's config copies here (it is no preemption key): under it
+	// a guaranteed job evicts an opportunistic one whatever either's
+	// queue; off, only from a worse queue (Decide), the opportunistic
+	// victims that ran least first (CompareVictims).
+	StrictOpportunistic bool
 }
 
 // DefaultPreemption is the preemption part of DefaultConfig, from the
@@ -181,10 +187,14 @@ func (p Preemption) QueuePreempts(preemptorQueue, victimQueue int) bool {
 //
 // The opportunistic class (opportunistic.go) comes before queues: an
 // opportunistic preemptor is refused whatever the victim; an
-// opportunistic victim of a guaranteed preemptor is allowed whatever
-// either's queue, the victim's run, its preemptions, and the preemptor's
-// promotion, since its GPUs were lent, not given. Only the two decisions
-// about who owns what still hold for it: a higher PriorityTier and the
+// opportunistic victim of a guaranteed preemptor is allowed whatever the
+// victim's run, its preemptions, the queue gap and the preemptor's
+// promotion, since its GPUs were lent, not given, as long as it is in a
+// worse queue than the preemptor (DeniedQueue otherwise: attained-service
+// ranking runs it no later, and evicting it within its queue evicted the
+// same short jobs again at every arrival, docs/evaluation section 8), or
+// in any queue under StrictOpportunistic. Only the two decisions about who owns
+// what still hold for it besides: a higher PriorityTier and the
 // preemptor's own job array.
 func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 	switch {
@@ -192,6 +202,8 @@ func (p Preemption) Decide(preemptor, victim Candidate) Verdict {
 		return DeniedOpportunistic
 	case victim.Opportunistic:
 		switch {
+		case !p.StrictOpportunistic && victim.Queue <= preemptor.Queue:
+			return DeniedQueue
 		case victim.Tier > preemptor.Tier:
 			return DeniedTier
 		case preemptor.Array != 0 && preemptor.Array == victim.Array:
@@ -224,6 +236,9 @@ type Victim struct {
 	Preemptions int
 	// Rank is the job's position in the pass's total order (0 best).
 	Rank int
+	// RunSeconds is how long the job's current run has lasted: the most
+	// work a requeue throws away (opportunistic victims).
+	RunSeconds float64
 	// NoRequeue: Slurm may not requeue the job (--no-requeue), so
 	// preempting it kills it and loses its work.
 	NoRequeue bool
@@ -262,7 +277,10 @@ func (f *PreemptionFloor) above(v Victim) bool {
 
 // CompareVictims orders running jobs for preemption: negative when a goes
 // before b. Opportunistic jobs first, whatever their queue
-// (opportunistic.go); then lower queues (larger numbers); in a queue, jobs Slurm
+// (opportunistic.go), and of them (but under StrictOpportunistic) the one
+// whose run has lasted least: a requeue throws away at most the work of
+// the current run, and a job that started last has the least of it; then
+// lower queues (larger numbers); in a queue, jobs Slurm
 // may requeue before jobs it would have to kill (NoRequeue): a kill loses
 // the run's work, so it is taken only when no requeueable job of that
 // queue would do; then, with SpreadVictims, the jobs not preempted more
@@ -276,6 +294,9 @@ func (p Preemption) CompareVictims(floor *PreemptionFloor, a, b Victim) int {
 			return -1
 		}
 		return 1
+	}
+	if a.Opportunistic && !p.StrictOpportunistic && a.RunSeconds != b.RunSeconds {
+		return cmp.Compare(a.RunSeconds, b.RunSeconds)
 	}
 	if a.Queue != b.Queue {
 		return cmp.Compare(b.Queue, a.Queue)

@@ -72,7 +72,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 
 	var count [2 * maxQueues]int
 	guaranteedWaiting := 0
-	if r.cfg.Opportunistic.Enabled {
+	if r.cfg.Opportunistic.strict() {
 		for i := range jobs {
 			if r.cfg.Opportunistic.waitsGuaranteed(now, &jobs[i]) {
 				guaranteedWaiting++
@@ -98,7 +98,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 			queue:    int32(band),
 			deferred: job.Deferred && job.State == Pending,
 			over:     r.cfg.FairShare.Enabled && OverShare(job.FairShare),
-			pair:     res.Factors.Pair,
+			pair:     r.pairKey(res.Factors.Pair),
 			index:    res.Factors.Gittins,
 			entry:    st.entry,
 			submit:   job.SubmitTime,
@@ -179,11 +179,25 @@ func (r *Ranker) classify(now int64, job *Job, guaranteedWaiting int) standing {
 		opportunistic: opportunistic,
 		upgraded:      upgraded,
 	}
-	if upgraded {
-		// It enters the guaranteed class's queue at its back.
+	if upgraded && r.cfg.Opportunistic.strict() {
+		// It enters the guaranteed class's queue at its back. By default
+		// it was ranked among guaranteed jobs already and keeps its place.
 		st.entry = now
 	}
 	return st
+}
+
+// pairKey is the pair score the order sorts by (order.go, 1c): under
+// StrictOpportunistic the waiting opportunistic jobs of a band are the
+// guests Slurm places beside guaranteed jobs, best pair first. By default
+// they share queues with guaranteed jobs, whose order by attained service
+// a pair score must not jump: the score then only steers placement
+// (gpushare).
+func (r *Ranker) pairKey(pair float64) float64 {
+	if !r.cfg.Opportunistic.strict() {
+		return 0
+	}
+	return pair
 }
 
 // promotes is the paper's starvation rule δ ≥ PROMOTEKNOB·t: a pending job

@@ -4,12 +4,14 @@
 // apply, so what the evaluation measures is what the cluster runs.
 //
 // Jobs are guaranteed (the default) or opportunistic. An opportunistic job
-// runs only on capacity guaranteed jobs leave: an idle whole GPU, or a share
-// of a GPU beside a guaranteed job whose measured speed it does not hurt.
-// It never preempts anything, is the first victim of any guaranteed job,
-// and is promoted to guaranteed after Config.PromoteAfter of waiting, at a
-// pass where no guaranteed job waits, so it cannot starve for ever once
-// the guaranteed backlog clears (AntMan's upgrade).
+// competes with every job by attained service for idle whole GPUs, and
+// runs on a share of a GPU beside a guaranteed job whose measured speed it
+// does not hurt. It never preempts anything, is the first victim of a
+// guaranteed job of a better queue, and is promoted to guaranteed after
+// Config.PromoteAfter of waiting (Config.PromoteNow). Under
+// Config.StrictOpportunistic (AntMan's quota rule) it runs only on
+// capacity guaranteed jobs leave, any guaranteed job takes it back, and it
+// is promoted only at a pass where no guaranteed job waits.
 //
 // # The pair table
 //
@@ -43,9 +45,10 @@
 //     other users' jobs only with Limits.Quorum independent parties, and
 //     expires after Limits.MarkTTL; table.go).
 //   - Promote: an opportunistic job that has waited PromoteAfter becomes
-//     guaranteed; PromoteNow does it only at a pass where no guaranteed
-//     job waits, so a promoted job never competes with one that was
-//     already waiting (AntMan upgrades when the guaranteed quota has room).
+//     guaranteed; PromoteNow does it at the next pass (ranked by attained
+//     service already, it keeps its place), or, under StrictOpportunistic,
+//     only at a pass where no guaranteed job waits (AntMan upgrades when
+//     the guaranteed quota has room).
 //   - Move: a guest that has shared a GPU for MoveAfter is requeued to run
 //     alone when a whole GPU stays idle (a shard allocation cannot grow).
 //   - MemoryOver: the guests on a GPU hold more memory than the guaranteed
@@ -58,9 +61,11 @@
 //
 // Who may preempt whom is not here: priority.Preemption.Decide and
 // priority.CompareVictims hold it for slurmctld (policy/priority/opportunistic.go:
-// opportunistic jobs never preempt and are every guaranteed job's first
-// victims), and the simulator's sharing mode takes opportunistic jobs back
-// before its policy preempts anything.
+// opportunistic jobs never preempt and are the first victims of a
+// guaranteed job of a better queue, of any under
+// StrictOpportunistic), and the simulator's sharing mode takes
+// opportunistic jobs back by the same rule before its policy preempts
+// anything.
 //
 // # Wiring it into a scheduler
 //
@@ -75,10 +80,14 @@
 //     seed); requeue the guest of a revert.
 //  2. Config.PromoteNow each waiting opportunistic job on its total
 //     pending time and the guaranteed jobs waiting; a promoted job is
-//     guaranteed from then on, queued as a job submitted then.
-//  3. Place guaranteed jobs; an opportunistic job on whole GPUs is the
-//     first victim, and never a preemptor (policy/priority/opportunistic.go).
-//  4. Place opportunistic jobs: idle whole GPUs first, then for each
+//     guaranteed from then on, in its place (under StrictOpportunistic
+//     queued as a job submitted then).
+//  3. Place jobs in the policy's order, opportunistic ones among them
+//     (under StrictOpportunistic, guaranteed jobs only): an opportunistic
+//     job takes only idle GPUs, never preempts, and is the first victim of
+//     a guaranteed job of a better level (queue)
+//     (policy/priority/opportunistic.go).
+//  4. Place opportunistic jobs: idle whole GPUs left first, then for each
 //     one-GPU guaranteed job whose model's Table.Usage leaves room,
 //     Config.Choose among the waiting models; Config.Move a guest that
 //     has shared long enough when a whole GPU stays idle.
@@ -92,8 +101,8 @@
 // policy/priority/opportunistic.go's, and step 4 is Slurm's own scheduling
 // of the opportunistic partition, steered with Choose's rule for each pair
 // (Config.Fits; gpushare/exclude.go): a waiting guest is kept off nodes
-// where it could only land beside a host it does not fit, and the best
-// predicted pair ranks first. The equivalence test of
+// where it could only land beside a host it does not fit, and, under
+// StrictOpportunistic, the best predicted pair ranks first. The equivalence test of
 // internal/controller/core replays a simulated history into slurmctld's
 // core and finds the same requeues, bad pairs and promotions. Model names
 // meet through ModelKey: the table keys every entry by it.

@@ -139,8 +139,12 @@ func TestPromoteAndVictims(t *testing.T) {
 	if c.Promote(3599) || !c.Promote(3600) {
 		t.Error("promotion is not at promote_after")
 	}
+	if !c.PromoteNow(7200, 1) || !c.PromoteNow(7200, 0) || c.PromoteNow(3599, 0) {
+		t.Error("PromoteNow is not promote_after reached, guaranteed jobs waiting or not")
+	}
+	c.StrictOpportunistic = true
 	if c.PromoteNow(7200, 1) || !c.PromoteNow(7200, 0) || c.PromoteNow(3599, 0) {
-		t.Error("PromoteNow is not promote_after reached with no guaranteed job waiting")
+		t.Error("strict: PromoteNow is not promote_after reached with no guaranteed job waiting")
 	}
 	for _, s := range []string{"", "guaranteed"} {
 		if c, err := ParseClass(s); err != nil || c != Guaranteed {

@@ -286,6 +286,7 @@ type file struct {
 	Sharing struct {
 		OpportunisticPartition string  `mapstructure:"opportunistic_partition"`
 		PromoteAfter           float64 `mapstructure:"promote_after"`
+		StrictOpportunistic    bool    `mapstructure:"strict_opportunistic"`
 		MaxSlowdown            float64 `mapstructure:"max_slowdown"`
 		ConvertBelowPct        float64 `mapstructure:"convert_below_pct"`
 		ConvertMemBelowMB      float64 `mapstructure:"convert_mem_below_mb"`
@@ -402,6 +403,7 @@ func defaultFile() file {
 	f.Usage.IdleAfter = d.GPUUse.IdleAfter.Seconds()
 	f.Sharing.OpportunisticPartition = d.Sharing.OpportunisticPartition
 	f.Sharing.PromoteAfter = d.Sharing.Rules.PromoteAfter
+	f.Sharing.StrictOpportunistic = d.Sharing.Rules.StrictOpportunistic
 	f.Sharing.MaxSlowdown = d.Sharing.Rules.MaxSlowdown
 	f.Sharing.ConvertBelowPct = d.Sharing.Rules.Convert.BelowPct
 	f.Sharing.ConvertMemBelowMB = float64(d.Sharing.Rules.Convert.MemBelowMB)
@@ -685,7 +687,10 @@ func (f file) checkSharing(c *Config) error {
 		return fmt.Errorf("%w: sharing.%s", ErrInvalid, strings.TrimPrefix(err.Error(), sharing.ErrBadConfig.Error()+": "))
 	}
 	rules.PromoteAfter = f.Sharing.PromoteAfter
+	rules.StrictOpportunistic = f.Sharing.StrictOpportunistic
 	c.Sharing.Rules = rules
+	// The preemption rule reads the class's rule from its own copy.
+	c.Tiresias.Preemption.StrictOpportunistic = rules.StrictOpportunistic
 	c.Tiresias.Opportunistic = priority.Opportunistic{Enabled: name != "", Rules: rules}
 	if err := c.Tiresias.Opportunistic.Validate(); err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalid, sectionKeys("sharing", err))

@@ -328,6 +328,23 @@ func TestPathNextToHonoursOverride(t *testing.T) {
 	}
 }
 
+func TestStrictOpportunisticReachesTheRankerAndThePreemptionRule(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		c, err := Parse(strings.NewReader(fmt.Sprintf("sharing:\n  opportunistic_partition: opp\n  strict_opportunistic: %v\n", strict)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sharing.Rules.StrictOpportunistic != strict || c.Tiresias.Opportunistic.Rules.StrictOpportunistic != strict ||
+			c.Tiresias.Preemption.StrictOpportunistic != strict {
+			t.Fatalf("strict_opportunistic %v: sharing %v, ranker %v, preemption %v", strict, c.Sharing.Rules.StrictOpportunistic,
+				c.Tiresias.Opportunistic.Rules.StrictOpportunistic, c.Tiresias.Preemption.StrictOpportunistic)
+		}
+	}
+	if Default().Sharing.Rules.StrictOpportunistic {
+		t.Fatal("the strict rule is on by default")
+	}
+}
+
 func TestParseReadsSharing(t *testing.T) {
 	c, err := Parse(strings.NewReader("sharing:\n  opportunistic_partition: opp\n  promote_after: 120\n"))
 	if err != nil {

@@ -58,14 +58,16 @@ func TestOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
 		inClassPartition(pending(4, 1, 1995), "opp"),       // opportunistic, waiting, queue 0
 		inClassPartition(pending(5, 1, 1), "gpu"),          // guaranteed, queue 2, waiting
 		inClassPartition(pending(6, 1, 1995), "gpu,opp"),   // lists both: opportunistic
+		inClassPartition(running(7, 1, 1, 1), "opp"),       // opportunistic, 1999 GPU-s: queue 2
 	)
 	cases := []struct {
 		name                 string
 		preemptor, preemptee uint32
 		want                 bool
 	}{
-		{"guaranteed job of queue 0 requeues an opportunistic job 10 s into its run (under min_run)", 3, 1, true},
-		{"guaranteed job of the last queue requeues an opportunistic job of queue 0", 5, 1, true},
+		{"guaranteed job of queue 0 does not requeue an opportunistic job of its queue", 3, 1, false},
+		{"guaranteed job of queue 0 requeues an opportunistic job of the last queue, queue_gap aside", 3, 7, true},
+		{"guaranteed job of the last queue does not requeue an opportunistic job of queue 0, ranked above it", 5, 1, false},
 		{"opportunistic job does not preempt a guaranteed job of a lower queue", 4, 2, false},
 		{"job listing the guaranteed partition beside the opportunistic one preempts nothing", 6, 2, false},
 		{"guaranteed jobs keep Tiresias's rule between themselves", 3, 2, true},
@@ -82,8 +84,8 @@ func TestOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
 			t.Fatalf("victim order: opportunistic %d, guaranteed %d", a, b)
 		}
 	})
-	t.Run("a waiting opportunistic job ranks below a guaranteed job of the last queue", func(t *testing.T) {
-		if !d[3].Opportunistic || d[4].Opportunistic || !(d[3].Priority < d[4].Priority) || d[4].Queue != 2 {
+	t.Run("a waiting opportunistic job of queue 0 ranks above a guaranteed job of the last queue", func(t *testing.T) {
+		if !d[3].Opportunistic || d[4].Opportunistic || !(d[3].Priority > d[4].Priority) || d[4].Queue != 2 {
 			t.Fatalf("opportunistic %+v, guaranteed %+v", d[3], d[4])
 		}
 		if !d[5].Opportunistic {
@@ -116,11 +118,11 @@ func TestPreemptionPossibleWhenAnOpportunisticJobRuns(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a guaranteed job enqueued since the pass may preempt a running opportunistic job", func(t *testing.T) {
+	t.Run("a guaranteed job enqueued since the pass may preempt a running opportunistic job of a worse queue", func(t *testing.T) {
 		var log bytes.Buffer
 		c := openOppCore(t, filepath.Join(t.TempDir(), "l.db"), &log)
 		defer c.Close()
-		pass(c, 1100, inClassPartition(running(1, 1, 1090, 1095), "opp"))
+		pass(c, 1100, inClassPartition(running(1, 1, 900, 900), "opp")) // 200 GPU-s: queue 1
 		if c.PreemptionPossible() {
 			t.Fatal("possible with nothing waiting")
 		}
@@ -198,13 +200,13 @@ func TestJobsOnShardsCountAsGPUJobs(t *testing.T) {
 	c.clock = func() int64 { return now }
 	onShards := func(s Snapshot) Snapshot { s.GPUs, s.GPUShare = 0, true; return s }
 	d := pass(c, now,
-		onShards(inClassPartition(running(1, 0, 1000, 1090), "opp")), // an opportunistic job on a share
+		onShards(inClassPartition(running(1, 0, 1000, 1000), "opp")), // an opportunistic job on a share, in queue 1
 		onShards(inClassPartition(pending(2, 0, 1095), "gpu")),       // a guaranteed job asking for a share
 		inClassPartition(pending(3, 1, 1095), "gpu"),                 // a guaranteed whole-GPU job
 		inClassPartition(running(4, 0, 1000, 1090), "opp"),           // an opportunistic job without GPUs
 	)
-	if d[0].Service != 10 {
-		t.Fatalf("the job on a share was charged %v GPU-s for 10 s; want 10 (one GPU)", d[0].Service)
+	if d[0].Service != 100 {
+		t.Fatalf("the job on a share was charged %v GPU-s for 100 s; want 100 (one GPU)", d[0].Service)
 	}
 	for _, tc := range []struct {
 		name                 string

@@ -72,8 +72,9 @@ type victimEntry struct {
 
 // orderVictims numbers the running GPU jobs of a pass (results[k] is the
 // decision for jobs[k]) by rule's victim order; preemptions gives a job's
-// preemptions so far. It runs after fromPass, whose traits it reads.
-func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job, results []priority.Result, preemptions func(id uint32) int) {
+// preemptions so far and how long its current run has lasted. It runs
+// after fromPass, whose traits it reads.
+func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job, results []priority.Result, ofVictim func(id uint32) (preemptions int, ran float64)) {
 	if v.victimOrder == nil {
 		v.victimOrder = make(map[uint32]uint32, len(jobs))
 	}
@@ -85,8 +86,9 @@ func (v *preemptView) orderVictims(rule priority.Preemption, jobs []priority.Job
 		if j.GPUs == 0 || j.State != priority.Running {
 			continue
 		}
-		e := victimEntry{id: j.ID, Victim: priority.Victim{Queue: results[k].Queue, Preemptions: preemptions(j.ID),
-			Rank: results[k].Rank, NoRequeue: v.gpu[j.ID].noRequeue, Opportunistic: results[k].Opportunistic}}
+		preemptions, ran := ofVictim(j.ID)
+		e := victimEntry{id: j.ID, Victim: priority.Victim{Queue: results[k].Queue, Preemptions: preemptions,
+			Rank: results[k].Rank, RunSeconds: ran, NoRequeue: v.gpu[j.ID].noRequeue, Opportunistic: results[k].Opportunistic}}
 		if !e.Opportunistic {
 			v.floor.Add(e.Queue, e.Preemptions)
 		}

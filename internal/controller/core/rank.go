@@ -45,7 +45,9 @@ func (c *Core) rank(now int64, snaps []Snapshot, out []Decision) {
 		out[c.jobIndex[k]] = d
 	}
 	c.preemption.view.fromPass(c.jobs, c.results, func(k int) *Snapshot { return &snaps[c.jobIndex[k]] })
-	c.preemption.view.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, c.preemptions)
+	c.preemption.view.orderVictims(c.cfg.Tiresias.Preemption, c.jobs, c.results, func(id uint32) (int, float64) {
+		return c.preemptions(id), c.candidate(id, 0, now).RunSeconds
+	})
 	c.showBlocked(now, out)
 }
 

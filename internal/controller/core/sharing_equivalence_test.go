@@ -113,6 +113,12 @@ func TestCoreAndSimulatorShareTheSameWay(t *testing.T) {
 	}
 	rules := sharing.DefaultConfig()
 	rules.PromoteAfter, rules.MoveAfter = 60, 0
+	// The strict rule: opportunistic jobs outside the order, so the
+	// guests the workload needs wait long enough to pair and be promoted.
+	// The default rule's ranking is the ranker's in both (the simulator's
+	// Tiresias order calls priority.Ranker); its tests are the ranker's,
+	// the simulator's and the cluster's own.
+	rules.StrictOpportunistic = true
 	cfg := sim.DefaultConfig()
 	cfg.Shape = sim.Shape{Nodes: 2, GPUsPerNode: 2, CPUsPerNode: 8, MemGBNode: 64}
 	cfg.Policy = sim.PolicyFIFO
@@ -403,6 +409,7 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 	ccfg := testConfig(db)
 	ccfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: rules} // no seeds: the simulator learns too
 	ccfg.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: rules}
+	ccfg.Tiresias.Preemption.StrictOpportunistic = rules.StrictOpportunistic
 	c := openCoreWith(t, ccfg)
 	var clock int64
 	c.clock = func() int64 { return clock }

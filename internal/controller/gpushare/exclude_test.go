@@ -190,7 +190,7 @@ func TestAWaitingGuestPredictedToSlowTheOnlyHostOfANodeIsKeptOffIt(t *testing.T)
 		t.Fatalf("log lacks the reason:\n%s", buf.String())
 	}
 	// The next pass ranks with the scores: the good guest first (the
-	// core's TestTheGuestWithTheBetterPredictedPairRanksFirst).
+	// core's TestStrictTheGuestWithTheBetterPredictedPairRanksFirst, under the strict rule).
 	if !(c.pairScores[3] > c.pairScores[2]) || c.pairScores[3] < 0.95 {
 		t.Fatalf("good guest's pair score %v, bad's %v: want the good pair first", c.pairScores[3], c.pairScores[2])
 	}

@@ -28,7 +28,7 @@ func TestAWaitingGuestsReasonNamesTheNodeItIsKeptOff(t *testing.T) {
 	judgeBesideHost(c, host, bad, good) // bad kept off n1
 	drain(t, c, sj)
 	d := pass(c, 1020, host, bad, good)
-	plain := reasontext.WaitingPrefix + "opportunistic: waits for GPUs no guaranteed job needs; guaranteed from "
+	plain := reasontext.WaitingPrefix + "opportunistic: waits its turn by attained service, evicted first; guaranteed from "
 	want := "; kept off node n1: beside job 1 (model resnet-18/bs64) the pa"
 	if r := d[1].Reason; !strings.HasPrefix(r, reasontext.WaitingPrefix+"opportunistic (guaranteed from ") || !strings.Contains(r, want) || len(r) > maxGuestReason {
 		t.Fatalf("kept-off guest's reason %q (%d bytes), want its upgrade time and %q, within %d bytes", r, len(r), want, maxGuestReason)
@@ -108,7 +108,7 @@ func TestWaitingOpportunisticJobSaysWhyAndWhenItIsUpgraded(t *testing.T) {
 	defer c.Close()
 	d := pass(c, 1000, inClassPartition(pending(1, 1, 900), "opp"), inClassPartition(pending(2, 1, 900), "gpu"),
 		inClassPartition(running(3, 1, 900, 950), "opp"))
-	want := opportunisticReason(900, 300)
+	want := opportunisticReason(900, 300, false)
 	if d[0].Reason != want || !strings.HasPrefix(want, reasontext.WaitingPrefix+"opportunistic: ") || !strings.Contains(want, "guaranteed from ") {
 		t.Fatalf("waiting opportunistic job's reason %q, want %q", d[0].Reason, want)
 	}

@@ -79,7 +79,7 @@ func (c *Sharing) guestReason(id uint32, since int64, after float64, held bool) 
 	r = oppReason{since: since, after: after, held: held, node: node, others: others, why: why}
 	switch {
 	case node == "" && !held:
-		r.text = opportunisticReason(since, after)
+		r.text = opportunisticReason(since, after, c.cfg.Tiresias.Opportunistic.Rules.StrictOpportunistic)
 	default:
 		r.text = keptOffReason(since, after, held, node, others, why)
 	}
@@ -124,14 +124,22 @@ func keptOffReason(since int64, after float64, held bool, node string, others in
 }
 
 // opportunisticReason is a waiting opportunistic job's reason: it waits
-// for GPUs no guaranteed job wants, and, with promoteAfter > 0, becomes
-// guaranteed at waitingSince + promoteAfter (slurmctld's local time, as
-// Slurm prints times).
-func opportunisticReason(waitingSince int64, promoteAfter float64) string {
-	r := reasontext.WaitingPrefix + "opportunistic: waits for GPUs no guaranteed job needs"
+// its turn by attained service and is the first to be evicted (or, with
+// strict, sharing.Config.StrictOpportunistic, waits for GPUs no
+// guaranteed job wants), and, with promoteAfter > 0, becomes guaranteed
+// at waitingSince + promoteAfter (slurmctld's local time, as Slurm prints
+// times; under strict only if no guaranteed job waits then).
+func opportunisticReason(waitingSince int64, promoteAfter float64, strict bool) string {
+	r := reasontext.WaitingPrefix + "opportunistic: waits its turn by attained service, evicted first"
+	if strict {
+		r = reasontext.WaitingPrefix + "opportunistic: waits for GPUs no guaranteed job needs"
+	}
 	if promoteAfter > 0 {
 		at := time.Unix(waitingSince+int64(promoteAfter), 0).Format("2006-01-02T15:04:05")
-		r += "; guaranteed from " + at + " if none waits"
+		r += "; guaranteed from " + at
+		if strict {
+			r += " if none waits"
+		}
 	}
 	return r
 }
