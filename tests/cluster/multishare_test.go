@@ -14,14 +14,18 @@ import (
 // several GPUs of a node: a multi-GPU opportunistic job runs on the shares
 // two guaranteed jobs leave on two GPUs, the piece GPU sharing could not
 // build on 22.05, where a job's shards come from one GPU. It is the first
-// victim there too: a guaranteed job asking for a share of one of those
+// victim there too: once it is in a worse queue, a guaranteed job asking
+// for a share of one of those
 // GPUs requeues it at once, and both guaranteed jobs run on untouched.
 // Slurm still takes one GPU with room when there is one, so each
 // guaranteed job lands on a GPU of its own. Without the parameter the
 // opportunistic job never starts (no single GPU has two shards free).
 func TestMultiGPUOpportunisticJobRunsOnSharesOfTwoGPUs(t *testing.T) {
 	needsSlurm(t, "23.11", "SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ (a job's shards from several GPUs of a node)")
-	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 2, ShardsPerGPU: 4}, oppYAML(0), oppPartition)
+	// Queue 1 from 30 GPU-s (a share counts as one GPU): a guaranteed job
+	// evicts an opportunistic one only from a better queue (issue 34 item 9).
+	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 2, ShardsPerGPU: 4},
+		"tiresias:\n  mode: las\n  thresholds: [30, 1000000]\n  promote_knob: 0\n"+oppYAML(0), oppPartition)
 	out := func(name string) string { return filepath.Join(e.dir, name+".out") }
 	wrap := `echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 600`
 	seen := func(name string) string {
@@ -52,6 +56,7 @@ func TestMultiGPUOpportunisticJobRunsOnSharesOfTwoGPUs(t *testing.T) {
 	if got := seen("opp"); got != "0,1" {
 		t.Fatalf("the opportunistic job sees GPUs %q; want both, 0,1 (a share of each)", got)
 	}
+	e.waitQueue(opp, 1, 120*time.Second)
 
 	third := e.submit("-J", "third", "--gres=shard:1", "--wrap", "sleep 600")
 	e.waitState(third, "RUNNING", 90*time.Second)
