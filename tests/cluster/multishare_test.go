@@ -15,8 +15,8 @@ import (
 // two guaranteed jobs leave on two GPUs, the piece GPU sharing could not
 // build on 22.05, where a job's shards come from one GPU. It is the first
 // victim there too: once it is in a worse queue, a guaranteed job asking
-// for a share of one of those
-// GPUs requeues it at once, and both guaranteed jobs run on untouched.
+// for a share of one of those GPUs requeues it at once, and both
+// guaranteed jobs run on untouched.
 // Slurm still takes one GPU with room when there is one, so each
 // guaranteed job lands on a GPU of its own. Without the parameter the
 // opportunistic job never starts (no single GPU has two shards free).
