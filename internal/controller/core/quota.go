@@ -200,6 +200,9 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 				continue // its requeue is under way
 			}
 			delete(c.quota.victims, j.ID)
+			if !s.RequeueAllowed {
+				continue // a requeue would be refused (--no-requeue)
+			}
 			ran := 0.0
 			if rec := c.records[j.ID]; rec != nil && rec.RunOpen {
 				ran = float64(max(0, now-rec.RunStart))
