@@ -401,9 +401,12 @@ func (c *Core) Reconfigure() error {
 //     growth of its service charged to its Slurm account; the jobs to
 //     rank are collected, start-time sizing's candidates noted;
 //  2. fairShare: each job to rank gets its account's fair-share factor;
+//     classifyQuotas (with a quota section): each GPU job within its
+//     account's quota or borrowing (quota.go);
 //  3. rank: priority.Ranker orders them, each Result is folded back into
 //     its record and becomes its Decision, with the preemption view and
-//     the reasons of refused preemptions;
+//     the reasons of refused preemptions; reclaim (with a quota
+//     section): borrowers requeued for waiting within-quota jobs;
 //  4. judgeSharing: GPU sharing and per-job GPU use (gpushare) judge the
 //     ranked jobs, and their answers join the decisions;
 //  5. forget: the records of jobs slurmctld no longer has are closed.
