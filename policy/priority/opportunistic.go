@@ -101,18 +101,31 @@ func (o Opportunistic) strict() bool { return o.Enabled && o.Rules.StrictOpportu
 // bands is how many priority bands the ranker lays out: one per Tiresias
 // queue, twice that under StrictOpportunistic (the opportunistic queues
 // below all of the guaranteed ones).
+//
+// With quotas (Config.Quotas) every band is laid out twice: the jobs
+// within their accounts' quotas (and those QuotaOff) in the upper half,
+// the borrowers below all of them (quota.go).
 func (r *Ranker) bands() int {
+	n := r.cfg.Queues()
 	if r.cfg.Opportunistic.strict() {
-		return 2 * r.cfg.Queues()
+		n *= 2
 	}
-	return r.cfg.Queues()
+	if r.cfg.Quotas {
+		n *= 2
+	}
+	return n
 }
 
 // bandOf is the band of a job in Tiresias queue q: q, but K+q for an
-// opportunistic one under StrictOpportunistic.
-func (r *Ranker) bandOf(q int, opportunistic bool) int {
+// opportunistic one under StrictOpportunistic; with quotas a borrower's
+// band is that plus the bands of the within-quota half.
+func (r *Ranker) bandOf(q int, opportunistic bool, class QuotaClass) int {
+	b := q
 	if opportunistic && r.cfg.Opportunistic.strict() {
-		return r.cfg.Queues() + q
+		b += r.cfg.Queues()
 	}
-	return q
+	if r.cfg.Quotas && class == QuotaBorrowing {
+		b += r.bands() / 2
+	}
+	return b
 }

@@ -61,3 +61,32 @@ func TestQuotaOrderWithinFirst(t *testing.T) {
 		t.Fatal("within-quota jobs must come first")
 	}
 }
+
+// With quotas, a within-quota job in a worse queue ranks (and is
+// prioritised) above a borrower in a better queue that waited longer;
+// among the within-quota jobs Tiresias's queues still order; off, the
+// class is ignored.
+func TestQuotaBandsPutWithinQuotaAboveBorrowers(t *testing.T) {
+	cfg := testConfig()
+	cfg.Quotas = true
+	jobs := []Job{
+		{ID: 1, State: Pending, GPUs: 1, Queue: 0, QueueEntry: 10, SubmitTime: 10, Quota: QuotaBorrowing},
+		{ID: 2, State: Pending, GPUs: 1, Service: 15, Queue: 1, QueueEntry: 900, SubmitTime: 900, Quota: QuotaWithin},
+		{ID: 3, State: Pending, GPUs: 1, Queue: 0, QueueEntry: 950, SubmitTime: 950, Quota: QuotaWithin},
+	}
+	res := byID(mustRanker(t, cfg, nil).Rank(now, jobs, nil))
+	if !(res[3].Rank < res[2].Rank && res[2].Rank < res[1].Rank) {
+		t.Fatalf("ranks %d %d %d, want job 3, 2 then the borrower 1", res[3].Rank, res[2].Rank, res[1].Rank)
+	}
+	if !(res[3].Priority > res[2].Priority && res[2].Priority > res[1].Priority) {
+		t.Fatalf("priorities %d %d %d, want descending 3, 2, 1", res[3].Priority, res[2].Priority, res[1].Priority)
+	}
+	if st := mustRanker(t, cfg, nil).Standing(now, Job{ID: 4, GPUs: 1, Quota: QuotaBorrowing}); st.Priority >= res[2].Priority {
+		t.Fatalf("a new borrower stands at %d, above the within-quota job's %d", st.Priority, res[2].Priority)
+	}
+	cfg.Quotas = false
+	res = byID(mustRanker(t, cfg, nil).Rank(now, jobs, nil))
+	if res[1].Rank != 0 {
+		t.Fatalf("without quotas the borrower in queue 0 who waited longest is first; ranks %+v", res)
+	}
+}

@@ -70,7 +70,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	r.keys = slices.Grow(r.keys[:0], n)[:n]
 	keys := r.keys
 
-	var count [2 * maxQueues]int
+	var count [4 * maxQueues]int
 	guaranteedWaiting := 0
 	if r.cfg.Opportunistic.strict() {
 		for i := range jobs {
@@ -82,7 +82,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	for i := range jobs {
 		job := &jobs[i]
 		st := r.classify(now, job, guaranteedWaiting)
-		band := r.bandOf(st.queue, st.opportunistic)
+		band := r.bandOf(st.queue, st.opportunistic, job.Quota)
 		if st.queue != job.Queue {
 			// A job entering a queue joins its back. That includes a job
 			// whose service now maps to a better queue without promotion
@@ -113,7 +113,7 @@ func (r *Ranker) Rank(now int64, jobs []Job, out []Result) []Result {
 	// Keys are band-major (a band is a queue, of the guaranteed or the
 	// opportunistic class), so a job's position inside its band is its
 	// rank minus the number of jobs in better bands.
-	var start [2 * maxQueues]int
+	var start [4 * maxQueues]int
 	for q := 1; q < r.bands(); q++ {
 		start[q] = start[q-1] + count[q-1]
 	}
@@ -143,7 +143,7 @@ func (r *Ranker) Standing(now int64, job Job) Result {
 	res := Result{ID: job.ID, Queue: st.queue, QueueEntry: st.entry, Rank: -1, Opportunistic: st.opportunistic}
 	r.fillFactors(now, &job, st, &res.Factors)
 	k := r.bands()
-	res.Factors.Tiresias = float64(k-1-r.bandOf(st.queue, st.opportunistic)) / float64(k)
+	res.Factors.Tiresias = float64(k-1-r.bandOf(st.queue, st.opportunistic, job.Quota)) / float64(k)
 	res.Priority = r.priority(&res.Factors)
 	return res
 }

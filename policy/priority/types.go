@@ -72,6 +72,10 @@ type Config struct {
 	// Opportunistic is AntMan's opportunistic class (opportunistic.go).
 	// The zero value is off.
 	Opportunistic Opportunistic
+	// Quotas: some account holds a guaranteed quota (issue 35), so the
+	// ranker lays the jobs within their quotas above every borrower
+	// (Job.Quota, quota.go). Off, Job.Quota is ignored.
+	Quotas bool
 }
 
 // State is a job's state as the policy sees it.
@@ -142,6 +146,9 @@ type Job struct {
 	// its band, a better pair goes first (order.go). Ignored for other
 	// jobs.
 	Pair float64
+	// Quota is the job's standing against its account's quota
+	// (quota.go); read only with Config.Quotas.
+	Quota QuotaClass
 }
 
 // Factors are the components of a priority, kept so operators can see why a

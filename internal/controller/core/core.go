@@ -88,6 +88,7 @@ type Core struct {
 	jobIndex   []int // jobs[i] came from snapshot jobIndex[i]
 	results    []priority.Result
 	preemption preemptionState // who may preempt whom, and what came of it (preempt.go)
+	quota      quotaState      // quota standing and reclaims between passes (quota.go)
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
@@ -298,7 +299,9 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 // Caller holds mu (or is the constructor).
 func (c *Core) rebuildRanker() error {
 	dist := c.dist.Load()
-	r, err := priority.NewRanker(c.cfg.Tiresias, dist)
+	t := c.cfg.Tiresias
+	t.Quotas = c.quotasOn()
+	r, err := priority.NewRanker(t, dist)
 	if err != nil {
 		return err
 	}
@@ -398,9 +401,12 @@ func (c *Core) Reconfigure() error {
 //     growth of its service charged to its Slurm account; the jobs to
 //     rank are collected, start-time sizing's candidates noted;
 //  2. fairShare: each job to rank gets its account's fair-share factor;
+//     classifyQuotas (with a quota section): each GPU job within its
+//     account's quota or borrowing (quota.go);
 //  3. rank: priority.Ranker orders them, each Result is folded back into
 //     its record and becomes its Decision, with the preemption view and
-//     the reasons of refused preemptions;
+//     the reasons of refused preemptions; reclaim (with a quota
+//     section): borrowers requeued for waiting within-quota jobs;
 //  4. judgeSharing: GPU sharing and per-job GPU use (gpushare) judge the
 //     ranked jobs, and their answers join the decisions;
 //  5. forget: the records of jobs slurmctld no longer has are closed.
@@ -410,7 +416,9 @@ func (c *Core) Pass(now int64, snaps []Snapshot, out []Decision) int {
 	defer c.met.passDone(time.Now())
 	c.account(now, snaps, out)
 	c.fairShare(snaps)
+	c.classifyQuotas(snaps)
 	c.rank(now, snaps, out)
+	c.reclaim(now, snaps, out)
 	c.judgeSharing(now, snaps, out)
 	c.forget(now)
 	c.signalWriter()
@@ -442,10 +450,15 @@ func (c *Core) Enqueue(now int64, s *Snapshot) Decision {
 	j := policyJob(rec, s)
 	j.Opportunistic = rec.Opportunistic(c.cfg.Sharing.Opportunistic(s.Partition))
 	j.FairShare = c.enqueueFactor(s.Account, c.cfg.Tiresias.FairShare.SharesOf(s.Account, s.AccountShares))
+	j.Quota = c.enqueueQuotaClass(s)
 	res := c.ranker.Standing(now, j)
 	d := decide(c.cfg.Tiresias.Weights, res, rec.Total(), rec.QueueService())
 	c.decisions[s.ID] = d
 	c.preemption.view.enqueued(s, d)
+	if t, ok := c.preemption.view.gpu[s.ID]; ok && j.Quota != priority.QuotaOff {
+		t.quota, t.account = j.Quota, strings.ToLower(s.Account)
+		c.preemption.view.gpu[s.ID] = t
+	}
 	return d
 }
 

@@ -31,6 +31,8 @@ const (
 	MetricFairShare     = "lachesis_fairshare_accounts"
 	MetricOppJobs       = "lachesis_opportunistic_jobs"
 	MetricOppUpgrades   = "lachesis_opportunistic_upgrades_total"
+	MetricQuotaGPUs     = "lachesis_quota_gpus"
+	MetricQuotaReclaims = "lachesis_quota_reclaimed_total"
 )
 
 // metrics is what the core records for Prometheus. A nil *metrics (no
@@ -55,6 +57,11 @@ type metrics struct {
 	// running; and the upgrades to guaranteed.
 	oppPending, oppRunning prometheus.Gauge
 	upgrades               prometheus.Counter
+	// quotas (quota.go): each account's GPUs by kind (deserved,
+	// allocated, borrowed) after the last pass, and the borrowers requeued
+	// for it (KAI's per-queue figures).
+	quotaGPUs     *prometheus.GaugeVec
+	quotaReclaims *prometheus.CounterVec
 
 	// Scratch of the pass in progress, under c.mu.
 	counts                               []int
@@ -128,8 +135,16 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 	m.upgrades = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: MetricOppUpgrades, Help: "Opportunistic jobs upgraded to guaranteed after waiting sharing.promote_after.",
 	})
+	m.quotaGPUs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricQuotaGPUs,
+		Help: "GPUs of each account after the last pass, by kind: deserved (its quota), allocated (its running jobs'), borrowed (its running jobs' beyond its quota). Only with a quota section.",
+	}, []string{"account", "kind"})
+	m.quotaReclaims = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricQuotaReclaims,
+		Help: "Borrowed jobs of other accounts requeued so that the account's within-quota jobs could run.",
+	}, []string{"account"})
 	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
-		opp, m.upgrades, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+		opp, m.upgrades, m.quotaGPUs, m.quotaReclaims, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	// GPU sharing's own (gpushare), when the core has them.
 	m.collectors = append(m.collectors, extra...)
 	m.reg.MustRegister(m.collectors...)
@@ -247,6 +262,27 @@ func (m *metrics) preemption(allowed bool) bool {
 func (m *metrics) requeued(byPreemption bool) {
 	if m != nil && byPreemption {
 		m.preemptions.Inc()
+	}
+}
+
+// quotaAccounts publishes the pass's per-account quota figures; an
+// account gone from them (no quota, no running job) is dropped.
+func (m *metrics) quotaAccounts(accounts map[string]*accountQuota) {
+	if m == nil {
+		return
+	}
+	m.quotaGPUs.Reset()
+	for name, a := range accounts {
+		m.quotaGPUs.WithLabelValues(name, "deserved").Set(float64(a.deserved))
+		m.quotaGPUs.WithLabelValues(name, "allocated").Set(float64(a.allocated))
+		m.quotaGPUs.WithLabelValues(name, "borrowed").Set(float64(a.borrowed))
+	}
+}
+
+// quotaReclaim counts one borrower requeued for account.
+func (m *metrics) quotaReclaim(account string) {
+	if m != nil {
+		m.quotaReclaims.WithLabelValues(account).Inc()
 	}
 }
 

@@ -13,10 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 	"github.com/lachesis-sched/lachesis/internal/util/metricsrv"
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/quota"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 )
@@ -281,6 +283,46 @@ lachesis_opportunistic_jobs{state="running"} 1
 lachesis_opportunistic_upgrades_total 1
 `
 	if err := testutil.GatherAndCompare(c.met.reg, strings.NewReader(want), MetricOppJobs, MetricOppUpgrades); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 35: each account's deserved, allocated and borrowed GPUs after a
+// pass, and the borrowers requeued for it, as KAI shows per queue.
+func TestQuotaFiguresPerAccount(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "l.db")
+	store, err := ledger.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(db)
+	cfg.Metrics.Listen = "127.0.0.1:0"
+	cfg.Quota = config.Quota{Accounts: map[string]quota.Spec{"own": {Cells: 2, CellGPUs: 2}}, MaxReclaimPerPass: 4}
+	c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pass(c, 2000,
+		requeueable(inAccount(running(1, 2, 100, 1000), "own")),
+		requeueable(inAccount(running(2, 4, 100, 1500), "own")), // beyond the quota
+		requeueable(inAccount(running(3, 1, 100, 1900), "other")),
+		waitsForGPUs(inAccount(pending(4, 1, 1990), "own")),
+	)
+	want := `
+# HELP lachesis_quota_gpus GPUs of each account after the last pass, by kind: deserved (its quota), allocated (its running jobs'), borrowed (its running jobs' beyond its quota). Only with a quota section.
+# TYPE lachesis_quota_gpus gauge
+lachesis_quota_gpus{account="other",kind="allocated"} 1
+lachesis_quota_gpus{account="other",kind="borrowed"} 1
+lachesis_quota_gpus{account="other",kind="deserved"} 0
+lachesis_quota_gpus{account="own",kind="allocated"} 6
+lachesis_quota_gpus{account="own",kind="borrowed"} 4
+lachesis_quota_gpus{account="own",kind="deserved"} 4
+# HELP lachesis_quota_reclaimed_total Borrowed jobs of other accounts requeued so that the account's within-quota jobs could run.
+# TYPE lachesis_quota_reclaimed_total counter
+lachesis_quota_reclaimed_total{account="own"} 1
+`
+	if err := testutil.GatherAndCompare(c.met.reg, strings.NewReader(want), MetricQuotaGPUs, MetricQuotaReclaims); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/lachesis-sched/lachesis/policy/priority"
 )
@@ -54,10 +55,15 @@ type preemptView struct {
 // preemptTraits is what the preemption rule needs of a job's Slurm record:
 // its partition's PriorityTier, its job array and whether Slurm may
 // requeue it; and of its last decision, whether it is opportunistic.
+//
+// With quotas, also its quota class as of the last pass (QuotaOff for a
+// job enqueued since) and its account.
 type preemptTraits struct {
 	tier, array   uint32
 	noRequeue     bool
 	opportunistic bool
+	quota         priority.QuotaClass
+	account       string
 }
 
 func traitsOf(s *Snapshot, opportunistic bool) preemptTraits {
@@ -116,7 +122,11 @@ func (v *preemptView) fromPass(jobs []priority.Job, results []priority.Result, s
 			continue
 		}
 		opp := results[k].Opportunistic
-		v.gpu[j.ID] = traitsOf(snapshot(k), opp)
+		t := traitsOf(snapshot(k), opp)
+		if j.Quota != priority.QuotaOff {
+			t.quota, t.account = j.Quota, strings.ToLower(snapshot(k).Account)
+		}
+		v.gpu[j.ID] = t
 		q := results[k].Queue
 		switch {
 		case opp && j.State == priority.Running:
@@ -141,7 +151,11 @@ func (v *preemptView) enqueued(s *Snapshot, d Decision) {
 		v.gpu = make(map[uint32]preemptTraits)
 		v.worstRunning, v.bestPending = -1, math.MaxInt
 	}
-	v.gpu[s.ID] = traitsOf(s, d.Opportunistic)
+	t := traitsOf(s, d.Opportunistic)
+	if before, ok := v.gpu[s.ID]; ok {
+		t.quota, t.account = before.quota, before.account
+	}
+	v.gpu[s.ID] = t
 	if !d.Opportunistic {
 		v.bestPending = min(v.bestPending, d.Queue)
 	}
@@ -208,7 +222,20 @@ func (c *Core) Preemptable(preemptor, preemptee uint32) bool {
 	p.Tier, p.Array, p.Opportunistic = pt.tier, pt.array, pt.opportunistic
 	v := c.candidate(preemptee, victim.Queue, now)
 	v.Tier, v.Array, v.Opportunistic = vt.tier, vt.array, vt.opportunistic
-	verdict := c.cfg.Tiresias.Preemption.Decide(p, v)
+	var verdict priority.Verdict
+	switch {
+	case pt.quota == priority.QuotaWithin && vt.quota == priority.QuotaBorrowing && pt.account != vt.account:
+		// A reclaim: the pass chooses its victims, within
+		// quota.max_reclaim_per_pass, and requeues them (quota.go);
+		// Slurm's victim search would take as many as fit.
+		return c.met.preemption(false)
+	case pt.quota != priority.QuotaOff && vt.quota != priority.QuotaOff:
+		verdict = c.cfg.Tiresias.Preemption.DecideQuota(
+			priority.QuotaCandidate{Candidate: p, Account: pt.account, Quota: pt.quota},
+			priority.QuotaCandidate{Candidate: v, Account: vt.account, Quota: vt.quota})
+	default:
+		verdict = c.cfg.Tiresias.Preemption.Decide(p, v)
+	}
 	switch verdict {
 	case priority.Allowed:
 		if c.preemption.notes == nil {

@@ -26,6 +26,9 @@ const (
 // requeueRequest asks the requeuer to take a guest off its host's node
 // (requeue it, then apply its exclusion), or with exclude only to bring
 // a waiting job's ExcNodeList to what the pass wants (exclude.go).
+//
+// With reclaim, the job is a borrower a quota owner takes its GPUs back
+// from (the core's quota reclaim): requeued, nothing else.
 type requeueRequest struct {
 	job     uint32
 	node    string
@@ -35,6 +38,8 @@ type requeueRequest struct {
 	// the guest must leave, for the log line of a guest ended instead.
 	requeued func()
 	why      string
+	// reclaim: a quota reclaim's victim (RequeueForReclaim), any job's.
+	reclaim bool
 }
 
 // SlurmJobs is what the requeuer asks of Slurm: slurmcmd.Runner, the one
@@ -92,6 +97,12 @@ func (c *Sharing) requeuer(stop <-chan struct{}, queue <-chan requeueRequest, sj
 func (c *Sharing) carryOut(sj SlurmJobs, r requeueRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), requeueTimeout)
 	defer cancel()
+	if r.reclaim {
+		if err := sj.Requeue(ctx, r.job); err != nil {
+			c.log.Error("requeueing a borrower for a quota reclaim failed; the next pass chooses again", keyJob, r.job, keyErr, err)
+		}
+		return
+	}
 	if !r.exclude {
 		err := sj.Requeue(ctx, r.job)
 		if errors.Is(err, slurmcmd.ErrNotRequeueable) {
@@ -112,6 +123,19 @@ func (c *Sharing) carryOut(sj SlurmJobs, r requeueRequest) {
 	if err := c.applyExclusion(ctx, sj, r.job); err != nil {
 		c.log.Error("updating a job's ExcNodeList failed; the next pass tries again", keyJob, r.job, keyErr, err)
 		c.markStale(r.job)
+	}
+}
+
+// RequeueForReclaim hands the requeue of a borrower that a quota reclaim
+// evicts (the core chose it, within quota.max_reclaim_per_pass) to the
+// requeuer, without blocking: false when its queue is full, and the next
+// pass chooses again.
+func (c *Sharing) RequeueForReclaim(job uint32) bool {
+	select {
+	case c.intro.queue <- requeueRequest{job: job, reclaim: true}:
+		return true
+	default:
+		return false
 	}
 }
 

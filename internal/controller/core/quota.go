@@ -1,0 +1,373 @@
+package core
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
+	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/quota"
+)
+
+// Guaranteed quotas in the pass (issue 35; the rules are policy/quota and
+// policy/priority/quota.go). Between fairShare and rank, classifyQuotas
+// says of every GPU job whether it runs or would run within its account's
+// quota (quota.Classify: running jobs first, then the waiting ones in
+// Tiresias order) or borrows; the ranker lays the within-quota jobs above
+// every borrower. After rank, reclaim takes GPUs back for waiting
+// within-quota jobs: quota.Choose picks the borrowers of other accounts
+// whose requeue loses the least work, at most quota.max_reclaim_per_pass
+// of them per pass, never a job within its own account's quota, and
+// gpushare's requeuer requeues them. Slurm's own preemption (Preemptable)
+// never takes a borrower for an owner, so the bound holds.
+//
+// Quotas are counted in GPUs over the whole cluster here (KAI's deserved
+// quota, the simulator's "quota" policy): the core does not see which
+// node's GPUs are free, so a reclaim frees the job's whole size from
+// borrowers, and cells are not kept whole in Slurm's placement
+// (docs/configuration.md, "Quotas in cells"). Without a quota section
+// nothing here runs and every job is QuotaOff.
+
+const (
+	keyQuotaGPUs = "quota_gpus"
+	keyUsing     = "using_gpus"
+	keyWorkLost  = "work_lost_gpu_s"
+	// reclaimHeldFor: a victim requeued this long ago that a pass still
+	// sees running is not chosen again, and GPUs freed for an owner that
+	// has not started this long after are no longer counted as its (the
+	// requeue failed, or another job took them).
+	reclaimHeldFor = 300
+	// maxReclaimOwners bounds the owners one pass tries to reclaim for,
+	// so that a flood of waiting within-quota jobs cannot make the pass
+	// slow (quota.Choose is exhaustive on up to 12 borrowers).
+	maxReclaimOwners = 64
+)
+
+// quotaState is what the core keeps of quotas between passes; under mu.
+type quotaState struct {
+	// using: GPUs each account ran within its quota at the last pass
+	// (a new job's class at Enqueue is judged against it).
+	using map[string]int
+	// victims: borrowers requeued by a reclaim, with the reason shown
+	// while they wait again.
+	victims map[uint32]reclaimedVictim
+	// freed: GPUs requeued for a waiting owner, and when.
+	freed map[uint32]freedFor
+	// blockedLogged: when a blocked reclaim of an owner was last logged,
+	// and why.
+	blockedLogged map[uint32]blockedReclaim
+	// accounts: the per-account figures the metrics show (accounts with
+	// a quota or running GPU jobs).
+	accounts map[string]*accountQuota
+}
+
+type reclaimedVictim struct {
+	at     int64
+	reason string
+	// waited: a pass saw it pending since (the requeue happened), so
+	// once it runs again it is an ordinary candidate.
+	waited bool
+}
+
+type freedFor struct {
+	gpus int
+	at   int64
+}
+
+type blockedReclaim struct {
+	at  int64
+	why string
+}
+
+// accountQuota is one account's quota standing at the last pass.
+type accountQuota struct {
+	deserved, allocated, borrowed int // GPUs
+	reclaimed                     int // jobs of others requeued for it, in all
+}
+
+// quotasOn says whether any account holds a quota.
+func (c *Core) quotasOn() bool { return len(c.cfg.Quota.Accounts) > 0 }
+
+// quotaGPUs is account's quota in GPUs (0 without one).
+func (c *Core) quotaGPUs(account string) int {
+	return c.cfg.Quota.Accounts[strings.ToLower(account)].GPUs()
+}
+
+// classifyQuotas sets each ranked GPU job's quota class. Caller holds mu.
+func (c *Core) classifyQuotas(snaps []Snapshot) {
+	if !c.quotasOn() {
+		clear(c.quota.using)
+		return
+	}
+	if c.quota.using == nil {
+		c.quota.using = map[string]int{}
+	}
+	clear(c.quota.using)
+	// Running jobs hold their GPUs first (oldest run first); then the
+	// waiting ones in Tiresias's order (queue, queue entry, submission),
+	// the deferred last since they cannot start yet.
+	order := make([]int, 0, len(c.jobs))
+	for k := range c.jobs {
+		c.jobs[k].Quota = priority.QuotaOff
+		if c.jobs[k].GPUs > 0 {
+			order = append(order, k)
+		}
+	}
+	rank := func(k int) (int, int64, int64) {
+		j := &c.jobs[k]
+		s := &snaps[c.jobIndex[k]]
+		switch {
+		case j.State == priority.Running:
+			return 0, s.StartTime, 0
+		case j.Deferred:
+			return 2, int64(j.Queue), j.QueueEntry
+		}
+		return 1, int64(j.Queue), j.QueueEntry
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ga, xa, ya := rank(a)
+		gb, xb, yb := rank(b)
+		if d := cmp.Compare(ga, gb); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(xa, xb); d != 0 {
+			return d
+		}
+		if d := cmp.Compare(ya, yb); d != 0 {
+			return d
+		}
+		return cmp.Compare(c.jobs[a].ID, c.jobs[b].ID)
+	})
+	held := map[string]int{}
+	for _, k := range order {
+		j := &c.jobs[k]
+		acct := strings.ToLower(snaps[c.jobIndex[k]].Account)
+		g := int(j.GPUs)
+		if quota.Within(c.quotaGPUs(acct), held[acct], g) {
+			j.Quota = priority.QuotaWithin
+			held[acct] += g
+			if j.State == priority.Running {
+				c.quota.using[acct] += g
+			}
+		} else {
+			j.Quota = priority.QuotaBorrowing
+		}
+	}
+}
+
+// enqueueQuotaClass is the quota class of a job enqueued between passes:
+// within when its account's running within-quota GPUs of the last pass
+// leave room for it.
+func (c *Core) enqueueQuotaClass(s *Snapshot) priority.QuotaClass {
+	g := int(s.gpuCount())
+	if !c.quotasOn() || g == 0 {
+		return priority.QuotaOff
+	}
+	acct := strings.ToLower(s.Account)
+	if quota.Within(c.quotaGPUs(acct), c.quota.using[acct], g) {
+		return priority.QuotaWithin
+	}
+	return priority.QuotaBorrowing
+}
+
+// reclaim is the pass's quota reclaim, after rank (which it reads):
+// for each waiting within-quota job Slurm found no resources for, best
+// ranked first, the cheapest borrowers to requeue. Caller holds mu.
+func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
+	if !c.quotasOn() {
+		c.quota = quotaState{}
+		return
+	}
+	if c.quota.victims == nil {
+		c.quota.victims = map[uint32]reclaimedVictim{}
+		c.quota.freed = map[uint32]freedFor{}
+		c.quota.blockedLogged = map[uint32]blockedReclaim{}
+	}
+	c.tallyAccounts(snaps)
+	pendingAt := c.pendingIndexes()
+	var owners []int
+	var cands []quota.Candidate
+	for k := range c.jobs {
+		j := &c.jobs[k]
+		s := &snaps[c.jobIndex[k]]
+		switch {
+		case j.GPUs == 0:
+		case j.State == priority.Running:
+			if v, ok := c.quota.victims[j.ID]; ok && !v.waited && now-v.at < reclaimHeldFor {
+				continue // its requeue is under way
+			}
+			delete(c.quota.victims, j.ID)
+			if !s.RequeueAllowed {
+				continue // a requeue would be refused (--no-requeue)
+			}
+			ran := 0.0
+			if rec := c.records[j.ID]; rec != nil && rec.RunOpen {
+				ran = float64(max(0, now-rec.RunStart))
+			}
+			cands = append(cands, quota.Candidate{Job: j.ID, Account: strings.ToLower(s.Account), GPUsIn: int(j.GPUs),
+				WorkLost: ran * float64(j.GPUs), Within: j.Quota == priority.QuotaWithin})
+		case j.State == priority.Pending && j.Quota == priority.QuotaWithin && !j.Deferred &&
+			!c.results[k].Opportunistic && s.WaitsForResources:
+			owners = append(owners, k)
+		}
+	}
+	for id, v := range c.quota.victims {
+		if !c.seen[id] {
+			delete(c.quota.victims, id)
+			continue
+		}
+		if k, ok := pendingAt[id]; ok {
+			out[c.jobIndex[k]].Blocked = v.reason
+			v.waited = true
+			c.quota.victims[id] = v
+		}
+	}
+	slices.SortFunc(owners, func(a, b int) int { return cmp.Compare(c.results[a].Rank, c.results[b].Rank) })
+	if len(owners) > maxReclaimOwners {
+		owners = owners[:maxReclaimOwners]
+	}
+	waiting := map[uint32]bool{}
+	budget := c.cfg.Quota.MaxReclaimPerPass
+	for _, k := range owners {
+		j := &c.jobs[k]
+		waiting[j.ID] = true
+		if budget <= 0 {
+			break
+		}
+		acct := strings.ToLower(snaps[c.jobIndex[k]].Account)
+		f := c.quota.freed[j.ID]
+		if now-f.at >= reclaimHeldFor {
+			f = freedFor{}
+		}
+		req := quota.Request{Account: acct, GPUs: int(j.GPUs), MaxVictims: budget, Partial: true,
+			Rooms:      []quota.Room{{GPUs: int(j.GPUs), Free: f.gpus}},
+			Candidates: cands}
+		plan, err := quota.Choose(req)
+		if err != nil {
+			c.blockedReclaim(now, j.ID, err, out[c.jobIndex[k]:][:1])
+			continue
+		}
+		delete(c.quota.blockedLogged, j.ID)
+		if len(plan.Victims) == 0 {
+			continue
+		}
+		using := c.quota.using[acct]
+		reason := fmt.Sprintf("%sreclaimed by account %s's job %d (quota %d GPUs, using %d)",
+			reasontext.WaitingPrefix, acct, j.ID, c.quotaGPUs(acct), using)
+		for _, v := range plan.Victims {
+			if !c.sharing.RequeueForReclaim(v.Job) {
+				c.log.Warn("requeue queue full; the next pass reclaims again", keyJob, v.Job)
+				break
+			}
+			budget--
+			f.gpus += v.GPUsIn
+			f.at = now
+			c.quota.victims[v.Job] = reclaimedVictim{at: now, reason: reason}
+			cands = slices.DeleteFunc(cands, func(x quota.Candidate) bool { return x.Job == v.Job })
+			if a := c.quota.accounts[acct]; a != nil {
+				a.reclaimed++
+			}
+			c.met.quotaReclaim(acct)
+			c.log.Info("quota reclaim", keyAccount, acct, keyPreemptor, j.ID, keyJob, v.Job, "victim_account", v.Account,
+				keyQuotaGPUs, c.quotaGPUs(acct), keyUsing, using, keyWorkLost, v.WorkLost,
+				keyReason, plan.Reason(acct, int(j.GPUs)))
+		}
+		c.quota.freed[j.ID] = f
+	}
+	for id := range c.quota.freed {
+		if _, pending := pendingAt[id]; !waiting[id] && !pending {
+			delete(c.quota.freed, id)
+		}
+	}
+	for id := range c.quota.blockedLogged {
+		if _, pending := pendingAt[id]; !pending {
+			delete(c.quota.blockedLogged, id)
+		}
+	}
+}
+
+// blockedReclaim shows why a within-quota job's reclaim cannot be made
+// (its reason) and logs it once a minute while it stays so.
+func (c *Core) blockedReclaim(now int64, id uint32, err error, out []Decision) {
+	why := err.Error()
+	if !errors.Is(err, quota.ErrBlocked) {
+		why = "quota reclaim: " + why
+	}
+	out[0].Blocked = reasontext.WaitingPrefix + why
+	if b, ok := c.quota.blockedLogged[id]; ok && b.why == why && now-b.at < blockedLogEvery {
+		return
+	}
+	c.quota.blockedLogged[id] = blockedReclaim{at: now, why: why}
+	c.log.Info("quota reclaim blocked", keyJob, id, keyReason, why)
+}
+
+// pendingIndexes maps the pending jobs the quota state names to their
+// index in c.jobs (nil when it names none: the common pass).
+func (c *Core) pendingIndexes() map[uint32]int {
+	if len(c.quota.victims)+len(c.quota.freed)+len(c.quota.blockedLogged) == 0 {
+		return nil
+	}
+	m := map[uint32]int{}
+	for k := range c.jobs {
+		id := c.jobs[k].ID
+		if c.jobs[k].State != priority.Pending {
+			continue
+		}
+		_, v := c.quota.victims[id]
+		_, f := c.quota.freed[id]
+		_, b := c.quota.blockedLogged[id]
+		if v || f || b {
+			m[id] = k
+		}
+	}
+	return m
+}
+
+// tallyAccounts fills the per-account figures of the pass (metrics):
+// each quota account's deserved GPUs, those its running jobs hold, and
+// of those the GPUs beyond its quota (borrowed); an account without a
+// quota that runs GPU jobs shows what it borrows.
+func (c *Core) tallyAccounts(snaps []Snapshot) {
+	if c.quota.accounts == nil {
+		c.quota.accounts = map[string]*accountQuota{}
+	}
+	for _, a := range c.quota.accounts {
+		a.allocated, a.borrowed = 0, 0
+	}
+	for acct, spec := range c.cfg.Quota.Accounts {
+		a := c.quota.accounts[acct]
+		if a == nil {
+			a = &accountQuota{}
+			c.quota.accounts[acct] = a
+		}
+		a.deserved = spec.GPUs()
+	}
+	for k := range c.jobs {
+		j := &c.jobs[k]
+		if j.GPUs == 0 || j.State != priority.Running {
+			continue
+		}
+		acct := strings.ToLower(snaps[c.jobIndex[k]].Account)
+		a := c.quota.accounts[acct]
+		if a == nil {
+			if len(c.quota.accounts) >= quota.MaxAccounts*2 {
+				continue // bounded: accounts without quotas come and go
+			}
+			a = &accountQuota{}
+			c.quota.accounts[acct] = a
+		}
+		a.allocated += int(j.GPUs)
+		if j.Quota == priority.QuotaBorrowing {
+			a.borrowed += int(j.GPUs)
+		}
+	}
+	for name, a := range c.quota.accounts {
+		if a.deserved == 0 && a.allocated == 0 {
+			delete(c.quota.accounts, name)
+		}
+	}
+	c.met.quotaAccounts(c.quota.accounts)
+}

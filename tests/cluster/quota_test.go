@@ -1,0 +1,97 @@
+package cluster_test
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// Issue 35 item 5: guaranteed quotas in slurmctld. One 4-GPU node, one
+// Tiresias queue (so only the quota can reorder jobs), quotas from
+// lachesis.yaml's quota section (the accounts need no slurmdbd).
+func quotaYAML(accounts string, maxPerPass int) string {
+	return fmt.Sprintf("tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\n"+
+		"quota:\n  max_reclaim_per_pass: %d\n  accounts: {%s}\n", maxPerPass, accounts)
+}
+
+// An account within its quota starts ahead of a borrower that has waited
+// longer: when the node frees, the owner's 2-GPU job starts and the
+// borrower's 4-GPU job, first in line without quotas, waits. The node is
+// held by a job that cannot be requeued, so no reclaim is involved.
+func TestQuotaOwnerFirst(t *testing.T) {
+	e := startCluster(t, 1, quotaYAML("own: 2 GPUs", 4))
+	fill := e.submit("-A", "fill", "-J", "fill", "--gpus=4", "--no-requeue", "--wrap", "sleep 12")
+	e.waitState(fill, "RUNNING", 30*time.Second)
+	borrower := e.submit("-A", "other", "-J", "borrower", "--gpus=4", "--wrap", "sleep 5")
+	time.Sleep(2 * time.Second) // the borrower waits longer
+	owner := e.submit("-A", "own", "-J", "owner", "--gpus=2", "--wrap", "sleep 20")
+	e.eventually(20*time.Second, "sprio to rank the owner above the borrower", func() (bool, string) {
+		p := e.prio()
+		return p[owner].Priority > p[borrower].Priority, fmt.Sprintf("owner %+v borrower %+v", p[owner], p[borrower])
+	})
+	e.waitState(owner, "RUNNING", 60*time.Second)
+	if st := e.jobs()[borrower].State; st != "PENDING" {
+		t.Fatalf("the borrower is %s while the owner runs; want it waiting behind the owner", st)
+	}
+}
+
+// A borrower runs on idle quota and is requeued when the owner submits:
+// of two borrowers the one with less run time (less work lost) is the
+// victim, its reason says who reclaimed what, and the log names both.
+func TestQuotaReclaimCheaper(t *testing.T) {
+	e := startCluster(t, 1, quotaYAML("own: 4 GPUs", 4))
+	older := e.submit("-A", "other", "-J", "older", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(older, "RUNNING", 30*time.Second)
+	time.Sleep(8 * time.Second)
+	younger := e.submit("-A", "other", "-J", "younger", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(younger, "RUNNING", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	owner := e.submit("-A", "own", "-J", "owner", "--gpus=2", "--wrap", "sleep 600")
+	e.waitState(owner, "RUNNING", 90*time.Second)
+	j := e.jobs()
+	if j[older].State != "RUNNING" {
+		t.Fatalf("the older borrower (more work lost) is %s; want it left running", j[older].State)
+	}
+	if e.restarts(younger) < 1 {
+		t.Fatalf("the younger borrower was not requeued: %+v", j[younger])
+	}
+	if !e.logMatches(fmt.Sprintf(`quota reclaim account=own preemptor_job_id=%d job_id=%d victim_account=other quota_gpus=4 using_gpus=0 `, owner, younger)) {
+		t.Error("slurmctld's log has no reclaim line naming the owner's job and the victim")
+	}
+	want := fmt.Sprintf("Lachesis: reclaimed by account own's job %d (quota 4 GPUs, using 0)", owner)
+	e.eventually(60*time.Second, "the victim's reason to say who reclaimed it", func() (bool, string) {
+		v := e.jobs()[younger]
+		return v.Reason == want, fmt.Sprintf("%+v", v)
+	})
+}
+
+// The reclaim bound holds: with max_reclaim_per_pass 1, an owner needing
+// the GPUs of two borrowers requeues one per pass and both in the end.
+func TestQuotaReclaimBound(t *testing.T) {
+	e := startCluster(t, 1, quotaYAML("own: 4 GPUs", 1))
+	b1 := e.submit("-A", "other", "-J", "b1", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	b2 := e.submit("-A", "other", "-J", "b2", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(b1, "RUNNING", 30*time.Second)
+	e.waitState(b2, "RUNNING", 30*time.Second)
+	owner := e.submit("-A", "own", "-J", "owner", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(owner, "RUNNING", 120*time.Second)
+	var at []time.Time
+	for _, v := range []uint32{b1, b2} {
+		if e.restarts(v) < 1 {
+			t.Fatalf("borrower %d was not requeued", v)
+		}
+		when, ok := e.logTime(fmt.Sprintf(`quota reclaim account=own preemptor_job_id=%d job_id=%d `, owner, v))
+		if !ok {
+			t.Fatalf("no reclaim line for borrower %d", v)
+		}
+		at = append(at, when)
+	}
+	gap := at[0].Sub(at[1]).Abs()
+	if gap < 500*time.Millisecond {
+		t.Fatalf("both borrowers were reclaimed in one pass (%v apart); the bound is 1 per pass", gap)
+	}
+	if n := len(regexp.MustCompile(`quota reclaim account=own `).FindAllString(e.c.ControllerLog(), -1)); n != 2 {
+		t.Fatalf("%d reclaims logged, want exactly 2", n)
+	}
+}
