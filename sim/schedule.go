@@ -1,10 +1,11 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/lachesis-sched/lachesis/policy/priority"
 )
 
 // pass runs the policy once at now: order every active job, then start
@@ -244,7 +245,7 @@ func (e *engine) evictFor(j *JobState, now float64) bool {
 			ranked = func(v *JobState) bool { return e.levels[v.pos] > level }
 		}
 		eligible = func(v *JobState) bool { return onGPUs(v) && ranked(v) }
-		c.victimOrder = leastRunFirst
+		c.victimOrder = e.sh.leastRunFirst
 	}
 	ok := e.preemptFor(j, eligible, now, true)
 	c.victimOrder = order
@@ -260,13 +261,13 @@ func (e *engine) evictFor(j *JobState, now float64) bool {
 	return ok
 }
 
-// leastRunFirst orders opportunistic victims by how long their current
-// run has lasted, shortest first (evictFor), then by rank, lowest first.
-func leastRunFirst(a, b *JobState) int {
-	if c := cmp.Compare(b.RunStart, a.RunStart); c != 0 {
-		return c
-	}
-	return cmp.Compare(b.pos, a.pos)
+// oppVictim describes opportunistic job j, running at now, for the
+// order of opportunistic victims (priority.Preemption.CompareVictims):
+// how long its run has lasted and its rank in the pass. Its queue is
+// left out: evictFor has chosen which of them may go, and of those the
+// rule takes the least run first, then the lowest ranked.
+func (j *JobState) oppVictim(now float64) priority.Victim {
+	return priority.Victim{Opportunistic: true, RunSeconds: now - j.RunStart, Rank: int(j.pos)}
 }
 
 // oppsInOrder says whether opportunistic jobs stand in the policy's order

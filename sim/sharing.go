@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
@@ -99,6 +100,11 @@ type shareState struct {
 	// SharingHistory); open: each guest's pair in hist.Pairs.
 	hist *SharingHistory
 	open map[*JobState]int
+	// leastRunFirst orders the opportunistic victims evictFor may take
+	// under the default rule as slurmctld's core numbers them for Slurm
+	// (priority.Preemption.CompareVictims): the run that has lasted
+	// least first, then the lowest ranked.
+	leastRunFirst func(a, b *JobState) int
 }
 
 // SharingHistory is what a run's sharing did, for checking it against
@@ -289,6 +295,11 @@ func (e *engine) initSharing(trace *Trace) error {
 	sh.sum.On = sc.On
 	if e.cfg.RecordRuns {
 		sh.hist, sh.open = &SharingHistory{}, map[*JobState]int{}
+	}
+	var rule priority.Preemption // the default rule: StrictOpportunistic off
+	sh.leastRunFirst = func(a, b *JobState) int {
+		now := e.cluster.now
+		return rule.CompareVictims(nil, a.oppVictim(now), b.oppVictim(now))
 	}
 	e.sh = sh
 	return nil

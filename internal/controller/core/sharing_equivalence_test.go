@@ -22,7 +22,10 @@ import (
 )
 
 // The simulator's sharing is evidence about Lachesis only if slurmctld
-// shares the same way. This test lets the simulator share a small busy
+// shares the same way, under either opportunistic rule (strict: the
+// class below every guaranteed job; default: ranked by attained service,
+// evicted only from a worse queue, least run first, upgraded while
+// guaranteed jobs wait). This test lets the simulator share a small busy
 // cluster (guests kept beside their host, guests reverted for slowing
 // their host, a guest reverted as futile, guests promoted to guaranteed),
 // then replays the history it produced into the core as slurmctld and the
@@ -36,7 +39,12 @@ import (
 //   - upgrades the same opportunistic jobs at the same pass (one that
 //     waited once), and
 //   - never keeps an opportunistic job off a node where the simulator
-//     starts it, but for its own pins (below).
+//     starts it, but for its own pins (below), and
+//   - evicts, ranks and leaves waiting as the simulator did (checkOrder):
+//     the default rule's workload must have an eviction with a choice of
+//     victims, a guaranteed job left waiting beside an opportunistic job
+//     of its queue, an opportunistic job started ahead of a waiting
+//     guaranteed one, and an upgrade while a guaranteed job waits.
 //
 // Both judge a pair by sharing.Config.JudgePair and learn it by
 // sharing.Table.Learn, keep guests off hosts by Choose's rule (Fits in the
@@ -71,6 +79,18 @@ import (
 // one sample keeps one shared window across both guests, and the second
 // is judged on the first's samples too).
 func TestCoreAndSimulatorShareTheSameWay(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		strict bool
+	}{
+		{"strict rule: opportunistic jobs wait below every guaranteed one", true},
+		{"default rule: opportunistic jobs ranked by service, evicted from a better queue, upgraded while guaranteed jobs wait", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { shareTheSameWay(t, tc.strict) })
+	}
+}
+
+func shareTheSameWay(t *testing.T, strict bool) {
 	truth := sharing.NewTable(sharing.Limits{})
 	for _, s := range []struct {
 		a, b       string
@@ -97,36 +117,20 @@ func TestCoreAndSimulatorShareTheSameWay(t *testing.T) {
 			}
 		}
 	}
-	opp := sharing.Opportunistic
-	jobs := []sim.Job{
-		{ID: 1, Submit: 0, GPUs: 1, Duration: 600, Model: "a"},
-		{ID: 2, Submit: 0, GPUs: 1, Duration: 600, Model: "a"},
-		{ID: 3, Submit: 0, GPUs: 1, Duration: 600, Model: "b"},
-		{ID: 4, Submit: 0, GPUs: 1, Duration: 200, Model: "futile", Class: opp}, // alone on the idle GPU
-		// Asks for more of a GPU than any host leaves: it waits, and is
-		// promoted at promote_after.
-		{ID: 5, Submit: 0, GPUs: 1, Duration: 200, Model: "good", Class: opp, Share: 0.9},
-		{ID: 6, Submit: 20, GPUs: 1, Duration: 600, Model: "b"}, // takes job 4's GPU back
-		{ID: 7, Submit: 30, GPUs: 1, Duration: 200, Model: "good", Class: opp},
-		{ID: 8, Submit: 30, GPUs: 1, Duration: 200, Model: "slow", Class: opp},
-		{ID: 9, Submit: 40, GPUs: 1, Duration: 200, Model: "stuck", Class: opp},
-	}
 	rules := sharing.DefaultConfig()
 	rules.PromoteAfter, rules.MoveAfter = 60, 0
-	// The strict rule: opportunistic jobs outside the order, so the
-	// guests the workload needs wait long enough to pair and be promoted.
-	// The default rule's ranking is the ranker's in both (the simulator's
-	// Tiresias order calls priority.Ranker); its tests are the ranker's,
-	// the simulator's and the cluster's own.
-	rules.StrictOpportunistic = true
+	rules.StrictOpportunistic = strict
 	cfg := sim.DefaultConfig()
 	cfg.Shape = sim.Shape{Nodes: 2, GPUsPerNode: 2, CPUsPerNode: 8, MemGBNode: 64}
-	cfg.Policy = sim.PolicyFIFO
 	cfg.Models = sim.ModelsAsGiven
 	cfg.NoCosts()
 	cfg.PassInterval, cfg.TickPassesOnly, cfg.RequeueHold = passInterval, true, requeueHold
 	cfg.RecordRuns = true
 	cfg.Sharing = &sim.SharingConfig{On: true, Rules: rules, Pairs: truth, Learn: true}
+	jobs, tcfg := strictSharingWorkload(&cfg)
+	if !strict {
+		jobs, tcfg = defaultSharingWorkload(&cfg)
+	}
 	res, err := sim.Run(cfg, &sim.Trace{Name: "sharing-equivalence", Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
@@ -144,12 +148,74 @@ func TestCoreAndSimulatorShareTheSameWay(t *testing.T) {
 			futile++
 		}
 	}
-	if kept == 0 || slowed == 0 || futile == 0 || len(h.promoted) == 0 {
-		t.Fatalf("the workload must keep, revert for the host, revert as futile and promote; got %d, %d, %d, %d", kept, slowed, futile, len(h.promoted))
+	if kept == 0 || slowed == 0 || (strict && futile == 0) || len(h.promoted) == 0 {
+		t.Fatalf("the workload must keep, revert for the host, revert as futile (strict) and promote; got %d, %d, %d, %d", kept, slowed, futile, len(h.promoted))
 	}
 	t.Logf("simulator: %d pairs (%d kept, %d reverted for their host, %d futile), %d promotions", len(h.pairs), kept, slowed, futile, len(h.promoted))
-	replaySharingIntoCore(t, rules, jobs, h)
+	replaySharingIntoCore(t, rules, tcfg, jobs, h)
 }
+
+// strictSharingWorkload is the strict rule's history: FIFO order (the
+// opportunistic jobs wait outside it, so the guests the workload needs
+// wait long enough to pair and be promoted), guests kept beside their
+// host, reverted for slowing it, reverted as futile, and promoted; nil:
+// the core's Tiresias configuration is the test's.
+func strictSharingWorkload(cfg *sim.Config) ([]sim.Job, *priority.Config) {
+	opp := sharing.Opportunistic
+	cfg.Policy = sim.PolicyFIFO
+	return []sim.Job{
+		{ID: 1, Submit: 0, GPUs: 1, Duration: 600, Model: "a"},
+		{ID: 2, Submit: 0, GPUs: 1, Duration: 600, Model: "a"},
+		{ID: 3, Submit: 0, GPUs: 1, Duration: 600, Model: "b"},
+		{ID: 4, Submit: 0, GPUs: 1, Duration: 200, Model: "futile", Class: opp}, // alone on the idle GPU
+		// Asks for more of a GPU than any host leaves: it waits, and is
+		// promoted at promote_after.
+		{ID: 5, Submit: 0, GPUs: 1, Duration: 200, Model: "good", Class: opp, Share: 0.9},
+		{ID: 6, Submit: 20, GPUs: 1, Duration: 600, Model: "b"}, // takes job 4's GPU back
+		{ID: 7, Submit: 30, GPUs: 1, Duration: 200, Model: "good", Class: opp},
+		{ID: 8, Submit: 30, GPUs: 1, Duration: 200, Model: "slow", Class: opp},
+		{ID: 9, Submit: 40, GPUs: 1, Duration: 200, Model: "stuck", Class: opp},
+	}, nil
+}
+
+// defaultSharingWorkload is the default rule's history, under Tiresias
+// (las, one threshold) in the simulator as in the core, so that both
+// order by priority.Ranker: jobs 4 and 5 run alone on idle GPUs, job 5
+// from 10 s on; guests pair, are reverted and wait, and job 7 is
+// upgraded at promote_after while guaranteed jobs wait; at 100 s, both
+// alone jobs in the worse queue, the upgraded job 7 evicts job 5, whose
+// run is shorter, and job 4 keeps running; guaranteed jobs then wait
+// beside opportunistic jobs of their own queue, which they may not
+// evict; job 11, arriving at 290 s with no service, starts ahead of the
+// upgraded jobs 4 and 5, which have service of their queue 1, and they
+// wait beside it. Guaranteed jobs never preempt one another (min_run):
+// the evictions are the class's alone.
+func defaultSharingWorkload(cfg *sim.Config) ([]sim.Job, *priority.Config) {
+	opp := sharing.Opportunistic
+	tcfg := priority.DefaultConfig()
+	tcfg.FixThresholds([]float64{defaultThreshold})
+	// Guaranteed jobs never preempt each other here: the evictions are
+	// the opportunistic class's.
+	tcfg.Preemption.MinRun = 1e6
+	tcfg.InheritService = false
+	cfg.Policy = sim.PolicyLAS
+	cfg.PolicyOptions.Tiresias = tcfg
+	return []sim.Job{
+		{ID: 1, Submit: 0, GPUs: 1, Duration: 900, Model: "a"},
+		{ID: 2, Submit: 0, GPUs: 1, Duration: 900, Model: "b"},
+		{ID: 3, Submit: 0, GPUs: 1, Duration: 10, Model: "a"},
+		{ID: 4, Submit: 0, GPUs: 1, Duration: 180, Model: "futile", Class: opp},
+		{ID: 5, Submit: 5, GPUs: 1, Duration: 300, Model: "slow", Class: opp},
+		{ID: 6, Submit: 30, GPUs: 1, Duration: 200, Model: "good", Class: opp},
+		{ID: 7, Submit: 30, GPUs: 1, Duration: 200, Model: "slow", Class: opp},
+		{ID: 8, Submit: 40, GPUs: 1, Duration: 200, Model: "stuck", Class: opp},
+		{ID: 9, Submit: 120, GPUs: 1, Duration: 150, Model: "a"},
+		{ID: 10, Submit: 175, GPUs: 1, Duration: 600, Model: "b"},
+		{ID: 11, Submit: 290, GPUs: 1, Duration: 100, Model: "stuck", Class: opp},
+	}, &tcfg
+}
+
+const defaultThreshold = 50
 
 // sharingHistory is what the simulator's sharing did. Passes, arrivals,
 // pairs and requeues fall on whole seconds (its pass ticks); completions
@@ -403,10 +469,13 @@ func (f *replaySlurm) Hostnames(_ context.Context, list string) ([]string, error
 	return strings.Split(list, ","), nil
 }
 
-func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h sharingHistory) {
+func replaySharingIntoCore(t *testing.T, rules sharing.Config, tcfg *priority.Config, jobs []sim.Job, h sharingHistory) {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	ccfg := testConfig(db)
+	if tcfg != nil {
+		ccfg.Tiresias = *tcfg
+	}
 	ccfg.Sharing = config.Sharing{OpportunisticPartition: "opp", Rules: rules} // no seeds: the simulator learns too
 	ccfg.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: rules}
 	ccfg.Tiresias.Preemption.StrictOpportunistic = rules.StrictOpportunistic
@@ -422,6 +491,7 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 	}
 	var problems []string
 	pinnedStarts, promotedSame, promotedLater := 0, 0, 0
+	var order orderCounts
 	reported := map[uint32]bool{}
 	for tick := int64(0); tick <= h.end+passInterval; tick += passInterval {
 		// The pass at tick sees the state before the simulator's pass at
@@ -429,6 +499,7 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 		// pass places anyone.
 		clock = base + tick
 		pass(c, base+tick, h.snapshotsAt(tick, reported)...)
+		problems = append(problems, h.checkOrder(c, tick, &order)...)
 		slurm.at = tick
 		c.sharing.CarryOutQueued(slurm)
 		// Every opportunistic job the simulator starts at tick starts on
@@ -521,12 +592,144 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, jobs []sim.Job, h
 	}
 	t.Logf("core: %d requeues; %d promotions at the simulator's pass, %d of jobs that waited more than once (left out); %d starts on a node the core had pinned the job off",
 		len(slurm.requeues), promotedSame, promotedLater, pinnedStarts)
+	t.Logf("core: %d evictions (%d with a victim left running), %d guaranteed jobs left waiting beside opportunistic ones, %d opportunistic starts ahead of a waiting guaranteed job, %d upgrades while a guaranteed job waited",
+		order.evictions, order.leastRun, order.refused, order.ahead, order.upgradedBusy)
 	if promotedSame == 0 {
 		problems = append(problems, "no promotion of a job that waited once: the workload must have one")
+	}
+	if !rules.StrictOpportunistic && (order.leastRun == 0 || order.refused == 0 || order.ahead == 0 || order.upgradedBusy == 0) {
+		problems = append(problems, "the default rule's workload must evict with a choice of victims, leave a guaranteed job waiting beside an opportunistic one of its queue, start an opportunistic job ahead of a waiting guaranteed one and upgrade one while a guaranteed job waits")
 	}
 	if len(problems) > 0 {
 		t.Fatalf("%d differences:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
+}
+
+// orderCounts counts what checkOrder saw, so that a workload that
+// exercises none of it is caught.
+type orderCounts struct {
+	evictions, leastRun, refused, ahead, upgradedBusy int
+}
+
+// guaranteedAt says whether job id is guaranteed at the simulator's pass
+// at now: submitted guaranteed, or promoted by then.
+func (h *sharingHistory) guaranteedAt(id uint32, now int64) bool {
+	at, promoted := h.promoted[id]
+	return h.jobs[id].Class != sharing.Opportunistic || (promoted && at <= now)
+}
+
+// aloneAt is job id's run alone (no guest) at now, if any.
+func (h *sharingHistory) aloneAt(id uint32, now int64) (replayRun, bool) {
+	r, ok := h.runAt(id, now)
+	return r, ok && r.host == 0
+}
+
+// waitingAt says whether job id waits at now, eligible to start (not
+// held after a requeue).
+func (h *sharingHistory) waitingAt(id uint32, now int64) bool {
+	j := h.jobs[id]
+	if int64(j.Submit) > now || h.finish[id] <= float64(now) || h.isRunning(id, now) {
+		return false
+	}
+	for _, r := range h.runs[id] {
+		if r.end <= float64(now) && r.end+requeueHold > float64(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// startsAt says whether one of job id's runs starts at now.
+func (h *sharingHistory) startsAt(id uint32, now int64) bool {
+	return slices.ContainsFunc(h.runs[id], func(r replayRun) bool { return r.start == float64(now) })
+}
+
+// checkOrder compares the simulator's pass at now with the core's rule,
+// as of the core's pass at now (the state before the simulator's):
+//
+//   - an opportunistic job alone on its GPU whose run the simulator ends
+//     at now before its finish, a guaranteed job starting then, is a
+//     victim the core lets one of them evict (priority.Preemption.Decide),
+//     and the core offers Slurm no opportunistic job that job may evict
+//     and the simulator kept before it (VictimOrder, CompareVictims:
+//     least run first by default);
+//   - a guaranteed job the simulator leaves waiting at now may evict no
+//     opportunistic job the simulator keeps running alone then (under
+//     the default rule: none of its queue or a better one);
+//   - an opportunistic job the simulator starts alone at now while an
+//     eligible guaranteed job keeps waiting is ranked ahead of it by the
+//     core (by attained service, under the default rule);
+//   - an upgrade at now while a guaranteed job waits is counted.
+func (h *sharingHistory) checkOrder(c *Core, now int64, n *orderCounts) []string {
+	var problems []string
+	var starting, waiting, victims, kept []uint32
+	for id := uint32(1); int(id) <= len(h.jobs); id++ {
+		switch {
+		case h.guaranteedAt(id, now) && h.startsAt(id, now):
+			starting = append(starting, id)
+		case h.guaranteedAt(id, now) && h.waitingAt(id, now):
+			waiting = append(waiting, id)
+		case h.guaranteedAt(id, now):
+		default:
+			if _, alone := h.aloneAt(id, now); !alone {
+				continue
+			}
+			if r, _ := h.runAt(id, now); r.end == float64(now) && h.finish[id] > float64(now) {
+				victims = append(victims, id)
+			} else {
+				kept = append(kept, id)
+			}
+		}
+	}
+	for _, v := range victims {
+		n.evictions++
+		var by []uint32
+		for _, p := range starting {
+			if c.Preemptable(p, v) {
+				by = append(by, p)
+			}
+		}
+		if len(by) == 0 {
+			problems = append(problems, fmt.Sprintf("t=%d: the simulator evicted job %d, which no guaranteed job starting then (%v) may evict in the core", now, v, starting))
+			continue
+		}
+		for _, w := range kept {
+			for _, p := range by {
+				if c.Preemptable(p, w) {
+					n.leastRun++
+					if c.VictimOrder(w) < c.VictimOrder(v) {
+						problems = append(problems, fmt.Sprintf("t=%d: the simulator evicted job %d for job %d and kept job %d, which the core offers Slurm first", now, v, p, w))
+					}
+				}
+			}
+		}
+		c.Preempting(v, base+now)
+	}
+	for _, g := range waiting {
+		for _, w := range kept {
+			n.refused++
+			if c.Preemptable(g, w) {
+				problems = append(problems, fmt.Sprintf("t=%d: the simulator leaves job %d waiting beside opportunistic job %d, which the core lets it evict", now, g, w))
+			}
+		}
+	}
+	for o := uint32(1); int(o) <= len(h.jobs); o++ {
+		if h.guaranteedAt(o, now) || !slices.ContainsFunc(h.runs[o], func(r replayRun) bool { return r.start == float64(now) && r.host == 0 }) {
+			continue
+		}
+		for _, g := range waiting {
+			n.ahead++
+			if po, pg := c.decisions[o].Priority, c.decisions[g].Priority; po <= pg {
+				problems = append(problems, fmt.Sprintf("t=%d: the simulator starts opportunistic job %d ahead of waiting job %d, which the core ranks first (%d <= %d)", now, o, g, po, pg))
+			}
+		}
+	}
+	for id, at := range h.promoted {
+		if at == now && slices.ContainsFunc(waiting, func(g uint32) bool { return g != id }) {
+			n.upgradedBusy++
+		}
+	}
+	return problems
 }
 
 // waitedOnce: job id had waited in one stretch when it was promoted at
