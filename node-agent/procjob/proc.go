@@ -59,6 +59,10 @@ type Status struct {
 	// VmHWMKB is the peak resident set size in kB; 0 where the status
 	// has none (kernel threads, zombies).
 	VmHWMKB int64
+	// Exited: the process has ended and waits only to be reaped (State
+	// Z, zombie, or X, dead): its memory, files and GPU contexts are
+	// released, its pid is all that is left.
+	Exited bool
 }
 
 // ReadStatus reads /proc/<pid>/status.
@@ -102,6 +106,10 @@ func ParseStatus(b []byte) (Status, error) {
 			if f := strings.Fields(string(val)); len(f) > 0 {
 				st.VmHWMKB, _ = strconv.ParseInt(f[0], 10, 64)
 			}
+		case "State":
+			if f := strings.Fields(string(val)); len(f) > 0 {
+				st.Exited = f[0] == "Z" || f[0] == "X"
+			}
 		}
 	}
 	if !haveUID || !havePPID {
@@ -111,10 +119,11 @@ func ParseStatus(b []byte) (Status, error) {
 }
 
 // Owner is the real uid of process pid (the kernel's word), false if it
-// does not exist.
+// does not exist or has exited (a zombie holds nothing but its pid: a
+// just-killed job's process is one until it is reaped).
 func Owner(pid int) (uint32, bool) {
 	st, err := ReadStatus(pid)
-	if err != nil {
+	if err != nil || st.Exited {
 		return 0, false
 	}
 	return st.UID, true

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The rule on facts alone: which job a request and a GPU process are in.
@@ -63,6 +64,43 @@ func TestGPUProcessJobPutsAProcessOutsideSlurmInNoJob(t *testing.T) {
 	}
 	if _, err := Read(1 << 30); !errors.Is(err, ErrGone) {
 		t.Fatalf("Read of a pid that does not exist: %v", err)
+	}
+}
+
+// A process that has exited and not yet been reaped (a killed job's
+// process between its death and its reaping, when its slurmstepd and its
+// job cgroup may be gone already) is gone: neither a job's nor use of
+// no job, and the fake device does not believe its record.
+func TestAZombieIsGone(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Wait() })
+	// Not waited for: it stays a zombie once it exits.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ReadStatus(pid)
+		if err != nil {
+			t.Fatalf("the unreaped child %d: %v", pid, err)
+		}
+		if st.Exited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d not a zombie after 10 s", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if job, _, why := GPUProcessJob(pid); job != 0 || why != Gone {
+		t.Fatalf("a zombie: job %d %q, want gone", job, why)
+	}
+	if _, err := Read(pid); !errors.Is(err, ErrGone) {
+		t.Fatalf("Read of a zombie: %v", err)
+	}
+	if uid, alive := Owner(pid); alive {
+		t.Fatalf("Owner of a zombie: uid %d, alive", uid)
 	}
 }
 
