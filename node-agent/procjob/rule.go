@@ -85,7 +85,10 @@ func Read(pid int) (Process, error) {
 // GPU (node-agent/agent/gpuuse.go, internal/controller/gpushare).
 //
 // A GPU process's use (GPUJob) follows that rule; cgroups it cannot
-// read mean the process ended. A request on the agent's socket
+// read mean the process ended, and so does a zombie (Read): a job's
+// process killed with its job is one until reaped, after its slurmstepd
+// exited and its job cgroup was removed, and judged by the rule it would
+// be no job's, its stale use charged to its user's next guest. A request on the agent's socket
 // (RequestJob) still needs the step, as it always has: a request comes
 // from a process the user starts in their job, and the step is what
 // profiling runs under; it takes J among the cgroups' jobs and ignores
