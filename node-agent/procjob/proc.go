@@ -60,8 +60,10 @@ type Status struct {
 	// has none (kernel threads, zombies).
 	VmHWMKB int64
 	// Exited: the process has ended and waits only to be reaped (State
-	// Z, zombie, or X, dead): its memory, files and GPU contexts are
-	// released, its pid is all that is left.
+	// Z, zombie, or X, dead, and no thread left but that one): its
+	// memory, files and GPU contexts are released, its pid is all that is
+	// left. A zombie main thread whose other threads run (it called
+	// pthread_exit) is a live process, which may hold a GPU: not exited.
 	Exited bool
 }
 
@@ -78,7 +80,8 @@ func ReadStatus(pid int) (Status, error) {
 // lines are required.
 func ParseStatus(b []byte) (Status, error) {
 	var st Status
-	var haveUID, havePPID bool
+	var haveUID, havePPID, zombie bool
+	threads := 0
 	for line := range bytes.Lines(b) {
 		key, val, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
@@ -108,10 +111,13 @@ func ParseStatus(b []byte) (Status, error) {
 			}
 		case "State":
 			if f := strings.Fields(string(val)); len(f) > 0 {
-				st.Exited = f[0] == "Z" || f[0] == "X"
+				zombie = f[0] == "Z" || f[0] == "X"
 			}
+		case "Threads":
+			threads, _ = strconv.Atoi(strings.TrimSpace(string(val)))
 		}
 	}
+	st.Exited = zombie && threads <= 1
 	if !haveUID || !havePPID {
 		return Status{}, errors.New("status: no Uid or PPid line")
 	}

@@ -104,6 +104,53 @@ func TestAZombieIsGone(t *testing.T) {
 	}
 }
 
+// A process whose main thread exited (pthread_exit) while another thread
+// runs shows as a zombie in /proc/<pid>/status, yet is alive and may hold
+// a GPU: hiding a GPU process that way must not make it gone.
+func TestAProcessWhoseMainThreadExitedIsNotGone(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the program")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "leader.c")
+	if err := os.WriteFile(src, []byte(`#include <pthread.h>
+#include <unistd.h>
+static void *run(void *a) { (void)a; sleep(30); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); pthread_exit(0); }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "leader")
+	if out, err := exec.Command(cc, "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v: %s", err, out)
+	}
+	cmd := exec.Command(bin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(procPath(pid, "status"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "State:\tZ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the main thread of %d did not exit in 10 s", pid)
+		}
+	}
+	if _, _, why := GPUProcessJob(pid); why != NoJob {
+		t.Fatalf("a live process with a zombie main thread: %q, want %q (judged by the rule)", why, NoJob)
+	}
+	if _, alive := Owner(pid); !alive {
+		t.Fatal("Owner: a live process with a zombie main thread is not alive")
+	}
+}
+
 // startUnder runs `sleep 30` as the child of a shell started from the
 // binary exe with argv[0] title, and returns the shell's and the sleep's
 // pids.
