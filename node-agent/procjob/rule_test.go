@@ -182,6 +182,16 @@ func startUnder(t *testing.T, exe, title string) (shell, child int) {
 	if err != nil {
 		t.Fatalf("the shell said %q", line)
 	}
+	// $! is known before the forked shell has exec'd sleep: until then
+	// the child is a copy of the shell, title and all.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(procPath(child, "cmdline")); err == nil && strings.HasPrefix(string(b), "sleep\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d did not exec sleep in 10 s", child)
+		}
+	}
 	return cmd.Process.Pid, child
 }
 
