@@ -45,7 +45,9 @@ const (
 // memory summed, the GPU's memory (what the device says), Sharers the
 // number of jobs on that GPU, plus one where processes no job accounts
 // for use it too. Processes not in a job are counted in outside by
-// reason, never attributed to a job; those of no job or another uid than
+// reason, never attributed to a job; a gone one (vanished, or a zombie:
+// procjob.Read) is neither a job's nor a sharer nor unaccounted, it holds
+// nothing; those of no job or another uid than
 // their job's are reported as unaccounted use per GPU and uid (the
 // controller charges it to that user's guests on the GPU: a guest whose
 // process left its step's tree on a node without job cgroups is still

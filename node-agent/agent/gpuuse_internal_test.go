@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"os/exec"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/node-agent/procjob"
@@ -154,5 +156,50 @@ func TestMPSClientsAreAttributedAndTheServerNotCountedTwice(t *testing.T) {
 	wantU = []wire.UnaccountedGPUUse{{Index: 0, UUID: "GPU-h", UID: 2000, UtilPct: 30, MemUsedMB: 20000, MemTotalMB: 143771, Processes: 1}}
 	if !reflect.DeepEqual(unaccounted, wantU) || jobs[0].GPUs[0].Sharers != 3 {
 		t.Fatalf("a hidden process: %+v, unaccounted %+v", jobs, unaccounted)
+	}
+}
+
+// A job that just ended leaves its GPU process behind for a moment: dead
+// but not reaped (a zombie: its slurmstepd gone, maybe its job cgroup
+// too) or already vanished from /proc while the device still lists it.
+// Neither is use of no job: the lone job on the GPU is reported alone
+// and nothing is charged to its user's guests.
+func TestAnEndedJobsLingeringProcessIsNeitherUseNorASharer(t *testing.T) {
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zombie.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, err := procjob.ReadStatus(zombie.Process.Pid); err != nil || st.Exited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child did not exit in 10 s")
+		}
+	}
+	const host, vanished = 1 << 29, 1<<29 + 1
+	jobOf := func(pid int) (uint32, uint32, string) {
+		switch pid {
+		case host:
+			return 96002, 1000, ""
+		case vanished:
+			return 0, 0, procjob.Gone
+		}
+		return procjob.GPUProcessJob(pid) // the kernel's word on the zombie
+	}
+	procs := []telemetry.GPUProcess{
+		{GPU: 0, UUID: "GPU-a", PID: host, UtilPct: 98, UtilKnown: true, MemUsedMB: 500, MemTotalMB: 16384},
+		{GPU: 0, UUID: "GPU-a", PID: zombie.Process.Pid, UtilPct: 90, UtilKnown: true, MemUsedMB: 20000},
+		{GPU: 0, UUID: "GPU-a", PID: vanished, UtilPct: 50, UtilKnown: true, MemUsedMB: 4096},
+	}
+	jobs, unaccounted, outside := gpuUseOf(procs, jobOf, nil)
+	want := []wire.JobUsage{{JobID: 96002, UID: 1000, GPUs: []wire.JobGPUUsage{
+		{Index: 0, UUID: "GPU-a", UtilPct: 98, MemUsedMB: 500, MemTotalMB: 16384, Sharers: 1}}}}
+	if !reflect.DeepEqual(jobs, want) || len(unaccounted) != 0 {
+		t.Fatalf("jobs %+v, unaccounted %+v; want the host alone and nothing unaccounted", jobs, unaccounted)
+	}
+	if outside[procjob.Gone] != 2 || outside[procjob.NoJob] != 0 {
+		t.Fatalf("outside %v, want both gone", outside)
 	}
 }

@@ -59,6 +59,12 @@ type Status struct {
 	// VmHWMKB is the peak resident set size in kB; 0 where the status
 	// has none (kernel threads, zombies).
 	VmHWMKB int64
+	// Exited: the process has ended and waits only to be reaped (State
+	// Z, zombie, or X, dead, and no thread left but that one): its
+	// memory, files and GPU contexts are released, its pid is all that is
+	// left. A zombie main thread whose other threads run (it called
+	// pthread_exit) is a live process, which may hold a GPU: not exited.
+	Exited bool
 }
 
 // ReadStatus reads /proc/<pid>/status.
@@ -74,7 +80,8 @@ func ReadStatus(pid int) (Status, error) {
 // lines are required.
 func ParseStatus(b []byte) (Status, error) {
 	var st Status
-	var haveUID, havePPID bool
+	var haveUID, havePPID, zombie bool
+	threads := 0
 	for line := range bytes.Lines(b) {
 		key, val, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
@@ -102,8 +109,15 @@ func ParseStatus(b []byte) (Status, error) {
 			if f := strings.Fields(string(val)); len(f) > 0 {
 				st.VmHWMKB, _ = strconv.ParseInt(f[0], 10, 64)
 			}
+		case "State":
+			if f := strings.Fields(string(val)); len(f) > 0 {
+				zombie = f[0] == "Z" || f[0] == "X"
+			}
+		case "Threads":
+			threads, _ = strconv.Atoi(strings.TrimSpace(string(val)))
 		}
 	}
+	st.Exited = zombie && threads <= 1
 	if !haveUID || !havePPID {
 		return Status{}, errors.New("status: no Uid or PPid line")
 	}
@@ -111,10 +125,11 @@ func ParseStatus(b []byte) (Status, error) {
 }
 
 // Owner is the real uid of process pid (the kernel's word), false if it
-// does not exist.
+// does not exist or has exited (a zombie holds nothing but its pid: a
+// just-killed job's process is one until it is reaped).
 func Owner(pid int) (uint32, bool) {
 	st, err := ReadStatus(pid)
-	if err != nil {
+	if err != nil || st.Exited {
 		return 0, false
 	}
 	return st.UID, true

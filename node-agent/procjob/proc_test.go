@@ -44,6 +44,18 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
+func TestParseStatusSaysAZombieHasExited(t *testing.T) {
+	for state, exited := range map[string]bool{"S (sleeping)\nThreads:\t1": false, "R (running)": false,
+		"D (disk sleep)": false, "Z (zombie)\nThreads:\t1": true, "X (dead)": true,
+		// Its main thread exited (pthread_exit), another runs.
+		"Z (zombie)\nThreads:\t2": false} {
+		st, err := ParseStatus([]byte("State:\t" + state + "\nPPid:\t1\nUid:\t1001\t1001\t1001\t1001\n"))
+		if err != nil || st.Exited != exited {
+			t.Errorf("State %s: got %+v, %v, want exited %v", state, st, err, exited)
+		}
+	}
+}
+
 func TestParseStatusRefusesAStatusWithoutItsFields(t *testing.T) {
 	for name, text := range map[string]string{
 		"no Uid":        "PPid:\t1\n",

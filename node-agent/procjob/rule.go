@@ -29,16 +29,23 @@ type Process struct {
 	CgroupsSplit bool
 }
 
-// ErrGone: the process does not exist, or ended while it was read.
+// ErrGone: the process does not exist, has exited (a zombie), or ended
+// while it was read.
 var ErrGone = errors.New("the process is gone")
 
 // Read reads pid's facts from /proc: its status once (its uid, and the
 // first step of its ancestry), its ancestors' up to a slurmstepd, its
-// cgroups.
+// cgroups. A zombie is gone: it holds no memory and no GPU, and its
+// facts are those of a job that ended (its slurmstepd may have exited
+// and its job cgroup been removed, which would make it look like a
+// process that left its job).
 func Read(pid int) (Process, error) {
 	st, err := ReadStatus(pid)
 	if err != nil {
 		return Process{}, fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	if st.Exited {
+		return Process{}, fmt.Errorf("%w: it has exited and waits to be reaped", ErrGone)
 	}
 	// The start time before and after: a pid reused meanwhile (the
 	// process ended and another took its number) is read as gone, never
@@ -78,7 +85,10 @@ func Read(pid int) (Process, error) {
 // GPU (node-agent/agent/gpuuse.go, internal/controller/gpushare).
 //
 // A GPU process's use (GPUJob) follows that rule; cgroups it cannot
-// read mean the process ended. A request on the agent's socket
+// read mean the process ended, and so does a zombie (Read): a job's
+// process killed with its job is one until reaped, after its slurmstepd
+// exited and its job cgroup was removed, and judged by the rule it would
+// be no job's, its stale use charged to its user's next guest. A request on the agent's socket
 // (RequestJob) still needs the step, as it always has: a request comes
 // from a process the user starts in their job, and the step is what
 // profiling runs under; it takes J among the cgroups' jobs and ignores

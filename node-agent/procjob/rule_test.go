@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The rule on facts alone: which job a request and a GPU process are in.
@@ -66,6 +67,90 @@ func TestGPUProcessJobPutsAProcessOutsideSlurmInNoJob(t *testing.T) {
 	}
 }
 
+// A process that has exited and not yet been reaped (a killed job's
+// process between its death and its reaping, when its slurmstepd and its
+// job cgroup may be gone already) is gone: neither a job's nor use of
+// no job, and the fake device does not believe its record.
+func TestAZombieIsGone(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Wait() })
+	// Not waited for: it stays a zombie once it exits.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ReadStatus(pid)
+		if err != nil {
+			t.Fatalf("the unreaped child %d: %v", pid, err)
+		}
+		if st.Exited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d not a zombie after 10 s", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if job, _, why := GPUProcessJob(pid); job != 0 || why != Gone {
+		t.Fatalf("a zombie: job %d %q, want gone", job, why)
+	}
+	if _, err := Read(pid); !errors.Is(err, ErrGone) {
+		t.Fatalf("Read of a zombie: %v", err)
+	}
+	if uid, alive := Owner(pid); alive {
+		t.Fatalf("Owner of a zombie: uid %d, alive", uid)
+	}
+}
+
+// A process whose main thread exited (pthread_exit) while another thread
+// runs shows as a zombie in /proc/<pid>/status, yet is alive and may hold
+// a GPU: hiding a GPU process that way must not make it gone.
+func TestAProcessWhoseMainThreadExitedIsNotGone(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the program")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "leader.c")
+	if err := os.WriteFile(src, []byte(`#include <pthread.h>
+#include <unistd.h>
+static void *run(void *a) { (void)a; sleep(30); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); pthread_exit(0); }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "leader")
+	if out, err := exec.Command(cc, "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v: %s", err, out)
+	}
+	cmd := exec.Command(bin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(procPath(pid, "status"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "State:\tZ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the main thread of %d did not exit in 10 s", pid)
+		}
+	}
+	if _, _, why := GPUProcessJob(pid); why != NoJob {
+		t.Fatalf("a live process with a zombie main thread: %q, want %q (judged by the rule)", why, NoJob)
+	}
+	if _, alive := Owner(pid); !alive {
+		t.Fatal("Owner: a live process with a zombie main thread is not alive")
+	}
+}
+
 // startUnder runs `sleep 30` as the child of a shell started from the
 // binary exe with argv[0] title, and returns the shell's and the sleep's
 // pids.
@@ -96,6 +181,16 @@ func startUnder(t *testing.T, exe, title string) (shell, child int) {
 	child, err = strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatalf("the shell said %q", line)
+	}
+	// $! is known before the forked shell has exec'd sleep: until then
+	// the child is a copy of the shell, title and all.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(procPath(child, "cmdline")); err == nil && strings.HasPrefix(string(b), "sleep\x00") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d did not exec sleep in 10 s", child)
+		}
 	}
 	return cmd.Process.Pid, child
 }

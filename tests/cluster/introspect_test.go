@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,10 +121,16 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 			extra...), "--wrap", "exec "+synthCmd(name, model, memMB))...)
 	}
 	// The host has run alone long enough for a solo rate: its progress
-	// reached the agent's metrics and the controller's AdminComment.
+	// reached the agent's metrics and the controller's AdminComment. It
+	// is alone on the GPU, so it must never be reported shared (the
+	// summary keeps the most sharers seen): a process of the pair that
+	// just ended, dead but not yet reaped, once counted as use of no job.
 	aloneLongEnough := func(id uint32) {
 		e.eventually(120*time.Second, fmt.Sprintf("job %d's progress in its AdminComment", id), func() (bool, string) {
 			c := e.show(id)["AdminComment"]
+			if strings.Contains(c, "shared by up to") {
+				t.Fatalf("job %d runs alone on its GPU but is reported shared: %s", id, c)
+			}
 			return regexp.MustCompile(`it/s, [3-9] samples\]|it/s, [1-9][0-9]+ samples\]`).MatchString(c), c
 		})
 	}
