@@ -375,20 +375,7 @@ func TestSharingOffRunsAsWithoutSharing(t *testing.T) {
 func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
 	tr := phillySlice(t, 600)
 	MarkOpportunistic(tr, 0.3, 1)
-	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer solo.Close()
-	col, err := os.Open(refData(t, "gavel/colocated.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer col.Close()
-	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab := gavelPairTable(t)
 	c := DefaultConfig()
 	c.Shape = Shape{Nodes: 40, GPUsPerNode: 1, GPUCountOnly: true}
 	c.Policy = PolicyGittins
@@ -404,14 +391,7 @@ func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
 			t.Errorf("no %s: the slice does not exercise that path", name)
 		}
 	}
-	for _, j := range r.Jobs {
-		if !(j.Finish >= j.Submit) {
-			t.Fatalf("job %d did not finish: %+v", j.ID, j)
-		}
-	}
-	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
-		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
-	}
+	checkSharingBooks(t, r)
 }
 
 // A guest that has shared for move_after moves to a GPU that frees up
@@ -617,20 +597,7 @@ func TestSharingMultiGPUGuestRevertedByOneBadPair(t *testing.T) {
 func TestSharingMultiGPUGuestsBusySliceKeepsItsBooks(t *testing.T) {
 	tr := phillySlice(t, 600)
 	MarkOpportunistic(tr, 0.5, 1)
-	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer solo.Close()
-	col, err := os.Open(refData(t, "gavel/colocated.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer col.Close()
-	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab := gavelPairTable(t)
 	c := DefaultConfig()
 	c.Shape = Shape{Nodes: 6, GPUsPerNode: 8, GPUCountOnly: true}
 	c.Policy = PolicyGittins
@@ -643,14 +610,7 @@ func TestSharingMultiGPUGuestsBusySliceKeepsItsBooks(t *testing.T) {
 	if s.MultiGPUGuests == 0 || s.TakenOver == 0 {
 		t.Errorf("multi-GPU guests %d, taken over %d: the slice does not exercise that path", s.MultiGPUGuests, s.TakenOver)
 	}
-	for _, j := range r.Jobs {
-		if !(j.Finish >= j.Submit) {
-			t.Fatalf("job %d did not finish: %+v", j.ID, j)
-		}
-	}
-	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
-		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
-	}
+	checkSharingBooks(t, r)
 }
 
 // A two-GPU opportunistic job takes the node's idle GPU and a share of the
@@ -685,5 +645,40 @@ func TestSharingMultiGPUGuestOnAnIdleGPUAndAShare(t *testing.T) {
 	// The guest held the idle GPU 100 s of the window (the last submission, 100).
 	if s.AllocUtil < 0.99 || s.AllocUtil > 1.01 {
 		t.Errorf("allocated %v of the window, want 1 (host's GPU, the guest's idle one)", s.AllocUtil)
+	}
+}
+
+// gavelPairTable is the pair table of Gavel's V100 measurements.
+func gavelPairTable(t *testing.T) *sharing.Table {
+	t.Helper()
+	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer solo.Close()
+	col, err := os.Open(refData(t, "gavel/colocated.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// checkSharingBooks fails t unless every job of a run with sharing
+// finished and its useful utilisation is positive and within what was
+// allocated.
+func checkSharingBooks(t *testing.T, r *Result) {
+	t.Helper()
+	for _, j := range r.Jobs {
+		if !(j.Finish >= j.Submit) {
+			t.Fatalf("job %d did not finish: %+v", j.ID, j)
+		}
+	}
+	if s := r.Sharing; s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
+		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
 	}
 }
