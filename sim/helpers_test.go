@@ -15,6 +15,16 @@ import (
 // refData is the path of rel inside the repository's data/.
 func refData(t testing.TB, rel string) string { return refdata.Path(t, rel) }
 
+// mustRun is Run's result, failing t where the run fails.
+func mustRun(t testing.TB, c Config, tr *Trace) *Result {
+	t.Helper()
+	r, err := Run(c, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 var (
 	phillyOnce  sync.Once
 	phillyTrace *Trace

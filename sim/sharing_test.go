@@ -60,10 +60,7 @@ func TestSharingRevertsABadPairAndDoesNotPackItAgain(t *testing.T) {
 		sjob(1, 0, 1000, "host", sharing.Guaranteed),
 		sjob(2, 0, 100, "guest", sharing.Opportunistic),
 	}}
-	r, err := Run(sharedGPU(pairs(t, 0.2), true, 1e6), tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, sharedGPU(pairs(t, 0.2), true, 1e6), tr)
 	s := r.Sharing
 	if s.Pairs != 1 || s.Trials != 1 || s.Reverted != 1 {
 		t.Fatalf("pairs %d, trials %d, reverted %d; want one trial, reverted", s.Pairs, s.Trials, s.Reverted)
@@ -87,10 +84,7 @@ func TestSharingKeepsAPairWithinMaxSlowdown(t *testing.T) {
 		sjob(1, 0, 1000, "host", sharing.Guaranteed),
 		sjob(2, 0, 90, "guest", sharing.Opportunistic),
 	}}
-	r, err := Run(sharedGPU(pairs(t, 0.04), true, 1e6), tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, sharedGPU(pairs(t, 0.04), true, 1e6), tr)
 	if s := r.Sharing; s.Pairs != 1 || s.Reverted != 0 {
 		t.Fatalf("pairs %d reverted %d, want one pair kept", s.Pairs, s.Reverted)
 	}
@@ -133,10 +127,7 @@ func TestStrictSharingPromotesAtPromoteAfterWhenNoGuaranteedJobWaits(t *testing.
 				sjob(3, tc.thirdAt, 100, "host", sharing.Guaranteed),
 			}}
 			// Seeded pair far above max_slowdown: never packed.
-			r, err := Run(strict(sharedGPU(pairs(t, 0.5), false, 3600)), tr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := mustRun(t, strict(sharedGPU(pairs(t, 0.5), false, 3600)), tr)
 			if r.Sharing.Promoted != 1 {
 				t.Errorf("promoted %d, want 1", r.Sharing.Promoted)
 			}
@@ -158,10 +149,7 @@ func TestStrictSharingPromotesAtPromoteAfterWhenNoGuaranteedJobWaits(t *testing.
 		}}
 		c := strict(sharedGPU(pairs(t, 0.5), false, 3600))
 		c.Policy = p
-		r, err := Run(c, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, c, tr)
 		if g, o := byID(r, 3).FirstStart, byID(r, 2).FirstStart; g > o {
 			t.Errorf("%s: the guaranteed job started at %v, after the promoted one at %v", p, g, o)
 		}
@@ -187,10 +175,7 @@ func TestSharingPacksOnlyPairsThatGain(t *testing.T) {
 		sjob(1, 0, 1000, "host", sharing.Guaranteed),
 		sjob(2, 0, 100, "guest", sharing.Opportunistic),
 	}}
-	r, err := Run(sharedGPU(tab, false, 1e6), tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, sharedGPU(tab, false, 1e6), tr)
 	if r.Sharing.Pairs != 0 {
 		t.Errorf("%d pairs packed, want none", r.Sharing.Pairs)
 	}
@@ -212,10 +197,7 @@ func TestSharingPacksOnlyPairsThatGain(t *testing.T) {
 			sjob(2, 0, 100, "guest", sharing.Opportunistic),
 		}}
 		tr.Jobs[1].Share = tc.share
-		r, err := Run(sharedGPU(pairs(t, 0.05), false, 1e6), tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, sharedGPU(pairs(t, 0.05), false, 1e6), tr)
 		if r.Sharing.Pairs != tc.pairs {
 			t.Errorf("guest limited to %v of a GPU: %d pairs, want %d", tc.share, r.Sharing.Pairs, tc.pairs)
 		}
@@ -232,10 +214,7 @@ func TestSharingOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
 			sjob(1, 0, 1000, "guest", sharing.Opportunistic),
 			sjob(2, 100, 50, "host", sharing.Guaranteed),
 		}}
-		r, err := Run(strict(sharedGPU(pairs(t, 0.5), false, 1e6)), tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, strict(sharedGPU(pairs(t, 0.5), false, 1e6)), tr)
 		if got := byID(r, 2).FirstStart; got != 100 {
 			t.Errorf("guaranteed job started at %v, want 100", got)
 		}
@@ -257,20 +236,14 @@ func TestSharingOpportunisticJobsYieldAndNeverPreempt(t *testing.T) {
 		// guaranteed newcomer would preempt it.
 		c.PolicyOptions.Tiresias.FixThresholds([]float64{1000})
 		c.PolicyOptions.Tiresias.PromoteKnob = 0
-		r, err := Run(c, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, c, tr)
 		if r.Summary.Preemptions != 0 || byID(r, 2).FirstStart < 5000 {
 			t.Errorf("preemptions %d, opportunistic job first started at %v; want 0 and after 5000",
 				r.Summary.Preemptions, byID(r, 2).FirstStart)
 		}
 		// The same job guaranteed does preempt: the test can tell.
 		tr.Jobs[1].Class = sharing.Guaranteed
-		r, err = Run(c, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = mustRun(t, c, tr)
 		if r.Summary.Preemptions == 0 {
 			t.Error("a guaranteed newcomer did not preempt the demoted job; the setting does not test anything")
 		}
@@ -288,16 +261,13 @@ func TestSharingOpportunisticJobsCompeteInThePolicysOrder(t *testing.T) {
 			sjob(1, 0, 1000, "guest", sharing.Opportunistic),
 			sjob(2, 100, 50, "host", sharing.Guaranteed),
 		}}
-		r, err := Run(sharedGPU(pairs(t, 0.5), false, 1e6), tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, sharedGPU(pairs(t, 0.5), false, 1e6), tr)
 		if r.Sharing.Evicted != 0 || byID(r, 1).Finish != 1000 || byID(r, 2).FirstStart != 1000 {
 			t.Errorf("evicted %d, opportunistic job %+v, guaranteed job %+v; want no eviction, the guaranteed job at 1000",
 				r.Sharing.Evicted, byID(r, 1), byID(r, 2))
 		}
 		// The strict rule evicts it: the test can tell.
-		if r, err = Run(strict(sharedGPU(pairs(t, 0.5), false, 1e6)), tr); err != nil || r.Sharing.Evicted != 1 {
+		if r, err := Run(strict(sharedGPU(pairs(t, 0.5), false, 1e6)), tr); err != nil || r.Sharing.Evicted != 1 {
 			t.Fatalf("strict: evicted %d (err %v), want 1", r.Sharing.Evicted, err)
 		}
 	})
@@ -312,10 +282,7 @@ func TestSharingOpportunisticJobsCompeteInThePolicysOrder(t *testing.T) {
 		c.Policy = PolicyLAS
 		c.PolicyOptions.Tiresias.FixThresholds([]float64{1000})
 		c.PolicyOptions.Tiresias.PromoteKnob = 0
-		r, err := Run(c, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, c, tr)
 		if r.Sharing.Evicted != 1 || byID(r, 3).FirstStart != 2000 {
 			t.Fatalf("evicted %d, guaranteed job %+v; want 1 and a start at 2000", r.Sharing.Evicted, byID(r, 3))
 		}
@@ -329,10 +296,7 @@ func TestSharingOpportunisticJobsCompeteInThePolicysOrder(t *testing.T) {
 			sjob(2, 0, 100, "guest", sharing.Opportunistic),
 			sjob(3, 1000, 100, "host", sharing.Guaranteed),
 		}}
-		r, err := Run(sharedGPU(pairs(t, 0.5), false, 3600), tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, sharedGPU(pairs(t, 0.5), false, 3600), tr)
 		if r.Sharing.Promoted != 1 || byID(r, 2).FirstStart != 10000 || byID(r, 3).FirstStart != 10100 {
 			t.Errorf("promoted %d, job 2 %+v, job 3 %+v; want 1, job 2 at 10000 (submitted first), job 3 at 10100",
 				r.Sharing.Promoted, byID(r, 2), byID(r, 3))
@@ -353,10 +317,7 @@ func TestSharingOffRunsAsWithoutSharing(t *testing.T) {
 	}
 	off := base
 	off.Sharing = &SharingConfig{Rules: sharing.DefaultConfig(), Pairs: pairs(t, 0)}
-	r, err := Run(off, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, off, tr)
 	for i := range plain.Jobs {
 		if plain.Jobs[i] != r.Jobs[i] {
 			t.Fatalf("job %d: %+v without sharing, %+v with sharing off", i, plain.Jobs[i], r.Jobs[i])
@@ -375,28 +336,12 @@ func TestSharingOffRunsAsWithoutSharing(t *testing.T) {
 func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
 	tr := phillySlice(t, 600)
 	MarkOpportunistic(tr, 0.3, 1)
-	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer solo.Close()
-	col, err := os.Open(refData(t, "gavel/colocated.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer col.Close()
-	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab := gavelPairTable(t)
 	c := DefaultConfig()
 	c.Shape = Shape{Nodes: 40, GPUsPerNode: 1, GPUCountOnly: true}
 	c.Policy = PolicyGittins
 	c.Sharing = &SharingConfig{On: true, Rules: sharing.DefaultConfig(), Pairs: tab}
-	r, err := Run(c, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, c, tr)
 	s := r.Sharing
 	for name, n := range map[string]int{"pairs": s.Pairs, "evicted": s.Evicted, "host preempted": s.HostPreempted,
 		"taken over": s.TakenOver, "promoted": s.Promoted, "moved": s.Moved} {
@@ -404,14 +349,7 @@ func TestSharingBusySliceKeepsItsBooks(t *testing.T) {
 			t.Errorf("no %s: the slice does not exercise that path", name)
 		}
 	}
-	for _, j := range r.Jobs {
-		if !(j.Finish >= j.Submit) {
-			t.Fatalf("job %d did not finish: %+v", j.ID, j)
-		}
-	}
-	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
-		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
-	}
+	checkSharingBooks(t, r)
 }
 
 // A guest that has shared for move_after moves to a GPU that frees up
@@ -427,10 +365,7 @@ func TestSharingMovesALongGuestToAnIdleGPU(t *testing.T) {
 		c := sharedGPU(pairs(t, 0.02), false, 1e6)
 		c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
 		c.Sharing.Rules.MoveAfter = moveAfter
-		r, err := Run(c, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, c, tr)
 		return r
 	}
 	moved, stayed := run(600), run(0)
@@ -462,10 +397,7 @@ func TestSharingUsefulUtilisationCountsSpeedRelativeToAlone(t *testing.T) {
 	}}
 	c := sharedGPU(pairs(t, 0.02), false, 1e6)
 	c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
-	r, err := Run(c, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, c, tr)
 	if r.Sharing.Moved != 1 {
 		t.Fatalf("moved %d, want 1", r.Sharing.Moved)
 	}
@@ -491,10 +423,7 @@ func TestSharingIdleWhileAnOpportunisticJobWaits(t *testing.T) {
 	c.Shape = Shape{Nodes: 1, GPUsPerNode: 2, GPUCountOnly: true}
 	for _, on := range []bool{true, false} {
 		c.Sharing.On = on
-		r, err := Run(c, tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustRun(t, c, tr)
 		s := r.Sharing
 		if got := byID(r, 2).FirstStart; got != 1000 {
 			t.Fatalf("on=%v: the two-GPU job started at %v, want 1000", on, got)
@@ -533,10 +462,7 @@ func TestSharingMultiGPUGuestOnSharesOfTwoGPUs(t *testing.T) {
 		sjob(2, 0, 1000, "host", sharing.Guaranteed),
 		guest,
 	}}
-	r, err := Run(multiGPUNode(pairs(t, 0.04), true), tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, multiGPUNode(pairs(t, 0.04), true), tr)
 	if s := r.Sharing; s.MultiGPUGuests != 1 || s.Pairs != 2 || s.Reverted != 0 || s.HostEnded != 0 {
 		t.Fatalf("multi-GPU guests %d, pairs %d, reverted %d, host ended %d; want one guest on two pairs kept", s.MultiGPUGuests, s.Pairs, s.Reverted, s.HostEnded)
 	}
@@ -600,10 +526,7 @@ func TestSharingMultiGPUGuestRevertedByOneBadPair(t *testing.T) {
 	}
 	c := multiGPUNode(truth, true)
 	c.Sharing.Learn = true
-	r, err := Run(c, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, c, tr)
 	if s := r.Sharing; s.MultiGPUGuests != 1 || s.Reverted != 1 {
 		t.Fatalf("multi-GPU guests %d, reverted %d; want the guest tried once and reverted", s.MultiGPUGuests, s.Reverted)
 	}
@@ -617,40 +540,17 @@ func TestSharingMultiGPUGuestRevertedByOneBadPair(t *testing.T) {
 func TestSharingMultiGPUGuestsBusySliceKeepsItsBooks(t *testing.T) {
 	tr := phillySlice(t, 600)
 	MarkOpportunistic(tr, 0.5, 1)
-	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer solo.Close()
-	col, err := os.Open(refData(t, "gavel/colocated.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer col.Close()
-	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab := gavelPairTable(t)
 	c := DefaultConfig()
 	c.Shape = Shape{Nodes: 6, GPUsPerNode: 8, GPUCountOnly: true}
 	c.Policy = PolicyGittins
 	c.Sharing = &SharingConfig{On: true, Rules: sharing.DefaultConfig(), Pairs: tab, MultiGPUGuests: true}
-	r, err := Run(c, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, c, tr)
 	s := r.Sharing
 	if s.MultiGPUGuests == 0 || s.TakenOver == 0 {
 		t.Errorf("multi-GPU guests %d, taken over %d: the slice does not exercise that path", s.MultiGPUGuests, s.TakenOver)
 	}
-	for _, j := range r.Jobs {
-		if !(j.Finish >= j.Submit) {
-			t.Fatalf("job %d did not finish: %+v", j.ID, j)
-		}
-	}
-	if s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
-		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
-	}
+	checkSharingBooks(t, r)
 }
 
 // A two-GPU opportunistic job takes the node's idle GPU and a share of the
@@ -668,10 +568,7 @@ func TestSharingMultiGPUGuestOnAnIdleGPUAndAShare(t *testing.T) {
 	// its own tests). What is checked here is the multi-GPU guest's path.
 	c := multiGPUNode(pairs(t, 0.04), true)
 	c.Sharing.Rules.StrictOpportunistic = true
-	r, err := Run(c, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustRun(t, c, tr)
 	s := r.Sharing
 	if s.MultiGPUGuests < 2 || s.Evicted != 1 || s.Pairs < s.MultiGPUGuests {
 		t.Fatalf("multi-GPU guests %d, pairs %d, evicted %d; want a guest on an idle GPU and one share, evicted once and placed again", s.MultiGPUGuests, s.Pairs, s.Evicted)
@@ -685,5 +582,40 @@ func TestSharingMultiGPUGuestOnAnIdleGPUAndAShare(t *testing.T) {
 	// The guest held the idle GPU 100 s of the window (the last submission, 100).
 	if s.AllocUtil < 0.99 || s.AllocUtil > 1.01 {
 		t.Errorf("allocated %v of the window, want 1 (host's GPU, the guest's idle one)", s.AllocUtil)
+	}
+}
+
+// gavelPairTable is the pair table of Gavel's V100 measurements.
+func gavelPairTable(t *testing.T) *sharing.Table {
+	t.Helper()
+	solo, err := os.Open(refData(t, "gavel/throughputs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer solo.Close()
+	col, err := os.Open(refData(t, "gavel/colocated.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	tab, err := sharing.ReadGavel(solo, col, "v100", sharing.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// checkSharingBooks fails t unless every job of a run with sharing
+// finished and its useful utilisation is positive and within what was
+// allocated.
+func checkSharingBooks(t *testing.T, r *Result) {
+	t.Helper()
+	for _, j := range r.Jobs {
+		if !(j.Finish >= j.Submit) {
+			t.Fatalf("job %d did not finish: %+v", j.ID, j)
+		}
+	}
+	if s := r.Sharing; s.UsefulUtil <= 0 || s.UsefulUtil > s.AllocUtil+0.5 {
+		t.Errorf("useful utilisation %v against allocation %v", s.UsefulUtil, s.AllocUtil)
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -190,7 +191,7 @@ func Chosen(rows []SweepRow) (SweepRow, bool) {
 	if len(rows) == 0 {
 		return SweepRow{}, false
 	}
-	least := slices.MinFunc(rows, func(a, b SweepRow) int { return cmpFloat(a.Regret, b.Regret) }).Regret
+	least := slices.MinFunc(rows, func(a, b SweepRow) int { return cmp.Compare(a.Regret, b.Regret) }).Regret
 	var best SweepRow
 	found := false
 	for _, r := range rows {
@@ -203,14 +204,4 @@ func Chosen(rows []SweepRow) (SweepRow, bool) {
 		}
 	}
 	return best, found
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package sharing
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -383,7 +384,7 @@ func (t *Table) resolveEntry(e *entry, p Party, now int64) (lo, hi float64, meas
 	// Oldest first (then by party), so which independent set is counted
 	// does not change by chance.
 	slices.SortFunc(live, func(a, b Party) int {
-		if c := cmpInt(e.marks[a].at, e.marks[b].at); c != 0 {
+		if c := cmp.Compare(e.marks[a].at, e.marks[b].at); c != 0 {
 			return c
 		}
 		if partyLess(a, b) {
@@ -408,16 +409,6 @@ func (t *Table) resolveEntry(e *entry, p Party, now int64) (lo, hi float64, meas
 		return 0, 0, true, true, true // never run together as far as this party knows
 	}
 	return 0, 0, false, false, false
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // independent is the parties (in order) that pass keep, taken greedily so

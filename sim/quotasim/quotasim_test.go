@@ -1,6 +1,7 @@
 package quotasim
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lachesis-sched/lachesis/policy/cells"
@@ -65,11 +66,8 @@ func TestOwnerReclaimsItsCellFromBorrowers(t *testing.T) {
 func TestReclaimBoundPerPass(t *testing.T) {
 	cfg := DefaultConfig(cells.Uniform(1, 8, 0))
 	cfg.Quotas = map[string]quota.Spec{"own": {Cells: 1, CellGPUs: 8}}
-	var jobs []trace.Job
-	for i := 0; i < 8; i++ {
-		jobs = append(jobs, trace.Job{Submit: 0, GPUs: 1, Duration: 100000, Cluster: "b"})
-	}
-	jobs = append(jobs, trace.Job{Submit: 300, GPUs: 8, Duration: 100, Cluster: "own"})
+	jobs := append(slices.Repeat([]trace.Job{{Submit: 0, GPUs: 1, Duration: 100000, Cluster: "b"}}, 8),
+		trace.Job{Submit: 300, GPUs: 8, Duration: 100, Cluster: "own"})
 	res, err := Run(tr(jobs...), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -87,11 +85,8 @@ func TestReclaimBoundPerPass(t *testing.T) {
 func TestCellsKeepTheQuotaWhole(t *testing.T) {
 	cfg := DefaultConfig(cells.Uniform(2, 4, 0))
 	cfg.Quotas = map[string]quota.Spec{"own": {Cells: 1, CellGPUs: 4}}
-	var jobs []trace.Job
-	for i := 0; i < 4; i++ {
-		jobs = append(jobs, trace.Job{Submit: 0, GPUs: 1, Duration: 50000, Cluster: "b"})
-	}
-	jobs = append(jobs, trace.Job{Submit: 120, GPUs: 4, Duration: 100, Cluster: "own"})
+	jobs := append(slices.Repeat([]trace.Job{{Submit: 0, GPUs: 1, Duration: 50000, Cluster: "b"}}, 4),
+		trace.Job{Submit: 120, GPUs: 4, Duration: 100, Cluster: "own"})
 	cfg.Policy = QuotaCells
 	res, err := Run(tr(jobs...), cfg)
 	if err != nil {
@@ -119,11 +114,8 @@ func TestPrivateTopology(t *testing.T) {
 func TestCompareCountsAccountsWorseOffThanAlone(t *testing.T) {
 	cfg := DefaultConfig(cells.Uniform(2, 4, 0))
 	cfg.Quotas = map[string]quota.Spec{"flood": {Cells: 1, CellGPUs: 4}, "quiet": {Cells: 1, CellGPUs: 4}}
-	var jobs []trace.Job
-	for i := 0; i < 6; i++ {
-		jobs = append(jobs, trace.Job{Submit: 0, GPUs: 4, Duration: 3600, Cluster: "flood"})
-	}
-	jobs = append(jobs, trace.Job{Submit: 60, GPUs: 4, Duration: 600, Cluster: "quiet"})
+	jobs := append(slices.Repeat([]trace.Job{{Submit: 0, GPUs: 4, Duration: 3600, Cluster: "flood"}}, 6),
+		trace.Job{Submit: 60, GPUs: 4, Duration: 600, Cluster: "quiet"})
 	rep, err := Compare(tr(jobs...), cfg, []Policy{Defaults, QuotaCells}, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
 // Issue 34 items 3 and 4: one user's jobs must not change the pair table,
@@ -32,40 +30,11 @@ type pairRig struct {
 
 func startPairRig(t *testing.T) *pairRig {
 	t.Helper()
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
-	conf := func(sock string) []string { return append(jobEndPlugin(t)(sock), oppPartition) }
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "",
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true},
 		// max_slowdown 0.25: the loaded test machine's CPU contention
 		// does not pass for a slowdown, Mystery's half speed does.
-		oppYAML(0)+"  max_slowdown: 0.25\n  pair_table: "+filepath.Join(repoRoot, "data", "gavel")+"\n",
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
-	helper, err := os.ReadFile(filepath.Join(repoRoot, "etc", "lachesis_progress.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := testenv.EnsureUser(t, testUser)
-	uid, _ := strconv.Atoi(u.Uid)
-	files := map[string][]byte{"lachesis_progress.py": helper, "relay.py": []byte(relayPy)}
-	for _, name := range []string{"throughputs.csv", "colocated.csv"} {
-		if files[name], err = os.ReadFile(filepath.Join(repoRoot, "data", "gavel", name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files["throughputs.csv"] = append(files["throughputs.csv"], "v100,consolidated,Mystery,0,1,10.0\n"...)
-	files["colocated.csv"] = append(files["colocated.csv"], "v100,ResNet-18,64,Mystery,0,12.046616,9.0\n"...)
-	for name, body := range files {
-		p := filepath.Join(e.work, name)
-		if err := os.WriteFile(p, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Chown(p, uid, -1)
-	}
+		oppYAML(0)+"  max_slowdown: 0.25\n  pair_table: "+filepath.Join(repoRoot, "data", "gavel")+"\n", "", jobEndAndOpp(t))
+	writeMysteryPairTable(t, e)
 	os.Chmod(e.work, 0o777) // both users' jobs write their data and output there
 	return &pairRig{e: e, fakeDir: fakeDir}
 }
@@ -77,13 +46,11 @@ func startPairRig(t *testing.T) *pairRig {
 // CPUs (the GPU busy a small share of the time; the shared test machine's
 // cores stay for the host).
 func (r *pairRig) synth(name, model string, memMB int, knee float64) string {
-	e := r.e
 	io := ""
 	if knee > 1 {
 		io = " -io-wait"
 	}
-	return fmt.Sprintf("%s -knee %v%s -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d -fake-gpu-mem-file %s/mem-%s -model %s -pair-table %s -pair-gpu v100",
-		filepath.Join(e.bin, "lachesis-synth"), knee, io, e.work, name, r.fakeDir, memMB, e.work, name, model, e.work)
+	return r.e.pairedSynthCmd(r.fakeDir, name, model, memMB, fmt.Sprintf("-knee %v%s", knee, io))
 }
 
 // submit is sbatch as user from e.work (cancelled when t ends).

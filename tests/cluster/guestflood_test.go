@@ -19,22 +19,11 @@ import (
 // Before: the flood, submitted first, took every slot and the guest was
 // never judged, so it would have landed beside the host.
 func TestAFloodOfWaitingGuestsLeavesAnotherUsersGuestSteered(t *testing.T) {
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
-	conf := func(sock string) []string { return append(jobEndPlugin(t)(sock), oppPartition) }
 	gavel := filepath.Join(repoRoot, "data", "gavel")
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "",
-		oppYAML(0)+"  pair_table: "+gavel+"\n",
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
-	synth := filepath.Join(e.bin, "lachesis-synth")
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true},
+		oppYAML(0)+"  pair_table: "+gavel+"\n", "", jobEndAndOpp(t))
 	host := e.sbatchAsTestUser(t, "-J", "host", "--comment", "model=ResNet-18/bs64", "-o", "/dev/null", "--gres=shard:3",
-		"--wrap", fmt.Sprintf("exec %s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-host -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb 512 -model ResNet-18/bs64",
-			synth, e.work, fakeDir))
+		"--wrap", "exec "+e.synthCmd(fakeDir, "host", 512, "-knee 0.25 -workers 1 -report 1s -model ResNet-18/bs64"))
 	e.waitState(host, "RUNNING", 90*time.Second)
 
 	// The flood: one shell of the test user's submitting 1,100 jobs.

@@ -38,19 +38,7 @@ func TestAGuestThatHidesItsGPUProcessIsBoundedWithoutJobCgroups(t *testing.T) {
 }
 
 func hiddenGuestIsBounded(t *testing.T, cgroups bool) {
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
-	conf := func(sock string) []string { return append(jobEndPlugin(t)(sock), oppPartition) }
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: cgroups}, "", oppYAML(0),
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
-	synth := func(memMB int, extra string) string {
-		return fmt.Sprintf("%s -seconds 0 -report 1s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d %s", filepath.Join(e.bin, "lachesis-synth"), fakeDir, memMB, extra)
-	}
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: cgroups}, oppYAML(0), "", jobEndAndOpp(t))
 	// The hidden process outlives its job where nothing tracks it
 	// (linuxproc): the test ends it, by the pid it wrote.
 	pidFile := filepath.Join(e.work, "hidden.pid")
@@ -63,7 +51,7 @@ func hiddenGuestIsBounded(t *testing.T, cgroups bool) {
 	})
 
 	host := e.sbatchAsTestUser(t, "-J", "host", "-o", filepath.Join(e.work, "host.out"), "--gres=shard:3",
-		"--wrap", "exec "+synth(60000, "-data "+filepath.Join(e.work, "data-host")))
+		"--wrap", "exec "+e.synthCmd(fakeDir, "host", 60000, "-report 1s"))
 	e.waitState(host, "RUNNING", 90*time.Second)
 	e.eventually(90*time.Second, "the host's GPU use in its AdminComment", func() (bool, string) {
 		c := e.show(host)["AdminComment"]
@@ -71,7 +59,7 @@ func hiddenGuestIsBounded(t *testing.T, cgroups bool) {
 	})
 	memFile := filepath.Join(e.work, "mem-hidden")
 	hidden := fmt.Sprintf("setsid -f sh -c 'echo $$ >%s; exec %s'; exec sleep infinity", pidFile,
-		synth(4096, "-data "+filepath.Join(e.work, "data-hidden")+" -fake-gpu-mem-file "+memFile))
+		e.synthCmd(fakeDir, "hidden", 4096, "-report 1s -fake-gpu-mem-file "+memFile))
 	guest := e.sbatchAsTestUser(t, "-p", "opp", "-J", "hider", "-o", filepath.Join(e.work, "hider.out"), "--gres=shard:1", "--wrap", hidden)
 	e.waitState(guest, "RUNNING", 90*time.Second)
 	// The hidden process is running, and is not its step's.

@@ -5,12 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
 
 // relayPy reads lachesis-synth's "step N R it/s" lines on stdin and
@@ -60,51 +57,17 @@ while True:
 // took the free shard beside the host, and the revert replaced the
 // user's ExcNodeList with the host's node for good.
 func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
-	// ghost1: a node that never runs, for a user's own ExcNodeList.
-	conf := func(sock string) []string {
-		return append(jobEndPlugin(t)(sock), "NodeName=ghost1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=FUTURE", oppPartition)
-	}
 	gavel := filepath.Join(repoRoot, "data", "gavel")
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "",
-		oppYAML(0)+"  pair_table: "+gavel+"\n",
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
-	helper, err := os.ReadFile(filepath.Join(repoRoot, "etc", "lachesis_progress.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := testenv.EnsureUser(t, testUser)
-	uid, _ := strconv.Atoi(u.Uid)
-	files := map[string][]byte{"lachesis_progress.py": helper, "relay.py": []byte(relayPy)}
-	for _, name := range []string{"throughputs.csv", "colocated.csv"} {
-		if files[name], err = os.ReadFile(filepath.Join(repoRoot, "data", "gavel", name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The synthetic jobs' truth: Gavel's, plus Mystery, which runs
-	// ResNet-18/bs64 at half its solo 24.09 it/s.
-	files["throughputs.csv"] = append(files["throughputs.csv"], "v100,consolidated,Mystery,0,1,10.0\n"...)
-	files["colocated.csv"] = append(files["colocated.csv"], "v100,ResNet-18,64,Mystery,0,12.046616,9.0\n"...)
-	for name, body := range files {
-		p := filepath.Join(e.work, name)
-		if err := os.WriteFile(p, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		os.Chown(p, uid, -1)
-	}
-	synth := filepath.Join(e.bin, "lachesis-synth")
+	// ghost1: a node that never runs, for a user's own ExcNodeList.
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true},
+		oppYAML(0)+"  pair_table: "+gavel+"\n", "",
+		jobEndAndOpp(t, "NodeName=ghost1 NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 State=FUTURE"))
+	writeMysteryPairTable(t, e)
 	// GPU-bound: a 32 ms step (4 samples × 2 ms / knee 0.25) fed by one
 	// loader worker that needs 8 ms a batch, so the step's speed is the
 	// job's rate (about 31 it/s alone).
 	synthCmd := func(name, model string, memMB int) string {
-		return fmt.Sprintf("%s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d -fake-gpu-mem-file %s/mem-%s -model %s -pair-table %s -pair-gpu v100",
-			synth, e.work, name, fakeDir, memMB, e.work, name, model, e.work)
+		return e.pairedSynthCmd(fakeDir, name, model, memMB, "-knee 0.25")
 	}
 	sbatch := func(args ...string) uint32 {
 		t.Helper()

@@ -67,21 +67,12 @@ func pidOf(argv ...string) int {
 // Neither is attributed to a job: the first is not believed, the second is
 // counted as outside any job.
 func TestJobUsageOfTwoJobsSharingOneFakeGPU(t *testing.T) {
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
 	metrics := freeTCPAddr(t)
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 8, Cgroups: true}, "", "",
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\nmetrics:\n  listen: %q\n", fakeDir, metrics), nil)
-	synth := filepath.Join(e.bin, "lachesis-synth")
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 8, Cgroups: true}, "",
+		fmt.Sprintf("metrics:\n  listen: %q\n", metrics), nil)
 	job := func(name string) uint32 {
 		out, err := e.asTestUser("sbatch", "--parsable", "-J", name, "-D", e.work, "-o", filepath.Join(e.work, name+".out"),
-			"--gres=shard:2", "--wrap", fmt.Sprintf("exec %s -knee 1 -seconds 0 -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb 1024 -shared-speed 0.7",
-				synth, e.work, name, fakeDir))
+			"--gres=shard:2", "--wrap", "exec "+e.synthCmd(fakeDir, name, 1024, "-knee 1 -shared-speed 0.7"))
 		if err != nil {
 			t.Fatalf("sbatch: %v\n%s", err, out)
 		}

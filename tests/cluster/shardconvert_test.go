@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -31,17 +30,9 @@ import (
 // slurmctld holds it carries a socket suffix ("gpu:1(S:0)"), which the
 // rewrite reads like any node string.
 func TestQuietOneGPUJobOfAModelGetsShardsAndAGuestBeside(t *testing.T) {
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
 	conf := func(string) []string { return []string{oppPartition, "JobSubmitPlugins=synergy"} }
 	yaml := oppYAML(0) + "  convert_below_pct: 50\n  convert_min_jobs: 2\n"
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, CPUs: 8, MemMB: 16000, ShardsPerGPU: 4, Cgroups: true, GresCores: true}, "", yaml,
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, CPUs: 8, MemMB: 16000, ShardsPerGPU: 4, Cgroups: true, GresCores: true}, yaml, "", conf)
 	if out, err := e.c.Run("scontrol", "-o", "show", "node", "lnode1"); err != nil || !regexp.MustCompile(`Gres=gpu:1\(S:0\)`).MatchString(out) {
 		t.Fatalf("the node's Gres has no socket suffix: %v\n%s", err, out)
 	}

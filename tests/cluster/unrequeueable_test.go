@@ -2,8 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -17,20 +15,9 @@ import (
 // The host runs on untouched. Before: every pass logged "requeued",
 // counted it and asked Slurm again, and the guest stayed beside its host.
 func TestAGuestSlurmCannotRequeueIsEndedWithItsReason(t *testing.T) {
-	fakeRoot, err := os.MkdirTemp("", "lachesis-fakegpu-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(fakeRoot) })
-	os.Chmod(fakeRoot, 0o755)
-	fakeDir := filepath.Join(fakeRoot, "dev")
-	conf := func(sock string) []string { return append(jobEndPlugin(t)(sock), oppPartition) }
-	e := startAgentClusterShaped(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, "", oppYAML(0),
-		fmt.Sprintf("fake_gpu:\n  dir: %s\n  gpus: 1\n", fakeDir), conf)
-	synth := filepath.Join(e.bin, "lachesis-synth")
+	e, fakeDir := startFakeGPUCluster(t, shape{Nodes: 1, GPUs: 1, ShardsPerGPU: 4, Cgroups: true}, oppYAML(0), "", jobEndAndOpp(t))
 	synthCmd := func(name string, memMB int) string {
-		return fmt.Sprintf("exec %s -knee 0.25 -workers 1 -seconds 0 -report 1s -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d -model %s",
-			synth, e.work, name, fakeDir, memMB, name)
+		return "exec " + e.synthCmd(fakeDir, name, memMB, "-knee 0.25 -workers 1 -report 1s -model "+name)
 	}
 	host := e.sbatchAsTestUser(t, "-J", "host", "--comment", "model=host", "-o", "/dev/null", "--gres=shard:3",
 		"--wrap", synthCmd("host", 60000))

@@ -36,22 +36,31 @@ func (w *waitLog) Handle(_ context.Context, r slog.Record) error {
 func (w *waitLog) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w *waitLog) WithGroup(string) slog.Handler      { return w }
 
-func TestServiceKeepsModelKeysWhoseWriteFailed(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "lachesis.db")
-	w := &waitLog{prefix: "could not record submitted model keys", seen: make(chan string, 1)}
+// serviceWhoseKeyWritesFail is a Service on a fresh file db whose
+// model-key writes fail, a real SQLite failure: other, a second
+// connection, holds a trigger (fail_keys) that aborts every key insert
+// until the test drops it. w is told of each failed write.
+func serviceWhoseKeyWritesFail(t *testing.T) (db string, svc *agentserver.Service, w *waitLog, other *sql.DB) {
+	t.Helper()
+	db = filepath.Join(t.TempDir(), "lachesis.db")
+	w = &waitLog{prefix: "could not record submitted model keys", seen: make(chan string, 1)}
 	svc, err := agentserver.NewService(agentserver.ServiceConfig{DBPath: db, FlushEvery: 10 * time.Millisecond}, slog.New(w))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A real SQLite failure: a trigger that aborts every key insert.
-	other, err := sql.Open("sqlite3", "file:"+db+"?_busy_timeout=5000")
+	other, err = sql.Open("sqlite3", "file:"+db+"?_busy_timeout=5000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
+	t.Cleanup(func() { other.Close() })
 	if _, err := other.Exec(`CREATE TRIGGER fail_keys BEFORE INSERT ON model_keys BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END`); err != nil {
 		t.Fatal(err)
 	}
+	return db, svc, w, other
+}
+
+func TestServiceKeepsModelKeysWhoseWriteFailed(t *testing.T) {
+	db, svc, w, other := serviceWhoseKeyWritesFail(t)
 	svc.NoteModelKey("llama")
 	<-w.seen // the write failed
 	if _, err := other.Exec(`DROP TRIGGER fail_keys`); err != nil {
@@ -155,20 +164,7 @@ func TestServicePublishesAgainWhenTheFileIsDeleted(t *testing.T) {
 // noted wait in memory; a user submitting under ever new names must not
 // grow them without end.
 func TestModelKeysHeldWhileTheFileIsUnwritableAreBounded(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "lachesis.db")
-	w := &waitLog{prefix: "could not record submitted model keys", seen: make(chan string, 1)}
-	svc, err := agentserver.NewService(agentserver.ServiceConfig{DBPath: db, FlushEvery: 10 * time.Millisecond}, slog.New(w))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite3", "file:"+db+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.Exec(`CREATE TRIGGER fail_keys BEFORE INSERT ON model_keys BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END`); err != nil {
-		t.Fatal(err)
-	}
+	_, svc, w, other := serviceWhoseKeyWritesFail(t)
 	for k := 0; k < agentserver.MaxNotedModelKeys+500; k++ {
 		svc.NoteModelKey(fmt.Sprintf("model-%d", k))
 	}

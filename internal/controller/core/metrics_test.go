@@ -27,6 +27,12 @@ import (
 // Open listens).
 func openMetricsCore(t *testing.T) *Core {
 	t.Helper()
+	return openMetricsCoreWith(t, func(*config.Config) {})
+}
+
+// openMetricsCoreWith is openMetricsCore with the config changed by set.
+func openMetricsCoreWith(t *testing.T, set func(*config.Config)) *Core {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "l.db")
 	store, err := ledger.Open(db)
 	if err != nil {
@@ -34,6 +40,7 @@ func openMetricsCore(t *testing.T) *Core {
 	}
 	cfg := testConfig(db)
 	cfg.Metrics.Listen = "127.0.0.1:0"
+	set(&cfg)
 	c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -290,19 +297,9 @@ lachesis_opportunistic_upgrades_total 1
 // Issue 35: each account's deserved, allocated and borrowed GPUs after a
 // pass, and the borrowers requeued for it, as KAI shows per queue.
 func TestQuotaFiguresPerAccount(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "l.db")
-	store, err := ledger.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(db)
-	cfg.Metrics.Listen = "127.0.0.1:0"
-	cfg.Quota = config.Quota{Accounts: map[string]quota.Spec{"own": {Cells: 2, CellGPUs: 2}}, MaxReclaimPerPass: 4}
-	c, err := New(cfg, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := openMetricsCoreWith(t, func(cfg *config.Config) {
+		cfg.Quota = config.Quota{Accounts: map[string]quota.Spec{"own": {Cells: 2, CellGPUs: 2}}, MaxReclaimPerPass: 4}
+	})
 	pass(c, 2000,
 		requeueable(inAccount(running(1, 2, 100, 1000), "own")),
 		requeueable(inAccount(running(2, 4, 100, 1500), "own")), // beyond the quota

@@ -24,11 +24,7 @@ func TestOneUsersFloodOfWaitingGuestsLeavesAnotherUsersGuestSteered(t *testing.T
 		snaps = append(snaps, waitingGuestJob(uint32(100+k), mallory, fmt.Sprintf("flood-%d", k)))
 	}
 	snaps = append(snaps, waitingGuestJob(2, other, "resnet-50/bs64"))
-	for p := int64(0); p < 4; p++ {
-		c.ReportGPUUse(shardReport(995+10*p, 1, owner, "g0", 1, 90, 10))
-		pass(c, 1000+10*p, snaps...)
-		c.CarryOutQueued(sj)
-	}
+	passesBesideBusyHost(c, sj, 4, snaps...)
 	if got := sj.list(2); got != "n1" {
 		t.Fatalf("the other user's guest has ExcNodeList %q beside a flood, want n1 (kept off the host it would slow)", got)
 	}
@@ -57,13 +53,21 @@ func TestAJobWhoseExcNodeListUpdateFailsIsNotSentEveryPass(t *testing.T) {
 	host := hostOn(1, "resnet-18/bs64")
 	bad := waitingGuestJob(2, mallory, "resnet-50/bs64")
 	sj.lists[2] = strings.Repeat("u1,", maxExcludedList/3+1) // over the bound: left alone
-	sent := 0
-	for p := int64(0); p < 30; p++ {
-		c.ReportGPUUse(shardReport(995+10*p, 1, owner, "g0", 1, 90, 10))
-		pass(c, 1000+10*p, host, bad)
-		sent += c.CarryOutQueued(sj)
-	}
+	sent := passesBesideBusyHost(c, sj, 30, host, bad)
 	if sent == 0 || sent > exclusionSends {
 		t.Fatalf("sent %d updates in 300 s of passes, want 1 to %d", sent, exclusionSends)
 	}
+}
+
+// passesBesideBusyHost runs n passes over snaps, 10 s apart from 1000,
+// owner's job 1 reporting its GPU g0 busy before each, and carries out
+// on sj what each queues; it returns the number of updates sent.
+func passesBesideBusyHost(c *testCore, sj *fakeSlurm, n int64, snaps ...Job) int {
+	sent := 0
+	for p := int64(0); p < n; p++ {
+		c.ReportGPUUse(shardReport(995+10*p, 1, owner, "g0", 1, 90, 10))
+		pass(c, 1000+10*p, snaps...)
+		sent += c.CarryOutQueued(sj)
+	}
+	return sent
 }

@@ -121,6 +121,22 @@ func memReport(t int64, job, uid uint32, usedMB float64) *wire.JobUsageReport {
 		GPUs: []wire.JobGPUUsage{{UUID: "g0", UtilPct: 50, MemUsedMB: usedMB, MemTotalMB: 81920, Sharers: 2}}}}}
 }
 
+// memGuardCore is introCore with the memory bound's default 10%
+// headroom: beside a host at 60000 MiB of an 81920 MiB GPU, a guest has
+// 13728 MiB of room.
+func memGuardCore(t *testing.T, buf *bytes.Buffer) *testCore {
+	t.Helper()
+	c := introCore(t, buf)
+	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
+	return c
+}
+
+// memHostAndGuest is the pair the memory bound judges: owner's guaranteed
+// job 1 (resnet) and mallory's opportunistic job 2 (lstm) on shards.
+func memHostAndGuest() (host, guest Job) {
+	return shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+}
+
 func drainRequeues(c *testCore) []requeueRequest {
 	var got []requeueRequest
 	for {
@@ -142,10 +158,9 @@ func drainRequeues(c *testCore) []requeueRequest {
 // and counted; it is asked once; the guaranteed job is never requeued.
 func TestAGuestThatGrowsPastItsMemoryRoomIsRequeuedWithinAPass(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
-	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	host, guest := memHostAndGuest()
 	pass(c, 1000, host, guest)
 	c.ReportGPUUse(memReport(1010, 1, owner, 60000))
 	c.ReportGPUUse(memReport(1010, 2, mallory, 4096))
@@ -184,10 +199,9 @@ func TestAGuestThatGrowsPastItsMemoryRoomIsRequeuedWithinAPass(t *testing.T) {
 // did not grow.
 func TestAHostThatGrowsPushesItsGuestOut(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
-	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	host, guest := memHostAndGuest()
 	pass(c, 1000, host, guest)
 	c.ReportGPUUse(memReport(1010, 1, owner, 40000))
 	c.ReportGPUUse(memReport(1010, 2, mallory, 8000))
@@ -213,9 +227,8 @@ func TestAHostThatGrowsPushesItsGuestOut(t *testing.T) {
 // gets a guaranteed job requeued, however much memory it holds.
 func TestMemoryReportsCannotRequeueBeyondTheRule(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	a, b := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "gpu", "lstm")
 	guest := shardJob(3, 1003, "opp", "lstm")
 	pass(c, 1000, a, b, guest)
@@ -233,15 +246,14 @@ func TestMemoryReportsCannotRequeueBeyondTheRule(t *testing.T) {
 // max_slowdown beside it.
 func TestAGuestRequeuedForItsMemoryIsNotAlsoReportedKept(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	report := func(at int64, job, uid uint32, sharers int, iters, memMB float64) *wire.JobUsageReport {
 		r := shardReport(at, job, uid, "g0", sharers, 60, iters)
 		r.Jobs[0].GPUs[0].MemUsedMB, r.Jobs[0].GPUs[0].MemTotalMB = memMB, 81920
 		return r
 	}
-	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	host, guest := memHostAndGuest()
 	pass(c, 1000, host)
 	for k := int64(1); k <= 3; k++ {
 		c.ReportGPUUse(report(1000+10*k, 1, owner, 1, 10, 60000))
@@ -280,10 +292,9 @@ func unaccountedOn(t int64, host, hostUID uint32, hostMB float64, uid uint32, hi
 // Before, only the host's report reached the pass, saying it was alone.
 func TestAGuestWhoseProcessLeftItsStepIsStillBounded(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
-	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	host, guest := memHostAndGuest()
 	pass(c, 1000, host, guest)
 	c.ReportGPUUse(unaccountedOn(1010, 1, owner, 60000, mallory, 4096))
 	pass(c, 1020, host, guest)
@@ -308,10 +319,9 @@ func TestAGuestWhoseProcessLeftItsStepIsStillBounded(t *testing.T) {
 // one that stops coming expires.
 func TestUseNoGuestCouldHoldTakesTheRoom(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
-	host, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
+	host, guest := memHostAndGuest()
 	pass(c, 1000, host, guest)
 	rep := unaccountedOn(1010, 1, owner, 50000, 0, 20000)
 	rep.Jobs = append(rep.Jobs, memReport(1010, 2, mallory, 8000).Jobs...) // one report per node
@@ -378,9 +388,8 @@ func TestChargeUnaccounted(t *testing.T) {
 // only, as before, it was kept.
 func TestAGuestOfTwoGPUsIsHeldToTheRoomOnEach(t *testing.T) {
 	var buf bytes.Buffer
-	c := introCore(t, &buf)
+	c := memGuardCore(t, &buf)
 	defer c.Close()
-	c.cfg.Sharing.Rules.GuestMemoryHeadroomPct = 10
 	hostA, hostB, guest := shardJob(1, owner, "gpu", "resnet"), shardJob(3, owner, "gpu", "resnet"), shardJob(2, mallory, "opp", "lstm")
 	pass(c, 1000, hostA, hostB, guest)
 	on := func(uuid string, usedMB float64) wire.JobGPUUsage {
