@@ -263,3 +263,20 @@ func usageBufC() int {
 	var out C.lachesis_prio_t
 	return len(out.usage)
 }
+
+// maxClusterNodes bounds the node table lachesis_cluster reads.
+const maxClusterNodes = 65536
+
+// clusterFromC copies Slurm's node table (names read to one byte past
+// core.MaxNodeNameLen, so a longer one is refused, not cut).
+func clusterFromC(nodes []C.lachesis_cluster_node_t) []core.ClusterNode {
+	out := make([]core.ClusterNode, len(nodes))
+	for i := range nodes {
+		if p := nodes[i].name; p != nil {
+			n := int(C.strnlen(p, C.size_t(core.MaxNodeNameLen+1)))
+			out[i].Name = C.GoStringN(p, C.int(n))
+		}
+		out[i].GPUs = int(min(nodes[i].gpus, 1<<16))
+	}
+	return out
+}
