@@ -2,9 +2,13 @@ package cluster_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 )
 
 // Issue 35 item 5: guaranteed quotas in slurmctld. One 4-GPU node, one
@@ -93,5 +97,42 @@ func TestQuotaReclaimBound(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`quota reclaim account=own `).FindAllString(e.c.ControllerLog(), -1)); n != 2 {
 		t.Fatalf("%d reclaims logged, want exactly 2", n)
+	}
+}
+
+// A quota the real cluster cannot hold stops slurmctld at its start
+// naming the key, as a bad lachesis.yaml does: "own: 2 nodes of 4 GPUs"
+// on one 4-GPU node. The text itself is valid, so only the node table
+// (sent to the core before the first pass) can refuse it.
+func TestQuotaUnfitStopsSlurmctldNamingTheKey(t *testing.T) {
+	parallelUnlessAlone(t)
+	dir := filepath.Join(testDirRoot, "QuotaUnfit")
+	os.RemoveAll(dir)
+	fragment, err := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
+		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: reservePortBlock(t),
+		PluginDir:    filepath.Join(buildTree, "plugins"),
+		LachesisYAML: tiresiasYAML(dir, quotaYAML("own: 2 nodes of 4 GPUs", 4)),
+		ExtraConf:    string(fragment),
+	})
+	t.Cleanup(func() {
+		if c != nil {
+			c.Down() //nolint:errcheck
+		}
+	})
+	if c == nil {
+		t.Fatalf("no cluster to read the log of: %v", err)
+	}
+	// Up may see slurmctld answer before its first pass stops it.
+	want := regexp.MustCompile(`fatal: .*quota\.accounts\.own \(8 GPUs in cells of 4\).*the cluster has 4`)
+	deadline := time.Now().Add(60 * time.Second)
+	for !want.MatchString(c.ControllerLog()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld's log has no fatal error naming quota.accounts.own (Up: %v):\n%s", err, tail(c.ControllerLog(), 15))
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
