@@ -182,6 +182,7 @@ func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 	s.PreemptTime = int64(j.preempt_time)
 	s.RequeueAllowed = j.requeue_allowed != 0
 	s.EndState = core.EndState(j.end_state)
+	s.FirstNode, s.NodeCount = int32(j.first_node), uint32(j.node_count)
 	if j.state != C.LACHESIS_PENDING {
 		s.Run = (*cRun)(j) // a pointer in an interface: no allocation
 	} else if j.name != nil || j.comment != nil {
@@ -277,6 +278,7 @@ func clusterFromC(nodes []C.lachesis_cluster_node_t) []core.ClusterNode {
 			out[i].Name = C.GoStringN(p, C.int(n))
 		}
 		out[i].GPUs = int(min(nodes[i].gpus, 1<<16))
+		out[i].Index = int32(nodes[i].index)
 	}
 	return out
 }

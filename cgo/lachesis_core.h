@@ -49,7 +49,7 @@
  * 17: lachesis_env_t.reconfigure (Slurm 24.05 and later reconfigure by
  *    starting a new slurmctld beside the running one).
  * 18: lachesis_cluster and lachesis_cluster_node_t (the nodes' GPUs, for quotas
- *    in cells). */
+ *    in cells); lachesis_job_t.first_node and node_count. */
 #define LACHESIS_ABI_VERSION 18
 
 /* Return codes. */
@@ -174,6 +174,11 @@ typedef struct lachesis_job {
 	 * sizing reads with policy/gres: a lowering never raises either. */
 	const char *cpus_per_tres;
 	const char *mem_per_tres;
+	/* Running jobs: the index in Slurm's node table of the first node of
+	 * the allocation (lachesis_cluster_node_t.index) and how many nodes
+	 * it has; node_count 0 for other jobs. */
+	int32_t  first_node;
+	uint32_t node_count;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */
@@ -413,7 +418,7 @@ extern int lachesis_reconfigure(char *errbuf, int errlen);
 typedef struct {
 	const char *name;
 	uint32_t gpus;
-	uint32_t reserved;
+	int32_t  index;	/* in Slurm's node table (job's first_node) */
 } lachesis_cluster_node_t;
 
 /* The cluster's shape, sent before each pass under the node read lock: the

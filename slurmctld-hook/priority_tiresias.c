@@ -301,6 +301,7 @@ static void _send_cluster(void)
 	}
 	for (int i = 0; (node_ptr = next_node(&i)) && (n < cluster_cap); i++) {
 		cluster_nodes[n].name = node_ptr->name;
+		cluster_nodes[n].index = i;
 		cluster_nodes[n++].gpus = _node_gpus(node_ptr);
 	}
 	rc = lachesis_cluster(cluster_nodes, n, err, sizeof(err));

@@ -136,3 +136,37 @@ func TestQuotaUnfitStopsSlurmctldNamingTheKey(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// Issue 35: a 4-GPU job of an account gets a whole cell although 4 GPUs
+// are free in scattered pieces. Two nodes of 4 GPUs, a borrower of 2 GPUs
+// on each (2 free on each node); the owner's one-node 4-GPU job reclaims
+// one node whole: only the borrower of the node whose eviction loses the
+// least work (the younger) is requeued, the owner runs there, and the
+// other node's borrower is untouched. Counted in GPUs over the cluster,
+// the reclaim took both borrowers (4 GPUs), leaving the 2+2 pieces.
+func TestQuotaReclaimGivesAWholeCell(t *testing.T) {
+	e := startCluster(t, 2, quotaYAML("own: 1 node of 4 GPUs", 4))
+	older := e.submit("-A", "other", "-J", "older", "-w", "lnode1", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(older, "RUNNING", 30*time.Second)
+	time.Sleep(8 * time.Second)
+	younger := e.submit("-A", "other", "-J", "younger", "-w", "lnode2", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(younger, "RUNNING", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	owner := e.submit("-A", "own", "-J", "owner", "-N1", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(owner, "RUNNING", 90*time.Second)
+	if node := e.show(owner)["NodeList"]; node != "lnode2" {
+		t.Fatalf("the owner runs on %q; want lnode2, the node of the cheaper borrower, whole", node)
+	}
+	if e.restarts(younger) < 1 {
+		t.Fatalf("the younger borrower on lnode2 was not requeued: %+v", e.jobs()[younger])
+	}
+	if e.restarts(older) != 0 || e.jobs()[older].State != "RUNNING" {
+		t.Fatalf("the borrower on lnode1 was touched: %+v (restarts %d)", e.jobs()[older], e.restarts(older))
+	}
+	if !e.logMatches(fmt.Sprintf(`quota reclaim account=own preemptor_job_id=%d job_id=%d .*cell_node=lnode2`, owner, younger)) {
+		t.Error("slurmctld's log has no reclaim line naming the owner, the victim and the node freed")
+	}
+	if n := len(regexp.MustCompile(`quota reclaim account=own `).FindAllString(e.c.ControllerLog(), -1)); n != 1 {
+		t.Fatalf("%d reclaims logged, want 1 (one node's borrower)", n)
+	}
+}

@@ -24,6 +24,8 @@ import (
 type ClusterNode struct {
 	Name string
 	GPUs int
+	// Index is the node's in Slurm's node table (Snapshot.FirstNode).
+	Index int32
 }
 
 // MaxNodeNameLen bounds a node name the plugin sends (Slurm's own

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,5 +60,36 @@ func TestClusterWithoutGPUsRefusesQuotas(t *testing.T) {
 	c.cfg.Quota.Accounts = map[string]quota.Spec{"own": {Cells: 1, CellGPUs: 1}}
 	if err := c.SetCluster([]ClusterNode{{Name: "n0"}}); !errors.Is(err, ErrQuotaUnfit) {
 		t.Fatalf("SetCluster = %v, want ErrQuotaUnfit", err)
+	}
+}
+
+func onNode(s Snapshot, node int32) Snapshot { s.FirstNode, s.NodeCount = node, 1; return s }
+
+// Issue 35: with the cluster known, an owner's 4-GPU job reclaims a whole
+// node: the borrowers of the node whose eviction loses the least work,
+// even though two borrowers on different nodes would lose less (the old
+// count in GPUs took those, leaving 4 GPUs free in pieces). Node 1 is
+// left alone.
+func TestQuotaReclaimFreesAWholeNode(t *testing.T) {
+	now := int64(2000)
+	c, logged := quotaCore(t, &now, 4)
+	if err := c.SetCluster([]ClusterNode{{Name: "n0", GPUs: 4, Index: 0}, {Name: "n1", GPUs: 4, Index: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	slurm := &requeueRecorder{}
+	pass(c, now,
+		onNode(requeueable(inAccount(running(1, 2, 100, 1900), "other")), 0), // 200 GPU-s
+		onNode(requeueable(inAccount(running(2, 2, 100, 1900), "other")), 0), // 200 GPU-s
+		onNode(requeueable(inAccount(running(3, 2, 100, 1990), "other")), 1), // 20 GPU-s
+		onNode(requeueable(inAccount(running(4, 2, 100, 1000), "other")), 1), // 2000 GPU-s
+		waitsForGPUs(requeueable(inAccount(pending(5, 4, 1990), "own"))),
+	)
+	c.sharing.CarryOutQueued(slurm)
+	slices.Sort(slurm.requeued)
+	if !slices.Equal(slurm.requeued, []uint32{1, 2}) {
+		t.Fatalf("requeued %v, want node n0's borrowers [1 2] (a whole cell)", slurm.requeued)
+	}
+	if !strings.Contains(logged.String(), "cell_node=n0") {
+		t.Errorf("the reclaim log line does not name the node it frees:\n%s", logged)
 	}
 }
