@@ -25,12 +25,16 @@ import (
 // gpushare's requeuer requeues them. Slurm's own preemption (Preemptable)
 // never takes a borrower for an owner, so the bound holds.
 //
-// Quotas are counted in GPUs over the whole cluster here (KAI's deserved
-// quota, the simulator's "quota" policy): the core does not see which
-// node's GPUs are free, so a reclaim frees the job's whole size from
-// borrowers, and cells are not kept whole in Slurm's placement
-// (docs/configuration.md, "Quotas in cells"). Without a quota section
-// nothing here runs and every job is QuotaOff.
+// Quotas are counted in GPUs (KAI's deserved quota, the simulator's
+// "quota" policy) for the class. The reclaim of an owner's job of up to a
+// node's GPUs, once the plugin sent the node table and the quotas are
+// bound to it (cluster.go), frees one node whole: every GPU node is a
+// room, its free GPUs what the running jobs on it leave, so the job gets
+// a cell rather than GPUs scattered over nodes; a larger job, or a pass
+// before the node table, frees its size from borrowers anywhere. Slurm's
+// placement itself does not keep cells whole (docs/configuration.md,
+// "Quotas in cells"). Without a quota section nothing here runs and every
+// job is QuotaOff.
 
 const (
 	keyQuotaGPUs = "quota_gpus"
