@@ -316,12 +316,14 @@ static void _send_cluster(void)
 		strlcpy(cluster_refusal, err, sizeof(cluster_refusal));
 		return;
 	}
-	cluster_sent = true;
 	if (strcmp(cluster_last_err, err)) {
 		strlcpy(cluster_last_err, err, sizeof(cluster_last_err));
-		error("%s: the quotas keep their previous binding: %s",
-		      plugin_type, err);
+		error("%s: %s: %s", plugin_type,
+		      cluster_sent ? "the quotas keep their previous binding" :
+				     "the quotas are not bound, counted in GPUs",
+		      err);
 	}
+	cluster_sent = true;
 }
 
 /* One pass: snapshot every job under the job write lock, one call into Go,
@@ -503,8 +505,18 @@ extern void priority_p_reconfig(bool assoc_clear)
 {
 	char err[1024] = "";
 
+	/* The job read lock keeps the pass thread (job write lock) out of
+	 * the node buffer; Slurm calls this without locks. */
+	slurmctld_lock_t node_read_lock =
+		{ NO_LOCK, READ_LOCK, READ_LOCK, NO_LOCK, NO_LOCK };
+
 	if (!core_up)
 		return;
+	/* The new quotas are checked against the nodes: send them first
+	 * (a reconfigure before the first pass would find none). */
+	lock_slurmctld(node_read_lock);
+	_send_cluster();
+	unlock_slurmctld(node_read_lock);
 	if (lachesis_reconfigure(err, sizeof(err)) != LACHESIS_OK)
 		error("%s: config not reloaded, keeping the previous one: %s",
 		      plugin_type, err);

@@ -170,3 +170,25 @@ func TestQuotaReclaimGivesAWholeCell(t *testing.T) {
 		t.Fatalf("%d reclaims logged, want 1 (one node's borrower)", n)
 	}
 }
+
+// A reconfigure to a quota the cluster cannot hold names the key and
+// leaves slurmctld running: 22.05 keeps the previous config; from 24.05
+// the new slurmctld has taken over by its first pass, so it logs the
+// misfit and counts the quotas in GPUs (docs/configuration.md).
+func TestQuotaUnfitAtReconfigureNamesTheKey(t *testing.T) {
+	e := startCluster(t, 1, quotaYAML("own: 4 GPUs", 4))
+	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, quotaYAML("own: 2 nodes of 4 GPUs", 4))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Reconfigure(); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "slurmctld's log to name quota.accounts.own's misfit", func() (bool, string) {
+		return e.logMatches(`error: .*quota\.accounts\.own \(8 GPUs in cells of 4\).*the cluster has 4`), ""
+	})
+	if e.logMatches(`fatal: `) {
+		t.Fatal("a reconfigure stopped slurmctld")
+	}
+	id := e.submit("-J", "after", "--gpus=1", "--wrap", "sleep 1")
+	e.waitState(id, "COMPLETED", 60*time.Second)
+}
