@@ -12,7 +12,9 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/core"
@@ -268,17 +270,31 @@ func usageBufC() int {
 // maxClusterNodes bounds the node table lachesis_cluster reads.
 const maxClusterNodes = 65536
 
-// clusterFromC copies Slurm's node table (names read to one byte past
-// core.MaxNodeNameLen, so a longer one is refused, not cut).
-func clusterFromC(nodes []C.lachesis_cluster_node_t) []core.ClusterNode {
-	out := make([]core.ClusterNode, len(nodes))
+// Slurm's node table is sent before every pass: clusterBuf and the
+// interned names make the common pass (the same nodes) allocate nothing.
+var (
+	clusterMu  sync.Mutex
+	clusterBuf []core.ClusterNode
+	nodeNames  core.AccountNames
+)
+
+// withClusterFromC hands f Slurm's node table as Go values (names read to
+// one byte past core.MaxNodeNameLen, so a longer one is refused, not
+// cut); the slice is reused, so f must not keep it.
+func withClusterFromC(nodes []C.lachesis_cluster_node_t, f func([]core.ClusterNode) error) error {
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	clusterBuf = slices.Grow(clusterBuf[:0], len(nodes))[:len(nodes)]
 	for i := range nodes {
+		clusterBuf[i] = core.ClusterNode{GPUs: int(min(nodes[i].gpus, 1<<16)), Index: int32(nodes[i].index)}
 		if p := nodes[i].name; p != nil {
 			n := int(C.strnlen(p, C.size_t(core.MaxNodeNameLen+1)))
-			out[i].Name = C.GoStringN(p, C.int(n))
+			if n > core.MaxNodeNameLen {
+				clusterBuf[i].Name = C.GoStringN(p, C.int(n)) // refused by SetCluster
+				continue
+			}
+			clusterBuf[i].Name = nodeNames.Intern(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
 		}
-		out[i].GPUs = int(min(nodes[i].gpus, 1<<16))
-		out[i].Index = int32(nodes[i].index)
 	}
-	return out
+	return f(clusterBuf)
 }

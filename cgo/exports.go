@@ -75,7 +75,7 @@ func lachesis_cluster(nodes *C.lachesis_cluster_node_t, n C.int32_t, errbuf *C.c
 		writeErr(errbuf, errlen, fmt.Errorf("lachesis_cluster: %d nodes (0 to %d)", n, maxClusterNodes))
 		return C.LACHESIS_EINVAL
 	}
-	if err := h.core.SetCluster(clusterFromC(unsafe.Slice(nodes, int(n)))); err != nil {
+	if err := withClusterFromC(unsafe.Slice(nodes, int(n)), h.core.SetCluster); err != nil {
 		writeErr(errbuf, errlen, err)
 		return C.LACHESIS_ECONFIG
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/policy/cells"
+	"github.com/lachesis-sched/lachesis/policy/priority"
 	"github.com/lachesis-sched/lachesis/policy/quota"
 )
 
@@ -29,13 +30,18 @@ type ClusterNode struct {
 }
 
 // MaxNodeNameLen bounds a node name the plugin sends (Slurm's own
-// hostnames are far shorter).
-const MaxNodeNameLen = 256
+// hostnames are far shorter); the names are interned like accounts.
+const MaxNodeNameLen = priority.MaxAccountName
 
 // clusterState is the last shape seen and the quotas bound to it.
 type clusterState struct {
 	nodes   []ClusterNode // nil until the plugin sent one
 	binding *quota.Binding
+	// refused is the last shape the quotas did not fit and why: sent
+	// again at every pass, it is not bound again (a large cluster's tree
+	// is not free to build).
+	refused    []ClusterNode
+	refusedErr error
 }
 
 // ErrQuotaUnfit is wrapped by the error of a quota the cluster cannot hold.
@@ -60,8 +66,12 @@ func (c *Core) SetCluster(nodes []ClusterNode) error {
 	if c.cluster.nodes != nil && slices.Equal(c.cluster.nodes, nodes) {
 		return nil
 	}
+	if c.cluster.refused != nil && slices.Equal(c.cluster.refused, nodes) {
+		return c.cluster.refusedErr
+	}
 	b, err := bindQuotas(c.configPath, c.cfg.Quota, nodes)
 	if err != nil {
+		c.cluster.refused, c.cluster.refusedErr = slices.Clone(nodes), err
 		return err
 	}
 	changed := c.cluster.nodes != nil

@@ -47,6 +47,9 @@ func TestClusterBindsQuotas(t *testing.T) {
 	if c.cluster.binding == nil || len(c.cluster.nodes) != 3 {
 		t.Fatalf("the refused shape replaced the bound one: %+v", c.cluster)
 	}
+	if again := c.SetCluster([]ClusterNode{{Name: "n0", GPUs: 2}}); again != err {
+		t.Fatalf("the same refused shape again: %v, want the remembered %v", again, err)
+	}
 	if err := c.SetCluster([]ClusterNode{{Name: strings.Repeat("x", MaxNodeNameLen+1), GPUs: 4}}); err == nil {
 		t.Fatal("an over-long node name was taken")
 	}

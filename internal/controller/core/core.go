@@ -385,6 +385,7 @@ func (c *Core) Reconfigure() error {
 	old, oldBinding := c.cfg, c.cluster.binding
 	c.cfg = cfg
 	c.cluster.binding = binding
+	c.cluster.refused, c.cluster.refusedErr = nil, nil // judged by the old quotas
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	if err := c.rebuildRanker(); err != nil {
 		c.cfg, c.cluster.binding = old, oldBinding
