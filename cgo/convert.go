@@ -12,7 +12,9 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/core"
@@ -182,6 +184,7 @@ func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 	s.PreemptTime = int64(j.preempt_time)
 	s.RequeueAllowed = j.requeue_allowed != 0
 	s.EndState = core.EndState(j.end_state)
+	s.FirstNode, s.NodeCount = int32(j.first_node), uint32(j.node_count)
 	if j.state != C.LACHESIS_PENDING {
 		s.Run = (*cRun)(j) // a pointer in an interface: no allocation
 	} else if j.name != nil || j.comment != nil {
@@ -262,4 +265,36 @@ func usagePrefixC() string { return C.LACHESIS_USAGE_PREFIX }
 func usageBufC() int {
 	var out C.lachesis_prio_t
 	return len(out.usage)
+}
+
+// maxClusterNodes bounds the node table lachesis_cluster reads.
+const maxClusterNodes = 65536
+
+// Slurm's node table is sent before every pass: clusterBuf and the
+// interned names make the common pass (the same nodes) allocate nothing.
+var (
+	clusterMu  sync.Mutex
+	clusterBuf []core.ClusterNode
+	nodeNames  core.AccountNames
+)
+
+// withClusterFromC hands f Slurm's node table as Go values (names read to
+// one byte past core.MaxNodeNameLen, so a longer one is refused, not
+// cut); the slice is reused, so f must not keep it.
+func withClusterFromC(nodes []C.lachesis_cluster_node_t, f func([]core.ClusterNode) error) error {
+	clusterMu.Lock()
+	defer clusterMu.Unlock()
+	clusterBuf = slices.Grow(clusterBuf[:0], len(nodes))[:len(nodes)]
+	for i := range nodes {
+		clusterBuf[i] = core.ClusterNode{GPUs: int(min(nodes[i].gpus, 1<<16)), Index: int32(nodes[i].index)}
+		if p := nodes[i].name; p != nil {
+			n := int(C.strnlen(p, C.size_t(core.MaxNodeNameLen+1)))
+			if n > core.MaxNodeNameLen {
+				clusterBuf[i].Name = C.GoStringN(p, C.int(n)) // refused by SetCluster
+				continue
+			}
+			clusterBuf[i].Name = nodeNames.Intern(unsafe.Slice((*byte)(unsafe.Pointer(p)), n))
+		}
+	}
+	return f(clusterBuf)
 }

@@ -64,6 +64,24 @@ func lachesis_reconfigure(errbuf *C.char, errlen C.int) (rc C.int) {
 	return C.LACHESIS_OK
 }
 
+//export lachesis_cluster
+func lachesis_cluster(nodes *C.lachesis_cluster_node_t, n C.int32_t, errbuf *C.char, errlen C.int) (rc C.int) {
+	defer recoverInto(&rc, "lachesis_cluster")
+	h := running()
+	if h == nil {
+		return C.LACHESIS_ENOTINIT
+	}
+	if n < 0 || n > maxClusterNodes || (n > 0 && nodes == nil) {
+		writeErr(errbuf, errlen, fmt.Errorf("lachesis_cluster: %d nodes (0 to %d)", n, maxClusterNodes))
+		return C.LACHESIS_EINVAL
+	}
+	if err := withClusterFromC(unsafe.Slice(nodes, int(n)), h.core.SetCluster); err != nil {
+		writeErr(errbuf, errlen, err)
+		return C.LACHESIS_ECONFIG
+	}
+	return C.LACHESIS_OK
+}
+
 //export lachesis_pass_interval
 func lachesis_pass_interval() (secs C.int) {
 	defer recoverInto(nil, "lachesis_pass_interval")

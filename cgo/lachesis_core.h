@@ -47,8 +47,10 @@
  *    the one reader): lachesis_job_t.cpus_per_tres and mem_per_tres, and
  *    lachesis_shrink_t's copies of them as the core judged them.
  * 17: lachesis_env_t.reconfigure (Slurm 24.05 and later reconfigure by
- *    starting a new slurmctld beside the running one). */
-#define LACHESIS_ABI_VERSION 17
+ *    starting a new slurmctld beside the running one).
+ * 18: lachesis_cluster and lachesis_cluster_node_t (the nodes' GPUs, for quotas
+ *    in cells); lachesis_job_t.first_node and node_count. */
+#define LACHESIS_ABI_VERSION 18
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -172,6 +174,11 @@ typedef struct lachesis_job {
 	 * sizing reads with policy/gres: a lowering never raises either. */
 	const char *cpus_per_tres;
 	const char *mem_per_tres;
+	/* Running jobs: the index in Slurm's node table of the first node of
+	 * the allocation (lachesis_cluster_node_t.index) and how many nodes
+	 * it has; node_count 0 for other jobs. */
+	int32_t  first_node;
+	uint32_t node_count;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */
@@ -407,6 +414,20 @@ extern int lachesis_init(lachesis_env_t *env, char *errbuf, int errlen);
 extern void lachesis_fini(void);
 /* Re-reads the config; on error the old one stays and errbuf says why. */
 extern int lachesis_reconfigure(char *errbuf, int errlen);
+/* One node of Slurm's node table: its name and its configured gres/gpu. */
+typedef struct {
+	const char *name;
+	uint32_t gpus;
+	int32_t  index;	/* in Slurm's node table (job's first_node) */
+} lachesis_cluster_node_t;
+
+/* The cluster's shape, sent before each pass under the node read lock: the
+ * core binds the configured quotas to it when it is new or changed (the
+ * same shape again costs a comparison). LACHESIS_ECONFIG: a quota does not
+ * fit, errbuf names its key; the first time, the caller stops slurmctld,
+ * later the quotas keep their previous binding. */
+extern int lachesis_cluster(lachesis_cluster_node_t *nodes, int32_t n,
+			    char *errbuf, int errlen);
 /* Seconds between periodic passes. */
 extern int lachesis_pass_interval(void);
 /* Ranks all n jobs; out[i] is the decision for jobs[i]. No I/O. Returns

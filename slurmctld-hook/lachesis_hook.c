@@ -271,6 +271,9 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 		node_ptr = node_record_table_ptr[first];
 	if (!node_ptr)
 		return;
+	/* Where it runs, for quota reclaim in cells (a whole node's GPUs). */
+	out->first_node = first;
+	out->node_count = bit_set_count(job_ptr->node_bitmap);
 	out->node_cpus = node_ptr->cpus;
 	if (!node_ptr->gres_list)
 		return;

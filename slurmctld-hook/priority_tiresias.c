@@ -9,6 +9,7 @@
  * re-rank running and pending jobs as their attained service grows.
  */
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/strlcpy.h"
 #include "src/common/timers.h"
 
 /* Defined here so the plugin also loads into programs other than slurmctld
@@ -248,6 +250,82 @@ static bool _show_blocked(job_record_t *job_ptr, const char *why)
 	return false;
 }
 
+/* The cluster's shape for the core's quotas (lachesis_cluster): every
+ * node's name and configured GPUs, sent before each pass under the node
+ * read lock the pass holds. The core binds the quotas to the first shape
+ * it gets and to a changed one; a quota that does not fit the first shape
+ * stops slurmctld naming its key, as a bad lachesis.yaml does at start
+ * (cluster_refusal carries the reason out of the locks). Where this
+ * slurmctld replaces one at a reconfigure (24.05 and later), the old one
+ * has already handed over by then: the error is logged and the quotas stay
+ * counted in GPUs. A later shape that does not fit is logged once; the
+ * quotas keep their binding. */
+static bool cluster_sent = false;
+static char cluster_refusal[1024];
+static char cluster_last_err[1024];
+static lachesis_cluster_node_t *cluster_nodes = NULL;
+static int cluster_cap = 0;
+
+static uint32_t _node_gpus(node_record_t *node_ptr)
+{
+	uint64_t gpus = 0;
+	list_itr_t *itr;
+	gres_state_t *gres_state;
+
+	if (!node_ptr->gres_list)
+		return 0;
+	itr = list_iterator_create(node_ptr->gres_list);
+	while ((gres_state = list_next(itr))) {
+		gres_node_state_t *ns = gres_state->gres_data;
+		if (xstrcmp(gres_state->gres_name, "gpu") || !ns)
+			continue;
+		gpus += ns->gres_cnt_avail;
+	}
+	list_iterator_destroy(itr);
+	return (uint32_t) MIN(gpus, UINT32_MAX);
+}
+
+/* Node read lock held. */
+static void _send_cluster(void)
+{
+	char err[1024] = "";
+	node_record_t *node_ptr;
+	int n = 0, rc;
+
+	if (node_record_count <= 0)
+		return; /* 24.11 starts the plugin before it reads the nodes */
+	if (cluster_cap < node_record_count) {
+		xfree(cluster_nodes);
+		cluster_cap = node_record_count;
+		cluster_nodes = xcalloc(cluster_cap, sizeof(*cluster_nodes));
+	}
+	for (int i = 0; (node_ptr = next_node(&i)) && (n < cluster_cap); i++) {
+		cluster_nodes[n].name = node_ptr->name;
+		cluster_nodes[n].index = i;
+		cluster_nodes[n++].gpus = _node_gpus(node_ptr);
+	}
+	rc = lachesis_cluster(cluster_nodes, n, err, sizeof(err));
+	if (rc == LACHESIS_OK) {
+		cluster_sent = true;
+		cluster_last_err[0] = '\0';
+		return;
+	}
+	if (!err[0])
+		snprintf(err, sizeof(err), "code %d", rc);
+	if (!cluster_sent && !lachesis_replaces_a_slurmctld()) {
+		strlcpy(cluster_refusal, err, sizeof(cluster_refusal));
+		return;
+	}
+	if (strcmp(cluster_last_err, err)) {
+		strlcpy(cluster_last_err, err, sizeof(cluster_last_err));
+		error("%s: %s: %s", plugin_type,
+		      cluster_sent ? "the quotas keep their previous binding" :
+				     "the quotas are not bound, counted in GPUs",
+		      err);
+	}
+	cluster_sent = true;
+}
+
 /* One pass: snapshot every job under the job write lock, one call into Go,
  * write the priorities back. No I/O happens while the lock is held. */
 static void _run_pass(void)
@@ -269,6 +347,12 @@ static void _run_pass(void)
 	lock_slurmctld(job_write_lock);
 	START_TIMER;
 	now = time(NULL);
+	_send_cluster();
+	if (cluster_refusal[0]) {
+		unlock_slurmctld(job_write_lock);
+		fatal("%s: cannot start the Lachesis core: %s", plugin_type,
+		      cluster_refusal);
+	}
 	if (job_list) {
 		_grow_buffers(list_count(job_list));
 		assoc_mgr_lock(&assoc_read_lock);
@@ -387,6 +471,9 @@ int fini(void)
 	xfree(pass_prios);
 	xfree(pass_ptrs);
 	pass_cap = 0;
+	xfree(cluster_nodes);
+	cluster_cap = 0;
+	cluster_sent = false;
 	last_pass_ok = 0;
 	return SLURM_SUCCESS;
 }
@@ -418,8 +505,18 @@ extern void priority_p_reconfig(bool assoc_clear)
 {
 	char err[1024] = "";
 
+	/* The job read lock keeps the pass thread (job write lock) out of
+	 * the node buffer; Slurm calls this without locks. */
+	slurmctld_lock_t node_read_lock =
+		{ NO_LOCK, READ_LOCK, READ_LOCK, NO_LOCK, NO_LOCK };
+
 	if (!core_up)
 		return;
+	/* The new quotas are checked against the nodes: send them first
+	 * (a reconfigure before the first pass would find none). */
+	lock_slurmctld(node_read_lock);
+	_send_cluster();
+	unlock_slurmctld(node_read_lock);
 	if (lachesis_reconfigure(err, sizeof(err)) != LACHESIS_OK)
 		error("%s: config not reloaded, keeping the previous one: %s",
 		      plugin_type, err);

@@ -138,10 +138,11 @@ func Bind(tree *cells.Tree, specs map[string]Spec) (*Binding, error) {
 		b.Accounts = append(b.Accounts, a)
 		b.Specs = append(b.Specs, specs[a])
 		b.Cells = append(b.Cells, nil)
-		total += specs[a].GPUs()
-	}
-	if total > tree.GPUs() {
-		return nil, fmt.Errorf("%w: quota.accounts: the quotas add up to %d GPUs, the cluster has %d", ErrBadQuota, total, tree.GPUs())
+		// The error names the account that takes the sum over.
+		if total += specs[a].GPUs(); total > tree.GPUs() {
+			return nil, fmt.Errorf("%w: quota.accounts.%s (%s): the quotas add up to %d GPUs with it (accounts by name), the cluster has %d",
+				ErrBadQuota, a, specs[a], total, tree.GPUs())
+		}
 	}
 	order := make([]int, len(b.Accounts))
 	for i := range order {

@@ -2,9 +2,13 @@ package cluster_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/slurmcluster"
 )
 
 // Issue 35 item 5: guaranteed quotas in slurmctld. One 4-GPU node, one
@@ -94,4 +98,97 @@ func TestQuotaReclaimBound(t *testing.T) {
 	if n := len(regexp.MustCompile(`quota reclaim account=own `).FindAllString(e.c.ControllerLog(), -1)); n != 2 {
 		t.Fatalf("%d reclaims logged, want exactly 2", n)
 	}
+}
+
+// A quota the real cluster cannot hold stops slurmctld at its start
+// naming the key, as a bad lachesis.yaml does: "own: 2 nodes of 4 GPUs"
+// on one 4-GPU node. The text itself is valid, so only the node table
+// (sent to the core before the first pass) can refuse it.
+func TestQuotaUnfitStopsSlurmctldNamingTheKey(t *testing.T) {
+	parallelUnlessAlone(t)
+	dir := filepath.Join(testDirRoot, "QuotaUnfit")
+	os.RemoveAll(dir)
+	fragment, err := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
+		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: reservePortBlock(t),
+		PluginDir:    filepath.Join(buildTree, "plugins"),
+		LachesisYAML: tiresiasYAML(dir, quotaYAML("own: 2 nodes of 4 GPUs", 4)),
+		ExtraConf:    string(fragment),
+	})
+	t.Cleanup(func() {
+		if c != nil {
+			c.Down() //nolint:errcheck
+		}
+	})
+	if c == nil {
+		t.Fatalf("no cluster to read the log of: %v", err)
+	}
+	// Up may see slurmctld answer before its first pass stops it.
+	want := regexp.MustCompile(`fatal: .*quota\.accounts\.own \(8 GPUs in cells of 4\).*the cluster has 4`)
+	deadline := time.Now().Add(60 * time.Second)
+	for !want.MatchString(c.ControllerLog()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld's log has no fatal error naming quota.accounts.own (Up: %v):\n%s", err, tail(c.ControllerLog(), 15))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// Issue 35: a 4-GPU job of an account gets a whole cell although 4 GPUs
+// are free in scattered pieces. Two nodes of 4 GPUs, a borrower of 2 GPUs
+// on each (2 free on each node); the owner's one-node 4-GPU job reclaims
+// one node whole: only the borrower of the node whose eviction loses the
+// least work (the younger) is requeued, the owner runs there, and the
+// other node's borrower is untouched. Counted in GPUs over the cluster,
+// the reclaim took both borrowers (4 GPUs), leaving the 2+2 pieces.
+func TestQuotaReclaimGivesAWholeCell(t *testing.T) {
+	e := startCluster(t, 2, quotaYAML("own: 1 node of 4 GPUs", 4))
+	older := e.submit("-A", "other", "-J", "older", "-w", "lnode1", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(older, "RUNNING", 30*time.Second)
+	time.Sleep(8 * time.Second)
+	younger := e.submit("-A", "other", "-J", "younger", "-w", "lnode2", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(younger, "RUNNING", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	owner := e.submit("-A", "own", "-J", "owner", "-N1", "--gpus=4", "--wrap", "sleep 600")
+	e.waitState(owner, "RUNNING", 90*time.Second)
+	if node := e.show(owner)["NodeList"]; node != "lnode2" {
+		t.Fatalf("the owner runs on %q; want lnode2, the node of the cheaper borrower, whole", node)
+	}
+	if e.restarts(younger) < 1 {
+		t.Fatalf("the younger borrower on lnode2 was not requeued: %+v", e.jobs()[younger])
+	}
+	if e.restarts(older) != 0 || e.jobs()[older].State != "RUNNING" {
+		t.Fatalf("the borrower on lnode1 was touched: %+v (restarts %d)", e.jobs()[older], e.restarts(older))
+	}
+	if !e.logMatches(fmt.Sprintf(`quota reclaim account=own preemptor_job_id=%d job_id=%d .*cell_node=lnode2`, owner, younger)) {
+		t.Error("slurmctld's log has no reclaim line naming the owner, the victim and the node freed")
+	}
+	if n := len(regexp.MustCompile(`quota reclaim account=own `).FindAllString(e.c.ControllerLog(), -1)); n != 1 {
+		t.Fatalf("%d reclaims logged, want 1 (one node's borrower)", n)
+	}
+}
+
+// A reconfigure to a quota the cluster cannot hold names the key and
+// leaves slurmctld running: 22.05 keeps the previous config; from 24.05
+// the new slurmctld has taken over by its first pass, so it logs the
+// misfit and counts the quotas in GPUs (docs/configuration.md).
+func TestQuotaUnfitAtReconfigureNamesTheKey(t *testing.T) {
+	e := startCluster(t, 1, quotaYAML("own: 4 GPUs", 4))
+	if err := e.c.WriteLachesisYAML(tiresiasYAML(e.dir, quotaYAML("own: 2 nodes of 4 GPUs", 4))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Reconfigure(); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "slurmctld's log to name quota.accounts.own's misfit", func() (bool, string) {
+		return e.logMatches(`error: .*quota\.accounts\.own \(8 GPUs in cells of 4\).*the cluster has 4`), ""
+	})
+	if e.logMatches(`fatal: `) {
+		t.Fatal("a reconfigure stopped slurmctld")
+	}
+	id := e.submit("-J", "after", "--gpus=1", "--wrap", "sleep 1")
+	e.waitState(id, "COMPLETED", 60*time.Second)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/policy/priority"
+	"github.com/lachesis-sched/lachesis/policy/quota"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -89,6 +90,7 @@ type Core struct {
 	results    []priority.Result
 	preemption preemptionState // who may preempt whom, and what came of it (preempt.go)
 	quota      quotaState      // quota standing and reclaims between passes (quota.go)
+	cluster    clusterState    // the nodes' GPUs and the quotas bound to them (cluster.go)
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
@@ -371,11 +373,22 @@ func (c *Core) Reconfigure() error {
 	if cfg.Sharing.PairTable != c.cfg.Sharing.PairTable || cfg.Sharing.PairTableGPU != c.cfg.Sharing.PairTableGPU {
 		c.log.Warn("sharing.pair_table changed; the pair table is seeded when slurmctld starts", keyPath, cfg.Sharing.PairTable)
 	}
-	old := c.cfg
+	// The new quotas must fit the cluster Slurm has (when the plugin
+	// has sent it): else the previous config stays, naming the key.
+	var binding *quota.Binding
+	if c.cluster.nodes != nil {
+		if binding, err = bindQuotas(c.configPath, cfg.Quota, c.cluster.nodes); err != nil {
+			c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
+			return err
+		}
+	}
+	old, oldBinding := c.cfg, c.cluster.binding
 	c.cfg = cfg
+	c.cluster.binding = binding
+	c.cluster.refused, c.cluster.refusedErr = nil, nil // judged by the old quotas
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	if err := c.rebuildRanker(); err != nil {
-		c.cfg = old
+		c.cfg, c.cluster.binding = old, oldBinding
 		c.minHistory.Store(int64(old.GittinsMinHistory))
 		c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
 		return err

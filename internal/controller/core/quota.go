@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -24,17 +25,22 @@ import (
 // gpushare's requeuer requeues them. Slurm's own preemption (Preemptable)
 // never takes a borrower for an owner, so the bound holds.
 //
-// Quotas are counted in GPUs over the whole cluster here (KAI's deserved
-// quota, the simulator's "quota" policy): the core does not see which
-// node's GPUs are free, so a reclaim frees the job's whole size from
-// borrowers, and cells are not kept whole in Slurm's placement
-// (docs/configuration.md, "Quotas in cells"). Without a quota section
-// nothing here runs and every job is QuotaOff.
+// Quotas are counted in GPUs (KAI's deserved quota, the simulator's
+// "quota" policy) for the class. The reclaim of an owner's job of up to a
+// node's GPUs, once the plugin sent the node table and the quotas are
+// bound to it (cluster.go), frees one node whole: every GPU node is a
+// room, its free GPUs what the running jobs on it leave, so the job gets
+// a cell rather than GPUs scattered over nodes; a larger job, or a pass
+// before the node table, frees its size from borrowers anywhere. Slurm's
+// placement itself does not keep cells whole (docs/configuration.md,
+// "Quotas in cells"). Without a quota section nothing here runs and every
+// job is QuotaOff.
 
 const (
 	keyQuotaGPUs = "quota_gpus"
 	keyUsing     = "using_gpus"
 	keyWorkLost  = "work_lost_gpu_s"
+	keyCell      = "cell_node" // the node a reclaim frees whole ("" counted in GPUs)
 	// reclaimHeldFor: a victim requeued this long ago that a pass still
 	// sees running is not chosen again, and GPUs freed for an owner that
 	// has not started this long after are no longer counted as its (the
@@ -190,6 +196,10 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 	pendingAt := c.pendingIndexes()
 	var owners []int
 	var cands []quota.Candidate
+	var candNode []int32 // cands[i]'s node (Slurm's index), -1 off one node
+	// usedOn: GPUs of the running jobs on each node (one-node jobs; a
+	// job on several nodes marks its first node full).
+	usedOn := map[int32]int{}
 	for k := range c.jobs {
 		j := &c.jobs[k]
 		s := &snaps[c.jobIndex[k]]
@@ -197,9 +207,15 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 		case j.GPUs == 0:
 		case j.State == priority.Running:
 			if v, ok := c.quota.victims[j.ID]; ok && !v.waited && now-v.at < reclaimHeldFor {
-				continue // its requeue is under way
+				continue // its requeue is under way: its GPUs count as free
 			}
 			delete(c.quota.victims, j.ID)
+			switch {
+			case s.NodeCount == 1:
+				usedOn[s.FirstNode] += int(j.GPUs)
+			case s.NodeCount > 1:
+				usedOn[s.FirstNode] += math.MaxInt32
+			}
 			if !s.RequeueAllowed {
 				continue // a requeue would be refused (--no-requeue)
 			}
@@ -207,8 +223,13 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 			if rec := c.records[j.ID]; rec != nil && rec.RunOpen {
 				ran = float64(max(0, now-rec.RunStart))
 			}
+			node := int32(-1)
+			if s.NodeCount == 1 {
+				node = s.FirstNode
+			}
 			cands = append(cands, quota.Candidate{Job: j.ID, Account: strings.ToLower(s.Account), GPUsIn: int(j.GPUs),
 				WorkLost: ran * float64(j.GPUs), Within: j.Quota == priority.QuotaWithin})
+			candNode = append(candNode, node)
 		case j.State == priority.Pending && j.Quota == priority.QuotaWithin && !j.Deferred &&
 			!c.results[k].Opportunistic && s.WaitsForResources:
 			owners = append(owners, k)
@@ -229,6 +250,7 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 	if len(owners) > maxReclaimOwners {
 		owners = owners[:maxReclaimOwners]
 	}
+	cells := c.nodeRooms(cands, candNode, usedOn)
 	waiting := map[uint32]bool{}
 	budget := c.cfg.Quota.MaxReclaimPerPass
 	for _, k := range owners {
@@ -245,12 +267,24 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 		req := quota.Request{Account: acct, GPUs: int(j.GPUs), MaxVictims: budget, Partial: true,
 			Rooms:      []quota.Room{{GPUs: int(j.GPUs), Free: f.gpus}},
 			Candidates: cands}
+		inCell := cells != nil && int(j.GPUs) <= cells.nodeGPUs
+		if inCell {
+			req.Rooms, req.Candidates = cells.rooms, cells.cands
+		}
 		plan, err := quota.Choose(req)
 		if err != nil {
 			c.blockedReclaim(now, j.ID, err, out[c.jobIndex[k]:][:1])
 			continue
 		}
 		delete(c.quota.blockedLogged, j.ID)
+		node := ""
+		if inCell {
+			// The node's GPUs are this owner's now: the next owner of
+			// the pass does not count them free.
+			r := &cells.rooms[plan.Room]
+			r.Free = max(0, r.Free+plan.GPUsFreed-int(j.GPUs))
+			node = cells.names[plan.Room]
+		}
 		if len(plan.Victims) == 0 {
 			continue
 		}
@@ -267,13 +301,16 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 			f.at = now
 			c.quota.victims[v.Job] = reclaimedVictim{at: now, reason: reason}
 			cands = slices.DeleteFunc(cands, func(x quota.Candidate) bool { return x.Job == v.Job })
+			if cells != nil {
+				cells.cands = slices.DeleteFunc(cells.cands, func(x quota.Candidate) bool { return x.Job == v.Job })
+			}
 			if a := c.quota.accounts[acct]; a != nil {
 				a.reclaimed++
 			}
 			c.met.quotaReclaim(acct)
 			c.log.Info("quota reclaim", keyAccount, acct, keyPreemptor, j.ID, keyJob, v.Job, "victim_account", v.Account,
 				keyQuotaGPUs, c.quotaGPUs(acct), keyUsing, using, keyWorkLost, v.WorkLost,
-				keyReason, plan.Reason(acct, int(j.GPUs)))
+				keyReason, plan.Reason(acct, int(j.GPUs)), keyCell, node)
 		}
 		c.quota.freed[j.ID] = f
 	}
@@ -370,4 +407,44 @@ func (c *Core) tallyAccounts(snaps []Snapshot) {
 		}
 	}
 	c.met.quotaAccounts(c.quota.accounts)
+}
+
+// cellRooms is a pass's nodes as reclaim rooms (cells of one node's GPUs)
+// and the borrowers in them.
+type cellRooms struct {
+	rooms    []quota.Room
+	names    []string // rooms[i]'s node
+	cands    []quota.Candidate
+	nodeGPUs int // the most GPUs of one node
+}
+
+// nodeRooms makes every GPU node a room once the plugin sent the cluster
+// and the quotas are bound to it (nil otherwise: reclaim counts GPUs over
+// the whole cluster). A node's free GPUs are its GPUs less those of the
+// running GPU jobs on it (usedOn; a victim whose requeue is under way is
+// not counted, so its GPUs count as free). A job on several nodes is no
+// candidate here, and the core knows only its first node, which counts
+// as full. Caller holds mu.
+func (c *Core) nodeRooms(cands []quota.Candidate, candNode []int32, usedOn map[int32]int) *cellRooms {
+	if c.cluster.binding == nil {
+		return nil
+	}
+	cr := &cellRooms{}
+	roomOf := make(map[int32]int, len(c.cluster.nodes))
+	for _, n := range c.cluster.nodes {
+		if n.GPUs <= 0 {
+			continue
+		}
+		roomOf[n.Index] = len(cr.rooms)
+		cr.rooms = append(cr.rooms, quota.Room{ID: int(n.Index), GPUs: n.GPUs, Free: max(0, n.GPUs-usedOn[n.Index])})
+		cr.names = append(cr.names, n.Name)
+		cr.nodeGPUs = max(cr.nodeGPUs, n.GPUs)
+	}
+	for i, cand := range cands {
+		if r, ok := roomOf[candNode[i]]; ok && candNode[i] >= 0 {
+			cand.Room = r
+			cr.cands = append(cr.cands, cand)
+		}
+	}
+	return cr
 }

@@ -111,6 +111,11 @@ type Snapshot struct {
 	// JobRequeue=1 without --no-requeue); a victim that may not be
 	// requeued is killed.
 	RequeueAllowed bool
+	// FirstNode and NodeCount say where a running job runs: its first
+	// node's index in Slurm's node table (ClusterNode.Index) and how many
+	// nodes it has (0: not running). Quota reclaim in cells reads them.
+	FirstNode int32
+	NodeCount uint32
 	// EndState says how a finished job ended; EndNone until it has.
 	EndState EndState
 	// Run, for a running, suspended or finished job, tells what its run
