@@ -57,7 +57,59 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	repoRoot, buildTree, slurmRelease = root, tree, release
-	os.Exit(m.Run())
+	staged, err := stagePlugins(tree)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: staging the plugins where every user may read them:", err)
+		os.Exit(1)
+	}
+	pluginDir = staged
+	code := m.Run()
+	os.RemoveAll(staged)
+	os.Exit(code)
+}
+
+// pluginDir is the build tree's plugins/ as the clusters load them: a copy
+// that every user may read (stagePlugins).
+var pluginDir string
+
+// stagePlugins copies tree's plugins/ into a directory of this test
+// binary's under testDirRoot, readable by every user. sbatch, run as the
+// test user, reads slurm.conf's PluginDir, and a checkout a newcomer clones
+// as root into /root (mode 0700) is readable by root alone: the plugins
+// there would fail every test user's command ("PluginDir: Permission
+// denied").
+func stagePlugins(tree string) (string, error) {
+	if err := os.MkdirAll(testDirRoot, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(testDirRoot, 0o755); err != nil {
+		return "", err
+	}
+	dst, err := os.MkdirTemp(testDirRoot, "plugins-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dst, 0o755); err != nil {
+		return "", err
+	}
+	src := filepath.Join(tree, "plugins")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, ent := range entries {
+		if !ent.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, ent.Name()))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dst, ent.Name()), b, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dst, nil
 }
 
 // testDirRoot holds one directory per test cluster; make test-cluster
@@ -154,9 +206,9 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 	if err != nil {
 		t.Fatal(err)
 	}
-	pluginDir := filepath.Join(buildTree, "plugins")
+	plugins := pluginDir
 	if hw.SystemPlugins {
-		pluginDir = "" // scripts/cluster.sh: Slurm's own PluginDir only
+		plugins = "" // scripts/cluster.sh: Slurm's own PluginDir only
 	}
 	opts := slurmcluster.Options{
 		Dir:          dir,
@@ -172,7 +224,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		MPSPerNode:   hw.MPSPerNode,
 		GresCores:    hw.GresCores,
 		LLSharedGres: hw.LLSharedGres,
-		PluginDir:    pluginDir,
+		PluginDir:    plugins,
 		LachesisYAML: tiresiasYAML(dir, yaml),
 		ExtraConf:    slurmcluster.OverrideConf(string(fragment), extraConf...),
 	}

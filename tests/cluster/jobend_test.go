@@ -22,7 +22,7 @@ import (
 // jobEndPlugin makes slurmd load the SPANK plugin lachesis_jobend.so,
 // reporting to the agent's socket (startAgentClusterFull's extraConf).
 func jobEndPlugin(t *testing.T) func(sock string) []string {
-	plugin := filepath.Join(buildTree, "plugins", "lachesis_jobend.so")
+	plugin := filepath.Join(pluginDir, "lachesis_jobend.so")
 	if _, err := os.Stat(plugin); err != nil {
 		t.Fatalf("%v (run make build)", err)
 	}

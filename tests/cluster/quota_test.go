@@ -114,7 +114,7 @@ func TestQuotaUnfitStopsSlurmctldNamingTheKey(t *testing.T) {
 	}
 	c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
 		Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: reservePortBlock(t),
-		PluginDir:    filepath.Join(buildTree, "plugins"),
+		PluginDir:    pluginDir,
 		LachesisYAML: tiresiasYAML(dir, quotaYAML("own: 2 nodes of 4 GPUs", 4)),
 		ExtraConf:    string(fragment),
 	})

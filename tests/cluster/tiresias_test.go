@@ -454,7 +454,7 @@ func TestBadConfigAtStartupStopsSlurmctldNamingTheKey(t *testing.T) {
 			fragment, _ := os.ReadFile(filepath.Join(repoRoot, "etc", "slurm.conf.lachesis"))
 			c, err := slurmcluster.Up(t.Context(), repoRoot, slurmcluster.Options{
 				Dir: dir, Nodes: 1, GPUsPerNode: 4, PortBase: reservePortBlock(t),
-				PluginDir:    filepath.Join(buildTree, "plugins"),
+				PluginDir:    pluginDir,
 				LachesisYAML: tc.file(dir),
 				ExtraConf:    string(fragment),
 			})
