@@ -30,7 +30,7 @@ import (
 //
 // The slurmctld log says which shares the core used for each account.
 func TestFairShareSlurmdbd(t *testing.T) {
-	dir := filepath.Join(testDirRoot, t.Name())
+	dir := clusterDir(t)
 	// Registered first, so it runs after the cluster's own cleanup: no
 	// daemon of this cluster (MariaDB and slurmdbd included) may outlive it.
 	t.Cleanup(func() { checkNoDaemonsUnder(t, dir) })

@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func TestReplayAgreesWithTheSimulatorOnASmallSlice(t *testing.T) {
 	if err != nil || dropped != 0 || len(scaled.Jobs) != 24 {
 		t.Fatalf("scaled slice: %d jobs, %d dropped, %v", len(scaled.Jobs), dropped, err)
 	}
-	dir := filepath.Join(testDirRoot, t.Name())
+	dir := clusterDir(t)
 	out := &testenv.SyncBuffer{}
 	r := &replay.Replayer{Root: repoRoot, Dir: dir, Nodes: nodes, GPUs: gpus, CPUs: 8, MemMB: 16000,
 		PortBase: reservePortBlock(t), Compression: compression, Settings: replay.DefaultTraceSettings(),

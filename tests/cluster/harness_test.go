@@ -8,6 +8,8 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,13 +176,36 @@ func startShapedCluster(t *testing.T, hw shape, yaml string, extraConf ...string
 	return startSeededCluster(t, hw, yaml, nil, extraConf...)
 }
 
+// socketTail is the longest path slurmstepd puts under a cluster's
+// directory for a unix socket (/lnode12/lnode12_JOBID.STEPID, a 7-digit job
+// id and a 10-digit step id), and maxSocketPath the kernel's bound on a
+// unix socket's path (sun_path, 108 bytes with its NUL).
+const (
+	socketTail    = 35
+	maxSocketPath = 107
+)
+
+// clusterDir is t's cluster directory under testDirRoot: the test's name,
+// or, where that would make slurmstepd's sockets longer than a unix socket
+// may be ("Unix socket path ... is too long", the job's launch fails), its
+// start and a hash of the whole name.
+func clusterDir(t *testing.T) string {
+	name := strings.ReplaceAll(t.Name(), "/", "_")
+	room := max(16, maxSocketPath-socketTail-len(testDirRoot)-1)
+	if len(name) > room {
+		sum := sha256.Sum256([]byte(name))
+		name = name[:room-9] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return filepath.Join(testDirRoot, name)
+}
+
 // startSeededCluster is startShapedCluster with profiles stored in the
 // controller's database before slurmctld starts, as if node agents had
 // reported them earlier and an admin had published them.
 func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.Record, extraConf ...string) *env {
 	t.Helper()
 	parallelUnlessAlone(t)
-	dir := filepath.Join(testDirRoot, strings.ReplaceAll(t.Name(), "/", "_"))
+	dir := clusterDir(t)
 	os.RemoveAll(dir)
 	if len(profiles) > 0 {
 		// The cluster directory must stay searchable by user munge.
