@@ -230,6 +230,9 @@ func prioToC(d *core.Decision, out *C.lachesis_prio_t) {
 		// Whole or not at all: a cut segment would lose its ']'.
 		copyCString(unsafe.Pointer(&out.usage[0]), len(out.usage), d.GPUUse)
 	}
+	if d.Quota != "" && len(d.Quota) < len(out.quota) {
+		copyCString(unsafe.Pointer(&out.quota[0]), len(out.quota), d.Quota)
+	}
 }
 
 // writeErr copies err's message into the caller's buffer, NUL-terminated.
@@ -260,6 +263,16 @@ func reasonPrefixC() string { return C.LACHESIS_REASON_PREFIX }
 // usagePrefixC is LACHESIS_USAGE_PREFIX, for the test that it is
 // gpushare.GPUUsePrefix.
 func usagePrefixC() string { return C.LACHESIS_USAGE_PREFIX }
+
+// quotaPrefixC is LACHESIS_QUOTA_PREFIX, for the test that it is
+// core.QuotaSegmentPrefix.
+func quotaPrefixC() string { return C.LACHESIS_QUOTA_PREFIX }
+
+// quotaBufC is the size of lachesis_prio_t.quota.
+func quotaBufC() int {
+	var out C.lachesis_prio_t
+	return len(out.quota)
+}
 
 // usageBufC is the size of lachesis_prio_t.usage.
 func usageBufC() int {

@@ -5,6 +5,7 @@ package main
 import (
 	"testing"
 
+	"github.com/lachesis-sched/lachesis/internal/controller/core"
 	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 	"github.com/lachesis-sched/lachesis/internal/util/reasontext"
 )
@@ -26,5 +27,15 @@ func TestUsagePrefixMatchesTheHeader(t *testing.T) {
 	}
 	if n := usageBufC(); gpushare.GPUUseMax >= n {
 		t.Fatalf("gpushare.GPUUseMax %d does not fit lachesis_prio_t.usage[%d]", gpushare.GPUUseMax, n)
+	}
+}
+
+// The same for the quota segment (core/quotaplace.go).
+func TestQuotaPrefixMatchesTheHeader(t *testing.T) {
+	if got := quotaPrefixC(); got != core.QuotaSegmentPrefix {
+		t.Fatalf("LACHESIS_QUOTA_PREFIX %q, core.QuotaSegmentPrefix %q", got, core.QuotaSegmentPrefix)
+	}
+	if n := quotaBufC(); core.QuotaSegmentMax >= n {
+		t.Fatalf("core.QuotaSegmentMax %d does not fit lachesis_prio_t.quota[%d]", core.QuotaSegmentMax, n)
 	}
 }

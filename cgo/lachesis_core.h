@@ -49,8 +49,10 @@
  * 17: lachesis_env_t.reconfigure (Slurm 24.05 and later reconfigure by
  *    starting a new slurmctld beside the running one).
  * 18: lachesis_cluster and lachesis_cluster_node_t (the nodes' GPUs, for quotas
- *    in cells); lachesis_job_t.first_node and node_count. */
-#define LACHESIS_ABI_VERSION 18
+ *    in cells); lachesis_job_t.first_node and node_count.
+ * 19: lachesis_prio_t.quota: a GPU job's quota segment for its
+ *    AdminComment (LACHESIS_QUOTA_PREFIX). */
+#define LACHESIS_ABI_VERSION 19
 
 /* Return codes. */
 #define LACHESIS_OK         0
@@ -256,11 +258,21 @@ typedef struct lachesis_prio {
 	 * Lachesis's segment of the job's AdminComment. Set only when it
 	 * changed. */
 	char     usage[160];
+	/* Pass, GPU jobs when quotas are on: when not empty, the job's quota
+	 * state (core/quotaplace.go: within its account's quota, or
+	 * borrowing and where), one segment from LACHESIS_QUOTA_PREFIX
+	 * through its closing ']', to replace Lachesis's quota segment of the
+	 * job's AdminComment. Set only when it changed. */
+	char     quota[200];
 } lachesis_prio_t;
 
 /* Lachesis's GPU-use segment of an AdminComment starts with this
  * (gpushare.UsagePrefix) and ends with the next ']'. */
 #define LACHESIS_USAGE_PREFIX "[GPU use: "
+
+/* Lachesis's quota segment of an AdminComment starts with this
+ * (core.QuotaSegmentPrefix) and ends with the next ']'. */
+#define LACHESIS_QUOTA_PREFIX "[quota: "
 
 /* Every reason the core gives a job starts with this (reasontext.WaitingPrefix):
  * the plugin replaces or clears only a state_desc that does. */

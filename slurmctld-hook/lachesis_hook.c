@@ -308,7 +308,7 @@ uint32_t lachesis_hook_account_shares(job_record_t *job_ptr)
 	return assoc->shares_raw;
 }
 
-/* Longest SystemComment (or AdminComment, for the usage segment) we
+/* Longest SystemComment (or AdminComment, for the usage and quota segments) we
  * rewrite: a longer one is an admin's business, and left exactly as it is. */
 #define LACHESIS_SYSCOMMENT_MAX 4096
 
@@ -352,17 +352,17 @@ bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker)
 			 LACHESIS_MARKER_PREFIX, marker, ';', false);
 }
 
-bool lachesis_hook_set_usage(job_record_t *job_ptr, const char *usage)
+bool lachesis_hook_set_segment(job_record_t *job_ptr, const char *prefix,
+			       const char *segment)
 {
 	/* The core's segment never holds ']' before its end, nor anything
 	 * else a user could spell: users' text in an AdminComment has every
 	 * bracket removed (reason_text.h). */
-	if (strncmp(usage, LACHESIS_USAGE_PREFIX,
-		    sizeof(LACHESIS_USAGE_PREFIX) - 1) ||
-	    strchr(usage, ']') != usage + strlen(usage) - 1)
+	if (strncmp(segment, prefix, strlen(prefix)) ||
+	    strchr(segment, ']') != segment + strlen(segment) - 1)
 		return false;
 	return _set_part(&job_ptr->admin_comment, LACHESIS_SYSCOMMENT_MAX,
-			 LACHESIS_USAGE_PREFIX, usage, ']', true);
+			 prefix, segment, ']', true);
 }
 
 void lachesis_hook_append_reason(char **comment, const char *reason,

@@ -29,12 +29,15 @@ extern int lachesis_hook_gpu_tres_pos(void);
  * is too long to touch. */
 extern bool lachesis_hook_set_marker(job_record_t *job_ptr, const char *marker);
 
-/* Replaces Lachesis's GPU-use segment of the job's AdminComment (from
- * LACHESIS_USAGE_PREFIX through the next ']') with usage, or appends it;
- * the rest of the comment (Synergy's sizing reason, an admin's text)
- * stays. Caller holds the job write lock. False when usage is not one
- * segment or the comment is too long to touch. */
-extern bool lachesis_hook_set_usage(job_record_t *job_ptr, const char *usage);
+/* Replaces one of Lachesis's segments of the job's AdminComment (from
+ * prefix through the next ']': LACHESIS_USAGE_PREFIX, the GPU use;
+ * LACHESIS_QUOTA_PREFIX, the quota state) with segment, or appends it;
+ * the rest of the comment (Synergy's sizing reason, an admin's text, the
+ * other segment) stays. Caller holds the job write lock. False when
+ * segment is not one segment starting with prefix or the comment is too
+ * long to touch. */
+extern bool lachesis_hook_set_segment(job_record_t *job_ptr, const char *prefix,
+				      const char *segment);
 
 extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 				   lachesis_job_t *out);

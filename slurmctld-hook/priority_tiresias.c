@@ -390,8 +390,16 @@ static void _run_pass(void)
 			/* What the job did with its GPUs so far, for admins
 			 * (scontrol show job); only when it changed. */
 			if (pass_prios[i].usage[0] &&
-			    lachesis_hook_set_usage(job_ptr,
-						    pass_prios[i].usage))
+			    lachesis_hook_set_segment(job_ptr,
+						      LACHESIS_USAGE_PREFIX,
+						      pass_prios[i].usage))
+				usage_shown++;
+			/* Its quota state (within its account's quota or
+			 * borrowing, and where); only when it changed. */
+			if (pass_prios[i].quota[0] &&
+			    lachesis_hook_set_segment(job_ptr,
+						      LACHESIS_QUOTA_PREFIX,
+						      pass_prios[i].quota))
 				usage_shown++;
 			/* A hold or an admin's priority stays, on a running
 			 * job too (it is ranked, not held: lachesis_hook.c). */

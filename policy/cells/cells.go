@@ -91,13 +91,14 @@ type Cell struct {
 // Tree is the cells and which GPUs are free. Not safe for concurrent use.
 type Tree struct {
 	cells    []Cell
-	free     []int  // free GPUs under each cell
-	leafCell []int  // GPU index → its cell
-	used     []bool // GPU index → taken
-	nodes    []int  // node index → its cell
-	switches []int  // switch index → its cell
-	owner    []int  // cell → the owner every GPU under it is bound to, -1 none, -2 mixed
-	gpuOwner []int  // GPU index → owner, -1 none
+	free     []int    // free GPUs under each cell
+	leafCell []int    // GPU index → its cell
+	used     []bool   // GPU index → taken
+	nodes    []int    // node index → its cell
+	switches []int    // switch index → its cell
+	owner    []int    // cell → the owner every GPU under it is bound to, -1 none, -2 mixed
+	gpuOwner []int    // GPU index → owner, -1 none
+	names    []string // node index → its name (Node.Name)
 	maxNode  int
 }
 
@@ -125,6 +126,7 @@ func New(t Topology) (*Tree, error) {
 			ni := len(tr.nodes)
 			nc := tr.add(Cell{Level: LevelNode, Parent: sc, Node: ni, Switch: si, first: len(tr.leafCell)})
 			tr.nodes = append(tr.nodes, nc)
+			tr.names = append(tr.names, n.Name)
 			tr.cells[sc].Children = append(tr.cells[sc].Children, nc)
 			group := n.GroupGPUs
 			if group == 0 || group == n.GPUs {
@@ -209,6 +211,22 @@ func (t *Tree) NodeGPUs() int { return t.maxNode }
 
 // NodeFree is node n's free GPUs.
 func (t *Tree) NodeFree(n int) int { return t.free[t.nodes[n]] }
+
+// NodeName is node n's name, as its topology gave it.
+func (t *Tree) NodeName(n int) string { return t.names[n] }
+
+// NodeOwners lists the owners any of node n's GPUs are bound to (Bind),
+// each once, smallest first; nil when none is.
+func (t *Tree) NodeOwners(n int) []int {
+	var out []int
+	for _, g := range t.GPUsOf(t.nodes[n]) {
+		if o := t.gpuOwner[g]; o >= 0 && !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // NodeOf is the node of GPU g.
 func (t *Tree) NodeOf(g int) int { return t.cells[t.leafCell[g]].Node }
@@ -464,12 +482,24 @@ func (t *Tree) Stranded(minJob int) int {
 	}
 	s := 0
 	for _, nc := range t.nodes {
-		f, size := t.free[nc], t.cells[nc].GPUs
-		if (minJob <= size && f < minJob) || (minJob > size && f < size) {
-			s += f
-		}
+		s += StrandedOn(t.free[nc], t.cells[nc].GPUs, minJob)
 	}
 	return s
+}
+
+// StrandedOn is the rule of Stranded for one node of size GPUs with free
+// of them free: its free GPUs when a waiting job of minJob GPUs cannot
+// use them (fewer free than the job needs; for a job above a node, the
+// node not wholly free), else 0. For callers that know each node's free
+// GPUs but keep no tree (slurmctld's core).
+func StrandedOn(free, size, minJob int) int {
+	if minJob <= 0 {
+		return 0
+	}
+	if (minJob <= size && free < minJob) || (minJob > size && free < size) {
+		return free
+	}
+	return 0
 }
 
 // Owner is the owner every GPU under cell c is bound to (Bind), -1 when

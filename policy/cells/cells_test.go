@@ -2,6 +2,7 @@ package cells
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -155,6 +156,42 @@ func TestStranded(t *testing.T) {
 	for _, c := range []struct{ min, want int }{{0, 0}, {1, 0}, {2, 1}, {3, 3}, {8, 3}} {
 		if got := tr.Stranded(c.min); got != c.want {
 			t.Errorf("Stranded(%d) = %d, want %d", c.min, got, c.want)
+		}
+	}
+}
+
+// A node's name is its topology's, and its owners are the accounts any of
+// its GPUs are bound to: a whole node, half a node, or none.
+func TestNodeOwnersAndNames(t *testing.T) {
+	tr := mustTree(t, Uniform(3, 4, 0))
+	if _, err := tr.Bind(0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Bind(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{0}, {1}, nil}
+	for n := range 3 {
+		if got := tr.NodeOwners(n); !slices.Equal(got, want[n]) {
+			t.Errorf("node %d's owners %v, want %v", n, got, want[n])
+		}
+		if got := tr.NodeName(n); got != fmt.Sprintf("n%d", n) {
+			t.Errorf("node %d's name %q", n, got)
+		}
+	}
+}
+
+// StrandedOn is Stranded's rule for one node.
+func TestStrandedOnCountsFreeGPUsTooFewForTheJob(t *testing.T) {
+	for _, c := range []struct{ free, size, min, want int }{
+		{3, 4, 0, 0}, // nothing waits
+		{3, 4, 2, 0}, // holds the job
+		{1, 4, 2, 1}, // too few
+		{3, 4, 8, 3}, // a job above a node needs it whole
+		{4, 4, 8, 0},
+	} {
+		if got := StrandedOn(c.free, c.size, c.min); got != c.want {
+			t.Errorf("StrandedOn(%d, %d, %d) = %d, want %d", c.free, c.size, c.min, got, c.want)
 		}
 	}
 }

@@ -121,6 +121,10 @@ type Binding struct {
 	Specs    []Spec
 	// Cells[i] lists the cells bound to account i.
 	Cells [][]int
+	// Tree is the cluster the cells are bound in (cells.Tree.NodeOwners
+	// says which accounts a node's GPUs are bound to). Read only: its
+	// free GPUs are not the cluster's.
+	Tree  *cells.Tree
 	index map[string]int
 }
 
@@ -131,7 +135,7 @@ func Bind(tree *cells.Tree, specs map[string]Spec) (*Binding, error) {
 	if len(specs) > MaxAccounts {
 		return nil, fmt.Errorf("%w: quota.accounts: %d accounts, at most %d", ErrBadQuota, len(specs), MaxAccounts)
 	}
-	b := &Binding{index: map[string]int{}}
+	b := &Binding{index: map[string]int{}, Tree: tree}
 	total := 0
 	for _, a := range slices.Sorted(maps.Keys(specs)) {
 		b.index[a] = len(b.Accounts)

@@ -30,6 +30,11 @@ type Decision struct {
 	// with gpushare.GPUUsePrefix), to replace Lachesis's segment of its
 	// AdminComment (lachesis_prio_t.usage).
 	GPUUse string
+	// Quota, set by a pass for a GPU job whose quota state changed, is its
+	// new quota segment (quotaplace.go, starting with QuotaSegmentPrefix),
+	// to replace Lachesis's quota segment of its AdminComment
+	// (lachesis_prio_t.quota).
+	Quota string
 	// Opportunistic: the job is ranked in the opportunistic class
 	// (policy/priority/opportunistic.go): it preempts nothing and is the first
 	// victim of every guaranteed job.

@@ -33,6 +33,7 @@ const (
 	MetricOppUpgrades   = "lachesis_opportunistic_upgrades_total"
 	MetricQuotaGPUs     = "lachesis_quota_gpus"
 	MetricQuotaReclaims = "lachesis_quota_reclaimed_total"
+	MetricQuotaStranded = "lachesis_quota_stranded_gpus"
 )
 
 // metrics is what the core records for Prometheus. A nil *metrics (no
@@ -62,6 +63,9 @@ type metrics struct {
 	// for it (KAI's per-queue figures).
 	quotaGPUs     *prometheus.GaugeVec
 	quotaReclaims *prometheus.CounterVec
+	// quotaStrandedGPUs: free GPUs in pieces too small for the smallest
+	// waiting within-quota job after the last pass (quotaplace.go).
+	quotaStrandedGPUs prometheus.Gauge
 
 	// Scratch of the pass in progress, under c.mu.
 	counts                               []int
@@ -143,8 +147,12 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 		Name: MetricQuotaReclaims,
 		Help: "Borrowed jobs of other accounts requeued so that the account's within-quota jobs could run.",
 	}, []string{"account"})
+	m.quotaStrandedGPUs = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: MetricQuotaStranded,
+		Help: "Free GPUs after the last pass on nodes with too few free to hold the smallest waiting within-quota job (fragmentation; 0 when none waits). Only with a quota section and Slurm's node table.",
+	})
 	m.collectors = []prometheus.Collector{m.passSeconds, m.queueJobs, m.demotions, m.promotions, m.preemptions, m.allowed, sizing, fs,
-		opp, m.upgrades, m.quotaGPUs, m.quotaReclaims, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+		opp, m.upgrades, m.quotaGPUs, m.quotaReclaims, m.quotaStrandedGPUs, agentCollector{m}, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	// GPU sharing's own (gpushare), when the core has them.
 	m.collectors = append(m.collectors, extra...)
 	m.reg.MustRegister(m.collectors...)
@@ -276,6 +284,13 @@ func (m *metrics) quotaAccounts(accounts map[string]*accountQuota) {
 		m.quotaGPUs.WithLabelValues(name, "deserved").Set(float64(a.deserved))
 		m.quotaGPUs.WithLabelValues(name, "allocated").Set(float64(a.allocated))
 		m.quotaGPUs.WithLabelValues(name, "borrowed").Set(float64(a.borrowed))
+	}
+}
+
+// quotaStranded publishes the pass's stranded GPUs.
+func (m *metrics) quotaStranded(gpus int) {
+	if m != nil {
+		m.quotaStrandedGPUs.Set(float64(gpus))
 	}
 }
 

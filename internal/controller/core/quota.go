@@ -68,6 +68,9 @@ type quotaState struct {
 	// accounts: the per-account figures the metrics show (accounts with
 	// a quota or running GPU jobs).
 	accounts map[string]*accountQuota
+	// place: borrowers kept off owners' idle cells, quota segments
+	// (quotaplace.go).
+	place quotaPlace
 }
 
 type reclaimedVictim struct {
@@ -314,6 +317,7 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 		}
 		c.quota.freed[j.ID] = f
 	}
+	c.placeBorrowers(snaps, out, usedOn)
 	for id := range c.quota.freed {
 		if _, pending := pendingAt[id]; !waiting[id] && !pending {
 			delete(c.quota.freed, id)

@@ -23,6 +23,9 @@ func (c *Core) judgeSharing(now int64, snaps []Snapshot, out []Decision) {
 		if s.Asked != nil {
 			j.Asked = s.Asked
 		}
+		if s.State == StatePending {
+			j.KeepOff = c.keptOffFor(s.ID) // a borrower kept off owners' idle cells (quotaplace.go)
+		}
 		jobs = append(jobs, j)
 	}
 	for k := range c.jobs {

@@ -39,6 +39,11 @@ import (
 //     sharing.Config.Choose would pick. Its scores come from the previous
 //     pass's judgement (the ranker runs before this step).
 //
+// The core adds a reason of its own: a waiting quota borrower kept off
+// other accounts' idle quota cells (Job.KeepOff, core/quotaplace.go),
+// joined to the nodes above for a guest, and the only reason for a job
+// that is none; the same edits, bounds and restart state.
+//
 // The ExcNodeList edits are Lachesis's own set, kept apart from the
 // user's list: the requeuer goroutine reads the job's list from Slurm
 // (squeue, outside slurmctld's locks), takes out only the nodes Lachesis
@@ -365,6 +370,12 @@ func (c *Sharing) noteWaiting(s *Job, opportunistic bool) {
 	if ex != nil {
 		ex.seen = c.use.pass
 	}
+	if len(s.KeepOff) > 0 && len(s.KeepOff) <= MaxKeptOff && len(in.keptOff) < maxExclusions {
+		if in.keptOff == nil {
+			in.keptOff = map[uint32]map[string]string{}
+		}
+		in.keptOff[s.ID] = s.KeepOff
+	}
 	if !opportunistic {
 		return
 	}
@@ -462,10 +473,29 @@ func (c *Sharing) excludeBadPairs(now int64, pairScores map[uint32]float64) {
 				}
 			}
 		}
+		if k := in.keptOff[id]; len(k) > 0 {
+			want = maps(want)
+			for node, why := range k {
+				if _, ok := want[node]; !ok {
+					want[node] = why
+				}
+			}
+		}
 		c.setExclusion(now, id, ex, want, v.hosts)
 	}
+	// The core's own reasons (Job.KeepOff) for the jobs that are no
+	// waiting guests judged above: the same edits, the same bounds.
+	for id, k := range in.keptOff {
+		if _, guest := in.waiting[id]; !guest {
+			c.setExclusion(now, id, in.excl[id], k, nil)
+		}
+	}
+	defer clear(in.keptOff)
 	for id, ex := range in.excl {
 		if _, waiting := in.waiting[id]; waiting {
+			continue
+		}
+		if _, kept := in.keptOff[id]; kept {
 			continue
 		}
 		if l, live := u.live[id]; live && l.pass == u.pass {

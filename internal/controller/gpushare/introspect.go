@@ -319,6 +319,9 @@ type introState struct {
 	// nodes Lachesis keeps jobs off (exclude.go).
 	waiting map[uint32]waitingGuest
 	excl    map[uint32]*exclusion
+	// keptOff: this pass's pending jobs the core keeps off nodes
+	// (Job.KeepOff), read and cleared by excludeBadPairs.
+	keptOff map[uint32]map[string]string
 	// users: the pass's waiting guests per user (the bounds' fair split).
 	users waitingUsers
 	// exclChanged: jobs whose saved exclusion changed since the writer

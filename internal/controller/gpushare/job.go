@@ -18,6 +18,10 @@ type ModelKeyer interface {
 	ModelKey() string
 }
 
+// MaxKeptOff is the most nodes Job.KeepOff may name (a longer set is not
+// kept off at all): one job's ExcNodeList stays short.
+const MaxKeptOff = maxExcludedNodes
+
 // Job is one job of the pass as sharing reads it: the core copies it from
 // the job's snapshot and its ranking, and Judge fills in the answers
 // (GPUUse, Reason).
@@ -47,6 +51,12 @@ type Job struct {
 	// Run (a running or suspended job) and Asked (a pending one) give its
 	// model key; nil when unknown. Valid only during Judge.
 	Run, Asked ModelKeyer
+	// KeepOff, for a pending job, is the nodes the core keeps it off for
+	// a reason of its own (node → why: a borrower kept off other accounts'
+	// idle quota cells, core/quotaplace.go). They join the nodes sharing
+	// keeps it off, through the same ExcNodeList edits (exclude.go); nil
+	// lifts them. Read only during Judge.
+	KeepOff map[string]string
 
 	// GPUUse, set by Judge for a running job whose GPU-use summary
 	// changed, is its new AdminComment segment (starting with
