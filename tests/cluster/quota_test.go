@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,50 @@ func TestQuotaUnfitAtReconfigureNamesTheKey(t *testing.T) {
 	}
 	id := e.submit("-J", "after", "--gpus=1", "--wrap", "sleep 1")
 	e.waitState(id, "COMPLETED", 60*time.Second)
+}
+
+// Issue 35 item 2: borrowers are kept off owners' idle cells. Two nodes of
+// 4 GPUs, account own's quota one of them (bound to lnode1, the first node:
+// quota.Bind). A 2-GPU borrower of another account waits a few seconds
+// (--begin, so the passes see it waiting; one Slurm starts at submission
+// is placed before any pass, docs/configuration.md) and then lands on the
+// unbound lnode2, where Slurm's own choice is the first node, lnode1. The
+// owner's 4-GPU job then starts at once, with no reclaim. Once it ends, a
+// 4-GPU borrower that only own's node can hold is not kept off it: it
+// borrows there. AdminComment shows each job's quota state.
+func TestQuotaBorrowerKeptOffOwnersCell(t *testing.T) {
+	e := startCluster(t, 2, quotaYAML("own: 1 node of 4 GPUs", 4))
+	b1 := e.submit("-A", "other", "-J", "b1", "--begin=now+8", "--gpus=2", "--requeue", "--wrap", "sleep 600")
+	e.waitState(b1, "RUNNING", 120*time.Second)
+	if node := e.show(b1)["NodeList"]; node != "lnode2" {
+		t.Fatalf("the borrower runs on %q; want lnode2, the node bound to no quota (lnode1 is own's cell)", node)
+	}
+	if !e.logMatches(fmt.Sprintf(`job %d kept off node lnode1: .*account own`, b1)) {
+		t.Error("slurmctld's log has no steering line naming the borrower, lnode1 and account own")
+	}
+	e.eventually(30*time.Second, "the borrower's AdminComment to show its quota state", func() (bool, string) {
+		ac := e.show(b1)["AdminComment"]
+		return strings.Contains(ac, "[quota: other borrowing"), ac
+	})
+	owner := e.submit("-A", "own", "-J", "owner", "-N1", "--gpus=4", "--wrap", "sleep 15")
+	e.waitState(owner, "RUNNING", 30*time.Second)
+	if node := e.show(owner)["NodeList"]; node != "lnode1" {
+		t.Fatalf("the owner runs on %q; want lnode1, its cell", node)
+	}
+	if e.logMatches(`quota reclaim `) || e.restarts(b1) != 0 {
+		t.Fatalf("a reclaim was needed (restarts of the borrower: %d); the owner's cell should have been free", e.restarts(b1))
+	}
+	e.eventually(30*time.Second, "the owner's AdminComment to show it within its quota", func() (bool, string) {
+		ac := e.show(owner)["AdminComment"]
+		return strings.Contains(ac, "[quota: own within 4/4 GPUs]"), ac
+	})
+	e.waitState(owner, "COMPLETED", 60*time.Second)
+	b2 := e.submit("-A", "other", "-J", "b2", "--begin=now+8", "-N1", "--gpus=4", "--requeue", "--wrap", "sleep 600")
+	e.waitState(b2, "RUNNING", 120*time.Second)
+	if node := e.show(b2)["NodeList"]; node != "lnode1" {
+		t.Fatalf("the 4-GPU borrower runs on %q; want lnode1 (own's idle cell, the only node that holds it)", node)
+	}
+	if ex := e.show(b2)["ExcNodeList"]; ex != "(null)" && ex != "" {
+		t.Fatalf("the 4-GPU borrower was kept off %q; it fits nowhere else", ex)
+	}
 }
