@@ -46,6 +46,8 @@ const (
 	// large cluster with many borrowers); past it, the rest keep the
 	// steering they had.
 	maxPlaceVisits = 1 << 17
+	// maxExclusionsKept bounds the borrowers remembered as refused.
+	maxExclusionsKept = 4096
 	// QuotaSegmentPrefix starts a job's quota segment in its AdminComment
 	// (cgo/lachesis_core.h LACHESIS_QUOTA_PREFIX).
 	QuotaSegmentPrefix = "[quota: "
@@ -59,9 +61,11 @@ const (
 // quotaPlace is the steering and the quota segments between passes;
 // in quotaState, under mu.
 type quotaPlace struct {
-	// of is the binding nodes was built from.
+	// of is the binding nodes was built from; at is each node's place in
+	// nodes by its index in Slurm's node table.
 	of    *quota.Binding
 	nodes []placeNode
+	at    map[int32]int
 	// keptOff: the nodes each waiting borrower was kept off at the last
 	// pass (node → why), what gpushare was told.
 	keptOff map[uint32]map[string]string
@@ -70,6 +74,10 @@ type quotaPlace struct {
 	borrows map[uint32]bool
 	// shown: each job's quota segment as last sent.
 	shown map[uint32]string
+	// refused: borrowers Slurm held once kept off (no other node of
+	// their partition holds them, which the core cannot see): never kept
+	// off again, so the hold and the lift do not alternate.
+	refused map[uint32]bool
 }
 
 // placeNode is one GPU node of the cluster as placement reads it.
@@ -87,7 +95,7 @@ func (c *Core) placeNodes() []placeNode {
 	b := c.cluster.binding
 	p := &c.quota.place
 	if b == nil {
-		p.of, p.nodes = nil, nil
+		p.of, p.nodes, p.at = nil, nil, nil
 		return nil
 	}
 	if p.of == b {
@@ -99,7 +107,7 @@ func (c *Core) placeNodes() []placeNode {
 			byName[b.Tree.NodeName(n)] = n
 		}
 	}
-	p.of, p.nodes = b, p.nodes[:0]
+	p.of, p.nodes, p.at = b, p.nodes[:0], map[int32]int{}
 	for _, n := range c.cluster.nodes {
 		if n.GPUs <= 0 {
 			continue
@@ -108,6 +116,7 @@ func (c *Core) placeNodes() []placeNode {
 		if t, ok := byName[n.Name]; ok {
 			pn.owners = b.Tree.NodeOwners(t)
 		}
+		p.at[n.Index] = len(p.nodes)
 		p.nodes = append(p.nodes, pn)
 	}
 	return p.nodes
@@ -133,7 +142,19 @@ func (n *placeNode) idleCellOfOthers(acct int) bool {
 func (c *Core) placeBorrowers(snaps []Snapshot, out []Decision, usedOn map[int32]int) {
 	p := &c.quota.place
 	if p.keptOff == nil {
-		p.keptOff, p.borrows, p.shown = map[uint32]map[string]string{}, map[uint32]bool{}, map[uint32]string{}
+		p.keptOff, p.borrows, p.shown, p.refused = map[uint32]map[string]string{}, map[uint32]bool{}, map[uint32]string{}, map[uint32]bool{}
+	}
+	for i := range snaps {
+		s := &snaps[i]
+		if _, was := p.keptOff[s.ID]; was && s.Held && s.State == StatePending && len(p.refused) < maxExclusionsKept {
+			p.refused[s.ID] = true
+			c.log.Info(fmt.Sprintf("job %d is held while kept off owners' idle cells; it is no longer kept off them", s.ID), keyJob, s.ID)
+		}
+	}
+	for id := range p.refused {
+		if !c.seen[id] {
+			delete(p.refused, id)
+		}
 	}
 	nodes := c.placeNodes()
 	for i := range nodes {
@@ -153,6 +174,9 @@ func (c *Core) placeBorrowers(snaps []Snapshot, out []Decision, usedOn map[int32
 	visits := 0
 	for n, k := range borrowers {
 		j := &c.jobs[k]
+		if p.refused[j.ID] {
+			continue
+		}
 		if n >= maxSteeredBorrowers || visits >= maxPlaceVisits || len(nodes) == 0 {
 			if prev, ok := p.keptOff[j.ID]; ok {
 				kept[j.ID] = prev // not placed this pass: left as it is
@@ -293,10 +317,8 @@ func (c *Core) strandedGPUs(snaps []Snapshot, nodes []placeNode) int {
 func (c *Core) showQuotaState(snaps []Snapshot, out []Decision, nodes []placeNode) {
 	p := &c.quota.place
 	ownersOf := func(index int32) []int {
-		for i := range nodes {
-			if nodes[i].index == index {
-				return nodes[i].owners
-			}
+		if i, ok := p.at[index]; ok {
+			return nodes[i].owners
 		}
 		return nil
 	}

@@ -114,3 +114,30 @@ func TestQuotaSegmentSentOnlyWhenItChanges(t *testing.T) {
 		t.Fatalf("an unchanged segment was sent again: %q", d[0].Quota)
 	}
 }
+
+// A borrower Slurm holds once kept off (its partition may have no other
+// node, which the core cannot see) has Lachesis's nodes lifted and is not
+// kept off again once released: the hold and the lift do not alternate.
+func TestQuotaBorrowerHeldWhileKeptOffIsNotKeptOffAgain(t *testing.T) {
+	now := int64(2000)
+	c, slurm, _ := twoNodeQuotaCore(t, &now)
+	b := requeueable(inAccount(pending(1, 2, 1990), "other"))
+	pass(c, now, b)
+	c.sharing.CarryOutQueued(slurm)
+	if got := slurm.lists[1]; got != "n0" {
+		t.Fatalf("the borrower's ExcNodeList is %q, want n0", got)
+	}
+	now += 5
+	held := b
+	held.Held = true
+	pass(c, now, held)
+	c.sharing.CarryOutQueued(slurm)
+	if got := slurm.lists[1]; got != "" {
+		t.Fatalf("the held borrower's ExcNodeList is %q, want it lifted", got)
+	}
+	now += 5
+	pass(c, now, b)
+	if n := c.sharing.CarryOutQueued(slurm); n != 0 || slurm.lists[1] != "" {
+		t.Fatalf("the released borrower was kept off again: %q (%d updates)", slurm.lists[1], n)
+	}
+}
