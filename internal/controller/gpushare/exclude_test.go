@@ -483,3 +483,31 @@ func TestABadMarkKeepsOffOnlyTheGuestsOfTheUsersWhoMeasuredIt(t *testing.T) {
 		t.Fatalf("the measuring guest's user beside another user's host: %+v; want the seed", v)
 	}
 }
+
+// The core's own reason (Job.KeepOff: a quota borrower kept off owners'
+// idle nodes) joins a judged guest's nodes in one ExcNodeList beside the
+// user's; when the core no longer keeps it off, only that node is lifted.
+func TestAGuestsKeepOffJoinsItsJudgedNodesAndIsLiftedAlone(t *testing.T) {
+	var buf bytes.Buffer
+	c := seededCore(t, &buf)
+	defer c.Close()
+	sj := newFakeSlurm()
+	host := hostOn(1, "resnet-18/bs64")
+	bad := waitingGuestJob(2, mallory, "ResNet-50/bs64")
+	bad.KeepOff = map[string]string{"q1": "an idle quota cell of account own"}
+	sj.lists[2] = "u1"
+	judgeBesideHost(c, host, bad)
+	drain(t, c, sj)
+	if got := sj.list(2); got != "u1,n1,q1" {
+		t.Fatalf("ExcNodeList %q, want the user's u1, the judged n1 and the core's q1", got)
+	}
+	if !strings.Contains(buf.String(), "an idle quota cell of account own") {
+		t.Fatalf("log lacks the core's reason:\n%s", buf.String())
+	}
+	bad.KeepOff = nil
+	pass(c, 1020, host, bad)
+	drain(t, c, sj)
+	if got := sj.list(2); got != "u1,n1" {
+		t.Fatalf("after the core's reason ended ExcNodeList %q, want u1,n1", got)
+	}
+}
