@@ -63,9 +63,10 @@ const (
 type quotaPlace struct {
 	// of is the binding nodes was built from; at is each node's place in
 	// nodes by its index in Slurm's node table.
-	of    *quota.Binding
-	nodes []placeNode
-	at    map[int32]int
+	of       *quota.Binding
+	nodes    []placeNode
+	at       map[int32]int
+	nodeGPUs int // the most GPUs of one node
 	// keptOff: the nodes each waiting borrower was kept off at the last
 	// pass (node → why), what gpushare was told.
 	keptOff map[uint32]map[string]string
@@ -107,7 +108,7 @@ func (c *Core) placeNodes() []placeNode {
 			byName[b.Tree.NodeName(n)] = n
 		}
 	}
-	p.of, p.nodes, p.at = b, p.nodes[:0], map[int32]int{}
+	p.of, p.nodes, p.at, p.nodeGPUs = b, p.nodes[:0], map[int32]int{}, 0
 	for _, n := range c.cluster.nodes {
 		if n.GPUs <= 0 {
 			continue
@@ -118,6 +119,7 @@ func (c *Core) placeNodes() []placeNode {
 		}
 		p.at[n.Index] = len(p.nodes)
 		p.nodes = append(p.nodes, pn)
+		p.nodeGPUs = max(p.nodeGPUs, n.GPUs)
 	}
 	return p.nodes
 }
@@ -211,11 +213,7 @@ func (c *Core) placeBorrowers(snaps []Snapshot, out []Decision, usedOn map[int32
 // holds mu.
 func (c *Core) steerBorrower(j *priority.Job, s *Snapshot, acct string, nodes []placeNode) (map[string]string, int) {
 	owner := c.cluster.binding.Index(acct)
-	g := int(j.GPUs)
-	maxNode := 0
-	for i := range nodes {
-		maxNode = max(maxNode, nodes[i].gpus)
-	}
+	g, maxNode := int(j.GPUs), max(1, c.quota.place.nodeGPUs)
 	// k nodes of per GPUs each: a one-node job needs g on one node.
 	k := max(1, int(s.GresRequest.Nodes), (g+maxNode-1)/maxNode)
 	per := (g + k - 1) / k
