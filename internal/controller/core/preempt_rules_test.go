@@ -13,7 +13,7 @@ import (
 
 // ruleCore is a core on the test config changed by edit, logging into the
 // returned buffer, whose clock (Preemptable's) reads *now.
-func ruleCore(t *testing.T, now *int64, edit func(*config.Config)) (*Core, *bytes.Buffer) {
+func ruleCore(t testing.TB, now *int64, edit func(*config.Config)) (*Core, *bytes.Buffer) {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "l.db")
 	store, err := ledger.Open(db)

@@ -34,7 +34,7 @@ import (
 // account: Slurm steers by nodes, not by GPUs within one.
 //
 // The same pass writes each GPU job's quota state into its AdminComment
-// (quotaSegment), only when it changed, and publishes the GPUs stranded
+// (quotaShown.segment), only when it changed, and publishes the GPUs stranded
 // in pieces too small for the smallest waiting within-quota job
 // (lachesis_quota_stranded_gpus).
 
@@ -51,7 +51,7 @@ const (
 	// QuotaSegmentPrefix starts a job's quota segment in its AdminComment
 	// (cgo/lachesis_core.h LACHESIS_QUOTA_PREFIX).
 	QuotaSegmentPrefix = "[quota: "
-	// maxQuotaState bounds the state text of a segment (quotaSegment's
+	// maxQuotaState bounds the state text of a segment (quotaShown.segment
 	// callers), and QuotaSegmentMax a whole segment: what
 	// lachesis_prio_t.quota must hold.
 	maxQuotaState   = 56
@@ -73,8 +73,9 @@ type quotaPlace struct {
 	// borrows: the borrowers logged as fitting only on other accounts'
 	// idle cells (logged once while so).
 	borrows map[uint32]bool
-	// shown: each job's quota segment as last sent.
-	shown map[uint32]string
+	// shown: each job's quota state as last sent (compared each pass,
+	// formatted only when it changed).
+	shown map[uint32]quotaShown
 	// refused: borrowers Slurm held once kept off (no other node of
 	// their partition holds them, which the core cannot see): never kept
 	// off again, so the hold and the lift do not alternate.
@@ -144,7 +145,7 @@ func (n *placeNode) idleCellOfOthers(acct int) bool {
 func (c *Core) placeBorrowers(snaps []Snapshot, out []Decision, usedOn map[int32]int) {
 	p := &c.quota.place
 	if p.keptOff == nil {
-		p.keptOff, p.borrows, p.shown, p.refused = map[uint32]map[string]string{}, map[uint32]bool{}, map[uint32]string{}, map[uint32]bool{}
+		p.keptOff, p.borrows, p.shown, p.refused = map[uint32]map[string]string{}, map[uint32]bool{}, map[uint32]quotaShown{}, map[uint32]bool{}
 	}
 	for i := range snaps {
 		s := &snaps[i]
@@ -327,27 +328,26 @@ func (c *Core) showQuotaState(snaps []Snapshot, out []Decision, nodes []placeNod
 		}
 		s := &snaps[c.jobIndex[k]]
 		acct := strings.ToLower(s.Account)
-		state := ""
+		st := quotaShown{account: acct}
 		switch {
 		case j.Quota == priority.QuotaWithin:
-			state = fmt.Sprintf("within %d/%d GPUs", j.GPUs, c.quotaGPUs(acct))
+			st.state, st.gpus, st.quota = "within", int(j.GPUs), c.quotaGPUs(acct)
 		case j.State == priority.Pending && p.keptOff[j.ID] != nil:
-			state = "borrowing, kept off other accounts' idle cells"
+			st.state = "borrowing, kept off other accounts' idle cells"
 		case j.State == priority.Pending:
-			state = "borrowing idle GPUs"
+			st.state = "borrowing idle GPUs"
 		case nodes == nil || s.NodeCount == 0:
-			state = "borrowing"
+			st.state = "borrowing"
 		case slices.ContainsFunc(ownersOf(s.FirstNode), func(o int) bool { return c.cluster.binding.Accounts[o] != acct }):
-			state = "borrowing from idle cells"
+			st.state = "borrowing from idle cells"
 		default:
-			state = "borrowing unbound GPUs"
+			st.state = "borrowing unbound GPUs"
 		}
-		seg := quotaSegment(acct, state)
-		if p.shown[j.ID] == seg {
+		if p.shown[j.ID] == st {
 			continue
 		}
-		p.shown[j.ID] = seg
-		out[c.jobIndex[k]].Quota = seg
+		p.shown[j.ID] = st
+		out[c.jobIndex[k]].Quota = st.segment()
 	}
 	for id := range p.shown {
 		if !c.seen[id] {
@@ -356,9 +356,20 @@ func (c *Core) showQuotaState(snaps []Snapshot, out []Decision, nodes []placeNod
 	}
 }
 
-// quotaSegment is a job's quota segment: what Lachesis writes of its
-// quota state into its AdminComment. The account is Slurm's (no brackets:
-// the plugin refuses a segment with ']' before its end).
-func quotaSegment(account, state string) string {
-	return QuotaSegmentPrefix + account + " " + state + "]"
+// quotaShown is a job's quota state: its account and state, and for a
+// job within its quota its GPUs and the quota's.
+type quotaShown struct {
+	account, state string
+	gpus, quota    int
+}
+
+// segment is the job's quota segment: what Lachesis writes of its quota
+// state into its AdminComment. The account is Slurm's (no brackets: the
+// plugin refuses a segment with ']' before its end).
+func (q quotaShown) segment() string {
+	state := q.state
+	if q.gpus > 0 {
+		state = fmt.Sprintf("%s %d/%d GPUs", q.state, q.gpus, q.quota)
+	}
+	return QuotaSegmentPrefix + q.account + " " + state + "]"
 }
