@@ -91,15 +91,16 @@ type Cell struct {
 // Tree is the cells and which GPUs are free. Not safe for concurrent use.
 type Tree struct {
 	cells    []Cell
-	free     []int    // free GPUs under each cell
-	leafCell []int    // GPU index → its cell
-	used     []bool   // GPU index → taken
-	nodes    []int    // node index → its cell
-	switches []int    // switch index → its cell
-	owner    []int    // cell → the owner every GPU under it is bound to, -1 none, -2 mixed
-	gpuOwner []int    // GPU index → owner, -1 none
-	names    []string // node index → its name (Node.Name)
+	free     []int  // free GPUs under each cell
+	leafCell []int  // GPU index → its cell
+	used     []bool // GPU index → taken
+	nodes    []int  // node index → its cell
+	switches []int  // switch index → its cell
+	owner    []int  // cell → the owner every GPU under it is bound to, -1 none, -2 mixed
+	gpuOwner []int  // GPU index → owner, -1 none
 	maxNode  int
+
+	names []string // node index → its name (Node.Name)
 }
 
 // New builds the tree of a topology, checking its bounds.
