@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +26,13 @@ import (
 // What it read is bound to the cluster's real shape (bindQuotas, the
 // node table the plugin sent) under the core's lock and becomes the
 // quotas in force, c.cfg.Quota.Accounts, which the pass's quota stages
-// read as they read lachesis.yaml's. Anything wrong (sacctmgr fails, a
-// description's quota text, quotas the cluster cannot hold) is logged
-// once per read, naming the account and the field, and the quotas in
-// force stay: the data arrives after start, so it is never fatal. Read
-// before the plugin sent the node table, the quotas wait for it.
+// read as they read lachesis.yaml's. Anything wrong is logged once per
+// read, naming the account and the field, and never fatal (the data
+// arrives after start): sacctmgr failing, or quotas the cluster cannot
+// hold, keep the quotas in force; a description whose quota is refused
+// keeps that account's quota in force (none if it had none), the other
+// accounts' are read. Read before the plugin sent the node table, the
+// quotas wait for it.
 
 // Bounds and pauses of the slurmdbd source.
 const (
@@ -150,31 +153,33 @@ func (c *Core) refreshQuotas(ctx context.Context, dbd accountLister, fresh bool)
 		}
 		return every
 	}
+	var refused []string
 	if specs == nil || fresh {
-		var errs []error
-		if specs, errs = c.readSlurmdbdQuotas(ctx, dbd); len(errs) > 0 {
+		var ok bool
+		if specs, refused, ok = c.readSlurmdbdQuotas(ctx, dbd); !ok {
 			return every
 		}
 	}
-	if waiting := c.bindSlurmdbdQuotas(specs); waiting {
+	if waiting := c.bindSlurmdbdQuotas(specs, refused); waiting {
 		return quotaNodesWait
 	}
 	return every
 }
 
-// readSlurmdbdQuotas reads every account's quota from its description.
-// Errors are logged here, each naming the account and the field, and
-// counted; with any, the quotas read are not to be used.
-func (c *Core) readSlurmdbdQuotas(ctx context.Context, dbd accountLister) (map[string]quota.Spec, []error) {
+// readSlurmdbdQuotas reads every account's quota from its description:
+// the quotas read, and the accounts whose description was refused (each
+// logged here, naming the account and the field, and counted); ok is
+// false when nothing could be read.
+func (c *Core) readSlurmdbdQuotas(ctx context.Context, dbd accountLister) (specs map[string]quota.Spec, refused []string, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, sacctmgrTimeout)
 	defer cancel()
 	accts, err := dbd.AccountDescriptions(ctx)
 	if err != nil {
 		c.quotaSource.failures.WithLabelValues(quotaFailRead).Inc()
 		c.log.Error("quotas not read from slurmdbd, keeping the quotas in force", keySource, config.QuotaFromSlurmdbd, keyErr, err)
-		return nil, []error{err}
+		return nil, nil, false
 	}
-	specs, errs := quotasInDescriptions(accts)
+	specs, refused, errs := quotasInDescriptions(accts)
 	if len(errs) > 0 {
 		c.quotaSource.failures.WithLabelValues(quotaFailText).Inc()
 		for i, err := range errs {
@@ -182,18 +187,18 @@ func (c *Core) readSlurmdbdQuotas(ctx context.Context, dbd accountLister) (map[s
 				c.log.Error("more slurmdbd quotas refused", keySource, config.QuotaFromSlurmdbd, "more", len(errs)-i)
 				break
 			}
-			c.log.Error("slurmdbd quota refused, keeping the quotas in force", keySource, config.QuotaFromSlurmdbd, keyErr, err)
+			c.log.Error("slurmdbd quota refused, the account keeps the quota in force", keySource, config.QuotaFromSlurmdbd, keyErr, err)
 		}
 	}
-	return specs, errs
+	return specs, refused, true
 }
 
 // quotasInDescriptions is each account's quota in its description: the
-// accounts whose description holds the marker, at most quota.MaxAccounts.
-// Each error names the account and the field.
-func quotasInDescriptions(accts []slurmcmd.AccountDescription) (map[string]quota.Spec, []error) {
-	specs := map[string]quota.Spec{}
-	var errs []error
+// accounts whose description holds the marker, at most quota.MaxAccounts;
+// refused lists the accounts (lower case) whose marker was refused, each
+// error naming the account and the field.
+func quotasInDescriptions(accts []slurmcmd.AccountDescription) (specs map[string]quota.Spec, refused []string, errs []error) {
+	specs = map[string]quota.Spec{}
 	for _, a := range accts {
 		spec, found, err := quota.InDescription(a.Description)
 		if !found {
@@ -207,24 +212,33 @@ func quotasInDescriptions(accts []slurmcmd.AccountDescription) (map[string]quota
 			err = fmt.Errorf("%w: more than %d accounts hold a quota", quota.ErrBadQuota, quota.MaxAccounts)
 		}
 		if err != nil {
+			refused = append(refused, strings.ToLower(a.Name))
 			errs = append(errs, fmt.Errorf("slurmdbd account %s Description %s: %w", a.Name, quota.Marker, err))
 			continue
 		}
 		specs[name] = spec
 	}
-	return specs, errs
+	return specs, refused, errs
 }
 
-// bindSlurmdbdQuotas makes specs the quotas in force if they fit the
-// cluster; waiting is true when the node table has not come yet (they
+// bindSlurmdbdQuotas makes specs, and the quotas in force of the refused
+// accounts, the quotas in force if they fit the cluster; waiting is true when the node table has not come yet (they
 // wait for it). A misfit is logged naming the account and the field, and
 // the quotas in force stay.
-func (c *Core) bindSlurmdbdQuotas(specs map[string]quota.Spec) (waiting bool) {
+func (c *Core) bindSlurmdbdQuotas(specs map[string]quota.Spec, refused []string) (waiting bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.quotaSource.waiting = nil
 	if c.cfg.Quota.Source != config.QuotaFromSlurmdbd {
 		return false // a reconfigure changed the source meanwhile
+	}
+	// An account whose description was refused keeps the quota in force
+	// (none if it had none): one lab's typo changes nothing, and holds
+	// back no other account's edit.
+	for _, a := range refused {
+		if s, ok := c.cfg.Quota.Accounts[a]; ok {
+			specs[a] = s
+		}
 	}
 	if c.cluster.nodes == nil {
 		c.quotaSource.waiting = specs

@@ -99,16 +99,19 @@ func TestSlurmdbdQuotaRanksOwnersFirst(t *testing.T) {
 }
 
 // Whatever goes wrong with a read is logged naming the account and the
-// field, and the quotas in force stay: sacctmgr failing, a bad quota
-// text, the marker twice, quotas the cluster cannot hold.
-func TestSlurmdbdReadThatFailsKeepsTheQuotas(t *testing.T) {
+// field, and changes nothing: sacctmgr failing or quotas the cluster
+// cannot hold keep the quotas in force; a refused description (a bad
+// text, the marker twice, a control character, a name Slurm would not
+// give) keeps that account's quota in force, or none.
+func TestSlurmdbdReadThatFailsChangesNothing(t *testing.T) {
 	now := int64(1100)
 	c, logged := dbdCore(t, &now)
 	if err := c.SetCluster(twoNodes); err != nil {
 		t.Fatal(err)
 	}
 	dbd := &fakeSlurmdbd{}
-	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
+	good := slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"}
+	dbd.set(nil, good)
 	c.refreshQuotas(t.Context(), dbd, true)
 	bound := c.cluster.binding
 	if bound.GPUs("own") != 4 {
@@ -122,15 +125,17 @@ func TestSlurmdbdReadThatFailsKeepsTheQuotas(t *testing.T) {
 	}{
 		{"sacctmgr fails", errors.New("sacctmgr: error: Problem talking to the database"), nil,
 			`quotas not read from slurmdbd, keeping the quotas in force" source=slurmdbd err="sacctmgr: error: Problem talking to the database"`},
-		{"a bad text", nil, []slurmcmd.AccountDescription{{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"}, {Name: "vision", Description: "lab; lachesis-quota=lots"}},
-			`slurmdbd account vision Description lachesis-quota: bad quota: \"lots\"`},
+		{"a bad text", nil, []slurmcmd.AccountDescription{good, {Name: "vision", Description: "lab; lachesis-quota=lots"}},
+			`msg="slurmdbd quota refused, the account keeps the quota in force" source=slurmdbd err="slurmdbd account vision Description lachesis-quota: bad quota: \"lots\"`},
 		{"the marker twice", nil, []slurmcmd.AccountDescription{{Name: "own", Description: "lachesis-quota=1 gpu; lachesis-quota=8 gpus"}},
 			`slurmdbd account own Description lachesis-quota: bad quota: lachesis-quota is written 2 times`},
 		{"a control character", nil, []slurmcmd.AccountDescription{{Name: "own", Description: "lachesis-quota=1 gpu\x1b[2J"}},
 			`slurmdbd account own Description lachesis-quota: bad quota: the quota text \"1 gpu\\x1b[2J\" holds a control character`},
-		{"an account name over the bound", nil, []slurmcmd.AccountDescription{{Name: strings.Repeat("a", 65), Description: "lachesis-quota=1 gpu"}},
-			`Description lachesis-quota: bad quota:`},
-		{"quotas over the cluster", nil, []slurmcmd.AccountDescription{{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"}, {Name: "vision", Description: "lachesis-quota=2 nodes of 4 gpus"}},
+		{"a newline", nil, []slurmcmd.AccountDescription{{Name: "own", Description: "lachesis-quota=1\nnode of 4 gpus"}},
+			`slurmdbd account own Description lachesis-quota: bad quota: the quota text \"1\\nnode of 4 gpus\" holds a control character`},
+		{"an account name over the bound", nil, []slurmcmd.AccountDescription{good, {Name: strings.Repeat("a", 65), Description: "lachesis-quota=1 gpu"}},
+			`Description lachesis-quota: bad quota: \"aaaa`},
+		{"quotas over the cluster", nil, []slurmcmd.AccountDescription{good, {Name: "vision", Description: "lachesis-quota=2 nodes of 4 gpus"}},
 			`slurmdbd quotas do not fit the cluster, keeping the quotas in force" source=slurmdbd err="slurmdbd account vision Description lachesis-quota: 8 GPUs in cells of 4 does not fit the cluster: the quotas add up to 12 GPUs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,10 +147,17 @@ func TestSlurmdbdReadThatFailsKeepsTheQuotas(t *testing.T) {
 			if !strings.Contains(logged.String(), tc.log) {
 				t.Fatalf("log:\n%s\nwant %s", logged, tc.log)
 			}
-			if got := c.Config().Quota.Accounts; len(got) != 1 || got["own"].GPUs() != 4 || c.cluster.binding != bound {
+			if got := c.Config().Quota.Accounts; len(got) != 1 || got["own"].GPUs() != 4 || c.cluster.binding.GPUs("own") != 4 {
 				t.Fatalf("the quotas in force changed: %v, %+v", got, c.cluster.binding)
 			}
 		})
+	}
+	// One account's typo holds back no other's edit.
+	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=oops"},
+		slurmcmd.AccountDescription{Name: "nlp", Description: "lachesis-quota=2 gpus"})
+	c.refreshQuotas(t.Context(), dbd, true)
+	if got := c.Config().Quota.Accounts; len(got) != 2 || got["own"].GPUs() != 4 || got["nlp"].GPUs() != 2 {
+		t.Fatalf("own's typo and nlp's new quota: %v", got)
 	}
 	// Many bad descriptions: a bounded number of lines.
 	logged.Reset()
@@ -155,8 +167,8 @@ func TestSlurmdbdReadThatFailsKeepsTheQuotas(t *testing.T) {
 	}
 	dbd.set(nil, many...)
 	c.refreshQuotas(t.Context(), dbd, true)
-	if n := strings.Count(logged.String(), "\n"); n > maxQuotaErrorsLogged+1 {
-		t.Fatalf("%d log lines for one read", n)
+	if n := strings.Count(logged.String(), "level=ERROR"); n != maxQuotaErrorsLogged+1 {
+		t.Fatalf("%d error lines for one read, want %d", n, maxQuotaErrorsLogged+1)
 	}
 	if !strings.Contains(logged.String(), `msg="more slurmdbd quotas refused"`) {
 		t.Fatalf("the rest not counted:\n%s", logged)
