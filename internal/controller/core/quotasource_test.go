@@ -266,3 +266,24 @@ func TestQuotaSourceGoroutineReadsAtStartAndWhenKicked(t *testing.T) {
 		t.Fatal("the goroutine did not stop")
 	}
 }
+
+// A node table the quotas read from slurmdbd no longer fit is refused
+// naming the account's Description, not lachesis.yaml's key; the binding
+// stays.
+func TestSlurmdbdQuotaMisfitAfterReshapeNamesTheDescription(t *testing.T) {
+	now := int64(1100)
+	c, _ := dbdCore(t, &now)
+	if err := c.SetCluster(twoNodes); err != nil {
+		t.Fatal(err)
+	}
+	dbd := &fakeSlurmdbd{}
+	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
+	c.refreshQuotas(t.Context(), dbd, true)
+	err := c.SetCluster([]ClusterNode{{Name: "n0", GPUs: 2}})
+	if !errors.Is(err, ErrQuotaUnfit) || !strings.Contains(err.Error(), "slurmdbd account own Description lachesis-quota: 4 GPUs in cells of 4 does not fit") {
+		t.Fatalf("SetCluster = %v", err)
+	}
+	if c.cluster.binding.GPUs("own") != 4 {
+		t.Fatalf("the binding changed: %+v", c.cluster.binding)
+	}
+}
