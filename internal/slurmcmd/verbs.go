@@ -289,3 +289,67 @@ func tresValue(list, name string) (float64, bool) {
 }
 
 func nan() float64 { return math.NaN() }
+
+// AccountDescription is one of slurmdbd's accounts and its Description
+// (sacctmgr prints descriptions lower-cased, as it stores them).
+type AccountDescription struct {
+	Name, Description string
+}
+
+// Bounds of one AccountDescriptions: the accounts listed and sacctmgr's
+// output. A description is MySQL text (up to 64 KiB), so the output bound
+// is above the runner's default.
+const (
+	MaxAccountsListed   = 65536
+	MaxAccountsOutput   = 8 << 20
+	maxAccountNameBytes = 255 // slurmdbd's acct_table name is tinytext
+)
+
+// AccountDescriptions lists slurmdbd's accounts with their descriptions
+// (`sacctmgr -nP show account format=Account,Description`). sacctmgr
+// reads slurmdbd, so it fails where the cluster has none. Its output is
+// "name|description" a line, unescaped: a description may hold '|'
+// (the account's name never does, so the first one ends the name) and
+// even a newline (a line without '|' continues the last description). An
+// account listed twice, a name Slurm would not store, or more than
+// MaxAccountsListed accounts is an error: the answer is then not trusted.
+func (r Runner) AccountDescriptions(ctx context.Context) ([]AccountDescription, error) {
+	if r.MaxOutput == 0 {
+		r.MaxOutput = MaxAccountsOutput
+	}
+	out, err := r.Run(ctx, "sacctmgr", "--noheader", "--parsable2", "show", "account", "format=Account,Description")
+	if err != nil {
+		return nil, err
+	}
+	return parseAccountDescriptions(out)
+}
+
+func parseAccountDescriptions(out string) ([]AccountDescription, error) {
+	var accts []AccountDescription
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		name, desc, ok := strings.Cut(line, "|")
+		if !ok {
+			if len(accts) == 0 {
+				if strings.TrimSpace(line) == "" {
+					continue // sacctmgr's answer when there are no accounts
+				}
+				return nil, fmt.Errorf("sacctmgr's account list starts with a line that names no account: %.64q", line)
+			}
+			accts[len(accts)-1].Description += "\n" + line
+			continue
+		}
+		if name == "" || len(name) > maxAccountNameBytes || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return nil, fmt.Errorf("sacctmgr's account list: %.64q is not an account name", name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("sacctmgr's account list names account %.64q twice", name)
+		}
+		if len(accts) == MaxAccountsListed {
+			return nil, fmt.Errorf("sacctmgr lists more than %d accounts", MaxAccountsListed)
+		}
+		seen[name] = true
+		accts = append(accts, AccountDescription{Name: name, Description: desc})
+	}
+	return accts, nil
+}

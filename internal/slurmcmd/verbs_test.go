@@ -3,6 +3,7 @@ package slurmcmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -209,5 +210,67 @@ func TestParseJobGPUFigures(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("%d jobs, want 3: %+v", len(got), got)
+	}
+}
+
+func TestParseAccountDescriptions(t *testing.T) {
+	for _, tc := range []struct {
+		name, out string
+		want      []AccountDescription
+		bad       string // in the error; "" = no error
+	}{
+		{"accounts and their descriptions", "root|default root account\nvision|vision lab; lachesis-quota=2 nodes of 8 gpus\n",
+			[]AccountDescription{{"root", "default root account"}, {"vision", "vision lab; lachesis-quota=2 nodes of 8 gpus"}}, ""},
+		{"an empty description kept", "a|\n", []AccountDescription{{"a", ""}}, ""},
+		{"a bar in a description stays in it", "a|x|y|lachesis-quota=1 gpu\n", []AccountDescription{{"a", "x|y|lachesis-quota=1 gpu"}}, ""},
+		{"a newline in a description continues it", "a|first\nsecond\nb|x\n", []AccountDescription{{"a", "first\nsecond"}, {"b", "x"}}, ""},
+		{"nothing listed: no accounts", "", nil, ""},
+		{"a first line without an account refused", "garbage\na|x\n", nil, "names no account"},
+		{"an account twice refused", "a|x\nb|y\na|lachesis-quota=64 gpus\n", nil, "twice"},
+		{"a name with a space refused", "a b|x\n", nil, "not an account name"},
+		{"a name with a control character refused", "a\x1b[2J|x\n", nil, "not an account name"},
+		{"an empty name refused", "|x\n", nil, "not an account name"},
+		{"a huge name refused", strings.Repeat("a", 300) + "|x\n", nil, "not an account name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseAccountDescriptions(tc.out)
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) || len(err.Error()) > 200 {
+					t.Fatalf("got %v, want an error (bounded) saying %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tc.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %q; want %q", got, tc.want)
+				}
+			}
+		})
+	}
+	// More accounts than the bound: refused, not cut.
+	var b strings.Builder
+	for i := 0; i <= MaxAccountsListed; i++ {
+		fmt.Fprintf(&b, "a%d|\n", i)
+	}
+	if _, err := parseAccountDescriptions(b.String()); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("%d accounts: %v", MaxAccountsListed+1, err)
+	}
+}
+
+func TestAccountDescriptionsAsksSacctmgr(t *testing.T) {
+	r := standIn(t, "sacctmgr", `[ "$*" = "--noheader --parsable2 show account format=Account,Description" ] && echo 'own|lachesis-quota=4 gpus'`)
+	got, err := r.AccountDescriptions(context.Background())
+	if err != nil || len(got) != 1 || got[0] != (AccountDescription{"own", "lachesis-quota=4 gpus"}) {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	// No slurmdbd: sacctmgr's complaint is the error.
+	r = standIn(t, "sacctmgr", `echo 'sacctmgr: error: Problem talking to the database: Connection refused' >&2; exit 1`)
+	_, err = r.AccountDescriptions(context.Background())
+	var exit *ExitError
+	if !errors.As(err, &exit) || !strings.Contains(exit.Stderr, "Connection refused") {
+		t.Fatalf("got %v", err)
 	}
 }

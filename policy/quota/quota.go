@@ -144,8 +144,8 @@ func Bind(tree *cells.Tree, specs map[string]Spec) (*Binding, error) {
 		b.Cells = append(b.Cells, nil)
 		// The error names the account that takes the sum over.
 		if total += specs[a].GPUs(); total > tree.GPUs() {
-			return nil, fmt.Errorf("%w: quota.accounts.%s (%s): the quotas add up to %d GPUs with it (accounts by name), the cluster has %d",
-				ErrBadQuota, a, specs[a], total, tree.GPUs())
+			return nil, &AccountError{Account: a, Spec: specs[a],
+				Why: fmt.Sprintf("the quotas add up to %d GPUs with it (accounts by name), the cluster has %d", total, tree.GPUs())}
 		}
 	}
 	order := make([]int, len(b.Accounts))
@@ -157,13 +157,31 @@ func Bind(tree *cells.Tree, specs map[string]Spec) (*Binding, error) {
 		for c := 0; c < b.Specs[i].Cells; c++ {
 			got, err := tree.Bind(i, b.Specs[i].CellGPUs)
 			if err != nil {
-				return nil, fmt.Errorf("%w: quota.accounts.%s (%s), cell %d of %d: %w", ErrBadQuota, b.Accounts[i], b.Specs[i], c+1, b.Specs[i].Cells, err)
+				return nil, &AccountError{Account: b.Accounts[i], Spec: b.Specs[i],
+					Why: fmt.Sprintf("cell %d of %d: %v", c+1, b.Specs[i].Cells, err), Err: err}
 			}
 			b.Cells[i] = append(b.Cells[i], got...)
 		}
 	}
 	return b, nil
 }
+
+// AccountError is one account's quota that the cluster cannot hold. Its
+// text names the account's key in lachesis.yaml (quota.accounts.ACCOUNT);
+// a caller that read the quota elsewhere (slurmdbd) names it its own way
+// from Account and Why.
+type AccountError struct {
+	Account string
+	Spec    Spec
+	Why     string // what does not fit, without the account
+	Err     error  // the cells' error, if any
+}
+
+func (e *AccountError) Error() string {
+	return fmt.Sprintf("%v: quota.accounts.%s (%s): %s", ErrBadQuota, e.Account, e.Spec, e.Why)
+}
+
+func (e *AccountError) Unwrap() []error { return []error{ErrBadQuota, e.Err} }
 
 // Index is an account's owner id, -1 for an account without a quota.
 func (b *Binding) Index(account string) int {

@@ -341,7 +341,8 @@ func Default() Config {
 		GPUUse:    GPUUse{IdleBelowPct: 10, IdleAfter: 30 * time.Minute},
 		Sharing: Sharing{Rules: rules, PairTable: DefaultPairTable, PairTableGPU: "v100",
 			PairQuorum: sharing.DefaultQuorum, PairMarkTTL: sharing.DefaultMarkTTL},
-		Quota: Quota{Accounts: map[string]quota.Spec{}, MaxReclaimPerPass: quota.DefaultMaxReclaimPerPass},
+		Quota: Quota{Accounts: map[string]quota.Spec{}, MaxReclaimPerPass: quota.DefaultMaxReclaimPerPass,
+			Source: QuotaFromYAML, Refresh: DefaultQuotaRefresh},
 	}
 }
 
@@ -413,6 +414,8 @@ func defaultFile() file {
 	f.Sharing.PairTable = d.Sharing.PairTable
 	f.Sharing.PairTableGPU = d.Sharing.PairTableGPU
 	f.Quota.MaxReclaimPerPass = d.Quota.MaxReclaimPerPass
+	f.Quota.Source = d.Quota.Source
+	f.Quota.Refresh = d.Quota.Refresh.Seconds()
 	f.Sharing.PairQuorum = float64(d.Sharing.PairQuorum)
 	f.Sharing.PairMarkTTL = float64(d.Sharing.PairMarkTTL)
 	return f

@@ -70,6 +70,9 @@ func (c *Core) SetCluster(nodes []ClusterNode) error {
 		return c.cluster.refusedErr
 	}
 	b, err := bindQuotas(c.configPath, c.cfg.Quota, nodes)
+	if err != nil && c.cfg.Quota.Source == config.QuotaFromSlurmdbd {
+		err = fmt.Errorf("%w: %w", ErrQuotaUnfit, slurmdbdFitError(err)) // named where the admin set it
+	}
 	if err != nil {
 		c.cluster.refused, c.cluster.refusedErr = slices.Clone(nodes), err
 		return err

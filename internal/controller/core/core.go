@@ -91,6 +91,9 @@ type Core struct {
 	preemption preemptionState // who may preempt whom, and what came of it (preempt.go)
 	quota      quotaState      // quota standing and reclaims between passes (quota.go)
 	cluster    clusterState    // the nodes' GPUs and the quotas bound to them (cluster.go)
+	// quotaSource: quotas read from slurmdbd (quotasource.go); its own
+	// goroutine, its state under mu.
+	quotaSource quotaSourceState
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
@@ -217,6 +220,9 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
 	// requeuer says why).
 	safego.Loop(log, "sharing requeuer", func() { c.sharing.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
+	// The quotas' source, outside every lock (quotasource.go).
+	c.quotaSource.kick = make(chan struct{}, 1)
+	safego.Loop(log, "quota source", func() { c.runQuotaSource(c.stop, slurmcmd.Runner{}) }, nil)
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, env.Reconfigure, log); err != nil {
 		c.Close()
 		return nil, err
@@ -250,24 +256,25 @@ func New(cfg config.Config, store Ledger, log *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c := &Core{
-		clock:      func() int64 { return time.Now().Unix() },
-		log:        log,
-		store:      store,
-		cfg:        cfg,
-		records:    make(map[uint32]*ledger.Record, len(active)),
-		decisions:  make(map[uint32]Decision, len(active)),
-		seen:       make(map[uint32]bool, len(active)),
-		ends:       jobEnds{held: make(map[uint32]int64)},
-		finished:   make(map[uint32]*ledger.Record),
-		pending:    make(map[uint32]ledger.Record),
-		kick:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
-		stopped:    make(chan struct{}),
-		sharing:    gpushare.New(cfg, log),
-		pairScores: map[uint32]float64{},
-		throttles:  arrayThrottles{},
+		clock:       func() int64 { return time.Now().Unix() },
+		log:         log,
+		store:       store,
+		cfg:         cfg,
+		records:     make(map[uint32]*ledger.Record, len(active)),
+		decisions:   make(map[uint32]Decision, len(active)),
+		seen:        make(map[uint32]bool, len(active)),
+		ends:        jobEnds{held: make(map[uint32]int64)},
+		finished:    make(map[uint32]*ledger.Record),
+		pending:     make(map[uint32]ledger.Record),
+		kick:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+		sharing:     gpushare.New(cfg, log),
+		pairScores:  map[uint32]float64{},
+		throttles:   arrayThrottles{},
+		quotaSource: newQuotaSource(),
 	}
-	c.met = newMetricsIf(cfg.Metrics.Listen, c.sharing.Collectors()...)
+	c.met = newMetricsIf(cfg.Metrics.Listen, append(c.sharing.Collectors(), c.quotaSource.collectors()...)...)
 	c.minHistory.Store(int64(cfg.GittinsMinHistory))
 	c.speedBase = *cfg.Speeds(nil)
 	c.siblings = priority.NewSiblings(cfg.Tiresias.SiblingWindow)
@@ -373,6 +380,7 @@ func (c *Core) Reconfigure() error {
 	if cfg.Sharing.PairTable != c.cfg.Sharing.PairTable || cfg.Sharing.PairTableGPU != c.cfg.Sharing.PairTableGPU {
 		c.log.Warn("sharing.pair_table changed; the pair table is seeded when slurmctld starts", keyPath, cfg.Sharing.PairTable)
 	}
+	c.carrySlurmdbdQuotas(&cfg)
 	// The new quotas must fit the cluster Slurm has (when the plugin
 	// has sent it): else the previous config stays, naming the key.
 	var binding *quota.Binding
@@ -398,6 +406,7 @@ func (c *Core) Reconfigure() error {
 	c.resizeHeirs(old.Tiresias, cfg.Tiresias)
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
 	c.logThresholds(slog.LevelInfo, "reload")
+	c.kickQuotaSource() // slurmdbd's quotas read again, or lachesis.yaml's marked read
 	return nil
 }
 

@@ -1,0 +1,106 @@
+package cluster_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
+)
+
+// Issue 35 item 1: quotas read from slurmdbd (quota.source: slurmdbd), on
+// a cluster with a real slurmdbd and MariaDB. One 4-GPU node, one
+// Tiresias queue, as TestQuotaOwnerFirst, but lachesis.yaml names no
+// quota: an admin sets account own's quota in its Description.
+//
+//   - the core reads it (at the reconfigure the admin asks for) and logs
+//     it; own's job within its quota starts ahead of a borrower that
+//     waited longer;
+//   - the attack: the ordinary test user tries to give account other a
+//     quota, and to add an account with one, through sacctmgr; slurmdbd
+//     refuses both, and the quotas read stay own's alone;
+//   - an admin's bad description (other: "lachesis-quota=lots") is logged
+//     naming the account and the field, and changes nothing: own's job
+//     still starts first.
+func TestQuotaFromSlurmdbd(t *testing.T) {
+	dir := clusterDir(t)
+	// Registered first, so it runs after the cluster's own cleanup: no
+	// daemon of this cluster (MariaDB and slurmdbd included) may outlive it.
+	t.Cleanup(func() { checkNoDaemonsUnder(t, dir) })
+	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 4, Accounting: "slurmdbd"},
+		"tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\n"+
+			"quota:\n  source: slurmdbd\n  refresh: 30\n  max_reclaim_per_pass: 4\n")
+	e.sacctmgr("add", "account", "own,other,fill")
+	e.sacctmgr("add", "user", "root", "Account=own,other,fill")
+	e.waitAssocShares(map[string]int{"own": 1, "other": 1, "fill": 1})
+
+	e.sacctmgr("modify", "account", "own", "set", "Description=own lab; lachesis-quota=2 GPUs")
+	own := regexp.QuoteMeta(`quotas="[own=2 GPUs in cells of 1]"`)
+	e.reconfigureUntilRead(`quotas read from slurmdbd source=slurmdbd accounts=1 changed=true ` + own)
+
+	// The attack: an ordinary user edits a description, and adds an
+	// account with one. slurmdbd refuses both (as_mysql_modify_accts and
+	// as_mysql_add_accts: admins and operators only, coordinators may add).
+	testenv.EnsureUser(t, testUser)
+	for _, args := range [][]string{
+		{"-i", "modify", "account", "other", "set", "Description=lachesis-quota=4 GPUs"},
+		{"-i", "modify", "account", "own", "set", "Description=lachesis-quota=4 GPUs"},
+		{"-i", "add", "account", "evil", "Description=lachesis-quota=4 GPUs"},
+	} {
+		out, err := e.c.RunAs(testUser, "sacctmgr", args...)
+		// 22.05 and 24.11 word the refusal differently.
+		if err == nil || !regexp.MustCompile(`privilege|denied|Only admins`).MatchString(out) {
+			t.Fatalf("the test user's sacctmgr %s was not refused: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	descs, err := e.c.Run("sacctmgr", "-nP", "show", "account", "format=Account,Description")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(descs, "own|own lab; lachesis-quota=2 gpus\n") || strings.Contains(descs, "lachesis-quota=4") || strings.Contains(descs, "evil") {
+		t.Fatalf("an ordinary user changed slurmdbd's accounts:\n%s", descs)
+	}
+	// An admin's typo on another account: logged naming it, nothing changes.
+	e.sacctmgr("modify", "account", "other", "set", "Description=lachesis-quota=lots")
+	e.reconfigureUntilRead(`slurmdbd quota refused, the account keeps the quota in force source=slurmdbd err=.*slurmdbd account other Description lachesis-quota: bad quota: .{0,2}lots`)
+	if e.logMatches(`quotas="\[[^"]*other=`) || e.logMatches(`quotas="\[[^"]*4 GPUs`) {
+		t.Fatalf("a quota other than own's 2 GPUs was read:\n%s", tail(e.c.ControllerLog(), 30))
+	}
+
+	// Mirrors TestQuotaOwnerFirst: the node is held by a job that cannot
+	// be requeued, so no reclaim is involved.
+	fill := e.submit("-A", "fill", "-J", "fill", "--gpus=4", "--no-requeue", "--wrap", "sleep 12")
+	e.waitState(fill, "RUNNING", 30*time.Second)
+	borrower := e.submit("-A", "other", "-J", "borrower", "--gpus=4", "--wrap", "sleep 5")
+	time.Sleep(2 * time.Second) // the borrower waits longer
+	owner := e.submit("-A", "own", "-J", "owner", "--gpus=2", "--wrap", "sleep 20")
+	e.eventually(20*time.Second, "sprio to rank the owner above the borrower", func() (bool, string) {
+		p := e.prio()
+		return p[owner].Priority > p[borrower].Priority, fmt.Sprintf("owner %+v borrower %+v", p[owner], p[borrower])
+	})
+	e.waitState(owner, "RUNNING", 60*time.Second)
+	if st := e.jobs()[borrower].State; st != "PENDING" {
+		t.Fatalf("the borrower is %s while the owner runs; want it waiting behind the owner", st)
+	}
+}
+
+// reconfigureUntilRead asks slurmctld to reconfigure, which makes the
+// core read slurmdbd's quotas again, until its log matches pattern (a
+// read after the reconfigure).
+func (e *env) reconfigureUntilRead(pattern string) {
+	e.t.Helper()
+	before := len(e.c.ControllerLog())
+	if err := e.c.Reconfigure(); err != nil {
+		e.t.Fatal(err)
+	}
+	re := regexp.MustCompile(pattern)
+	e.eventually(45*time.Second, "a read of slurmdbd's quotas matching "+pattern, func() (bool, string) {
+		log := e.c.ControllerLog()
+		if len(log) < before {
+			before = 0 // a new slurmctld's log (24.11 reconfigures so)
+		}
+		return re.MatchString(log[before:]), tail(log, 8)
+	})
+}
