@@ -210,6 +210,9 @@ func (t *Tree) Free() int {
 func (t *Tree) Nodes() int    { return len(t.nodes) }
 func (t *Tree) NodeGPUs() int { return t.maxNode }
 
+// NodeCell is node n's cell.
+func (t *Tree) NodeCell(n int) int { return t.nodes[n] }
+
 // NodeFree is node n's free GPUs.
 func (t *Tree) NodeFree(n int) int { return t.free[t.nodes[n]] }
 

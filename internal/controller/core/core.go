@@ -18,7 +18,6 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/policy/priority"
-	"github.com/lachesis-sched/lachesis/policy/quota"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -91,6 +90,7 @@ type Core struct {
 	preemption preemptionState // who may preempt whom, and what came of it (preempt.go)
 	quota      quotaState      // quota standing and reclaims between passes (quota.go)
 	cluster    clusterState    // the nodes' GPUs and the quotas bound to them (cluster.go)
+	topo       topologyState   // slurmctld's leaf switches, read apart (quotatopo.go)
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
@@ -217,6 +217,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	// Sharing's requeues run here, outside slurmctld's locks (gpushare's
 	// requeuer says why).
 	safego.Loop(log, "sharing requeuer", func() { c.sharing.RunRequeuer(c.stop, slurmcmd.Runner{}) }, nil)
+	c.startTopology(slurmcmd.Runner{})
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, env.Reconfigure, log); err != nil {
 		c.Close()
 		return nil, err
@@ -375,9 +376,9 @@ func (c *Core) Reconfigure() error {
 	}
 	// The new quotas must fit the cluster Slurm has (when the plugin
 	// has sent it): else the previous config stays, naming the key.
-	var binding *quota.Binding
+	var binding *boundQuotas
 	if c.cluster.nodes != nil {
-		if binding, err = bindQuotas(c.configPath, cfg.Quota, c.cluster.nodes); err != nil {
+		if binding, err = bindQuotas(c.configPath, cfg.Quota, c.cluster.nodes, c.topo.leaves); err != nil {
 			c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
 			return err
 		}
@@ -398,6 +399,10 @@ func (c *Core) Reconfigure() error {
 	c.resizeHeirs(old.Tiresias, cfg.Tiresias)
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
 	c.logThresholds(slog.LevelInfo, "reload")
+	if binding != nil {
+		c.logBinding(binding, "reconfigure")
+	}
+	c.askTopology() // topology.conf is re-read by a reconfigure too
 	return nil
 }
 
