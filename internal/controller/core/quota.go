@@ -29,8 +29,10 @@ import (
 // node's GPUs, once the plugin sent the node table and the quotas are
 // bound to it (cluster.go), frees one node whole: every GPU node is a
 // room, its free GPUs what the running jobs on it leave, so the job gets
-// a cell rather than GPUs scattered over nodes; a larger job, or a pass
-// before the node table, frees its size from borrowers anywhere. Slurm's
+// a cell rather than GPUs scattered over nodes; a job of several nodes
+// frees its quota's nodes under one leaf switch (quotatopo.go); a pass
+// before the node table, or an account without whole nodes in its quota,
+// frees the job's size from borrowers anywhere. Slurm's
 // placement itself does not keep cells whole (docs/configuration.md,
 // "Quotas in cells"). Without a quota section nothing here runs and every
 // job is QuotaOff.
