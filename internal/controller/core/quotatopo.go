@@ -96,7 +96,7 @@ func (c *Core) runTopology(stop <-chan struct{}) {
 		case <-c.topo.kick:
 		}
 		wait, lastErr := topologyRetry, ""
-		for !c.readTopologyOnce(&lastErr) {
+		for !c.readTopologyOnce(&lastErr) && c.wantsTopology() {
 			select {
 			case <-stop:
 				return
@@ -105,6 +105,13 @@ func (c *Core) runTopology(stop <-chan struct{}) {
 			wait = min(2*wait, topologyRetryMax)
 		}
 	}
+}
+
+// wantsTopology: quotas are on, so a failed read is worth retrying.
+func (c *Core) wantsTopology() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quotasOn()
 }
 
 // readTopologyOnce reads and applies the topology; false when the read
