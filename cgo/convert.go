@@ -185,6 +185,11 @@ func snapshotFromC(j *C.lachesis_job_t, now int64) core.Snapshot {
 	s.RequeueAllowed = j.requeue_allowed != 0
 	s.EndState = core.EndState(j.end_state)
 	s.FirstNode, s.NodeCount = int32(j.first_node), uint32(j.node_count)
+	if j.nodes != nil && j.node_count > 1 && j.node_count <= maxClusterNodes {
+		// The plugin's buffer, valid during the pass (Snapshot.Nodes):
+		// no copy.
+		s.Nodes = unsafe.Slice((*int32)(unsafe.Pointer(j.nodes)), int(j.node_count))
+	}
 	if j.state != C.LACHESIS_PENDING {
 		s.Run = (*cRun)(j) // a pointer in an interface: no allocation
 	} else if j.name != nil || j.comment != nil {

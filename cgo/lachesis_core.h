@@ -51,7 +51,9 @@
  * 18: lachesis_cluster and lachesis_cluster_node_t (the nodes' GPUs, for quotas
  *    in cells); lachesis_job_t.first_node and node_count.
  * 19: lachesis_prio_t.quota: a GPU job's quota segment for its
- *    AdminComment (LACHESIS_QUOTA_PREFIX). */
+ *    AdminComment (LACHESIS_QUOTA_PREFIX).
+ *    lachesis_job_t.nodes: every node of a running job on several nodes
+ *    (quota reclaim under topology/tree switches). */
 #define LACHESIS_ABI_VERSION 19
 
 /* Return codes. */
@@ -181,6 +183,10 @@ typedef struct lachesis_job {
 	 * it has; node_count 0 for other jobs. */
 	int32_t  first_node;
 	uint32_t node_count;
+	/* Running jobs on several nodes: all node_count indexes (first_node
+	 * first), in a buffer the caller keeps until lachesis_pass returns;
+	 * NULL for other jobs. */
+	const int32_t *nodes;
 } lachesis_job_t;
 
 /* Lachesis's part of a job's SystemComment starts with this. */

@@ -35,6 +35,9 @@
 #                                   its cores (Cores=), so slurmctld shows
 #                                   the node's Gres with a socket suffix,
 #                                   "gpu:4(S:0)"
+#   LACHESIS_TOPOLOGY_CONF ""       file copied to etc/topology.conf, with
+#                                   TopologyPlugin=topology/tree (its switches
+#                                   name the lnodeK nodes)
 #   LACHESIS_CPUS_PER_NODE 8
 #   LACHESIS_MEM_PER_NODE  16000    MB
 #   LACHESIS_PORT_BASE     16817    slurmctld port; node K listens on base+K
@@ -90,6 +93,7 @@ shards=${LACHESIS_SHARDS_PER_GPU:-0}
 mps=${LACHESIS_MPS_PER_NODE:-0}
 ll_shared_gres=${LACHESIS_LL_SHARED_GRES:-0}
 gres_cores=${LACHESIS_GRES_CORES:-0}
+topology_conf=${LACHESIS_TOPOLOGY_CONF:-}
 cpus=${LACHESIS_CPUS_PER_NODE:-8}
 mem=${LACHESIS_MEM_PER_NODE:-16000}
 port_base=${LACHESIS_PORT_BASE:-16817}
@@ -227,6 +231,9 @@ validate() {
   fi
   if [[ -n $extra_conf && ! -r $extra_conf ]]; then
     die "LACHESIS_EXTRA_CONF=$extra_conf is not readable"
+  fi
+  if [[ -n $topology_conf && ! -r $topology_conf ]]; then
+    die "LACHESIS_TOPOLOGY_CONF=$topology_conf is not readable"
   fi
   if [[ -n $config_src && ! -r $config_src ]]; then
     die "LACHESIS_CONFIG_SRC=$config_src is not readable"
@@ -572,6 +579,7 @@ EOF
       printf ' State=UNKNOWN\n'
     done
     echo "PartitionName=gpu Nodes=$(node_list) Default=YES MaxTime=INFINITE State=UP"
+    if [[ -n $topology_conf ]]; then echo "TopologyPlugin=topology/tree"; fi
   } | filter_overridden "$extra_conf" >"$tmp"
   if [[ -n $extra_conf ]]; then
     {
@@ -581,6 +589,13 @@ EOF
     } >>"$tmp"
   fi
   mv -f "$tmp" "$conf"
+}
+
+# topology.conf next to slurm.conf, where slurmctld reads it, from
+# LACHESIS_TOPOLOGY_CONF; none without it.
+write_topology_conf() {
+  rm -f -- "$etc/topology.conf"
+  [[ -z $topology_conf ]] || cp -- "$topology_conf" "$etc/topology.conf"
 }
 
 write_gres_conf() {
@@ -896,6 +911,7 @@ cmd_up() {
   make_devices
   write_slurm_conf
   write_gres_conf
+  write_topology_conf
   if [[ $cgroups == 1 ]]; then
     # Slurm reads cgroup.conf next to slurm.conf; the v1 hierarchies are
     # mounted already.

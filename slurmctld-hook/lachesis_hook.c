@@ -291,6 +291,21 @@ void lachesis_hook_fill_alloc(job_record_t *job_ptr, lachesis_job_t *out)
 	list_iterator_destroy(itr);
 }
 
+int lachesis_hook_job_nodes(job_record_t *job_ptr, int32_t *out, int cap)
+{
+	int n = 0, first, last;
+
+	if (!job_ptr->node_bitmap ||
+	    ((first = bit_ffs(job_ptr->node_bitmap)) < 0))
+		return 0;
+	last = MIN(bit_fls(job_ptr->node_bitmap), node_record_count - 1);
+	for (int i = first; (i <= last) && (n < cap); i++) {
+		if (bit_test(job_ptr->node_bitmap, i))
+			out[n++] = i;
+	}
+	return n;
+}
+
 uint32_t lachesis_hook_account_shares(job_record_t *job_ptr)
 {
 	slurmdb_assoc_rec_t *assoc = job_ptr->assoc_ptr;

@@ -50,6 +50,11 @@ extern void lachesis_hook_fill_job(job_record_t *job_ptr, int gpu_pos,
 extern void lachesis_hook_fill_alloc(job_record_t *job_ptr,
 				     lachesis_job_t *out);
 
+/* Writes the indexes of the job's nodes (at most cap) into out and
+ * returns how many; caller holds the job and node read locks. */
+extern int lachesis_hook_job_nodes(job_record_t *job_ptr, int32_t *out,
+				   int cap);
+
 /* Shares of the job's account from its association, 0 for none (no
  * slurmdbd, no association, shares unset or "parent"). Caller holds the
  * job read lock and assoc_mgr's assoc read lock. */

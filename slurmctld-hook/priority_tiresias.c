@@ -50,6 +50,47 @@ static lachesis_job_t *pass_jobs = NULL;
 static lachesis_prio_t *pass_prios = NULL;
 static job_record_t **pass_ptrs = NULL;
 static int pass_cap = 0;
+/* The nodes of the pass's running jobs on several nodes, one after the
+ * other in the jobs' order (lachesis_job_t.nodes points into it). */
+static int32_t *pass_nodes = NULL;
+static int pass_nodes_cap = 0;
+
+/* Appends the job's nodes to pass_nodes at *used, growing it; the
+ * pointers into it are set once the whole pass is copied. */
+static void _add_job_nodes(job_record_t *job_ptr, lachesis_job_t *out,
+			   int *used)
+{
+	int n;
+
+	if ((out->state != LACHESIS_RUNNING) || (out->node_count < 2))
+		return;
+	if (pass_nodes_cap - *used < (int) out->node_count) {
+		pass_nodes_cap = MAX(*used + (int) out->node_count,
+				     2 * pass_nodes_cap);
+		xrecalloc(pass_nodes, pass_nodes_cap, sizeof(*pass_nodes));
+	}
+	n = lachesis_hook_job_nodes(job_ptr, pass_nodes + *used,
+				    out->node_count);
+	if (n != (int) out->node_count) {
+		out->node_count = 0; /* cannot say where it runs */
+		return;
+	}
+	*used += n;
+}
+
+/* Points each running job on several nodes at its nodes in pass_nodes. */
+static void _point_job_nodes(int n)
+{
+	int at = 0;
+
+	for (int i = 0; i < n; i++) {
+		if ((pass_jobs[i].state != LACHESIS_RUNNING) ||
+		    (pass_jobs[i].node_count < 2))
+			continue;
+		pass_jobs[i].nodes = pass_nodes + at;
+		at += pass_jobs[i].node_count;
+	}
+}
 
 static void _grow_buffers(int n)
 {
@@ -339,7 +380,7 @@ static void _run_pass(void)
 	job_record_t *job_ptr;
 	int n = 0, changed = 0, marked = 0, rc, gpu_pos, candidates = 0;
 	int ended = 0; /* finished jobs sent for the core to record */
-	int changed_desc = 0, usage_shown = 0;
+	int changed_desc = 0, usage_shown = 0, nodes_used = 0;
 	time_t now;
 	DEF_TIMERS;
 
@@ -364,12 +405,14 @@ static void _run_pass(void)
 			if (pass_jobs[n].state == LACHESIS_FINISHED)
 				ended++;
 			lachesis_hook_fill_alloc(job_ptr, &pass_jobs[n]);
+			_add_job_nodes(job_ptr, &pass_jobs[n], &nodes_used);
 			pass_jobs[n].account_shares =
 				lachesis_hook_account_shares(job_ptr);
 			pass_ptrs[n++] = job_ptr;
 		}
 		list_iterator_destroy(itr);
 		assoc_mgr_unlock(&assoc_read_lock);
+		_point_job_nodes(n);
 	}
 	rc = lachesis_pass(now, pass_jobs, n, pass_prios);
 	if (rc >= LACHESIS_OK) {
@@ -479,6 +522,8 @@ int fini(void)
 	xfree(pass_prios);
 	xfree(pass_ptrs);
 	pass_cap = 0;
+	xfree(pass_nodes);
+	pass_nodes_cap = 0;
 	xfree(cluster_nodes);
 	cluster_cap = 0;
 	cluster_sent = false;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -73,7 +74,8 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // Run runs name (a Slurm command) with args, no shell, and returns its
-// stdout. A command that cannot start fails with an error wrapping exec's;
+// stdout, in the caller's environment less SLURM_TOPO_LEN (which cuts
+// scontrol's topology lines short: an answer is read whole or not at all). A command that cannot start fails with an error wrapping exec's;
 // one that fails with an *ExitError; one that writes more than the bound
 // with ErrOutputTooLarge.
 func (r Runner) Run(ctx context.Context, name string, args ...string) (string, error) {
@@ -96,6 +98,7 @@ func (r Runner) Run(ctx context.Context, name string, args ...string) (string, e
 	stdout, stderr := &boundedBuffer{limit: limit}, &boundedBuffer{limit: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SLURM_TOPO_LEN=") })
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {

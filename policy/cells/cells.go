@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ErrBadTopology is wrapped by every error about a topology or a cell size.
@@ -91,13 +92,14 @@ type Cell struct {
 // Tree is the cells and which GPUs are free. Not safe for concurrent use.
 type Tree struct {
 	cells    []Cell
-	free     []int  // free GPUs under each cell
-	leafCell []int  // GPU index → its cell
-	used     []bool // GPU index → taken
-	nodes    []int  // node index → its cell
-	switches []int  // switch index → its cell
-	owner    []int  // cell → the owner every GPU under it is bound to, -1 none, -2 mixed
-	gpuOwner []int  // GPU index → owner, -1 none
+	free     []int    // free GPUs under each cell
+	leafCell []int    // GPU index → its cell
+	used     []bool   // GPU index → taken
+	nodes    []int    // node index → its cell
+	switches []int    // switch index → its cell
+	swNames  []string // switch index → its name (errors name switches)
+	owner    []int    // cell → the owner every GPU under it is bound to, -1 none, -2 mixed
+	gpuOwner []int    // GPU index → owner, -1 none
 	maxNode  int
 
 	names []string // node index → its name (Node.Name)
@@ -117,6 +119,7 @@ func New(t Topology) (*Tree, error) {
 		}
 		sc := tr.add(Cell{Level: LevelSwitch, Parent: -1, Node: -1, Switch: si})
 		tr.switches = append(tr.switches, sc)
+		tr.swNames = append(tr.swNames, sw.Name)
 		for _, n := range sw.Nodes {
 			if n.GPUs < 1 || n.GPUs > MaxGPUsPerNode {
 				return nil, fmt.Errorf("%w: node %q has %d GPUs (1 to %d)", ErrBadTopology, n.Name, n.GPUs, MaxGPUsPerNode)
@@ -209,6 +212,9 @@ func (t *Tree) Free() int {
 // Nodes is how many nodes the tree has; NodeGPUs the most GPUs one has.
 func (t *Tree) Nodes() int    { return len(t.nodes) }
 func (t *Tree) NodeGPUs() int { return t.maxNode }
+
+// NodeCell is node n's cell.
+func (t *Tree) NodeCell(n int) int { return t.nodes[n] }
 
 // NodeFree is node n's free GPUs.
 func (t *Tree) NodeFree(n int) int { return t.free[t.nodes[n]] }
@@ -546,30 +552,66 @@ func (t *Tree) Bind(owner, size int) ([]int, error) {
 	if size%t.maxNode != 0 {
 		return nil, fmt.Errorf("%w: a cell of %d GPUs is larger than a node (%d GPUs) but not a whole number of nodes", ErrBadTopology, size, t.maxNode)
 	}
-	k := size / t.maxNode
-	bestSw, bestCount := -1, 0
-	for s, sc := range t.switches {
+	return t.BindNodes(owner, size/t.maxNode, t.maxNode)
+}
+
+// BindNodes binds count whole nodes of gpus GPUs each under one leaf
+// switch to owner (≥ 0) for good: a quota cell of several nodes (HiveD's
+// rack cell; Slurm's topology/tree places a job of several nodes under
+// one switch where it can). Of the switches that have enough unbound such
+// nodes, the one with the fewest is chosen, so larger groups stay whole.
+// It returns the node cells bound; the error names how many unbound nodes
+// of that size each switch has.
+func (t *Tree) BindNodes(owner, count, gpus int) ([]int, error) {
+	if owner < 0 || count < 1 || gpus < 1 {
+		return nil, fmt.Errorf("%w: owner %d, %d nodes of %d GPUs", ErrBadTopology, owner, count, gpus)
+	}
+	free := func(s int) int {
 		n := 0
-		for _, nc := range t.cells[sc].Children {
-			if t.owner[nc] == -1 && t.cells[nc].GPUs == t.maxNode {
+		for _, nc := range t.cells[t.switches[s]].Children {
+			if t.owner[nc] == -1 && t.cells[nc].GPUs == gpus {
 				n++
 			}
 		}
-		if n >= k && (bestSw < 0 || n < bestCount) {
+		return n
+	}
+	bestSw, bestCount := -1, 0
+	for s := range t.switches {
+		if n := free(s); n >= count && (bestSw < 0 || n < bestCount) {
 			bestSw, bestCount = s, n
 		}
 	}
 	if bestSw < 0 {
-		return nil, fmt.Errorf("%w: no switch has %d unbound nodes of %d GPUs left for a cell of %d GPUs", ErrBadTopology, k, t.maxNode, size)
+		return nil, fmt.Errorf("%w: no leaf switch has %d unbound nodes of %d GPUs (unbound nodes of %d GPUs per switch: %s)",
+			ErrBadTopology, count, gpus, gpus, t.switchCounts(free))
 	}
 	var out []int
 	for _, nc := range t.cells[t.switches[bestSw]].Children {
-		if len(out) < k && t.owner[nc] == -1 && t.cells[nc].GPUs == t.maxNode {
+		if len(out) < count && t.owner[nc] == -1 && t.cells[nc].GPUs == gpus {
 			t.setOwner(nc, owner)
 			out = append(out, nc)
 		}
 	}
 	return out, nil
+}
+
+// SwitchName is switch s's name (Cell.Switch).
+func (t *Tree) SwitchName(s int) string { return t.swNames[s] }
+
+// switchCounts writes count(s) for each switch, at most 8 named.
+func (t *Tree) switchCounts(count func(s int) int) string {
+	var b strings.Builder
+	for s := range t.switches {
+		if s == 8 {
+			fmt.Fprintf(&b, " and %d more", len(t.switches)-s)
+			break
+		}
+		if s > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", t.swNames[s], count(s))
+	}
+	return b.String()
 }
 
 // unbound counts the GPUs under c bound to no one.

@@ -40,13 +40,30 @@ const (
 type Spec struct {
 	Cells    int
 	CellGPUs int
+	// Nodes: the cells are whole nodes of CellGPUs GPUs, all under one
+	// leaf switch ("N nodes of G GPUs"), so that the owner's job of
+	// several nodes finds them in one piece, as Slurm's topology/tree
+	// places it.
+	Nodes bool
 }
 
 // GPUs is the quota's size in GPUs.
 func (s Spec) GPUs() int { return s.Cells * s.CellGPUs }
 
 func (s Spec) String() string {
+	if s.Nodes {
+		return fmt.Sprintf("%d nodes of %d GPUs under one switch", s.Cells, s.CellGPUs)
+	}
 	return fmt.Sprintf("%d GPUs in cells of %d", s.GPUs(), s.CellGPUs)
+}
+
+// bindSize is the GPUs the quota binds in one piece: all its nodes
+// together, else one cell.
+func (s Spec) bindSize() int {
+	if s.Nodes {
+		return s.GPUs()
+	}
+	return s.CellGPUs
 }
 
 var (
@@ -69,12 +86,13 @@ func Parse(text string) (Spec, error) {
 	}
 	var spec Spec
 	var a, b string
+	nodes := false
 	switch {
 	case len(s) > 64:
 		return Spec{}, fmt.Errorf("%w: %d bytes, at most 64", ErrBadQuota, len(s))
 	case nodesOf.MatchString(s):
 		m := nodesOf.FindStringSubmatch(s)
-		a, b = m[1], m[2]
+		a, b, nodes = m[1], m[2], true
 	case cellsOf.MatchString(s):
 		m := cellsOf.FindStringSubmatch(s)
 		a, b = m[1], m[2]
@@ -106,7 +124,7 @@ func Parse(text string) (Spec, error) {
 		if err != nil {
 			return Spec{}, err
 		}
-		spec = Spec{Cells: n, CellGPUs: g}
+		spec = Spec{Cells: n, CellGPUs: g, Nodes: nodes}
 	}
 	if spec.Cells > MaxCells {
 		return Spec{}, fmt.Errorf("%w: %d cells, at most %d", ErrBadQuota, spec.Cells, MaxCells)
@@ -152,8 +170,16 @@ func Bind(tree *cells.Tree, specs map[string]Spec) (*Binding, error) {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(x, y int) bool { return b.Specs[order[x]].CellGPUs > b.Specs[order[y]].CellGPUs })
+	sort.SliceStable(order, func(x, y int) bool { return b.Specs[order[x]].bindSize() > b.Specs[order[y]].bindSize() })
 	for _, i := range order {
+		if b.Specs[i].Nodes {
+			got, err := tree.BindNodes(i, b.Specs[i].Cells, b.Specs[i].CellGPUs)
+			if err != nil {
+				return nil, fmt.Errorf("%w: quota.accounts.%s (%s): %w", ErrBadQuota, b.Accounts[i], b.Specs[i], err)
+			}
+			b.Cells[i] = got
+			continue
+		}
 		for c := 0; c < b.Specs[i].Cells; c++ {
 			got, err := tree.Bind(i, b.Specs[i].CellGPUs)
 			if err != nil {

@@ -11,12 +11,12 @@ import (
 
 func TestParse(t *testing.T) {
 	for text, want := range map[string]Spec{
-		"2 nodes of 8 GPUs":          {2, 8},
-		"1 node of 8 gpus":           {1, 8},
-		"16 GPUs in cells of 4":      {4, 4},
-		"16 gpus in cells of 4 GPUs": {4, 4},
-		"3 cells of 2 GPUs":          {3, 2},
-		"  5   GPUs ":                {5, 1},
+		"2 nodes of 8 GPUs":          {2, 8, true},
+		"1 node of 8 gpus":           {1, 8, true},
+		"16 GPUs in cells of 4":      {4, 4, false},
+		"16 gpus in cells of 4 GPUs": {4, 4, false},
+		"3 cells of 2 GPUs":          {3, 2, false},
+		"  5   GPUs ":                {5, 1, false},
 	} {
 		got, err := Parse(text)
 		if err != nil || got != want {
@@ -33,7 +33,7 @@ func TestParse(t *testing.T) {
 
 func TestBindFitsTheClusterOrNamesTheKey(t *testing.T) {
 	tree, _ := cells.New(cells.Uniform(4, 8, 2))
-	b, err := Bind(tree, map[string]Spec{"vision": {2, 8}, "nlp": {3, 4}, "small": {3, 1}})
+	b, err := Bind(tree, map[string]Spec{"vision": {2, 8, false}, "nlp": {3, 4, false}, "small": {3, 1, false}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,18 +45,18 @@ func TestBindFitsTheClusterOrNamesTheKey(t *testing.T) {
 	}
 
 	tree, _ = cells.New(cells.Uniform(4, 8, 2))
-	_, err = Bind(tree, map[string]Spec{"big": {5, 8}})
+	_, err = Bind(tree, map[string]Spec{"big": {5, 8, false}})
 	if !errors.Is(err, ErrBadQuota) || !strings.Contains(err.Error(), "quota.accounts") {
 		t.Fatalf("over the cluster: %v", err)
 	}
 	tree, _ = cells.New(cells.Uniform(4, 8, 2))
-	_, err = Bind(tree, map[string]Spec{"odd": {2, 3}})
+	_, err = Bind(tree, map[string]Spec{"odd": {2, 3, false}})
 	if !errors.Is(err, ErrBadQuota) || !strings.Contains(err.Error(), "quota.accounts.odd") {
 		t.Fatalf("no cell of 3: %v", err)
 	}
 	// Three nodes under one switch do not exist (switches of 2).
 	tree, _ = cells.New(cells.Uniform(4, 8, 2))
-	_, err = Bind(tree, map[string]Spec{"wide": {1, 24}})
+	_, err = Bind(tree, map[string]Spec{"wide": {1, 24, false}})
 	if !errors.Is(err, ErrBadQuota) || !strings.Contains(err.Error(), "quota.accounts.wide") {
 		t.Fatalf("a 3-node cell on 2-node switches: %v", err)
 	}
@@ -167,5 +167,42 @@ func TestPlanReasonSaysWhoTookWhat(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("reason %q lacks %q", got, want)
 		}
+	}
+}
+
+// "N nodes of G GPUs" is N whole nodes under one leaf switch: bound in
+// one piece where a switch holds them, else an error naming the key and
+// how many unbound nodes each switch has.
+func TestBindNodesQuotaUnderOneSwitch(t *testing.T) {
+	topo := cells.Topology{Switches: []cells.Switch{
+		{Name: "s1", Nodes: []cells.Node{{Name: "a", GPUs: 4}}},
+		{Name: "s2", Nodes: []cells.Node{{Name: "b", GPUs: 4}, {Name: "c", GPUs: 4}}},
+	}}
+	tree, _ := cells.New(topo)
+	spec, err := Parse("2 nodes of 4 GPUs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Bind(tree, map[string]Spec{"own": spec, "one": {1, 4, true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sw []string
+	for _, c := range b.Cells[b.Index("own")] {
+		sw = append(sw, tree.SwitchName(tree.Cell(c).Switch))
+	}
+	if strings.Join(sw, ",") != "s2,s2" {
+		t.Fatalf("own's nodes under switches %v; want both under s2", sw)
+	}
+	if c := b.Cells[b.Index("one")]; len(c) != 1 || tree.Cell(c[0]).Switch != 0 {
+		t.Fatalf("one's node %v; want the node of s1", c)
+	}
+	// Two switches of one node each: 8 GPUs fit the cluster, not a switch.
+	topo.Switches[1].Nodes = topo.Switches[1].Nodes[:1]
+	tree, _ = cells.New(topo)
+	_, err = Bind(tree, map[string]Spec{"own": spec})
+	want := "quota.accounts.own (2 nodes of 4 GPUs under one switch): bad cell topology: no leaf switch has 2 unbound nodes of 4 GPUs (unbound nodes of 4 GPUs per switch: s1 1, s2 1)"
+	if !errors.Is(err, ErrBadQuota) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v; want it to say %q", err, want)
 	}
 }

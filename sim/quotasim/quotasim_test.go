@@ -101,10 +101,16 @@ func TestPrivateTopology(t *testing.T) {
 	for _, c := range []struct {
 		spec       quota.Spec
 		nodes, gpu int
-	}{{quota.Spec{Cells: 3, CellGPUs: 8}, 3, 8}, {quota.Spec{Cells: 2, CellGPUs: 4}, 2, 4}, {quota.Spec{Cells: 1, CellGPUs: 16}, 2, 8}} {
+	}{{quota.Spec{Cells: 3, CellGPUs: 8}, 3, 8}, {quota.Spec{Cells: 2, CellGPUs: 4}, 2, 4}, {quota.Spec{Cells: 1, CellGPUs: 16}, 2, 8},
+		{quota.Spec{Cells: 2, CellGPUs: 8, Nodes: true}, 2, 8}} {
 		tree, err := cells.New(PrivateTopology(c.spec, 8))
 		if err != nil || tree.Nodes() != c.nodes || tree.NodeGPUs() != c.gpu {
 			t.Errorf("%v: %d nodes of %d (%v)", c.spec, tree.Nodes(), tree.NodeGPUs(), err)
+			continue
+		}
+		// The private cluster holds exactly its quota.
+		if _, err := quota.Bind(tree, map[string]quota.Spec{"a": c.spec}); err != nil {
+			t.Errorf("%v on its private cluster: %v", c.spec, err)
 		}
 	}
 }

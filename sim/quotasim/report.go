@@ -45,8 +45,12 @@ func QuotasFromDemand(tr *trace.Trace, tree *cells.Tree) map[string]quota.Spec {
 
 // PrivateTopology is a cluster of exactly a quota's cells: cells of a
 // node or more as whole nodes (a multi-node cell under one switch),
-// smaller cells as nodes of that many GPUs.
+// smaller cells as nodes of that many GPUs; a quota of nodes ("N nodes
+// of G GPUs") as its nodes under one switch.
 func PrivateTopology(s quota.Spec, nodeGPUs int) cells.Topology {
+	if s.Nodes {
+		return cells.Uniform(s.Cells, s.CellGPUs, s.Cells)
+	}
 	if s.CellGPUs >= nodeGPUs && s.CellGPUs%nodeGPUs == 0 {
 		per := s.CellGPUs / nodeGPUs
 		return cells.Uniform(s.Cells*per, nodeGPUs, per)

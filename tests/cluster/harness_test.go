@@ -160,6 +160,9 @@ type shape struct {
 	// GresCores: gres.conf names the GPUs' cores, so slurmctld writes
 	// each node's Gres with a socket suffix ("gpu:1(S:0)").
 	GresCores bool
+	// TopologyConf: topology/tree with this topology.conf
+	// (scripts/cluster.sh's LACHESIS_TOPOLOGY_CONF).
+	TopologyConf string
 }
 
 // startCluster brings up a cluster of nodes × 4 GPUs with the shipped
@@ -248,6 +251,7 @@ func startSeededCluster(t *testing.T, hw shape, yaml string, profiles []profile.
 		ShardsPerGPU: hw.ShardsPerGPU,
 		MPSPerNode:   hw.MPSPerNode,
 		GresCores:    hw.GresCores,
+		TopologyConf: hw.TopologyConf,
 		LLSharedGres: hw.LLSharedGres,
 		PluginDir:    plugins,
 		LachesisYAML: tiresiasYAML(dir, yaml),

@@ -128,7 +128,7 @@ func TestQuotaUnfitStopsSlurmctldNamingTheKey(t *testing.T) {
 		t.Fatalf("no cluster to read the log of: %v", err)
 	}
 	// Up may see slurmctld answer before its first pass stops it.
-	want := regexp.MustCompile(`fatal: .*quota\.accounts\.own \(8 GPUs in cells of 4\).*the cluster has 4`)
+	want := regexp.MustCompile(`fatal: .*quota\.accounts\.own \(2 nodes of 4 GPUs under one switch\).*the cluster has 4`)
 	deadline := time.Now().Add(60 * time.Second)
 	for !want.MatchString(c.ControllerLog()) {
 		if time.Now().After(deadline) {
@@ -185,7 +185,7 @@ func TestQuotaUnfitAtReconfigureNamesTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "slurmctld's log to name quota.accounts.own's misfit", func() (bool, string) {
-		return e.logMatches(`error: .*quota\.accounts\.own \(8 GPUs in cells of 4\).*the cluster has 4`), ""
+		return e.logMatches(`error: .*quota\.accounts\.own \(2 nodes of 4 GPUs under one switch\).*the cluster has 4`), ""
 	})
 	if e.logMatches(`fatal: `) {
 		t.Fatal("a reconfigure stopped slurmctld")
@@ -237,5 +237,48 @@ func TestQuotaBorrowerKeptOffOwnersCell(t *testing.T) {
 	}
 	if ex := e.show(b2)["ExcNodeList"]; ex != "(null)" && ex != "" {
 		t.Fatalf("the 4-GPU borrower was kept off %q; it fits nowhere else", ex)
+	}
+}
+
+// Issue 35: quotas in topology/tree's switches. Four 4-GPU nodes under
+// two leaf switches, lnode2 and lnode4 under sw1 (not the nodes' order,
+// so the binding is the switches', not the node table's). Account own's
+// "2 nodes of 4 GPUs" is bound under one switch (sw1, logged); a borrower
+// of two nodes runs there (its nodes known to the core), two younger
+// borrowers (less work lost) on sw2's nodes. The owner's job of two
+// whole nodes reclaims the borrower of its quota's switch only, and runs
+// there.
+func TestQuotaOfNodesReclaimsUnderItsSwitch(t *testing.T) {
+	topology := "SwitchName=sw1 Nodes=lnode[2,4]\nSwitchName=sw2 Nodes=lnode[1,3]\nSwitchName=root Switches=sw[1-2]\n"
+	e := startShapedCluster(t, shape{Nodes: 4, GPUs: 4, TopologyConf: topology}, quotaYAML("own: 2 nodes of 4 GPUs", 4))
+	e.eventually(60*time.Second, "slurmctld's log to bind own's nodes under sw1", func() (bool, string) {
+		return e.logMatches(`quota cells bound account=own quota="2 nodes of 4 GPUs under one switch" cell_switch=sw1 nodes=lnode2,lnode4 cells=2 source=switches`), ""
+	})
+	wide := e.submit("-A", "other", "-J", "wide", "-N2", "-w", "lnode[2,4]", "--gpus-per-node=4", "--requeue", "--wrap", "sleep 600")
+	e.waitState(wide, "RUNNING", 30*time.Second)
+	time.Sleep(8 * time.Second)
+	b1 := e.submit("-A", "other", "-J", "b1", "-w", "lnode1", "--gpus=4", "--requeue", "--wrap", "sleep 600")
+	b3 := e.submit("-A", "other", "-J", "b3", "-w", "lnode3", "--gpus=4", "--requeue", "--wrap", "sleep 600")
+	e.waitState(b1, "RUNNING", 30*time.Second)
+	e.waitState(b3, "RUNNING", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	owner := e.submit("-A", "own", "-J", "owner", "-N2", "--gpus-per-node=4", "--wrap", "sleep 600")
+	e.waitState(owner, "RUNNING", 120*time.Second)
+	if node := e.show(owner)["NodeList"]; node != "lnode[2,4]" {
+		t.Fatalf("the owner runs on %q; want lnode[2,4], its quota's nodes under sw1", node)
+	}
+	if e.restarts(wide) < 1 {
+		t.Fatalf("the borrower of two nodes under sw1 was not requeued: %+v", e.jobs()[wide])
+	}
+	for _, b := range []uint32{b1, b3} {
+		if e.restarts(b) != 0 || e.jobs()[b].State != "RUNNING" {
+			t.Fatalf("borrower %d under sw2 was touched: %+v (restarts %d)", b, e.jobs()[b], e.restarts(b))
+		}
+	}
+	if !e.logMatches(fmt.Sprintf(`quota reclaim account=own preemptor_job_id=%d job_id=%d .*cell_node=lnode2,lnode4 cell_switch=sw1`, owner, wide)) {
+		t.Error("slurmctld's log has no reclaim line naming the owner, the victim, its nodes and the switch")
+	}
+	if n := len(regexp.MustCompile(`quota reclaim account=own `).FindAllString(e.c.ControllerLog(), -1)); n != 1 {
+		t.Fatalf("%d reclaims logged, want 1 (the borrower under sw1)", n)
 	}
 }

@@ -31,7 +31,7 @@ quota:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Quota.MaxReclaimPerPass != 2 || c.Quota.Accounts["vision"] != (quota.Spec{Cells: 2, CellGPUs: 8}) ||
+	if c.Quota.MaxReclaimPerPass != 2 || c.Quota.Accounts["vision"] != (quota.Spec{Cells: 2, CellGPUs: 8, Nodes: true}) ||
 		c.Quota.Accounts["nlp"] != (quota.Spec{Cells: 4, CellGPUs: 4}) {
 		t.Fatalf("parsed %+v", c.Quota)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/policy/cells"
 	"github.com/lachesis-sched/lachesis/policy/priority"
-	"github.com/lachesis-sched/lachesis/policy/quota"
 )
 
 // The cluster's shape in the core (issue 35, item 5): every node and its
@@ -36,7 +35,7 @@ const MaxNodeNameLen = priority.MaxAccountName
 // clusterState is the last shape seen and the quotas bound to it.
 type clusterState struct {
 	nodes   []ClusterNode // nil until the plugin sent one
-	binding *quota.Binding
+	binding *boundQuotas
 	// refused is the last shape the quotas did not fit and why: sent
 	// again at every pass, it is not bound again (a large cluster's tree
 	// is not free to build).
@@ -69,7 +68,7 @@ func (c *Core) SetCluster(nodes []ClusterNode) error {
 	if c.cluster.refused != nil && slices.Equal(c.cluster.refused, nodes) {
 		return c.cluster.refusedErr
 	}
-	b, err := bindQuotas(c.configPath, c.cfg.Quota, nodes)
+	b, err := bindQuotas(c.configPath, c.cfg.Quota, nodes, c.topo.leaves)
 	if err != nil && c.cfg.Quota.Source == config.QuotaFromSlurmdbd {
 		err = fmt.Errorf("%w: %w", ErrQuotaUnfit, slurmdbdFitError(err)) // named where the admin set it
 	}
@@ -80,33 +79,10 @@ func (c *Core) SetCluster(nodes []ClusterNode) error {
 	changed := c.cluster.nodes != nil
 	c.cluster = clusterState{nodes: slices.Clone(nodes), binding: b}
 	if b != nil {
-		c.log.Info("quotas bound to the cluster", "nodes", len(nodes), "accounts", len(b.Accounts), "reshaped", changed)
+		c.log.Info("quotas bound to the cluster", "nodes", len(nodes), "accounts", len(b.Accounts), "reshaped", changed,
+			"switches", len(b.switches))
+		c.logBinding(b, "node table")
 	}
+	c.askTopology()
 	return nil
-}
-
-// bindQuotas binds q's quotas to the nodes' cells (nil when q holds none:
-// the shape is then not checked at all, as before quotas).
-func bindQuotas(path string, q config.Quota, nodes []ClusterNode) (*quota.Binding, error) {
-	if len(q.Accounts) == 0 {
-		return nil, nil
-	}
-	sw := cells.Switch{Name: "cluster"}
-	for _, n := range nodes {
-		if n.GPUs > 0 {
-			sw.Nodes = append(sw.Nodes, cells.Node{Name: n.Name, GPUs: n.GPUs})
-		}
-	}
-	if len(sw.Nodes) == 0 {
-		return nil, fmt.Errorf("%s: %w: quota.accounts: the cluster has no node with gres/gpu", path, ErrQuotaUnfit)
-	}
-	tree, err := cells.New(cells.Topology{Switches: []cells.Switch{sw}})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrQuotaUnfit, err)
-	}
-	b, err := quota.Bind(tree, q.Accounts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrQuotaUnfit, err)
-	}
-	return b, nil
 }

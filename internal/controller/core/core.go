@@ -18,7 +18,6 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
 	"github.com/lachesis-sched/lachesis/internal/util/safego"
 	"github.com/lachesis-sched/lachesis/policy/priority"
-	"github.com/lachesis-sched/lachesis/policy/quota"
 	"github.com/lachesis-sched/lachesis/policy/synergy"
 	"github.com/lachesis-sched/lachesis/profile"
 	"github.com/lachesis-sched/lachesis/profile/sensitivity"
@@ -94,6 +93,7 @@ type Core struct {
 	// quotaSource: quotas read from slurmdbd (quotasource.go); its own
 	// goroutine, its state under mu.
 	quotaSource quotaSourceState
+	topo       topologyState   // slurmctld's leaf switches, read apart (quotatopo.go)
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
@@ -223,6 +223,7 @@ func Open(env Env, log *slog.Logger) (*Core, error) {
 	// The quotas' source, outside every lock (quotasource.go).
 	c.quotaSource.kick = make(chan struct{}, 1)
 	safego.Loop(log, "quota source", func() { c.runQuotaSource(c.stop, slurmcmd.Runner{}) }, nil)
+	c.startTopology(slurmcmd.Runner{})
 	if c.metricsSrv, err = c.met.serve(cfg.Metrics.Listen, c.agents, env.Reconfigure, log); err != nil {
 		c.Close()
 		return nil, err
@@ -383,9 +384,9 @@ func (c *Core) Reconfigure() error {
 	c.carrySlurmdbdQuotas(&cfg)
 	// The new quotas must fit the cluster Slurm has (when the plugin
 	// has sent it): else the previous config stays, naming the key.
-	var binding *quota.Binding
+	var binding *boundQuotas
 	if c.cluster.nodes != nil {
-		if binding, err = bindQuotas(c.configPath, cfg.Quota, c.cluster.nodes); err != nil {
+		if binding, err = bindQuotas(c.configPath, cfg.Quota, c.cluster.nodes, c.topo.leaves); err != nil {
 			c.log.Error("reconfigure failed, keeping the previous config", keyErr, err)
 			return err
 		}
@@ -407,6 +408,10 @@ func (c *Core) Reconfigure() error {
 	c.log.Info("lachesis config reloaded", keyPath, c.configPath)
 	c.logThresholds(slog.LevelInfo, "reload")
 	c.kickQuotaSource() // slurmdbd's quotas read again, or lachesis.yaml's marked read
+	if binding != nil {
+		c.logBinding(binding, "reconfigure")
+	}
+	c.askTopology() // topology.conf is re-read by a reconfigure too
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -30,8 +29,10 @@ import (
 // node's GPUs, once the plugin sent the node table and the quotas are
 // bound to it (cluster.go), frees one node whole: every GPU node is a
 // room, its free GPUs what the running jobs on it leave, so the job gets
-// a cell rather than GPUs scattered over nodes; a larger job, or a pass
-// before the node table, frees its size from borrowers anywhere. Slurm's
+// a cell rather than GPUs scattered over nodes; a job of several nodes
+// frees its quota's nodes under one leaf switch (quotatopo.go); a pass
+// before the node table, or an account without whole nodes in its quota,
+// frees the job's size from borrowers anywhere. Slurm's
 // placement itself does not keep cells whole (docs/configuration.md,
 // "Quotas in cells"). Without a quota section nothing here runs and every
 // job is QuotaOff.
@@ -199,9 +200,9 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 	pendingAt := c.pendingIndexes()
 	var owners []int
 	var cands []quota.Candidate
-	var candNode []int32 // cands[i]'s node (Slurm's index), -1 off one node
-	// usedOn: GPUs of the running jobs on each node (one-node jobs; a
-	// job on several nodes marks its first node full).
+	candNodes := map[uint32][]int32{} // a candidate's nodes (Slurm's indexes); none: unknown
+	// usedOn: GPUs of the running jobs on each node (a job on several
+	// nodes spread evenly over them; its nodes unknown, its first full).
 	usedOn := map[int32]int{}
 	for k := range c.jobs {
 		j := &c.jobs[k]
@@ -213,12 +214,8 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 				continue // its requeue is under way: its GPUs count as free
 			}
 			delete(c.quota.victims, j.ID)
-			switch {
-			case s.NodeCount == 1:
-				usedOn[s.FirstNode] += int(j.GPUs)
-			case s.NodeCount > 1:
-				usedOn[s.FirstNode] += math.MaxInt32
-			}
+			nodes := runningNodes(s)
+			chargeNodes(usedOn, s, nodes, int(j.GPUs))
 			if !s.RequeueAllowed {
 				continue // a requeue would be refused (--no-requeue)
 			}
@@ -226,13 +223,11 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 			if rec := c.records[j.ID]; rec != nil && rec.RunOpen {
 				ran = float64(max(0, now-rec.RunStart))
 			}
-			node := int32(-1)
-			if s.NodeCount == 1 {
-				node = s.FirstNode
-			}
 			cands = append(cands, quota.Candidate{Job: j.ID, Account: strings.ToLower(s.Account), GPUsIn: int(j.GPUs),
 				WorkLost: ran * float64(j.GPUs), Within: j.Quota == priority.QuotaWithin})
-			candNode = append(candNode, node)
+			if nodes != nil {
+				candNodes[j.ID] = slices.Clone(nodes) // s.Nodes lives only as long as the call
+			}
 		case j.State == priority.Pending && j.Quota == priority.QuotaWithin && !j.Deferred &&
 			!c.results[k].Opportunistic && s.WaitsForResources:
 			owners = append(owners, k)
@@ -253,7 +248,7 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 	if len(owners) > maxReclaimOwners {
 		owners = owners[:maxReclaimOwners]
 	}
-	cells := c.nodeRooms(cands, candNode, usedOn)
+	cells := c.nodeRooms(cands, candNodes, usedOn)
 	waiting := map[uint32]bool{}
 	budget := c.cfg.Quota.MaxReclaimPerPass
 	for _, k := range owners {
@@ -271,8 +266,14 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 			Rooms:      []quota.Room{{GPUs: int(j.GPUs), Free: f.gpus}},
 			Candidates: cands}
 		inCell := cells != nil && int(j.GPUs) <= cells.nodeGPUs
-		if inCell {
+		var nodes *cellRooms // an owner of several nodes: its quota's nodes under one switch
+		switch {
+		case inCell:
 			req.Rooms, req.Candidates = cells.rooms, cells.cands
+		case cells != nil:
+			if nodes = c.switchRooms(acct, int(j.GPUs), cands, candNodes, usedOn); nodes != nil {
+				req.Rooms, req.Candidates = nodes.rooms, nodes.cands
+			}
 		}
 		plan, err := quota.Choose(req)
 		if err != nil {
@@ -280,13 +281,17 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 			continue
 		}
 		delete(c.quota.blockedLogged, j.ID)
-		node := ""
-		if inCell {
+		node, sw := "", ""
+		switch {
+		case inCell:
 			// The node's GPUs are this owner's now: the next owner of
 			// the pass does not count them free.
 			r := &cells.rooms[plan.Room]
 			r.Free = max(0, r.Free+plan.GPUsFreed-int(j.GPUs))
-			node = cells.names[plan.Room]
+			node, sw = cells.names[plan.Room], cells.switches[plan.Room]
+		case nodes != nil:
+			node, sw = nodes.names[plan.Room], nodes.switches[plan.Room]
+			nodes.claim(plan.Room, usedOn)
 		}
 		if len(plan.Victims) == 0 {
 			continue
@@ -313,7 +318,7 @@ func (c *Core) reclaim(now int64, snaps []Snapshot, out []Decision) {
 			c.met.quotaReclaim(acct)
 			c.log.Info("quota reclaim", keyAccount, acct, keyPreemptor, j.ID, keyJob, v.Job, "victim_account", v.Account,
 				keyQuotaGPUs, c.quotaGPUs(acct), keyUsing, using, keyWorkLost, v.WorkLost,
-				keyReason, plan.Reason(acct, int(j.GPUs)), keyCell, node)
+				keyReason, plan.Reason(acct, int(j.GPUs)), keyCell, node, keySwitch, sw)
 		}
 		c.quota.freed[j.ID] = f
 	}
@@ -413,41 +418,55 @@ func (c *Core) tallyAccounts(snaps []Snapshot) {
 	c.met.quotaAccounts(c.quota.accounts)
 }
 
-// cellRooms is a pass's nodes as reclaim rooms (cells of one node's GPUs)
-// and the borrowers in them.
+// cellRooms is a pass's reclaim rooms (a node's GPUs, or an owner's
+// quota nodes under one switch) and the borrowers in them.
 type cellRooms struct {
 	rooms    []quota.Room
-	names    []string // rooms[i]'s node
+	names    []string // rooms[i]'s nodes, comma-separated
+	switches []string // rooms[i]'s leaf switch
+	nodeIdx  [][]int32
 	cands    []quota.Candidate
 	nodeGPUs int // the most GPUs of one node
+}
+
+// claim marks room r's nodes full for the rest of the pass: an owner
+// of several nodes takes them whole.
+func (cr *cellRooms) claim(r int, usedOn map[int32]int) {
+	for _, n := range cr.nodeIdx[r] {
+		usedOn[n] = maxNodeUse
+	}
 }
 
 // nodeRooms makes every GPU node a room once the plugin sent the cluster
 // and the quotas are bound to it (nil otherwise: reclaim counts GPUs over
 // the whole cluster). A node's free GPUs are its GPUs less those of the
 // running GPU jobs on it (usedOn; a victim whose requeue is under way is
-// not counted, so its GPUs count as free). A job on several nodes is no
-// candidate here, and the core knows only its first node, which counts
-// as full. Caller holds mu.
-func (c *Core) nodeRooms(cands []quota.Candidate, candNode []int32, usedOn map[int32]int) *cellRooms {
-	if c.cluster.binding == nil {
+// not counted, so its GPUs count as free). A borrower on several nodes
+// is a candidate in each of its nodes' rooms, with its GPUs there; one
+// whose nodes are unknown is none. Caller holds mu.
+func (c *Core) nodeRooms(cands []quota.Candidate, candNodes map[uint32][]int32, usedOn map[int32]int) *cellRooms {
+	b := c.cluster.binding
+	if b == nil {
 		return nil
 	}
 	cr := &cellRooms{}
-	roomOf := make(map[int32]int, len(c.cluster.nodes))
-	for _, n := range c.cluster.nodes {
-		if n.GPUs <= 0 {
-			continue
-		}
+	roomOf := make(map[int32]int, len(b.nodes))
+	for ti, n := range b.nodes {
 		roomOf[n.Index] = len(cr.rooms)
 		cr.rooms = append(cr.rooms, quota.Room{ID: int(n.Index), GPUs: n.GPUs, Free: max(0, n.GPUs-usedOn[n.Index])})
 		cr.names = append(cr.names, n.Name)
+		cr.switches = append(cr.switches, b.switches[b.tree.Cell(b.tree.NodeCell(ti)).Switch])
+		cr.nodeIdx = append(cr.nodeIdx, []int32{n.Index})
 		cr.nodeGPUs = max(cr.nodeGPUs, n.GPUs)
 	}
-	for i, cand := range cands {
-		if r, ok := roomOf[candNode[i]]; ok && candNode[i] >= 0 {
-			cand.Room = r
-			cr.cands = append(cr.cands, cand)
+	for _, cand := range cands {
+		nodes := candNodes[cand.Job]
+		total := cand.GPUsIn
+		for k, n := range nodes {
+			if r, ok := roomOf[n]; ok {
+				cand.Room, cand.GPUsIn = r, gpusOn(total, len(nodes), k)
+				cr.cands = append(cr.cands, cand)
+			}
 		}
 	}
 	return cr

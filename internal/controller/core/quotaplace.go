@@ -100,7 +100,7 @@ func (c *Core) placeNodes() []placeNode {
 		p.of, p.nodes, p.at = nil, nil, nil
 		return nil
 	}
-	if p.of == b {
+	if p.of == b.Binding {
 		return p.nodes
 	}
 	byName := map[string]int{}
@@ -109,7 +109,7 @@ func (c *Core) placeNodes() []placeNode {
 			byName[b.Tree.NodeName(n)] = n
 		}
 	}
-	p.of, p.nodes, p.at, p.nodeGPUs = b, p.nodes[:0], map[int32]int{}, 0
+	p.of, p.nodes, p.at, p.nodeGPUs = b.Binding, p.nodes[:0], map[int32]int{}, 0
 	for _, n := range c.cluster.nodes {
 		if n.GPUs <= 0 {
 			continue

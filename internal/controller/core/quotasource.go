@@ -246,7 +246,7 @@ func (c *Core) bindSlurmdbdQuotas(specs map[string]quota.Spec, refused []string)
 	}
 	q := c.cfg.Quota
 	q.Accounts = specs
-	b, err := bindQuotas(c.configPath, q, c.cluster.nodes)
+	b, err := bindQuotas(c.configPath, q, c.cluster.nodes, c.topo.leaves)
 	if err != nil {
 		c.quotaSource.failures.WithLabelValues(quotaFailFit).Inc()
 		c.log.Error("slurmdbd quotas do not fit the cluster, keeping the quotas in force", keySource, config.QuotaFromSlurmdbd, keyErr, slurmdbdFitError(err))

@@ -116,6 +116,12 @@ type Snapshot struct {
 	// nodes it has (0: not running). Quota reclaim in cells reads them.
 	FirstNode int32
 	NodeCount uint32
+	// Nodes, for a running job on several nodes, are all NodeCount of
+	// them (Slurm's node table indexes, FirstNode first); nil when the
+	// plugin did not say. Like Run, valid only during the call that
+	// received the snapshot (it may be the plugin's memory): the core
+	// never keeps it.
+	Nodes []int32
 	// EndState says how a finished job ended; EndNone until it has.
 	EndState EndState
 	// Run, for a running, suspended or finished job, tells what its run

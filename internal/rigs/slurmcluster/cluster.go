@@ -55,6 +55,10 @@ type Options struct {
 	// GresCores: gres.conf ties the GPUs to the node's cores, so the
 	// node's Gres carries a socket suffix (LACHESIS_GRES_CORES).
 	GresCores bool
+	// TopologyConf, when non-empty, is written to etc/topology.conf, with
+	// TopologyPlugin=topology/tree (scripts/cluster.sh's
+	// LACHESIS_TOPOLOGY_CONF).
+	TopologyConf string
 }
 
 // Cluster is a running loopback cluster.
@@ -159,6 +163,13 @@ func Up(ctx context.Context, root string, o Options) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: %v", ErrCluster, err)
 		}
 		env["LACHESIS_CONFIG_SRC"] = p
+	}
+	if o.TopologyConf != "" {
+		p := filepath.Join(o.Dir, "topology.src.conf")
+		if err := os.WriteFile(p, []byte(o.TopologyConf), 0o644); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCluster, err)
+		}
+		env["LACHESIS_TOPOLOGY_CONF"] = p
 	}
 	if o.ExtraConf != "" {
 		p := filepath.Join(o.Dir, "extra.conf")
