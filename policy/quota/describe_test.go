@@ -16,11 +16,11 @@ func TestInDescription(t *testing.T) {
 	}{
 		{"no marker: no quota", "vision lab", Spec{}, false, ""},
 		{"empty: no quota", "", Spec{}, false, ""},
-		{"after other text", "vision lab; lachesis-quota=2 nodes of 8 gpus", Spec{2, 8}, true, ""},
-		{"before other text, up to the semicolon", "lachesis-quota=16 GPUs in cells of 4; nlp group", Spec{4, 4}, true, ""},
-		{"any case, spaces around the equals sign", "LACHESIS-QUOTA =  4 GPUs ", Spec{4, 1}, true, ""},
-		{"a bar in the text before it", "a|b; lachesis-quota=1 node of 4 gpus", Spec{1, 4}, true, ""},
-		{"a long description with the marker inside the bound", strings.Repeat("y", 900) + "; lachesis-quota=2 gpus", Spec{2, 1}, true, ""},
+		{"after other text", "vision lab; lachesis-quota=2 nodes of 8 gpus", Spec{2, 8, true}, true, ""},
+		{"before other text, up to the semicolon", "lachesis-quota=16 GPUs in cells of 4; nlp group", Spec{4, 4, false}, true, ""},
+		{"any case, spaces around the equals sign", "LACHESIS-QUOTA =  4 GPUs ", Spec{4, 1, false}, true, ""},
+		{"a bar in the text before it", "a|b; lachesis-quota=1 node of 4 gpus", Spec{1, 4, true}, true, ""},
+		{"a long description with the marker inside the bound", strings.Repeat("y", 900) + "; lachesis-quota=2 gpus", Spec{2, 1, false}, true, ""},
 		{"a huge description without a marker: no quota", strings.Repeat("z", 64<<10), Spec{}, false, ""},
 		{"a bad text refused", "lachesis-quota=lots", Spec{}, true, "lots"},
 		{"an empty text refused", "lab; lachesis-quota= ; x", Spec{}, true, "is empty"},
@@ -33,9 +33,9 @@ func TestInDescription(t *testing.T) {
 		{"a newline in the text refused", "lachesis-quota=2 nodes\nof 8 gpus", Spec{}, true, "control character"},
 		{"a tab in the text refused", "lachesis-quota=2\tgpus", Spec{}, true, "control character"},
 		{"an escape sequence refused, quoted", "lachesis-quota=2 gpus\x1b[2J", Spec{}, true, `\x1b`},
-		{"a newline after the text is another part", "lachesis-quota=2 gpus;\nlab", Spec{2, 1}, true, ""},
+		{"a newline after the text is another part", "lachesis-quota=2 gpus;\nlab", Spec{2, 1, false}, true, ""},
 		{"a text over 64 bytes refused", "lachesis-quota=" + strings.Repeat("9", 70) + " gpus", Spec{}, true, "at most 64"},
-		{"invalid UTF-8 before the marker keeps offsets", "\xff\xfe; lachesis-quota=3 gpus", Spec{3, 1}, true, ""},
+		{"invalid UTF-8 before the marker keeps offsets", "\xff\xfe; lachesis-quota=3 gpus", Spec{3, 1, false}, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, found, err := InDescription(tc.desc)

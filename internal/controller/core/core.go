@@ -93,7 +93,7 @@ type Core struct {
 	// quotaSource: quotas read from slurmdbd (quotasource.go); its own
 	// goroutine, its state under mu.
 	quotaSource quotaSourceState
-	topo       topologyState   // slurmctld's leaf switches, read apart (quotatopo.go)
+	topo        topologyState // slurmctld's leaf switches, read apart (quotatopo.go)
 	// clock is Slurm's time for Preemptable (a victim's run length);
 	// tests replaying a history set it.
 	clock func() int64
