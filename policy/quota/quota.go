@@ -51,6 +51,9 @@ type Spec struct {
 func (s Spec) GPUs() int { return s.Cells * s.CellGPUs }
 
 func (s Spec) String() string {
+	if s.Nodes && s.Cells == 1 {
+		return fmt.Sprintf("1 node of %d GPUs", s.CellGPUs)
+	}
 	if s.Nodes {
 		return fmt.Sprintf("%d nodes of %d GPUs under one switch", s.Cells, s.CellGPUs)
 	}

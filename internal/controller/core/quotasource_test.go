@@ -136,7 +136,7 @@ func TestSlurmdbdReadThatFailsChangesNothing(t *testing.T) {
 		{"an account name over the bound", nil, []slurmcmd.AccountDescription{good, {Name: strings.Repeat("a", 65), Description: "lachesis-quota=1 gpu"}},
 			`Description lachesis-quota: bad quota: \"aaaa`},
 		{"quotas over the cluster", nil, []slurmcmd.AccountDescription{good, {Name: "vision", Description: "lachesis-quota=2 nodes of 4 gpus"}},
-			`slurmdbd quotas do not fit the cluster, keeping the quotas in force" source=slurmdbd err="slurmdbd account vision Description lachesis-quota: 8 GPUs in cells of 4 does not fit the cluster: the quotas add up to 12 GPUs`},
+			`slurmdbd quotas do not fit the cluster, keeping the quotas in force" source=slurmdbd err="slurmdbd account vision Description lachesis-quota: 2 nodes of 4 GPUs under one switch does not fit the cluster: the quotas add up to 12 GPUs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logged.Reset()
@@ -280,7 +280,7 @@ func TestSlurmdbdQuotaMisfitAfterReshapeNamesTheDescription(t *testing.T) {
 	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
 	c.refreshQuotas(t.Context(), dbd, true)
 	err := c.SetCluster([]ClusterNode{{Name: "n0", GPUs: 2}})
-	if !errors.Is(err, ErrQuotaUnfit) || !strings.Contains(err.Error(), "slurmdbd account own Description lachesis-quota: 4 GPUs in cells of 4 does not fit") {
+	if !errors.Is(err, ErrQuotaUnfit) || !strings.Contains(err.Error(), "slurmdbd account own Description lachesis-quota: 1 node of 4 GPUs does not fit") {
 		t.Fatalf("SetCluster = %v", err)
 	}
 	if c.cluster.binding.GPUs("own") != 4 {
