@@ -339,7 +339,7 @@ func parseAccountDescriptions(out string) ([]AccountDescription, error) {
 			accts[len(accts)-1].Description += "\n" + line
 			continue
 		}
-		if name == "" || len(name) > maxAccountNameBytes || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		if !isAccountName(name) {
 			return nil, fmt.Errorf("sacctmgr's account list: %.64q is not an account name", name)
 		}
 		if seen[name] {
@@ -352,4 +352,60 @@ func parseAccountDescriptions(out string) ([]AccountDescription, error) {
 		accts = append(accts, AccountDescription{Name: name, Description: desc})
 	}
 	return accts, nil
+}
+
+// isAccountName says whether name is one slurmdbd would store: not
+// empty, at most maxAccountNameBytes, no space or control character.
+func isAccountName(name string) bool {
+	return name != "" && len(name) <= maxAccountNameBytes && !strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+// AccountParents maps each account that has an account association in
+// cluster to its parent account, lower-cased as slurmdbd stores them
+// (`sacctmgr -nP show assoc where cluster=CLUSTER
+// format=Account,User,ParentName`; root's own parent is ""). sacctmgr lists
+// the users' associations too, which name a user and no parent: they are
+// skipped. Bounded as AccountDescriptions: the output, and at most
+// MaxAccountsListed accounts; an account association listed twice, or a
+// name Slurm would not store, is an error.
+func (r Runner) AccountParents(ctx context.Context, cluster string) (map[string]string, error) {
+	if !isAccountName(cluster) || strings.ContainsAny(cluster, "=,'\"") {
+		return nil, fmt.Errorf("cluster name %.64q: not one sacctmgr can be asked about", cluster)
+	}
+	if r.MaxOutput == 0 {
+		r.MaxOutput = MaxAccountsOutput
+	}
+	out, err := r.Run(ctx, "sacctmgr", "--noheader", "--parsable2", "show", "association", "where", "cluster="+cluster, "format=Account,User,ParentName")
+	if err != nil {
+		return nil, err
+	}
+	return parseAccountParents(out)
+}
+
+func parseAccountParents(out string) (map[string]string, error) {
+	parents := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if line == "" {
+			continue // sacctmgr's answer when there are no associations
+		}
+		fields := strings.Split(line, "|")
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("sacctmgr's association list: %.64q is not account|user|parent", line)
+		}
+		acct, user, parent := strings.ToLower(fields[0]), fields[1], strings.ToLower(fields[2])
+		if user != "" {
+			continue // a user's association: its account is the parent
+		}
+		if !isAccountName(acct) || (parent != "" && !isAccountName(parent)) {
+			return nil, fmt.Errorf("sacctmgr's association list: %.64q is not an account and its parent", line)
+		}
+		if _, twice := parents[acct]; twice {
+			return nil, fmt.Errorf("sacctmgr's association list names account %.64q twice", acct)
+		}
+		if len(parents) == MaxAccountsListed {
+			return nil, fmt.Errorf("sacctmgr lists more than %d account associations", MaxAccountsListed)
+		}
+		parents[acct] = parent
+	}
+	return parents, nil
 }

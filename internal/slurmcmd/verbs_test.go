@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -272,5 +273,58 @@ func TestAccountDescriptionsAsksSacctmgr(t *testing.T) {
 	var exit *ExitError
 	if !errors.As(err, &exit) || !strings.Contains(exit.Stderr, "Connection refused") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestParseAccountParents(t *testing.T) {
+	for _, tc := range []struct {
+		name, out string
+		want      map[string]string
+		bad       string // in the error; "" = no error
+	}{
+		{"accounts and their parents, users skipped", "root||\nroot|root|\nown||root\nown|alice|\nsub||own\nsub|alice|\n",
+			map[string]string{"root": "", "own": "root", "sub": "own"}, ""},
+		{"names lower-cased as slurmdbd stores them", "Vision||ROOT\n", map[string]string{"vision": "root"}, ""},
+		{"nothing listed: no associations", "", map[string]string{}, ""},
+		{"an account association twice refused", "own||root\nown||sub\n", nil, "twice"},
+		{"a line of two fields refused", "own|root\n", nil, "is not account|user|parent"},
+		{"a line of four fields refused", "own||root|x\n", nil, "is not account|user|parent"},
+		{"an empty account refused", "||root\n", nil, "is not an account and its parent"},
+		{"a parent with a control character refused", "own||ro\x1bot\n", nil, "is not an account and its parent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseAccountParents(tc.out)
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) || len(err.Error()) > 200 {
+					t.Fatalf("got %v, want an error (bounded) saying %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil || !maps.Equal(got, tc.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	// More account associations than the bound: refused, not cut.
+	var b strings.Builder
+	for i := 0; i <= MaxAccountsListed; i++ {
+		fmt.Fprintf(&b, "a%d||root\n", i)
+	}
+	if _, err := parseAccountParents(b.String()); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("%d account associations: %v", MaxAccountsListed+1, err)
+	}
+}
+
+func TestAccountParentsAsksSacctmgrForTheCluster(t *testing.T) {
+	r := standIn(t, "sacctmgr", `[ "$*" = "--noheader --parsable2 show association where cluster=gpu format=Account,User,ParentName" ] && echo 'own||root'`)
+	got, err := r.AccountParents(context.Background(), "gpu")
+	if err != nil || !maps.Equal(got, map[string]string{"own": "root"}) {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	// A cluster name that would change sacctmgr's condition is never sent.
+	for _, cluster := range []string{"", "gpu format=User", "a,b", "x=y"} {
+		if _, err := r.AccountParents(context.Background(), cluster); err == nil || !strings.Contains(err.Error(), "cluster name") {
+			t.Errorf("cluster %q: %v", cluster, err)
+		}
 	}
 }

@@ -33,6 +33,13 @@ import (
 // keeps that account's quota in force (none if it had none), the other
 // accounts' are read. Read before the plugin sent the node table, the
 // quotas wait for it.
+//
+// Only a top-level account's description counts: one whose association
+// in this cluster has parent root. slurmdbd lets an account coordinator
+// add accounts, description included, under an account they coordinate
+// (as_mysql_add_accts, as_mysql_add_assocs), never under root unless an
+// admin made them a coordinator of root; so a marker on a sub-account is
+// refused (errNotTopLevel), however the site set DisableCoordDBD.
 
 // Bounds and pauses of the slurmdbd source.
 const (
@@ -59,9 +66,11 @@ const (
 	MetricQuotaSourceFailures = "lachesis_quota_source_failures_total"
 )
 
-// accountLister lists slurmdbd's accounts and their descriptions.
+// accountLister lists slurmdbd's accounts, their descriptions, and each
+// account's parent in a cluster.
 type accountLister interface {
 	AccountDescriptions(ctx context.Context) ([]slurmcmd.AccountDescription, error)
+	AccountParents(ctx context.Context, cluster string) (map[string]string, error)
 }
 
 var _ accountLister = slurmcmd.Runner{}
@@ -179,7 +188,18 @@ func (c *Core) readSlurmdbdQuotas(ctx context.Context, dbd accountLister) (specs
 		c.log.Error("quotas not read from slurmdbd, keeping the quotas in force", keySource, config.QuotaFromSlurmdbd, keyErr, err)
 		return nil, nil, false
 	}
-	specs, refused, errs := quotasInDescriptions(accts)
+	var parents map[string]string
+	if slices.ContainsFunc(accts, func(a slurmcmd.AccountDescription) bool {
+		_, found, _ := quota.InDescription(a.Description)
+		return found
+	}) {
+		if parents, err = dbd.AccountParents(ctx, c.env.ClusterName); err != nil {
+			c.quotaSource.failures.WithLabelValues(quotaFailRead).Inc()
+			c.log.Error("quotas not read from slurmdbd (the accounts' parents), keeping the quotas in force", keySource, config.QuotaFromSlurmdbd, keyErr, err)
+			return nil, nil, false
+		}
+	}
+	specs, refused, errs := quotasInDescriptions(accts, parents, c.env.ClusterName)
 	if len(errs) > 0 {
 		c.quotaSource.failures.WithLabelValues(quotaFailText).Inc()
 		for i, err := range errs {
@@ -193,11 +213,16 @@ func (c *Core) readSlurmdbdQuotas(ctx context.Context, dbd accountLister) (specs
 	return specs, refused, true
 }
 
+// errNotTopLevel refuses a quota on an account whose parent in this
+// cluster is not root.
+var errNotTopLevel = errors.New("not a top-level account: a coordinator of its parent could have created it")
+
 // quotasInDescriptions is each account's quota in its description: the
-// accounts whose description holds the marker, at most quota.MaxAccounts;
-// refused lists the accounts (lower case) whose marker was refused, each
-// error naming the account and the field.
-func quotasInDescriptions(accts []slurmcmd.AccountDescription) (specs map[string]quota.Spec, refused []string, errs []error) {
+// accounts whose description holds the marker and whose parent in
+// cluster (parents, by lower-case name) is root, at most
+// quota.MaxAccounts; refused lists the accounts (lower case) whose marker
+// was refused, each error naming the account and the field.
+func quotasInDescriptions(accts []slurmcmd.AccountDescription, parents map[string]string, cluster string) (specs map[string]quota.Spec, refused []string, errs []error) {
 	specs = map[string]quota.Spec{}
 	for _, a := range accts {
 		spec, found, err := quota.InDescription(a.Description)
@@ -208,6 +233,8 @@ func quotasInDescriptions(accts []slurmcmd.AccountDescription) (specs map[string
 		switch {
 		case nameErr != nil:
 			err = nameErr
+		case err == nil && parents[name] != "root":
+			err = notTopLevel(parents, name, cluster)
 		case err == nil && len(specs) == quota.MaxAccounts:
 			err = fmt.Errorf("%w: more than %d accounts hold a quota", quota.ErrBadQuota, quota.MaxAccounts)
 		}
@@ -219,6 +246,19 @@ func quotasInDescriptions(accts []slurmcmd.AccountDescription) (specs map[string
 		specs[name] = spec
 	}
 	return specs, refused, errs
+}
+
+// notTopLevel says why account's quota is refused: its parent in
+// cluster, or that it has no association there.
+func notTopLevel(parents map[string]string, account, cluster string) error {
+	parent, ok := parents[account]
+	switch {
+	case !ok:
+		return fmt.Errorf("no association in cluster %s: %w", cluster, errNotTopLevel)
+	case parent == "":
+		return fmt.Errorf("the root of cluster %s: %w", cluster, errNotTopLevel)
+	}
+	return fmt.Errorf("parent %s in cluster %s: %w", parent, cluster, errNotTopLevel)
 }
 
 // bindSlurmdbdQuotas makes specs, and the quotas in force of the refused

@@ -16,12 +16,16 @@ import (
 	"github.com/lachesis-sched/lachesis/policy/quota"
 )
 
-// fakeSlurmdbd stands in for sacctmgr's account list.
+// fakeSlurmdbd stands in for sacctmgr's account and association lists.
+// Without parents every account it lists is top-level (parent root).
 type fakeSlurmdbd struct {
-	mu    sync.Mutex
-	accts []slurmcmd.AccountDescription
-	err   error
-	reads int
+	mu         sync.Mutex
+	accts      []slurmcmd.AccountDescription
+	err        error
+	reads      int
+	parents    map[string]string
+	parentsErr error
+	clusters   []string // the clusters AccountParents was asked about
 }
 
 var _ accountLister = (*fakeSlurmdbd)(nil)
@@ -31,6 +35,20 @@ func (f *fakeSlurmdbd) AccountDescriptions(context.Context) ([]slurmcmd.AccountD
 	defer f.mu.Unlock()
 	f.reads++
 	return f.accts, f.err
+}
+
+func (f *fakeSlurmdbd) AccountParents(_ context.Context, cluster string) (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clusters = append(f.clusters, cluster)
+	if f.parents != nil || f.parentsErr != nil {
+		return f.parents, f.parentsErr
+	}
+	parents := map[string]string{}
+	for _, a := range f.accts {
+		parents[strings.ToLower(a.Name)] = "root"
+	}
+	return parents, nil
 }
 
 func (f *fakeSlurmdbd) set(err error, accts ...slurmcmd.AccountDescription) {
@@ -285,5 +303,65 @@ func TestSlurmdbdQuotaMisfitAfterReshapeNamesTheDescription(t *testing.T) {
 	}
 	if c.cluster.binding.GPUs("own") != 4 {
 		t.Fatalf("the binding changed: %+v", c.cluster.binding)
+	}
+}
+
+// Issue 35: only a top-level account's description counts. A coordinator
+// may add an account, description included, under an account they
+// coordinate, so a marker on a sub-account (or on an account with no
+// association in this cluster) is refused naming it and why, and changes
+// nothing; a top-level account's quota is kept. The parents are read for
+// slurmctld's cluster, and only when some description holds the marker.
+func TestSlurmdbdQuotaOnlyForTopLevelAccounts(t *testing.T) {
+	now := int64(1100)
+	c, logged := dbdCore(t, &now)
+	c.env.ClusterName = "gpu"
+	if err := c.SetCluster(twoNodes); err != nil {
+		t.Fatal(err)
+	}
+	dbd := &fakeSlurmdbd{parents: map[string]string{"root": "", "own": "root", "sub": "own", "deep": "sub"}}
+	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "own lab; lachesis-quota=2 gpus"},
+		slurmcmd.AccountDescription{Name: "sub", Description: "lachesis-quota=2 gpus"},
+		slurmcmd.AccountDescription{Name: "Deep", Description: "lachesis-quota=1 gpu"},
+		slurmcmd.AccountDescription{Name: "elsewhere", Description: "lachesis-quota=1 gpu"},
+		slurmcmd.AccountDescription{Name: "root", Description: "lachesis-quota=1 gpu"})
+	c.refreshQuotas(t.Context(), dbd, true)
+	if got := c.Config().Quota.Accounts; len(got) != 1 || got["own"].GPUs() != 2 || c.cluster.binding.GPUs("sub") != 0 {
+		t.Fatalf("quotas in force %v, bound %+v; want own's alone", got, c.cluster.binding)
+	}
+	for _, want := range []string{
+		`err="slurmdbd account sub Description lachesis-quota: parent own in cluster gpu: not a top-level account: a coordinator of its parent could have created it"`,
+		`err="slurmdbd account Deep Description lachesis-quota: parent sub in cluster gpu: not a top-level account`,
+		`err="slurmdbd account elsewhere Description lachesis-quota: no association in cluster gpu: not a top-level account`,
+		`err="slurmdbd account root Description lachesis-quota: the root of cluster gpu: not a top-level account`,
+	} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log:\n%s\nwant %s", logged, want)
+		}
+	}
+	if len(dbd.clusters) != 1 || dbd.clusters[0] != "gpu" {
+		t.Fatalf("parents asked for clusters %q, want [gpu]", dbd.clusters)
+	}
+	// A top-level account an admin moves under another keeps the quota in
+	// force, as any refused description does, until an admin removes it.
+	dbd.parents["own"] = "sub"
+	c.refreshQuotas(t.Context(), dbd, true)
+	if got := c.Config().Quota.Accounts; len(got) != 1 || got["own"].GPUs() != 2 {
+		t.Fatalf("quotas in force %v, want own's kept", got)
+	}
+	// The parents unread: nothing changes.
+	logged.Reset()
+	dbd.parentsErr = errors.New("sacctmgr: error: Problem talking to the database")
+	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=4 gpus"})
+	c.refreshQuotas(t.Context(), dbd, true)
+	if got := c.Config().Quota.Accounts; got["own"].GPUs() != 2 || !strings.Contains(logged.String(), `quotas not read from slurmdbd (the accounts' parents), keeping the quotas in force" source=slurmdbd err="sacctmgr: error: Problem talking to the database"`) {
+		t.Fatalf("quotas in force %v; log:\n%s", got, logged)
+	}
+	// No marker anywhere: the parents are not asked for.
+	asked := len(dbd.clusters)
+	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "own lab"})
+	c.refreshQuotas(t.Context(), dbd, true)
+	if len(dbd.clusters) != asked || len(c.Config().Quota.Accounts) != 0 {
+		t.Fatalf("without a marker: parents asked %d times more, quotas %v", len(dbd.clusters)-asked, c.Config().Quota.Accounts)
 	}
 }
