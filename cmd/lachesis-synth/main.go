@@ -14,6 +14,11 @@
 // colocated.csv, on -pair-gpu) gives its -model beside the neighbours'.
 //
 //	lachesis-synth -fake-gpu-dir D -model ResNet-18/bs64 -pair-table data/gavel
+//
+// With -device-time its steps follow the model in wall time rather than
+// its loaders' CPU work, so what it reports (its rate, its fake GPU's
+// utilisation) is the model's whatever else the host's CPUs run: the
+// sharing tests' jobs, whose slowdown must be the pair table's alone.
 package main
 
 import (
@@ -56,6 +61,7 @@ func run(args []string) error {
 	fs.Float64Var(&seconds, "seconds", 30, "stop after this many seconds (0: no limit)")
 	fs.IntVar(&cfg.Steps, "steps", 0, "stop after this many steps (0: no limit), counting those of -checkpoint")
 	fs.BoolVar(&cfg.IOWait, "io-wait", false, "loaders wait -spin per sample (slow storage) instead of computing: an input-bound job that leaves its GPU idle without busy CPUs")
+	fs.BoolVar(&cfg.DeviceTime, "device-time", false, "steps follow the model in wall time (min(workers, knee) cores of loaders, the GPU step, the fake GPU's speed beside its neighbours), not the loaders' CPU work: a rate and utilisation that a loaded host neither slows nor hides (the sharing tests)")
 	fs.StringVar(&cfg.Checkpoint, "checkpoint", "", "file of the steps done so far: resume from it and keep it current (a requeued job goes on)")
 	fs.DurationVar(&cfg.Report, "report", synth.DefaultReport, "interval between throughput lines")
 	fs.StringVar(&cfg.FakeGPU.Dir, "fake-gpu-dir", "", "the node agent's fake GPU directory (test/demo only): run on the fake GPUs of CUDA_VISIBLE_DEVICES")

@@ -46,6 +46,15 @@ type Config struct {
 	// leaves its GPU partly idle without keeping CPUs busy (the demo's
 	// input-bound jobs, many of them on a small machine).
 	IOWait bool
+	// DeviceTime: the job's steps follow the model in wall time (pace.go)
+	// instead of waiting for samples its loaders computed: its rate and
+	// its GPU's utilisation are the model's (min(Workers, Knee) cores of
+	// loaders, the GPU step, the fake GPU's speed beside its neighbours)
+	// whatever the host's CPUs are doing. No loader runs and no CPU time
+	// is spent per sample, so IOWait is refused with it. For the sharing
+	// tests, whose introspection must see the pair table's slowdown and
+	// nothing else on a loaded machine.
+	DeviceTime bool
 	// Checkpoint, if set, is a file holding the steps done so far: the run
 	// resumes from it and keeps it current, so a job that Slurm requeues
 	// counts Steps across its runs.
@@ -68,6 +77,10 @@ const (
 	DefaultDataBytes   = 64 << 20
 	DefaultReport      = 500 * time.Millisecond
 )
+
+// minDeviceStep bounds device time's steps per second (a million: what
+// the node agent takes as a rate, wire.MaxItersPerSec).
+const minDeviceStep = time.Microsecond
 
 // withDefaults fills zero fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {
@@ -99,6 +112,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: spin, batch, sample size, data size and report interval must not be negative", ErrBadConfig)
 	case c.Duration < 0 || c.Steps < 0:
 		return c, fmt.Errorf("%w: duration and steps must not be negative", ErrBadConfig)
+	case c.DeviceTime && c.IOWait:
+		return c, fmt.Errorf("%w: io-wait with device time: device time spends no loader time, it models it", ErrBadConfig)
+	case c.DeviceTime && c.StepCost() < minDeviceStep:
+		return c, fmt.Errorf("%w: a GPU step of %v in device time; at least %v", ErrBadConfig, c.StepCost(), minDeviceStep)
 	}
 	if c.FakeGPU.Dir != "" {
 		g := c.FakeGPU

@@ -25,6 +25,20 @@
 // cores at all. With thread CPU time, a loader confined with two others to
 // one core really takes three times as long per sample, on any machine.
 //
+// # Device time
+//
+// The profiler needs a job that depends on its cores; the sharing tests
+// need the opposite. Their introspection compares a job's rate beside a
+// neighbour with its rate alone, and a loaded host's CPU contention would
+// read as a slowdown (or hide one). With DeviceTime the job's steps follow
+// the model in wall time instead (pace.go): each step takes the longer of
+// its GPU time (StepCost over the fake GPU's speed beside its neighbours,
+// the pair table's) and its batch's input time (min(Workers, Knee) loaders
+// at Spin per sample), and its fake GPU's utilisation is the GPU time's
+// share of that. No loader runs; the job still keeps its record on the
+// fake device, is slowed by its neighbours' records and prints its steps,
+// so the node agent and the controller see it as they see any job.
+//
 // # Output
 //
 // Every Report interval the job prints one line to its output,

@@ -126,26 +126,28 @@ func neighbours(g FakeGPU, self int, now time.Time) []string {
 }
 
 // onFakeGPU keeps the job's record fresh every fakegpu.Refresh and sets
-// speed (a float64's bits) from its neighbours, until ctx ends; then it
-// removes the record. busy is the GPU step's busy time so far.
-func onFakeGPU(ctx context.Context, g FakeGPU, busy *atomic.Int64, speed *atomic.Uint64, log func(string, ...any)) {
+// clock's speed from its neighbours, until ctx ends; then it removes the
+// record. Its utilisation is clock's busy time over the wall time since
+// the last refresh.
+func onFakeGPU(ctx context.Context, g FakeGPU, clock gpuClock, log func(string, ...any)) {
 	pid := os.Getpid()
 	path := filepath.Join(g.Dir, fakegpu.FileName(pid))
 	defer os.Remove(path)
 	tick := time.NewTicker(fakegpu.Refresh)
 	defer tick.Stop()
-	lastBusy, lastAt := busy.Load(), time.Now()
+	lastAt := time.Now()
+	lastBusy := clock.busyAt(lastAt)
 	util, shared := 0.0, -1
 	lastMemErr := fmt.Sprint(nil)
 	for {
 		now := time.Now()
 		if d := now.Sub(lastAt); d > 0 {
-			b := busy.Load()
+			b := clock.busyAt(now)
 			util = min(100, 100*float64(b-lastBusy)/float64(d))
 			lastBusy, lastAt = b, now
 		}
 		n := neighbours(g, pid, now)
-		speed.Store(f64bits(sharedSpeed(g, n)))
+		clock.setSpeed(now, sharedSpeed(g, n))
 		if (len(n) > 0) != (shared > 0) {
 			log("lachesis-synth: %d other process(es) on my fake GPUs %v: speed %.2f\n", len(n), g.GPUs, sharedSpeed(g, n))
 		}

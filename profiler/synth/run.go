@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/protocol/fakegpu"
 )
 
 // sink keeps the loaders' hashes alive so the compiler cannot drop the work.
@@ -39,8 +41,12 @@ func Run(ctx context.Context, cfg Config) error {
 	// processes; and the GPU and the reporter never wait for a P behind
 	// spinning loaders (which made the job slower on more cores).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), cfg.Workers+2)))
-	fmt.Fprintf(cfg.Log, "lachesis-synth: knee %g cores, %d workers, %v CPU per sample, batch %d, GPU step %v, dataset %s (%d bytes), GOMAXPROCS %d\n",
-		cfg.Knee, cfg.Workers, cfg.Spin, cfg.Batch, cfg.StepCost(), cfg.DataPath, st.Size(), runtime.GOMAXPROCS(0))
+	clock := "loaders' CPU time"
+	if cfg.DeviceTime {
+		clock = "device time"
+	}
+	fmt.Fprintf(cfg.Log, "lachesis-synth: knee %g cores, %d workers, %v CPU per sample, batch %d, GPU step %v, dataset %s (%d bytes), GOMAXPROCS %d, paced by %s\n",
+		cfg.Knee, cfg.Workers, cfg.Spin, cfg.Batch, cfg.StepCost(), cfg.DataPath, st.Size(), runtime.GOMAXPROCS(0), clock)
 
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
@@ -50,6 +56,36 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 
+	done, err := readCheckpoint(cfg.Checkpoint)
+	if err != nil {
+		return err
+	}
+	var steps atomic.Int64
+	steps.Store(done)
+	var loadErr <-chan error
+	if cfg.DeviceTime {
+		p := newPace(cfg, done, time.Now())
+		runSteps(ctx, cfg, p, p.count, func() { p.run(ctx, fakegpu.Refresh) })
+		steps.Store(p.count(time.Now()))
+	} else {
+		loadErr = runLoaders(ctx, stop, cfg, data, st.Size(), sampleBytes, &steps)
+	}
+	if err := writeCheckpoint(cfg.Checkpoint, steps.Load()); err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.Log, "lachesis-synth: done, %d steps\n", steps.Load())
+	select {
+	case err := <-loadErr:
+		return err
+	default:
+		return nil
+	}
+}
+
+// runLoaders runs the job on its loaders' CPU work until ctx ends or
+// cfg.Steps is reached (then stop ends the loaders): the GPU step waits
+// for the samples they computed. It returns their first error, if any.
+func runLoaders(ctx context.Context, stop context.CancelFunc, cfg Config, data *os.File, size, sampleBytes int64, steps *atomic.Int64) <-chan error {
 	// Loaders hand the GPU the time each sample became ready; a queue of two
 	// batches lets them run ahead of the GPU the way a prefetching data
 	// loader does, and blocks them (idle, not spinning) once it is full.
@@ -61,48 +97,43 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := load(ctx, data, st.Size(), sampleBytes, cfg.Spin, cfg.IOWait, &next, ready); err != nil {
+			if err := load(ctx, data, size, sampleBytes, cfg.Spin, cfg.IOWait, &next, ready); err != nil {
 				loadErr <- err
 				stop()
 			}
 		}()
 	}
+	var busy atomic.Int64
+	var speed atomic.Uint64
+	runSteps(ctx, cfg, loopClock{busy: &busy, speed: &speed}, func(time.Time) int64 { return steps.Load() },
+		func() { gpu(ctx, cfg, ready, steps, &busy, &speed) })
+	stop()
+	wg.Wait()
+	return loadErr
+}
 
-	var steps atomic.Int64
-	done, err := readCheckpoint(cfg.Checkpoint)
-	if err != nil {
-		return err
-	}
-	steps.Store(done)
+// runSteps runs steps (until the run ends) beside the reporter, which
+// prints count, and the fake GPU's record, which reads and sets clock;
+// it returns once both have stopped.
+func runSteps(ctx context.Context, cfg Config, clock gpuClock, count func(time.Time) int64, steps func()) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		report(ctx, cfg, &steps)
+		report(ctx, cfg, count)
 	}()
-	var busy atomic.Int64
-	var speed atomic.Uint64
 	onGPU := make(chan struct{})
 	go func() {
 		defer close(onGPU)
 		if cfg.FakeGPU.Dir != "" {
-			onFakeGPU(ctx, cfg.FakeGPU, &busy, &speed, func(f string, a ...any) { fmt.Fprintf(cfg.Log, f, a...) })
+			onFakeGPU(ctx, cfg.FakeGPU, clock, func(f string, a ...any) { fmt.Fprintf(cfg.Log, f, a...) })
 		}
 	}()
-	gpu(ctx, cfg, ready, &steps, &busy, &speed)
+	steps()
 	stop()
-	wg.Wait()
 	<-reported
 	<-onGPU
-	if err := writeCheckpoint(cfg.Checkpoint, steps.Load()); err != nil {
-		return err
-	}
-	fmt.Fprintf(cfg.Log, "lachesis-synth: done, %d steps\n", steps.Load())
-	select {
-	case err := <-loadErr:
-		return err
-	default:
-		return nil
-	}
 }
 
 // load is one loader worker. It runs on its own OS thread so that the
@@ -170,17 +201,22 @@ func gpu(ctx context.Context, cfg Config, ready <-chan time.Time, steps, busy *a
 	}
 }
 
-// report prints the step count and the steps per second since the last line.
-func report(ctx context.Context, cfg Config, steps *atomic.Int64) {
+// report prints the step count and the steps per second since the last
+// line.
+func report(ctx context.Context, cfg Config, count func(time.Time) int64) {
 	tick := time.NewTicker(cfg.Report)
 	defer tick.Stop()
-	last, lastAt := steps.Load(), time.Now()
+	lastAt := time.Now()
+	last := count(lastAt)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tick.C:
-			n := steps.Load()
+		case <-tick.C:
+			// The count and the time read together: a reporter that
+			// woke late does not spread a tick's steps over another's.
+			now := time.Now()
+			n := count(now)
 			if err := writeCheckpoint(cfg.Checkpoint, n); err != nil {
 				fmt.Fprintf(cfg.Log, "lachesis-synth: checkpoint: %v\n", err)
 			}
