@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/rigs/testenv"
 )
@@ -34,6 +35,17 @@ func startFakeGPUCluster(t *testing.T, hw shape, coreYAML, nodeExtra string, con
 	return e, fakeDir
 }
 
+// sharingPass is the sharing tests' pass interval (tiresiasYAML's
+// pass_interval) and the node agent's telemetry_interval: a sharing
+// decision comes a few passes after the reports it judges.
+const sharingPass = time.Second
+
+// inPasses is a sharing test's deadline of n passes. Every wait polls its
+// condition, and n is generous (an idle machine needs a small part of
+// it): a loaded machine, whose Slurm, agent and jobs are slower, makes a
+// wait longer, never a verdict different (synthCmd's device time).
+func inPasses(n int) time.Duration { return time.Duration(n) * sharingPass }
+
 // jobEndAndOpp is the slurm.conf of a sharing test: slurmd reporting job
 // ends to the agent (jobEndPlugin), the lines of more, and the
 // opportunistic partition.
@@ -44,11 +56,20 @@ func jobEndAndOpp(t *testing.T, more ...string) func(sock string) []string {
 }
 
 // synthCmd is the command line of the synthetic training job on the fake
-// GPU device at fakeDir: it runs until it is ended (-seconds 0), reads 4 MB
-// of data kept in e.work/data-<name> and holds memMB of the GPU's memory;
+// GPU device at fakeDir: it runs until it is ended (-seconds 0), keeps 4
+// MB of data in e.work/data-<name> and holds memMB of the GPU's memory;
 // flags are what the test's job adds (speed, model, reports).
+//
+// It runs in device time (-device-time): its steps, the rate it reports
+// and its fake GPU's utilisation are the model's (its knee and loaders,
+// its GPU step, its speed beside its neighbours), not what the host's
+// CPUs let its loaders compute. So a loaded test machine neither reads as
+// a slowdown to introspection nor hides the pair table's, and the
+// sharing tests' verdicts are the same on any machine (docs/testing.md).
+// The job is still a process on the fake device that the agent reads
+// through its telemetry interface and the controller judges.
 func (e *agentEnv) synthCmd(fakeDir, name string, memMB int, flags string) string {
-	return fmt.Sprintf("%s -seconds 0 -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d %s",
+	return fmt.Sprintf("%s -device-time -seconds 0 -data %s/data-%s -data-mb 4 -fake-gpu-dir %s -fake-gpu-mem-mb %d %s",
 		filepath.Join(e.bin, "lachesis-synth"), e.work, name, fakeDir, memMB, flags)
 }
 
@@ -56,7 +77,8 @@ func (e *agentEnv) synthCmd(fakeDir, name string, memMB int, flags string) strin
 // its neighbours by the pair table in e.work (writeMysteryPairTable), with
 // one loader worker, its progress reported every second and its memory
 // taken from e.work/mem-<name> while that file exists. speed is its
-// -knee (and -io-wait) flags.
+// -knee flag: at most 1 (0.25) a GPU-bound job, its GPU busy all the
+// time; above (4) an input-bound one, busy a quarter of the time.
 func (e *agentEnv) pairedSynthCmd(fakeDir, name, model string, memMB int, speed string) string {
 	return e.synthCmd(fakeDir, name, memMB, fmt.Sprintf("%s -workers 1 -report 1s -fake-gpu-mem-file %s/mem-%s -model %s -pair-table %s -pair-gpu v100",
 		speed, e.work, name, model, e.work))
