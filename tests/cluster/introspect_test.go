@@ -12,16 +12,20 @@ import (
 
 // relayPy reads lachesis-synth's "step N R it/s" lines on stdin and
 // reports N to the node agent through etc/lachesis_progress.py, as a
-// training loop would: the newest count of what it read, as soon as it
-// was printed. So it skips what it found waiting when it started (Python
-// starting late on a loaded machine) and any older lines that piled up
-// while it ran late: such a count, seconds old, taken for a current one
-// makes the agent's rate, which its first interval seeds, start far
-// above the job's and take minutes to come down (a host measured at 47
-// it/s alone and 36 beside a harmless guest ran at 31 throughout).
-const relayPy = `import os, lachesis_progress
+// training loop would, so that a loaded machine's scheduling delays stay
+// a small part of what the agent measures:
+//   - only the newest count of what it read, as soon as it was printed:
+//     it skips what it found waiting when it started (Python starting
+//     late) and any older lines that piled up while it ran late; such a
+//     count, seconds old, taken for a current one inflates the rate;
+//   - its second report 10 s after its first, then one a second: the
+//     agent seeds a job's rate with its first interval (a 30 s moving
+//     average after it), so a few hundred ms of delay in a 1 s first
+//     interval made a host measured at 37 it/s alone, 33 beside a
+//     harmless guest, run at 31 throughout.
+const relayPy = `import os, time, lachesis_progress
 p = lachesis_progress.Reporter(interval=1)
-rest, fresh = b"", False
+rest, fresh, sent, last = b"", False, 0, 0.0
 while True:
     chunk = os.read(0, 65536)
     if not chunk:
@@ -34,7 +38,11 @@ while True:
     for line in reversed(lines):
         f = line.split()
         if len(f) >= 2 and f[0] == b"step" and f[1].isdigit():
-            p.step(int(f[1]) - p.count)
+            p.count = int(f[1])
+            now = time.monotonic()
+            if sent == 0 or now - last >= (10 if sent == 1 else 1):
+                p.send()
+                sent, last = sent + 1, now
             break
 `
 
