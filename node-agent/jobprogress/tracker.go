@@ -15,11 +15,9 @@ import (
 //   - MinInterval 1 s: etc/lachesis_progress.py reports at most every 5 s;
 //     one report a second per job is plenty for a rate averaged over
 //     half a minute, and bounds what a job flooding the socket costs.
-//   - Tau 30 s: mini-batch times are noisy (data loading stalls, a
-//     logging step, garbage collection), so a single interval says little;
-//     30 s smooths those over yet follows a real change (a neighbour
-//     starting on a shared GPU) within about a minute, well inside the
-//     scheduler's decisions, which run on passes of minutes.
+//   - the rate's time constant is wire.ProgressTau (30 s), not a
+//     setting: it is part of what the agent promises of a rate, and the
+//     controller's introspection waits on it after a change of sharers.
 //   - Stale 2 min: a loop that stopped reporting (hung, evaluating,
 //     checkpointing for long, or gone without a job-end report) must not
 //     keep its last rate forever.
@@ -28,7 +26,6 @@ import (
 //     this first, and the cap is the defence behind it.
 const (
 	DefaultMinInterval = time.Second
-	DefaultTau         = 30 * time.Second
 	DefaultStale       = 2 * time.Minute
 	DefaultMaxJobs     = 1024
 )
@@ -45,7 +42,6 @@ var (
 // Config tunes a Tracker; zero fields take the defaults.
 type Config struct {
 	MinInterval time.Duration
-	Tau         time.Duration
 	Stale       time.Duration
 	MaxJobs     int
 }
@@ -54,11 +50,11 @@ type Config struct {
 //
 // The rate: between two accepted reports (n0 at t0, n1 at t1) the job ran
 // at r = (n1-n0)/(t1-t0); the job's rate moves towards r by
-// a = 1 - exp(-(t1-t0)/Tau). Weighting by elapsed time rather than by
-// report makes the average independent of how often the loop reports
-// (one 10 s interval counts as much as two of 5 s), and needs two numbers
-// per job, not a window of reports. The first interval of a run seeds the
-// rate. A count below the previous one is a restart (a new process, a job
+// a = 1 - exp(-(t1-t0)/wire.ProgressTau). Weighting by elapsed time
+// rather than by report makes the average independent of how often the
+// loop reports (one 10 s interval counts as much as two of 5 s), and
+// needs two numbers per job, not a window of reports. The first interval
+// of a run seeds the rate. A count below the previous one is a restart (a new process, a job
 // requeued): the run starts anew and has no rate until its next report. A
 // count that rose faster than wire.MaxItersPerSec is no training loop
 // (a counter of samples, or a resume from a checkpoint): it starts a new
@@ -94,9 +90,6 @@ var _ interface {
 func New(cfg Config) *Tracker {
 	if cfg.MinInterval <= 0 {
 		cfg.MinInterval = DefaultMinInterval
-	}
-	if cfg.Tau <= 0 {
-		cfg.Tau = DefaultTau
 	}
 	if cfg.Stale <= 0 {
 		cfg.Stale = DefaultStale
@@ -143,7 +136,7 @@ func (t *Tracker) Report(job uint32, iters uint64, now time.Time) (wire.JobProgr
 	}
 	r := float64(iters-s.iters) / sec
 	if s.hasRate {
-		s.rate += (1 - math.Exp(-sec/t.cfg.Tau.Seconds())) * (r - s.rate)
+		s.rate += (1 - math.Exp(-sec/wire.ProgressTau.Seconds())) * (r - s.rate)
 	} else {
 		s.rate, s.hasRate = r, true
 	}

@@ -26,8 +26,8 @@ type report struct {
 func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
 
 // alpha is the weight a rate of an interval of sec seconds gets with the
-// default 30 s time constant.
-func alpha(sec float64) float64 { return 1 - math.Exp(-sec/30) }
+// agent's time constant (wire.ProgressTau).
+func alpha(sec float64) float64 { return 1 - math.Exp(-sec/wire.ProgressTau.Seconds()) }
 
 func TestTrackerRate(t *testing.T) {
 	for _, tc := range []struct {

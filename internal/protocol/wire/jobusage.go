@@ -82,11 +82,29 @@ type JobGPUUsage struct {
 // JobProgress is what a job's training loop said about itself: a running
 // count of iterations (mini-batches), and the rate the agent derived from
 // successive counts.
+//
+// What the agent promises of ItersPerSec: a moving average of the
+// intervals between the loop's accepted counts, each weighted by its
+// length, with time constant ProgressTau (node-agent/jobprogress); At is
+// the last count's time. So a change of the job's speed at t0 weighs
+// 1 - e^-((At-t0)/ProgressTau) in the rate, and what the controller reads
+// from a rate depends on that: introspection counts a job's rate in a
+// window of sharers only once the rate before the window has faded
+// (gpushare's IntroSettle).
 type JobProgress struct {
 	Iterations  uint64    `codec:"iters"`
 	ItersPerSec float64   `codec:"iters_per_s"`
 	At          time.Time `codec:"at"`
 }
+
+// ProgressTau is the time constant of the agent's moving average of a
+// job's rate (JobProgress.ItersPerSec). One value for agent and
+// controller: the agent smooths with it, the controller waits on it.
+// 30 s: mini-batch times are noisy (data loading stalls, a logging step,
+// garbage collection), so one interval says little; 30 s smooths those
+// over yet follows a real change within a couple of minutes, inside the
+// scheduler's decisions, which run on passes of minutes.
+const ProgressTau = 30 * time.Second
 
 // Limits on a usage report.
 const (
