@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/lachesis-sched/lachesis/internal/controller/ledger"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
@@ -14,9 +15,10 @@ import (
 // opportunistic job whose processes share one GPU (the same node and GPU
 // uuid in the agents' GPU-use reports) are a pair. The guaranteed job's
 // rate while it had the GPU alone is its solo rate; its rate since the
-// guest came (the samples since the GPU's sharer count last changed) is
-// its shared rate, and the guest's are measured the same way when it ran
-// alone before. The pair is judged as the simulator judges its pairs
+// guest came (the samples since the GPU's sharer count last changed,
+// once the agent's smoothing has let go of the state before: IntroSettle)
+// is its shared rate, and the guest's are measured the same way when it
+// ran alone before. The pair is judged as the simulator judges its pairs
 // (sharing.Config.JudgePair, then sharing.Table.Learn): when the host lost
 // more than sharing.max_slowdown, or the pair does no more than the host
 // alone, the guest is requeued, the pair of models is marked bad in the
@@ -43,10 +45,34 @@ import (
 
 const (
 	// introMinSamples: a rate needs this many samples before a pair is
-	// judged on it. The first shared sample after a change of sharers is
-	// not counted (the agent's rate spans the change).
+	// judged on it.
 	introMinSamples = 2
 )
+
+// IntroSettle is how long after a window of sharers opened a job's
+// iterations/s count in it. The agent's rate is a moving average with
+// time constant wire.ProgressTau, so after the sharers change it carries
+// the state before for a while: a host whose harmful guest left reads
+// slow beside its remaining guest (or alone) for tens of seconds, and
+// judged on that the remaining guest was requeued and kept off the node
+// for the one that left (issue 34 item 4). After three time constants
+// the state before weighs e^-3 (5%) of the difference: a host the guest
+// that left had halved reads at most 2.5% slow for it, half the default
+// max_slowdown (after two, 6.8%: a harmless guest requeued at the
+// defaults). It is counted from the report that opened the window (the
+// change came before it) to the time of the rate's last count
+// (JobProgress.At: a rate not updated since is as old as that), so the
+// wait is never shorter than the average needs.
+//
+// Utilisation needs no such wait: the agent reads NVML's per-process
+// utilisation as the mean of the samples since its last read
+// (node-agent/telemetry's processUtil), one interval, not averaged across
+// reports; only a window's first report spans the change, and it is
+// skipped.
+const IntroSettle = 3 * wire.ProgressTau
+
+// introSettleSec is IntroSettle in the reports' seconds.
+const introSettleSec = int64(IntroSettle / time.Second)
 
 // MetricReverts counts opportunistic jobs requeued by introspection.
 const MetricReverts = "lachesis_sharing_reverts_total"
@@ -75,6 +101,13 @@ type introRates struct {
 	// since: the report time that opened it.
 	sharers int
 	since   int64
+	// first: the current window is the first the controller saw of the
+	// job, whose agent's rate then carries no other window's state (the
+	// job's first interval seeds it), so its iterations count at once;
+	// unsettled: iterations samples of the current window not counted
+	// (younger than IntroSettle).
+	first     bool
+	unsettled int
 	// node and gpu: where the job's last report put it (its first GPU:
 	// pairs are judged on one-GPU jobs, the ones shards make); gpus: all
 	// of them (at most maxTrackedGPUs), which occupancy reads.
@@ -116,8 +149,9 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 		}
 	}
 	if sharers != r.sharers || node != r.node || gpu != r.gpu {
-		// A new window: its first sample is skipped (the agent's rate
-		// and utilisation span the change).
+		// A new window: its first sample is skipped (the agent's
+		// utilisation spans the change), its iterations until they
+		// settle (settledIters).
 		switch {
 		case node != r.node || gpu != r.gpu:
 			r.before, r.util = 0, 0
@@ -125,6 +159,7 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 			r.before = r.winUtil.mean()
 		}
 		r.winUtil = rateMean{}
+		r.first, r.unsettled = r.sharers == 0, 0
 		r.sharers, r.since, r.node, r.gpu = sharers, at, node, gpu
 		r.sharedIters, r.sharedUtil = rateMean{}, rateMean{}
 		r.at = at
@@ -135,13 +170,35 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 		r.util = util
 		r.winUtil.add(util)
 	}
+	iters = r.settledIters(iters, e.Progress, at)
 	if sharers == 1 {
+		// A solo window too: a host whose guest left reads slower
+		// alone until the shared state has faded.
 		r.soloIters.add(iters)
 		r.soloUtil.add(util)
 		return
 	}
 	r.sharedIters.add(iters)
 	r.sharedUtil.add(util)
+}
+
+// settledIters is iters when it counts in the current window (the
+// window is the job's first, or the rate's last count came IntroSettle
+// or more after the window opened), else NaN, which no mean takes, and
+// the window counts one more unsettled sample.
+func (r *introRates) settledIters(iters float64, p *wire.JobProgress, at int64) float64 {
+	if math.IsNaN(iters) || r.first {
+		return iters
+	}
+	countAt := at
+	if p != nil && !p.At.IsZero() {
+		countAt = min(countAt, p.At.Unix())
+	}
+	if countAt-r.since >= introSettleSec {
+		return iters
+	}
+	r.unsettled++
+	return math.NaN()
 }
 
 // sameGPUs says whether ids are the (bounded) uuids of gpus.
@@ -165,10 +222,17 @@ const (
 
 // rates is the host's solo and shared rate: iterations/s when it has
 // enough of both, else GPU utilisation; ok is false while either has
-// fewer than introMinSamples samples.
+// fewer than introMinSamples samples, and while a job with a solo rate
+// in iterations/s has its shared ones still settling (it is judged on
+// them once they count, not on the fallback meanwhile).
 func (r *introRates) rates() (solo, shared float64, signal string, ok bool) {
-	if r.soloIters.n >= introMinSamples && r.sharedIters.n >= introMinSamples {
-		return r.soloIters.mean(), r.sharedIters.mean(), signalIters, true
+	if r.soloIters.n >= introMinSamples {
+		if r.sharedIters.n >= introMinSamples {
+			return r.soloIters.mean(), r.sharedIters.mean(), signalIters, true
+		}
+		if r.unsettled > 0 {
+			return 0, 0, "", false
+		}
 	}
 	if r.soloUtil.n >= introMinSamples && r.sharedUtil.n >= introMinSamples {
 		return r.soloUtil.mean(), r.sharedUtil.mean(), signalUtil, true
@@ -216,7 +280,9 @@ type pairVerdict struct {
 // not the newcomer: issue 34 item 4); a tie (within chargeTie) goes to
 // the one that came last, then to the larger job id. A GPU with several
 // guaranteed jobs (two guaranteed shard jobs, and a guest) is not
-// judged: whose loss is whose cannot be told. A guest on shares of
+// judged: whose loss is whose cannot be told; nor is a GPU whose jobs in
+// the pass are not the host's window's sharers (one left or came since
+// its last report). A guest on shares of
 // several GPUs (Slurm 23.11+'s MULTIPLE_SHARING_GRES_PJ) is a member of
 // each of its GPUs (at most maxTrackedGPUs), so each of its hosts is
 // judged; one revert requeues it. Pure: the caller applies the verdicts.
@@ -252,6 +318,14 @@ func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 			}
 		}
 		if hosts != 1 || len(guests) == 0 {
+			continue
+		}
+		if len(groups[k]) != host.rates.sharers {
+			// The host's window and the pass disagree on who is on
+			// the GPU: a sharer left (its requeue carried out) or came
+			// since the host's last report. Judged on that window, the
+			// guests still there would be charged for the one that
+			// left; they are judged once the reports show the change.
 			continue
 		}
 		solo, shared, signal, ok := host.rates.rates()
@@ -306,10 +380,12 @@ type introState struct {
 	// asked: guests whose requeue was asked, until a pass sees them not
 	// running (one request per revert).
 	asked map[uint32]bool
-	// kept: the pairs (guest, host) last logged as kept (one line per
-	// pair and run, not one per pass; a guest of several GPUs has a host
-	// on each).
-	kept map[keptPair]bool
+	// kept: the pairs (guest, host) logged as kept, each with the
+	// host's window it was logged in (its since): one line per pair and
+	// window of sharers, not one per pass (a guest that stays when
+	// another leaves is judged, and logged, anew); a guest of several
+	// GPUs has a host on each.
+	kept map[keptPair]int64
 	// queue feeds the requeuer goroutine.
 	queue chan requeueRequest
 	// unsaved: bad pairs marked since the writer last saved them
@@ -338,7 +414,7 @@ func (in *introState) init() {
 	}
 	if in.asked == nil {
 		in.asked = map[uint32]bool{}
-		in.kept = map[keptPair]bool{}
+		in.kept = map[keptPair]int64{}
 		in.waiting = map[uint32]waitingGuest{}
 		in.excl = map[uint32]*exclusion{}
 		in.exclChanged = map[uint32]bool{}
@@ -387,11 +463,12 @@ func (c *Sharing) introspect(now int64) {
 				// not kept. The speeds measured still hold.
 				continue
 			}
-			if p := (keptPair{guest: v.guest.id, host: v.host.id}); !in.kept[p] {
-				in.kept[p] = true
+			if p, since := (keptPair{guest: v.guest.id, host: v.host.id}), v.host.rates.since; in.kept[p] != since {
+				in.kept[p] = since
 				c.log.Info(fmt.Sprintf("job %d kept: its neighbour job %d ran %s%% slower than alone (max_slowdown %s%%)",
 					v.guest.id, v.host.id, pct(max(0, sharing.Loss(solo, shared))), pct(cfg.MaxSlowdown)),
-					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared)
+					keyJob, v.guest.id, "host", v.host.id, "signal", v.signal, "solo", solo, "shared", shared,
+					"sharers", v.host.rates.sharers)
 			}
 			continue
 		}

@@ -15,11 +15,14 @@ import (
 	"github.com/lachesis-sched/lachesis/internal/controller/config"
 	"github.com/lachesis-sched/lachesis/internal/protocol/wire"
 	"github.com/lachesis-sched/lachesis/internal/slurmcmd"
+	"github.com/lachesis-sched/lachesis/node-agent/jobprogress"
 	"github.com/lachesis-sched/lachesis/policy/sharing"
 )
 
 // ratesOf builds a job's introRates from samples (sharers, iterations/s
-// (<0: no progress), utilisation) on one GPU, one report every 10 s.
+// (<0: no progress), utilisation) on one GPU, one report every
+// IntroSettle: each window's reports after its first count (the first
+// spans the change).
 func ratesOf(gpu string, samples ...[3]float64) *introRates {
 	r := &introRates{}
 	for i, s := range samples {
@@ -27,7 +30,7 @@ func ratesOf(gpu string, samples ...[3]float64) *introRates {
 		if s[1] >= 0 {
 			e.Progress = &wire.JobProgress{ItersPerSec: s[1]}
 		}
-		r.observe(&e, "n1", int64(1000+10*i))
+		r.observe(&e, "n1", int64(1000)+introSettleSec*int64(i))
 	}
 	return r
 }
@@ -35,14 +38,20 @@ func ratesOf(gpu string, samples ...[3]float64) *introRates {
 // alone then shared: three samples alone at rate a, three beside a guest
 // at rate b (the first of each window is skipped).
 func aloneThenShared(gpu string, a, b float64, progress bool) *introRates {
+	return aloneThenSharedBy(gpu, 2, a, b, progress)
+}
+
+// aloneThenSharedBy is aloneThenShared with sharers jobs on the GPU.
+func aloneThenSharedBy(gpu string, sharers int, a, b float64, progress bool) *introRates {
 	it := func(v float64) float64 {
 		if progress {
 			return v
 		}
 		return -1
 	}
+	n := float64(sharers)
 	return ratesOf(gpu, [3]float64{1, it(a), a}, [3]float64{1, it(a), a}, [3]float64{1, it(a), a},
-		[3]float64{2, it(b), b}, [3]float64{2, it(b), b}, [3]float64{2, it(b), b})
+		[3]float64{n, it(b), b}, [3]float64{n, it(b), b}, [3]float64{n, it(b), b})
 }
 
 func sharedOnly(gpu string, since int) *introRates {
@@ -99,20 +108,26 @@ func TestJudgePairs(t *testing.T) {
 		// newcomer arrives; the tie (one window, the later job) used to
 		// requeue the newcomer.
 		{"two guests: the earlier one whose utilisation rose is requeued, not the newcomer beside it",
-			[]pairMember{host(aloneThenShared("g0", 10, 5, true)),
+			[]pairMember{host(aloneThenSharedBy("g0", 3, 10, 5, true)),
 				guest(2, ratesOf("g0", [3]float64{2, -1, 20}, [3]float64{2, -1, 20}, [3]float64{2, -1, 20},
 					[3]float64{3, -1, 20}, [3]float64{3, -1, 90}, [3]float64{3, -1, 90})),
 				guest(4, shiftedBy(ratesOf("g0", [3]float64{3, -1, 30}, [3]float64{3, -1, 30}, [3]float64{3, -1, 30}), 30))},
 			1, true, 2, signalIters},
 		{"two guests: the newcomer whose use slowed the host is requeued, the steady earlier one kept",
-			[]pairMember{host(aloneThenShared("g0", 10, 5, true)),
+			[]pairMember{host(aloneThenSharedBy("g0", 3, 10, 5, true)),
 				guest(2, ratesOf("g0", [3]float64{2, -1, 20}, [3]float64{2, -1, 20}, [3]float64{2, -1, 20},
 					[3]float64{3, -1, 20}, [3]float64{3, -1, 20}, [3]float64{3, -1, 20})),
 				guest(4, shiftedBy(ratesOf("g0", [3]float64{3, -1, 30}, [3]float64{3, -1, 30}, [3]float64{3, -1, 30}), 30))},
 			1, true, 4, signalIters},
 		{"two guests: the one that came last is requeued",
-			[]pairMember{host(aloneThenShared("g0", 10, 5, true)), guest(2, sharedOnly("g0", 0)), guest(4, sharedOnly("g0", 5)), guest(3, sharedOnly("g0", 0))},
+			[]pairMember{host(aloneThenSharedBy("g0", 4, 10, 5, true)), guest(2, sharedOnly("g0", 0)), guest(4, sharedOnly("g0", 5)), guest(3, sharedOnly("g0", 0))},
 			1, true, 4, signalIters},
+		// The pass runs after the requeue of a guest the host's last
+		// report still counted: the guests left are not charged for it.
+		{"a guest left since the host's last report: the ones still there are not judged on its window",
+			[]pairMember{host(aloneThenSharedBy("g0", 3, 10, 5, true)), guest(2, sharedOnly("g0", 0))}, 0, false, 0, ""},
+		{"a guest came since the host's last report: not judged on the window before it",
+			[]pairMember{host(aloneThenShared("g0", 10, 9.9, true)), guest(2, sharedOnly("g0", 0)), guest(3, sharedOnly("g0", 5))}, 0, false, 0, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,7 +215,9 @@ func runPair(t *testing.T, c *testCore, hostUID, guestUID uint32, soloIters, sha
 	return runPairAt(t, c, 1000, hostUID, guestUID, soloIters, sharedIters)
 }
 
-// runPairAt is runPair from time base (its last pass at base+90).
+// runPairAt is runPair from time base (its last pass at base+90; the
+// guest came IntroSettle before base+50, so the host's shared rate
+// counts from then).
 func runPairAt(t *testing.T, c *testCore, base int64, hostUID, guestUID uint32, soloIters, sharedIters float64) []requeueRequest {
 	t.Helper()
 	pairPassesAt(c, base, hostUID, guestUID, soloIters, sharedIters)
@@ -216,11 +233,14 @@ func pairPasses(c *testCore, hostUID, guestUID uint32, soloIters, sharedIters fl
 func pairPassesAt(c *testCore, base int64, hostUID, guestUID uint32, soloIters, sharedIters float64) {
 	host := shardJob(1, owner, "gpu", "resnet")
 	guest := shardJob(2, guestUID, "opp", "lstm")
-	pass(c, base, host)
+	open := base + 50 - introSettleSec // the guest's first report
+	pass(c, open-50, host)
 	for k := int64(1); k <= 3; k++ {
-		c.ReportGPUUse(shardReport(base+10*k, 1, hostUID, "g0", 1, 90, soloIters))
+		c.ReportGPUUse(shardReport(open-50+10*k, 1, hostUID, "g0", 1, 90, soloIters))
 	}
-	pass(c, base+40, host, guest)
+	pass(c, open-10, host, guest)
+	c.ReportGPUUse(shardReport(open, 1, hostUID, "g0", 2, 60, sharedIters))
+	c.ReportGPUUse(shardReport(open, 2, guestUID, "g0", 2, 40, 3))
 	for k := int64(5); k <= 8; k++ {
 		c.ReportGPUUse(shardReport(base+10*k, 1, hostUID, "g0", 2, 60, sharedIters))
 		c.ReportGPUUse(shardReport(base+10*k, 2, guestUID, "g0", 2, 40, 3))
@@ -445,5 +465,98 @@ func TestAGuestSlurmCannotRequeueIsEndedNotCountedAsRequeued(t *testing.T) {
 	c2.CarryOutQueued(sj2)
 	if n := testutil.ToFloat64(c2.met.reverts.WithLabelValues(signalIters)); n != 0 || strings.Contains(buf2.String(), "job 2 requeued") || len(sj2.cancelled) != 0 {
 		t.Fatalf("a failed requeue: counted %v, cancelled %v, log:\n%s", n, sj2.cancelled, buf2.String())
+	}
+}
+
+// agentPhase is a stretch of agentRun: until (s), the GPU's sharers
+// (the host, guest 2 when guests >= 1, guest 3 when guests >= 2) and the
+// host's true rate.
+type agentPhase struct {
+	until    int64
+	guests   int
+	hostRate float64
+}
+
+// agentRun feeds the host's and guests' introRates the reports a node
+// agent sends: the host's loop reports its count every second to the
+// agent's own smoothing (jobprogress.Tracker), and every 10 s a usage
+// report carries its smoothed rate, the GPU's sharers and the jobs'
+// utilisation (the guests report no progress). After each report it
+// calls judged with the pass's verdicts.
+func agentRun(t *testing.T, phases []agentPhase, judged func(at int64, host *introRates, v []pairVerdict)) {
+	t.Helper()
+	cfg := sharingRules(0.05)
+	tr := jobprogress.New(jobprogress.Config{})
+	host, g2, g3 := &introRates{}, &introRates{}, &introRates{}
+	iters, now := 0.0, int64(0)
+	for _, ph := range phases {
+		for now < ph.until {
+			now++
+			iters += ph.hostRate
+			if _, err := tr.Report(1, uint64(iters), time.Unix(now, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if now%10 != 0 {
+				continue
+			}
+			sharers := 1 + ph.guests
+			usage := func(util float64) *wire.JobUsage {
+				return &wire.JobUsage{GPUs: []wire.JobGPUUsage{{UUID: "g0", Sharers: sharers, UtilPct: util}}}
+			}
+			e := usage(90)
+			if p, ok := tr.Progress(time.Unix(now, 0))[1]; ok {
+				e.Progress = &p
+			}
+			host.observe(e, "n1", now)
+			members := []pairMember{{id: 1, uid: owner, model: "resnet", rates: host}}
+			for i, g := range []*introRates{g2, g3}[:ph.guests] {
+				g.observe(usage(30), "n1", now)
+				members = append(members, pairMember{id: uint32(2 + i), uid: mallory, opportunistic: true, model: "lstm", rates: g})
+			}
+			judged(now, host, judgePairs(cfg, members))
+		}
+	}
+}
+
+// Issue 34 item 4, compute, after the revert: the agent's rate is a
+// moving average (wire.ProgressTau), so once the guest that slowed the
+// host leaves, the host's rate still carries the slowdown for tens of
+// seconds. Judged on that, the guest that stays (guest 2) was requeued
+// one pass later for the one that left (guest 3). Now a window's rate
+// counts only after IntroSettle: nothing is judged before, and then the
+// guest that stays is judged on what it does. A solo window too: a host
+// whose guest left is not measured alone on rates that still carry it.
+func TestIntrospectionJudgesAWindowOnlyOnceTheAgentsRateSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		phases     []agentPhase
+		wantRevert bool
+	}{
+		{"the guest that halved the host leaves, the harmless one stays: kept",
+			[]agentPhase{{120, 0, 10}, {300, 2, 5}, {300 + introSettleSec + 60, 1, 10}}, false},
+		{"the guest that halved the host leaves, the one that stays slows it 20% itself: requeued",
+			[]agentPhase{{120, 0, 10}, {300, 2, 5}, {300 + introSettleSec + 60, 1, 8}}, true},
+		{"the host alone again after a guest halved it, then a guest slows it 10%: requeued on the settled solo rate",
+			[]agentPhase{{120, 0, 10}, {300, 1, 5}, {400, 0, 10}, {400 + introSettleSec + 60, 1, 9}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var last []pairVerdict
+			agentRun(t, tc.phases, func(at int64, host *introRates, v []pairVerdict) {
+				if len(v) > 0 && at-host.since < introSettleSec {
+					t.Fatalf("at %d s, %d s into the window of %d sharers, judged (solo %.2f shared %.2f revert %v): its rate has not settled",
+						at, at-host.since, host.sharers, v[0].rates.HostSolo, v[0].rates.HostShared, v[0].Revert)
+				}
+				last = v
+			})
+			if len(last) != 1 {
+				t.Fatalf("%d verdicts at the end, want the settled window's one", len(last))
+			}
+			v := last[0]
+			if v.signal != signalIters || v.guest.id != 2 || v.Revert != tc.wantRevert {
+				t.Fatalf("guest %d on %s (solo %.2f shared %.2f): revert %v, want guest 2 judged on iterations, revert %v",
+					v.guest.id, v.signal, v.rates.HostSolo, v.rates.HostShared, v.Revert, tc.wantRevert)
+			}
+			t.Logf("judged: solo %.3f it/s, shared %.3f it/s (%s%% slower)", v.rates.HostSolo, v.rates.HostShared, pct(sharing.Loss(v.rates.HostSolo, v.rates.HostShared)))
+		})
 	}
 }
