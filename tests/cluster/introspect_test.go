@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lachesis-sched/lachesis/internal/controller/gpushare"
 )
 
 // relayPy reads lachesis-synth's "step N R it/s" lines on stdin and
@@ -130,7 +132,9 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	kept := guest("guest_kept", "LM/bs80", 4096)
 	e.waitState(kept, "RUNNING", 90*time.Second)
 	keptLine := line("job %d kept: its neighbour job %d ran ", kept, mild)
-	e.eventually(180*time.Second, "the pair judged and kept", func() (bool, string) {
+	// Judged once the host's rate beside the guest has settled
+	// (gpushare.IntroSettle after the guest came), then within passes.
+	e.eventually(gpushare.IntroSettle+inPasses(180), "the pair judged and kept", func() (bool, string) {
 		return keptLine.MatchString(e.c.ControllerLog()), e.c.ControllerLog()
 	})
 	t.Logf("%s", regexp.MustCompile(keptLine.String()+`.*`).FindString(e.c.ControllerLog()))
@@ -172,7 +176,7 @@ func TestIntrospectionRevertsAHarmfulPacking(t *testing.T) {
 	evicted := guest("guest_evicted", "Mystery", 512, "-x", "ghost1")
 	e.waitState(evicted, "RUNNING", 90*time.Second)
 	revertLine := regexp.MustCompile(fmt.Sprintf(`job %d requeued: its neighbour job %d ran \d+%% slower than alone \(max_slowdown 5%%\)`, evicted, slow))
-	e.eventually(180*time.Second, "the guest requeued for its neighbour's slowdown", func() (bool, string) {
+	e.eventually(gpushare.IntroSettle+inPasses(180), "the guest requeued for its neighbour's slowdown", func() (bool, string) {
 		return revertLine.MatchString(e.c.ControllerLog()) && e.restarts(evicted) == 1, e.c.ControllerLog()
 	})
 	// Its reason (squeue's %r, Slurm's BadConstraints once the list
