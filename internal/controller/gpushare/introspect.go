@@ -282,10 +282,10 @@ type pairVerdict struct {
 // guaranteed jobs (two guaranteed shard jobs, and a guest) is not
 // judged: whose loss is whose cannot be told; nor is a GPU whose jobs in
 // the pass are not the host's window's sharers (one left or came since
-// its last report). A guest on shares of
-// several GPUs (Slurm 23.11+'s MULTIPLE_SHARING_GRES_PJ) is a member of
-// each of its GPUs (at most maxTrackedGPUs), so each of its hosts is
-// judged; one revert requeues it. Pure: the caller applies the verdicts.
+// its last report). A guest on shares of several GPUs (Slurm 23.11+'s
+// MULTIPLE_SHARING_GRES_PJ) is a member of each of its GPUs (at most
+// maxTrackedGPUs), so each of its hosts is judged; one revert requeues
+// it. Pure: the caller applies the verdicts.
 func judgePairs(cfg sharing.Config, members []pairMember) []pairVerdict {
 	type onGPU struct {
 		m    pairMember
