@@ -480,6 +480,9 @@ func replaySharingIntoCore(t *testing.T, rules sharing.Config, tcfg *priority.Co
 	ccfg.Tiresias.Opportunistic = priority.Opportunistic{Enabled: true, Rules: rules}
 	ccfg.Tiresias.Preemption.StrictOpportunistic = rules.StrictOpportunistic
 	c := openCoreWith(t, ccfg)
+	// The history's reports carry the simulator's exact rates, not an
+	// agent's moving average: windows count at once, as in the simulator.
+	c.sharing.AssumeExactRates()
 	var clock int64
 	c.clock = func() int64 { return clock }
 	slurm := &replaySlurm{h: &h, lists: map[uint32]string{}, requeued: map[uint32]bool{}}

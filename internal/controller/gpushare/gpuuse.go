@@ -184,6 +184,7 @@ func (c *Sharing) ReportGPUUse(rep *wire.JobUsageReport) {
 			j.nodeAt[rep.Node] = at
 		}
 		j.sum.Fold(sampleOf(e, at), u.idleBelow)
+		j.rates.exact = c.exactRates
 		j.rates.observe(e, rep.Node, at)
 		j.mem = memSamplesOf(j.mem, e, rep.Node)
 		// Saved with the next pass's flush: one transaction per pass,

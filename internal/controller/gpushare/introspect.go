@@ -95,6 +95,9 @@ func (m rateMean) mean() float64 { return m.sum / float64(m.n) }
 // introRates is what one job's reports say about its rate alone and in
 // its current shared window.
 type introRates struct {
+	// exact: the reports carry exact rates, not the agent's moving
+	// average (Sharing.AssumeExactRates): windows count at once.
+	exact                   bool
 	soloIters, soloUtil     rateMean // samples while alone on its GPUs
 	sharedIters, sharedUtil rateMean // samples since sharers last changed
 	// sharers in the current window (1: alone; 0: nothing seen yet);
@@ -187,7 +190,7 @@ func (r *introRates) observe(e *wire.JobUsage, node string, at int64) {
 // or more after the window opened), else NaN, which no mean takes, and
 // the window counts one more unsettled sample.
 func (r *introRates) settledIters(iters float64, p *wire.JobProgress, at int64) float64 {
-	if math.IsNaN(iters) || r.first {
+	if math.IsNaN(iters) || r.first || r.exact {
 		return iters
 	}
 	countAt := at

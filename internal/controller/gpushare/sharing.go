@@ -18,8 +18,11 @@ import (
 // history, under mu; SizeJob's lookup and the writer take it alone).
 // The requeuer runs Slurm's commands holding neither.
 type Sharing struct {
-	log *slog.Logger
-	met *metrics // nil unless metrics.listen is set
+	// exactRates: the reports' iterations/s are exact, not smoothed
+	// (AssumeExactRates).
+	exactRates bool
+	log        *slog.Logger
+	met        *metrics // nil unless metrics.listen is set
 	// cfg is the config of the last pass (or of New); under the pass.
 	cfg config.Config
 	// mu guards use, intro, memGuard and oppReasons: its own, so a flood
@@ -137,3 +140,11 @@ func (c *Sharing) Judge(now int64, cfg config.Config, jobs []Job, pairScores map
 func (c *Sharing) RunRequeuer(stop <-chan struct{}, slurm SlurmJobs) {
 	c.requeuer(stop, c.intro.queue, slurm)
 }
+
+// AssumeExactRates says the reports to come carry exact iterations/s, as
+// the simulator's model has them, not the node agent's moving average
+// (wire.ProgressTau): introspection then counts a window's samples at
+// once instead of IntroSettle after it opened. Only a replay of the
+// simulator's history (core's sharing equivalence test) sends such
+// reports; a node agent never does. Call it before the first report.
+func (c *Sharing) AssumeExactRates() { c.exactRates = true }
