@@ -875,10 +875,22 @@ start_slurmd() {
   slurmd -f "$conf" -N "$n" || die "slurmd -N $n failed (see $logdir/slurmd-$n.log)"
 }
 
+# A failure report shows each log's last error lines first: the tail alone
+# often starts after the error that mattered (a batch launch that failed
+# a minute before the test gave up). Their "! " prefix keeps them in
+# `make test`'s filtered output, which drops lines that begin with a
+# timestamp. Lines every run has (no PMIx library here, a first start's
+# missing state files, a job's own cancel notice) are left out.
+log_error_noise='pmix|PMIx|NOTE: Trying backup state save file|state file .*: No such file|(JOB|STEP) [0-9.]+ ON [^ ]+ CANCELLED AT'
 show_logs() {
-  local f
+  local f errs
   for f in "$logdir"/*.log "$db_log" "$mungedir/munged.log"; do
     [[ -f $f ]] || continue
+    errs=$({ grep -E '(error|fatal):' -- "$f" || true; } | { grep -vE "$log_error_noise" || true; } | tail -n 15)
+    if [[ -n $errs ]]; then
+      echo "===== $f (last error lines)"
+      sed "s|^|! ${f##*/}: |" <<<"$errs"
+    fi
     echo "===== $f (last $log_lines lines)"
     tail -n "$log_lines" -- "$f"
   done
