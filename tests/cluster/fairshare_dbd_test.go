@@ -30,20 +30,13 @@ import (
 //
 // The slurmctld log says which shares the core used for each account.
 func TestFairShareSlurmdbd(t *testing.T) {
-	dir := clusterDir(t)
-	// Registered first, so it runs after the cluster's own cleanup: no
-	// daemon of this cluster (MariaDB and slurmdbd included) may outlive it.
-	t.Cleanup(func() { checkNoDaemonsUnder(t, dir) })
-	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 4, Accounting: "slurmdbd"},
+	// Equal shares in the associations; root may charge both accounts.
+	e := startSlurmdbdCluster(t, 4,
 		// One queue band (no thresholds in reach, no promotion) so that
 		// fair share is the only thing that can reorder jobs.
 		"tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\n"+
-			"fairshare:\n  enabled: true\n  half_life: 3600\n  shares:\n    flood: 9\n    late: 1\n")
-
-	// Equal shares in the associations; root may charge both accounts.
-	e.sacctmgr("add", "account", "flood,late", "Fairshare=1")
-	e.sacctmgr("add", "user", "root", "Account=flood,late")
-	e.waitAssocShares(map[string]int{"flood": 1, "late": 1})
+			"fairshare:\n  enabled: true\n  half_life: 3600\n  shares:\n    flood: 9\n    late: 1\n",
+		"flood", "late")
 
 	// late has more jobs than the window, so a late account that always
 	// won (shares ignored the other way) would get every start in it.
@@ -181,6 +174,27 @@ func TestFairShareSlurmdbd(t *testing.T) {
 	if !e.logMatches(`account fair-share class account=late shares=3 `) {
 		t.Error("slurmctld's log has no fair-share line for late with the association's new shares=3")
 	}
+}
+
+// startSlurmdbdCluster starts a one-node cluster of gpus GPUs with a real
+// slurmdbd and MariaDB, adds accounts, each with fair share 1 and root as
+// a user, and waits until slurmctld has their associations. No daemon of
+// the cluster (MariaDB and slurmdbd included) may outlive the test.
+func startSlurmdbdCluster(t *testing.T, gpus int, yaml string, accounts ...string) *env {
+	t.Helper()
+	dir := clusterDir(t)
+	// Registered first, so it runs after the cluster's own cleanup.
+	t.Cleanup(func() { checkNoDaemonsUnder(t, dir) })
+	e := startShapedCluster(t, shape{Nodes: 1, GPUs: gpus, Accounting: "slurmdbd"}, yaml)
+	list := strings.Join(accounts, ",")
+	e.sacctmgr("add", "account", list, "Fairshare=1")
+	e.sacctmgr("add", "user", "root", "Account="+list)
+	shares := make(map[string]int, len(accounts))
+	for _, a := range accounts {
+		shares[a] = 1
+	}
+	e.waitAssocShares(shares)
+	return e
 }
 
 // sacctmgr runs `sacctmgr -i args...` (no confirmation prompt).

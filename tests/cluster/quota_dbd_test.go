@@ -32,16 +32,10 @@ import (
 //     naming the account and the field, and changes nothing: own's job
 //     still starts first.
 func TestQuotaFromSlurmdbd(t *testing.T) {
-	dir := clusterDir(t)
-	// Registered first, so it runs after the cluster's own cleanup: no
-	// daemon of this cluster (MariaDB and slurmdbd included) may outlive it.
-	t.Cleanup(func() { checkNoDaemonsUnder(t, dir) })
-	e := startShapedCluster(t, shape{Nodes: 1, GPUs: 4, Accounting: "slurmdbd"},
+	e := startSlurmdbdCluster(t, 4,
 		"tiresias:\n  mode: las\n  thresholds: [1000000]\n  promote_knob: 0\n"+
-			"quota:\n  source: slurmdbd\n  refresh: 30\n  max_reclaim_per_pass: 4\n")
-	e.sacctmgr("add", "account", "own,other,fill")
-	e.sacctmgr("add", "user", "root", "Account=own,other,fill")
-	e.waitAssocShares(map[string]int{"own": 1, "other": 1, "fill": 1})
+			"quota:\n  source: slurmdbd\n  refresh: 30\n  max_reclaim_per_pass: 4\n",
+		"own", "other", "fill")
 
 	e.sacctmgr("modify", "account", "own", "set", "Description=own lab; lachesis-quota=2 GPUs")
 	own := regexp.QuoteMeta(`quotas="[own=2 GPUs in cells of 1]"`)

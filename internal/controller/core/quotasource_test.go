@@ -74,6 +74,20 @@ func dbdCore(t *testing.T, now *int64) (*Core, *bytes.Buffer) {
 
 var twoNodes = []ClusterNode{{Name: "n0", GPUs: 4, Index: 0}, {Name: "n1", GPUs: 4, Index: 1}}
 
+// dbdCoreOnTwoNodes is dbdCore at time 1100 that knows the two-node
+// table, with the slurmdbd it reads from holding accts.
+func dbdCoreOnTwoNodes(t *testing.T, accts ...slurmcmd.AccountDescription) (*Core, *bytes.Buffer, *fakeSlurmdbd) {
+	t.Helper()
+	now := int64(1100)
+	c, logged := dbdCore(t, &now)
+	if err := c.SetCluster(twoNodes); err != nil {
+		t.Fatal(err)
+	}
+	dbd := &fakeSlurmdbd{}
+	dbd.set(nil, accts...)
+	return c, logged, dbd
+}
+
 // An admin's quota in an account's description: read before the node
 // table it waits, then binds and ranks the owner's job above a borrower
 // that waited longer, as lachesis.yaml's quota does.
@@ -122,14 +136,8 @@ func TestSlurmdbdQuotaRanksOwnersFirst(t *testing.T) {
 // text, the marker twice, a control character, a name Slurm would not
 // give) keeps that account's quota in force, or none.
 func TestSlurmdbdReadThatFailsChangesNothing(t *testing.T) {
-	now := int64(1100)
-	c, logged := dbdCore(t, &now)
-	if err := c.SetCluster(twoNodes); err != nil {
-		t.Fatal(err)
-	}
-	dbd := &fakeSlurmdbd{}
 	good := slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"}
-	dbd.set(nil, good)
+	c, logged, dbd := dbdCoreOnTwoNodes(t, good)
 	c.refreshQuotas(t.Context(), dbd, true)
 	bound := c.cluster.binding
 	if bound.GPUs("own") != 4 {
@@ -196,13 +204,7 @@ func TestSlurmdbdReadThatFailsChangesNothing(t *testing.T) {
 // A description an admin emptied takes the quota away at the next read;
 // quotas off, the ranker has no quota bands.
 func TestSlurmdbdQuotaRemoved(t *testing.T) {
-	now := int64(1100)
-	c, _ := dbdCore(t, &now)
-	if err := c.SetCluster(twoNodes); err != nil {
-		t.Fatal(err)
-	}
-	dbd := &fakeSlurmdbd{}
-	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=2 gpus"})
+	c, _, dbd := dbdCoreOnTwoNodes(t, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=2 gpus"})
 	c.refreshQuotas(t.Context(), dbd, true)
 	if !c.ranker.Config().Quotas {
 		t.Fatal("quotas on, yet the ranker has no quota bands")
@@ -218,14 +220,8 @@ func TestSlurmdbdQuotaRemoved(t *testing.T) {
 // asks for (its file has none); with quota.source yaml, slurmdbd is never
 // asked.
 func TestSlurmdbdQuotasAcrossReconfigure(t *testing.T) {
-	now := int64(1100)
-	c, _ := dbdCore(t, &now)
+	c, _, dbd := dbdCoreOnTwoNodes(t, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
 	c.configPath = filepath.Join(t.TempDir(), "lachesis.yaml")
-	if err := c.SetCluster(twoNodes); err != nil {
-		t.Fatal(err)
-	}
-	dbd := &fakeSlurmdbd{}
-	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
 	c.refreshQuotas(t.Context(), dbd, true)
 	c.quotaSource.kick = make(chan struct{}, 1)
 	writeFile(t, c.configPath, "quota:\n  source: slurmdbd\n  refresh: 60\n")
@@ -255,13 +251,7 @@ func TestSlurmdbdQuotasAcrossReconfigure(t *testing.T) {
 
 // The goroutine reads at once, again when kicked, and stops with stop.
 func TestQuotaSourceGoroutineReadsAtStartAndWhenKicked(t *testing.T) {
-	now := int64(1100)
-	c, _ := dbdCore(t, &now)
-	if err := c.SetCluster(twoNodes); err != nil {
-		t.Fatal(err)
-	}
-	dbd := &fakeSlurmdbd{}
-	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=2 gpus"})
+	c, _, dbd := dbdCoreOnTwoNodes(t, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=2 gpus"})
 	c.quotaSource.kick = make(chan struct{}, 1)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() { c.runQuotaSource(stop, dbd); close(done) }()
@@ -289,13 +279,7 @@ func TestQuotaSourceGoroutineReadsAtStartAndWhenKicked(t *testing.T) {
 // naming the account's Description, not lachesis.yaml's key; the binding
 // stays.
 func TestSlurmdbdQuotaMisfitAfterReshapeNamesTheDescription(t *testing.T) {
-	now := int64(1100)
-	c, _ := dbdCore(t, &now)
-	if err := c.SetCluster(twoNodes); err != nil {
-		t.Fatal(err)
-	}
-	dbd := &fakeSlurmdbd{}
-	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
+	c, _, dbd := dbdCoreOnTwoNodes(t, slurmcmd.AccountDescription{Name: "own", Description: "lachesis-quota=1 node of 4 gpus"})
 	c.refreshQuotas(t.Context(), dbd, true)
 	err := c.SetCluster([]ClusterNode{{Name: "n0", GPUs: 2}})
 	if !errors.Is(err, ErrQuotaUnfit) || !strings.Contains(err.Error(), "slurmdbd account own Description lachesis-quota: 1 node of 4 GPUs does not fit") {
@@ -313,18 +297,13 @@ func TestSlurmdbdQuotaMisfitAfterReshapeNamesTheDescription(t *testing.T) {
 // nothing; a top-level account's quota is kept. The parents are read for
 // slurmctld's cluster, and only when some description holds the marker.
 func TestSlurmdbdQuotaOnlyForTopLevelAccounts(t *testing.T) {
-	now := int64(1100)
-	c, logged := dbdCore(t, &now)
-	c.env.ClusterName = "gpu"
-	if err := c.SetCluster(twoNodes); err != nil {
-		t.Fatal(err)
-	}
-	dbd := &fakeSlurmdbd{parents: map[string]string{"root": "", "own": "root", "sub": "own", "deep": "sub"}}
-	dbd.set(nil, slurmcmd.AccountDescription{Name: "own", Description: "own lab; lachesis-quota=2 gpus"},
+	c, logged, dbd := dbdCoreOnTwoNodes(t, slurmcmd.AccountDescription{Name: "own", Description: "own lab; lachesis-quota=2 gpus"},
 		slurmcmd.AccountDescription{Name: "sub", Description: "lachesis-quota=2 gpus"},
 		slurmcmd.AccountDescription{Name: "Deep", Description: "lachesis-quota=1 gpu"},
 		slurmcmd.AccountDescription{Name: "elsewhere", Description: "lachesis-quota=1 gpu"},
 		slurmcmd.AccountDescription{Name: "root", Description: "lachesis-quota=1 gpu"})
+	c.env.ClusterName = "gpu"
+	dbd.parents = map[string]string{"root": "", "own": "root", "sub": "own", "deep": "sub"}
 	c.refreshQuotas(t.Context(), dbd, true)
 	if got := c.Config().Quota.Accounts; len(got) != 1 || got["own"].GPUs() != 2 || c.cluster.binding.GPUs("sub") != 0 {
 		t.Fatalf("quotas in force %v, bound %+v; want own's alone", got, c.cluster.binding)
