@@ -28,16 +28,26 @@ type trackResult int
 type connState struct {
 	since     time.Time
 	ip        string
+	read      atomic.Bool // its goroutine has begun reading it
 	authed    atomic.Bool // a credential of this connection was verified
 	verifying atomic.Bool // a credential of this connection is with munged now
 }
 
-// evictable: the connection has not authenticated and is not waiting for
-// munged's verdict on its credential. An agent sends its header and
-// credential at once, so it is evictable only until they arrive; a peer
-// whose credential was refused is evictable again while its body is
-// discarded.
-func (st *connState) evictable() bool { return !st.authed.Load() && !st.verifying.Load() }
+// evictable: the server has begun reading the connection, and it has not
+// authenticated and is not waiting for munged's verdict on its
+// credential. An agent sends its header and credential at once, so it is
+// evictable only until the server reads them; a peer whose credential was
+// refused is evictable again while its body is discarded. Until its
+// goroutine first runs, a connection cannot have shown anything: under a
+// siege that opens a connection every fraction of a millisecond, the
+// oldest of 64 slots is some 15 ms old, within one scheduling delay of a
+// busy node, and an agent whose goroutine had not run yet was evicted
+// with its report unread (TestSlowlorisDoesNotDelayARealReport, once, in
+// a fresh Debian 13 root). One never read for peerGrace is evictable all the
+// same, so a stuck goroutine cannot hold a slot.
+func (st *connState) evictable(grace time.Time) bool {
+	return !st.authed.Load() && !st.verifying.Load() && (st.read.Load() || st.since.Before(grace))
+}
 
 func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 	s.mu.Lock()
@@ -58,7 +68,7 @@ func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 		// turn. Only when there is no such connection is the newcomer
 		// refused.
 		grace := time.Now().Add(-s.peerGrace())
-		victim, since = s.oldestEvictable(func(st *connState) bool { return st.ip == ip && st.since.Before(grace) })
+		victim, since = s.oldestEvictable(grace, func(st *connState) bool { return st.ip == ip && st.since.Before(grace) })
 		if victim == nil {
 			s.mu.Unlock()
 			return nil, trackPeerFull
@@ -82,12 +92,13 @@ func (s *Server) track(c net.Conn, ip string) (*connState, trackResult) {
 func (s *Server) peerGrace() time.Duration { return s.cfg.AuthTimeout / 10 }
 
 // oldestEvictable is the oldest connection that match accepts and that
-// may be evicted; s.mu must be held.
-func (s *Server) oldestEvictable(match func(*connState) bool) (net.Conn, time.Time) {
+// may be evicted (grace: connections accepted before it may be evicted
+// unread); s.mu must be held.
+func (s *Server) oldestEvictable(grace time.Time, match func(*connState) bool) (net.Conn, time.Time) {
 	var victim net.Conn
 	var oldest time.Time
 	for c, st := range s.conns {
-		if st.evictable() && match(st) && (victim == nil || st.since.Before(oldest)) {
+		if st.evictable(grace) && match(st) && (victim == nil || st.since.Before(oldest)) {
 			victim, oldest = c, st.since
 		}
 	}
@@ -120,7 +131,7 @@ func (s *Server) takeSlot() bool {
 	default:
 	}
 	s.mu.Lock()
-	victim, oldest := s.oldestEvictable(func(*connState) bool { return true })
+	victim, oldest := s.oldestEvictable(time.Now().Add(-s.peerGrace()), func(*connState) bool { return true })
 	s.mu.Unlock()
 	if victim == nil {
 		return false

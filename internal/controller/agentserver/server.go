@@ -165,7 +165,7 @@ func (s *Server) acceptLoop() {
 		}
 		if !s.takeSlot() {
 			s.untrack(conn)
-			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them unauthenticated", s.cfg.MaxConns))
+			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them evictable (each authenticated, being verified or not yet read)", s.cfg.MaxConns))
 			conn.Close()
 			continue
 		}
@@ -196,6 +196,7 @@ func (s *Server) serve(conn net.Conn, st *connState) {
 		s.wg.Done()
 	}()
 	s.stats.conns.Add(1)
+	st.read.Store(true)
 	for first := true; ; first = false {
 		var r io.Reader = conn
 		if !first {
