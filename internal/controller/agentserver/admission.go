@@ -105,6 +105,18 @@ func (s *Server) oldestEvictable(grace time.Time, match func(*connState) bool) (
 	return victim, oldest
 }
 
+// anyUnread: some connection other than self (the newcomer, tracked
+// before it has a slot) has not been read yet and is neither
+// authenticated nor being verified; s.mu must be held.
+func (s *Server) anyUnread(self *connState) bool {
+	for _, st := range s.conns {
+		if st != self && !st.read.Load() && !st.authed.Load() && !st.verifying.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // forget stops counting c against its address; s.mu must be held. Its
 // goroutine's untrack then finds nothing to undo.
 func (s *Server) forget(c net.Conn) {
@@ -118,21 +130,47 @@ func (s *Server) forget(c net.Conn) {
 	}
 }
 
-// takeSlot takes a connection slot. When all are taken it evicts the
-// oldest connection that has not authenticated yet and takes its slot:
-// many hosts holding half a header each would otherwise keep an agent out
-// for as long as they keep reconnecting, while an agent sends its header
-// and credential at once, so it is never the oldest unauthenticated peer
-// for more than a munged round trip.
-func (s *Server) takeSlot() bool {
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
+// takeSlot takes a connection slot for self, just tracked. When all are
+// taken it evicts the oldest connection that has been read and has not
+// authenticated yet, and takes its slot: many hosts holding half a header
+// each would otherwise keep an agent out for as long as they keep
+// reconnecting, while an agent sends its header and credential at once,
+// so its connection is safe once the server has read it.
+//
+// When none may be evicted yet because some have not been read (their
+// goroutines are behind the accept loop, as they are when hundreds of
+// peers connect at once), it waits for them, up to a second, rather than
+// refuse the newcomer: an agent refused there would lose its report's
+// first try to a siege that only had to be read. With every slot held by
+// authenticated agents it refuses at once.
+func (s *Server) takeSlot(self *connState) bool {
+	wait := time.NewTimer(time.Second)
+	defer wait.Stop()
+	var victim net.Conn
+	var oldest time.Time
+	for {
+		select {
+		case s.slots <- struct{}{}:
+			return true
+		default:
+		}
+		s.mu.Lock()
+		victim, oldest = s.oldestEvictable(time.Now().Add(-s.peerGrace()), func(st *connState) bool { return st != self })
+		unread := victim == nil && s.anyUnread(self)
+		s.mu.Unlock()
+		if !unread {
+			break
+		}
+		select {
+		case s.slots <- struct{}{}:
+			return true
+		case <-time.After(5 * time.Millisecond):
+		case <-wait.C:
+			return false
+		case <-s.quit:
+			return false
+		}
 	}
-	s.mu.Lock()
-	victim, oldest := s.oldestEvictable(time.Now().Add(-s.peerGrace()), func(*connState) bool { return true })
-	s.mu.Unlock()
 	if victim == nil {
 		return false
 	}

@@ -39,3 +39,32 @@ func TestAConnectionNotYetReadIsEvictedOnlyAfterTheGrace(t *testing.T) {
 		t.Fatalf("evicted %v; want the connection unread past the grace (%v)", victim, unreadAgent)
 	}
 }
+
+// With every slot taken and no connection evictable, a newcomer waits
+// while some slot holder has not been read yet (here: until a slot frees)
+// and is refused at once when every holder is authenticated.
+func TestANewcomerWaitsForUnreadSlotHoldersButNotForAuthenticatedOnes(t *testing.T) {
+	s := &Server{conns: map[net.Conn]*connState{}, slots: make(chan struct{}, 1), quit: make(chan struct{}),
+		cfg: Config{AuthTimeout: 5 * time.Second}}
+	s.slots <- struct{}{}
+	holder, peer := net.Pipe()
+	t.Cleanup(func() { holder.Close(); peer.Close() })
+	held := &connState{since: time.Now(), ip: "127.0.0.2"}
+	s.conns[holder] = held
+	self := &connState{since: time.Now(), ip: "127.0.0.1"}
+
+	go func() { time.Sleep(50 * time.Millisecond); <-s.slots }() // the holder's goroutine ends
+	if !s.takeSlot(self) {
+		t.Fatal("refused while a slot holder had not been read yet; want a wait for it")
+	}
+
+	held.read.Store(true)
+	held.authed.Store(true)
+	begin := time.Now()
+	if s.takeSlot(self) {
+		t.Fatal("took a slot held by an authenticated agent")
+	}
+	if d := time.Since(begin); d > 100*time.Millisecond {
+		t.Fatalf("refused after %v; want at once when every holder is authenticated", d)
+	}
+}

@@ -163,7 +163,7 @@ func (s *Server) acceptLoop() {
 			conn.Close()
 			continue
 		}
-		if !s.takeSlot() {
+		if !s.takeSlot(st) {
 			s.untrack(conn)
 			s.reject(peer, ReasonConnLimit, fmt.Errorf("%d connections open, none of them evictable (each authenticated, being verified or not yet read)", s.cfg.MaxConns))
 			conn.Close()
