@@ -12,7 +12,10 @@
 // are capped in all (MaxConns) and per source address (MaxConnsPerPeer), so
 // one host cannot take every slot; a newcomer to a full address evicts
 // that address's oldest unauthenticated connection (past a short grace),
-// since users of an agent's node share its address. An authenticated body is read within
+// since users of an agent's node share its address. With every slot
+// taken, a newcomer evicts the oldest connection the server has read and
+// that has not authenticated, and waits (up to a second) for connections
+// not read yet rather than be refused. An authenticated body is read within
 // FrameTimeout into a shared BodyBudget of bytes, and decoded by at most
 // two goroutines at a time under wire's depth and size limits. A panic in
 // a connection's goroutine ends that connection only. Every rejection is
